@@ -1,0 +1,55 @@
+# Finds every external dependency once, so that targets only name imported targets.
+
+find_package(absl CONFIG REQUIRED)
+find_package(FlatBuffers CONFIG REQUIRED)
+find_program(FLATC_EXECUTABLE flatc REQUIRED)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+if(KVJIT_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+endif()
+
+if(KVJIT_BUILD_COMPILER)
+  # Debian installs LLVM/MLIR 19 under /usr/lib/llvm-19; MLIR_DIR overrides it.
+  set(MLIR_DIR "/usr/lib/llvm-19/lib/cmake/mlir" CACHE PATH "Directory holding MLIRConfig.cmake")
+  find_package(MLIR CONFIG REQUIRED)
+  if(NOT LLVM_VERSION_MAJOR EQUAL 19)
+    message(FATAL_ERROR "kvjit: needs LLVM/MLIR 19, found ${LLVM_PACKAGE_VERSION} in ${MLIR_DIR}")
+  endif()
+  message(STATUS "kvjit: MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
+  list(APPEND CMAKE_MODULE_PATH ${MLIR_CMAKE_DIR} ${LLVM_CMAKE_DIR})
+  include(TableGen)
+  include(AddLLVM)
+  include(AddMLIR)
+  # add_mlir_doc writes into ${MLIR_BINARY_DIR}/docs, under the mlir-doc target
+  # (AddMLIR.cmake defines it in LLVM 19; older configs do not).
+  set(MLIR_BINARY_DIR ${CMAKE_BINARY_DIR})
+  if(NOT TARGET mlir-doc)
+    add_custom_target(mlir-doc)
+  endif()
+  include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
+  # Debian ships MLIR as one shared library; linking it alone (never the static
+  # component archives beside it) keeps a single copy of MLIR's global registries.
+  if(NOT TARGET MLIR)
+    message(FATAL_ERROR "kvjit: the MLIR shared library (libMLIR.so) was not found in ${MLIR_DIR}")
+  endif()
+  # libMLIR.so leaves the LLVM symbols it uses to libLLVM.so.
+  set(KVJIT_MLIR_LIBS MLIR LLVM)
+  set(KVJIT_LIT "${LLVM_TOOLS_BINARY_DIR}/../build/utils/lit/lit.py")
+  if(NOT EXISTS "${KVJIT_LIT}")
+    find_program(KVJIT_LIT NAMES lit llvm-lit lit.py)
+  endif()
+endif()
+
+set(KVJIT_HAVE_CUDA OFF)
+if(NOT KVJIT_ENABLE_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::nvrtc AND TARGET CUDA::cublas)
+    set(KVJIT_HAVE_CUDA ON)
+    message(STATUS "kvjit: CUDA backend ON (toolkit ${CUDAToolkit_VERSION} in ${CUDAToolkit_LIBRARY_DIR})")
+  elseif(KVJIT_ENABLE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "kvjit: KVJIT_ENABLE_CUDA=ON but the CUDA Toolkit (NVRTC, cuBLAS) was not found")
+  endif()
+endif()
+if(NOT KVJIT_HAVE_CUDA)
+  message(STATUS "kvjit: CUDA backend OFF: building CPU-only")
+endif()

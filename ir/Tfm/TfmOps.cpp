@@ -1,0 +1,264 @@
+#include "ir/Tfm/TfmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+namespace kvjit::tfm {
+namespace {
+
+using mlir::LogicalResult;
+using mlir::RankedTensorType;
+using mlir::ShapedType;
+
+bool DimsCompatible(int64_t a, int64_t b) {
+  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+}
+
+std::string DimToString(int64_t dim) {
+  return ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim);
+}
+
+RankedTensorType TensorTypeOf(mlir::Value value) {
+  return mlir::cast<RankedTensorType>(value.getType());
+}
+
+LogicalResult VerifyRank(mlir::Operation* op, llvm::StringRef operand, RankedTensorType type,
+                         int64_t rank) {
+  if (type.getRank() == rank) return mlir::success();
+  return op->emitOpError() << operand << " must have rank " << rank << ", got " << type;
+}
+
+// Checks `actual` against the dimensions the op's semantics imply.
+LogicalResult VerifyResultShape(mlir::Operation* op, RankedTensorType actual,
+                                llvm::ArrayRef<int64_t> expected) {
+  bool compatible = actual.getRank() == static_cast<int64_t>(expected.size());
+  for (size_t i = 0; compatible && i < expected.size(); ++i) {
+    compatible = DimsCompatible(actual.getDimSize(i), expected[i]);
+  }
+  if (compatible) return mlir::success();
+  std::string shape;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    shape += (i ? "x" : "") + DimToString(expected[i]);
+  }
+  return op->emitOpError() << "result type " << actual << " does not match the expected shape ["
+                           << shape << "]";
+}
+
+LogicalResult VerifyFeatureVector(mlir::Operation* op, llvm::StringRef operand, mlir::Value vector,
+                                  int64_t features) {
+  int64_t size = TensorTypeOf(vector).getDimSize(0);
+  if (DimsCompatible(size, features)) return mlir::success();
+  return op->emitOpError() << operand << " operand has " << size << " elements but the input has "
+                           << features << " features";
+}
+
+int64_t ElementsPerBlock(StorageType storage) {
+  switch (storage) {
+    case StorageType::f32:
+    case StorageType::f16:
+    case StorageType::bf16:
+      return 1;
+    case StorageType::q8_0:
+    case StorageType::q4_0:
+    case StorageType::q4_1:
+    case StorageType::q5_0:
+    case StorageType::q5_1:
+      return 32;
+    case StorageType::q4_k:
+    case StorageType::q5_k:
+    case StorageType::q6_k:
+      return 256;
+  }
+  return 1;
+}
+
+}  // namespace
+
+LogicalResult ParamOp::verify() {
+  auto type = mlir::cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape()) {
+    return emitOpError() << "weight @" << getSymName() << " must have a static shape, got " << type;
+  }
+  int64_t block = ElementsPerBlock(getStorage());
+  int64_t row = type.getRank() == 0 ? 1 : type.getShape().back();
+  if (row % block != 0) {
+    return emitOpError() << "weight @" << getSymName() << " stored as "
+                         << stringifyStorageType(getStorage()) << " needs rows of a multiple of "
+                         << block << " elements, got " << row;
+  }
+  return mlir::success();
+}
+
+LogicalResult WeightOp::verifySymbolUses(mlir::SymbolTableCollection& symbols) {
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param) return emitOpError() << "refers to " << getParamAttr() << ", which is no tfm.param";
+  if (param.getType() != getResult().getType()) {
+    return emitOpError() << "result type " << getResult().getType() << " differs from "
+                         << getParamAttr() << "'s declared type " << param.getType();
+  }
+  return mlir::success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType table = TensorTypeOf(getTable());
+  if (failed(VerifyRank(*this, "table", table, 2))) return mlir::failure();
+  int64_t tokens = TensorTypeOf(getTokens()).getDimSize(0);
+  return VerifyResultShape(*this, TensorTypeOf(getResult()), {tokens, table.getDimSize(1)});
+}
+
+LogicalResult LinearOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  RankedTensorType weight = TensorTypeOf(getWeight());
+  if (failed(VerifyRank(*this, "input", input, 2)) ||
+      failed(VerifyRank(*this, "weight", weight, 2))) {
+    return mlir::failure();
+  }
+  if (!DimsCompatible(weight.getDimSize(1), input.getDimSize(1))) {
+    return emitOpError() << "weight operand has " << weight.getDimSize(1)
+                         << " input features but the input operand has " << input.getDimSize(1);
+  }
+  if (getBias()) {
+    int64_t bias = TensorTypeOf(getBias()).getDimSize(0);
+    if (!DimsCompatible(bias, weight.getDimSize(0))) {
+      return emitOpError() << "bias operand has " << bias << " elements but the weight has "
+                           << weight.getDimSize(0) << " output features";
+    }
+  }
+  return VerifyResultShape(*this, TensorTypeOf(getResult()),
+                           {input.getDimSize(0), weight.getDimSize(0)});
+}
+
+LogicalResult RmsNormOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  if (input.getRank() < 1) return emitOpError() << "input must have rank at least 1";
+  if (!(getEpsilon().convertToFloat() >= 0)) return emitOpError() << "epsilon must be >= 0";
+  return VerifyFeatureVector(*this, "weight", getWeight(), input.getShape().back());
+}
+
+LogicalResult LayerNormOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  if (input.getRank() < 1) return emitOpError() << "input must have rank at least 1";
+  if (!(getEpsilon().convertToFloat() >= 0)) return emitOpError() << "epsilon must be >= 0";
+  int64_t features = input.getShape().back();
+  if (failed(VerifyFeatureVector(*this, "weight", getWeight(), features))) return mlir::failure();
+  if (getBias()) return VerifyFeatureVector(*this, "bias", getBias(), features);
+  return mlir::success();
+}
+
+LogicalResult RopeOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  if (failed(VerifyRank(*this, "input", input, 3))) return mlir::failure();
+  int64_t positions = TensorTypeOf(getPositions()).getDimSize(0);
+  if (!DimsCompatible(positions, input.getDimSize(0))) {
+    return emitOpError() << "positions operand has " << positions << " entries but the input has "
+                         << input.getDimSize(0) << " tokens";
+  }
+  int64_t head_dim = input.getDimSize(2);
+  if (ShapedType::isDynamic(head_dim)) return emitOpError() << "head dimension must be static";
+  int64_t rotary_dim = getRotaryDimAttr() ? getRotaryDimAttr().getInt() : head_dim;
+  if (rotary_dim <= 0 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
+    return emitOpError() << "rotary_dim must be even and in (0, " << head_dim << "], got "
+                         << rotary_dim;
+  }
+  if (!(getTheta().convertToFloat() > 0)) return emitOpError() << "theta must be positive";
+  return mlir::success();
+}
+
+LogicalResult MatmulOp::verify() {
+  RankedTensorType lhs = TensorTypeOf(getLhs());
+  RankedTensorType rhs = TensorTypeOf(getRhs());
+  int64_t rank = lhs.getRank();
+  if (rank < 2 || rhs.getRank() != rank) {
+    return emitOpError() << "operands must have one rank of at least 2, got " << lhs << " and "
+                         << rhs;
+  }
+  llvm::SmallVector<int64_t> expected;
+  for (int64_t i = 0; i < rank - 2; ++i) {
+    if (!DimsCompatible(lhs.getDimSize(i), rhs.getDimSize(i))) {
+      return emitOpError() << "batch dimension " << i << " differs: " << lhs.getDimSize(i)
+                           << " vs " << rhs.getDimSize(i);
+    }
+    expected.push_back(ShapedType::isDynamic(lhs.getDimSize(i)) ? rhs.getDimSize(i)
+                                                                 : lhs.getDimSize(i));
+  }
+  if (!DimsCompatible(lhs.getDimSize(rank - 1), rhs.getDimSize(rank - 2))) {
+    return emitOpError() << "contracted dimensions differ: lhs has " << lhs.getDimSize(rank - 1)
+                         << " columns, rhs has " << rhs.getDimSize(rank - 2) << " rows";
+  }
+  expected.push_back(lhs.getDimSize(rank - 2));
+  expected.push_back(rhs.getDimSize(rank - 1));
+  return VerifyResultShape(*this, TensorTypeOf(getResult()), expected);
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  llvm::ArrayRef<int64_t> permutation = getPermutation();
+  if (static_cast<int64_t>(permutation.size()) != input.getRank()) {
+    return emitOpError() << "permutation has " << permutation.size()
+                         << " entries but the input has rank " << input.getRank();
+  }
+  llvm::SmallVector<bool> seen(permutation.size(), false);
+  llvm::SmallVector<int64_t> expected;
+  for (int64_t dim : permutation) {
+    if (dim < 0 || dim >= input.getRank() || seen[dim]) {
+      return emitOpError() << "permutation is not a permutation of [0, " << input.getRank() << ")";
+    }
+    seen[dim] = true;
+    expected.push_back(input.getDimSize(dim));
+  }
+  return VerifyResultShape(*this, TensorTypeOf(getResult()), expected);
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  RankedTensorType result = TensorTypeOf(getResult());
+  auto static_product = [](RankedTensorType type) {
+    int64_t product = 1;
+    for (int64_t dim : type.getShape()) {
+      if (!ShapedType::isDynamic(dim)) product *= dim;
+    }
+    return product;
+  };
+  if (input.getNumDynamicDims() > 1 || input.getNumDynamicDims() != result.getNumDynamicDims()) {
+    return emitOpError() << "input and result must have the same single dynamic dimension or none, "
+                         << "got " << input << " and " << result;
+  }
+  if (static_product(input) != static_product(result)) {
+    return emitOpError() << "changes the element count: " << input << " cannot become " << result;
+  }
+  return mlir::success();
+}
+
+LogicalResult RepeatOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  int64_t axis = getAxisAttr().getInt();
+  int64_t repeats = getRepeatsAttr().getInt();
+  if (axis < 0 || axis >= input.getRank()) {
+    return emitOpError() << "axis " << axis << " is out of range for rank " << input.getRank();
+  }
+  if (repeats < 1) return emitOpError() << "repeats must be at least 1, got " << repeats;
+  llvm::SmallVector<int64_t> expected(input.getShape());
+  if (!ShapedType::isDynamic(expected[axis])) expected[axis] *= repeats;
+  return VerifyResultShape(*this, TensorTypeOf(getResult()), expected);
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = TensorTypeOf(getInput()).getRank();
+  int64_t axis = getAxisAttr().getInt();
+  if (axis < -rank || axis >= rank) {
+    return emitOpError() << "axis " << axis << " is out of range for rank " << rank;
+  }
+  return mlir::success();
+}
+
+LogicalResult CausalMaskOp::verify() {
+  if (TensorTypeOf(getInput()).getRank() < 2) {
+    return emitOpError() << "input must be [..., queries, keys], got " << getInput().getType();
+  }
+  return mlir::success();
+}
+
+}  // namespace kvjit::tfm
+
+#define GET_OP_CLASSES
+#include "ir/Tfm/TfmOps.cpp.inc"

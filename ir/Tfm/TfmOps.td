@@ -1,0 +1,211 @@
+#ifndef KVJIT_IR_TFM_TFMOPS_TD
+#define KVJIT_IR_TFM_TFMOPS_TD
+
+include "ir/Tfm/TfmDialect.td"
+include "ir/Tfm/TfmAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Activations are f32 tensors; token counts are dynamic.
+def Tfm_Activation : RankedTensorOf<[F32]>;
+def Tfm_Vector : 1DTensorOf<[F32]>;
+def Tfm_TokenIds : 1DTensorOf<[I32]>;
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "declares a weight of the model";
+  let description = [{
+    One weight, by its name in the model file. `type` is its logical shape
+    with f32 elements; `storage` is how its elements are stored (a GGUF tensor
+    type), so passes and codegen can pick kernels that read the blocks
+    directly.
+
+    ```mlir
+    tfm.param @blk.0.attn_q.weight : tensor<64x64xf32> storage <q4_1>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Tfm_Activation>:$type,
+                       Tfm_StorageTypeAttr:$storage);
+  let assemblyFormat = "$sym_name `:` $type `storage` $storage attr-dict";
+  let hasVerifier = 1;
+}
+
+def Tfm_WeightOp : Tfm_Op<"weight", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a declared weight";
+  let arguments = (ins FlatSymbolRefAttr:$param);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$param attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
+  let summary = "looks up each token's row of an embedding table";
+  let description = [{
+    `table` is `[vocab, hidden]`, `tokens` is `[T]`; the result is `[T, hidden]`.
+  }];
+  let arguments = (ins Tfm_Activation:$table, Tfm_TokenIds:$tokens);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$table `,` $tokens attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
+  let summary = "x · Wᵀ (+ bias)";
+  let description = [{
+    `input` is `[T, in]`, `weight` is `[out, in]`, the optional `bias` is
+    `[out]`; the result is `[T, out]`.
+  }];
+  let arguments = (ins Tfm_Activation:$input, Tfm_Activation:$weight,
+                       Optional<Tfm_Vector>:$bias);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "x / sqrt(mean(x²) + epsilon) · weight, over the last dimension";
+  let arguments = (ins Tfm_Activation:$input, Tfm_Vector:$weight, F32Attr:$epsilon);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
+def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "(x - mean) / sqrt(var + epsilon) · weight (+ bias), over the last dimension";
+  let arguments = (ins Tfm_Activation:$input, Tfm_Vector:$weight,
+                       Optional<Tfm_Vector>:$bias, F32Attr:$epsilon);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of each head";
+  let description = [{
+    `input` is `[T, heads, head_dim]`, `positions` is `[T]`. The first
+    `rotary_dim` elements of each head (all of them by default) are rotated in
+    pairs chosen by `style`; pair i turns by `position · theta^(-2i/rotary_dim)`,
+    with frequencies stretched by `scaling` where present.
+  }];
+  let arguments = (ins Tfm_Activation:$input, Tfm_TokenIds:$positions,
+                       Tfm_RopeStyleAttr:$style, F32Attr:$theta,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<Tfm_RopeScalingAttr>:$scaling);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$input `,` $positions attr-dict `:` type($input) `,` type($positions)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor algebra
+//===----------------------------------------------------------------------===//
+
+def Tfm_MatmulOp : Tfm_Op<"matmul", [Pure]> {
+  let summary = "batched matrix product [..., M, K] · [..., K, N] → [..., M, N]";
+  let arguments = (ins Tfm_Activation:$lhs, Tfm_Activation:$rhs);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_TransposeOp : Tfm_Op<"transpose", [Pure]> {
+  let summary = "permutes dimensions: result dim i is input dim permutation[i]";
+  let arguments = (ins Tfm_Activation:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$input $permutation attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_ReshapeOp : Tfm_Op<"reshape", [Pure]> {
+  let summary = "reinterprets a row-major tensor with another shape";
+  let description = [{
+    The element count is preserved. With a dynamic dimension on each side
+    (the token count), the static dimensions' products must match, so that
+    the dynamic dimension carries over unchanged.
+  }];
+  let arguments = (ins Tfm_Activation:$input);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_RepeatOp : Tfm_Op<"repeat", [Pure]> {
+  let summary = "repeats each slice along `axis` `repeats` times in a row";
+  let description = [{
+    Grouped-query attention shares each K/V head among `heads / kv_heads`
+    query heads: `[T, kv_heads, d]` repeated on axis 1 becomes
+    `[T, heads, d]` with head h reading K/V head `h / repeats`.
+  }];
+  let arguments = (ins Tfm_Activation:$input, I64Attr:$axis, I64Attr:$repeats);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Tfm_BinaryOp<string mnemonic, string summaryText>
+    : Tfm_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = summaryText;
+  let arguments = (ins Tfm_Activation:$lhs, Tfm_Activation:$rhs);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Tfm_AddOp : Tfm_BinaryOp<"add", "elementwise sum of two tensors of one shape">;
+def Tfm_MulOp : Tfm_BinaryOp<"mul", "elementwise product of two tensors of one shape">;
+
+class Tfm_UnaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
+    : Tfm_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+  let summary = summaryText;
+  let results = (outs Tfm_Activation:$result);
+}
+
+def Tfm_ScaleOp : Tfm_UnaryOp<"scale", "multiplies every element by a constant"> {
+  let arguments = (ins Tfm_Activation:$input, F32Attr:$factor);
+  let assemblyFormat = "$input `,` $factor attr-dict `:` type($result)";
+}
+
+def Tfm_SiluOp : Tfm_UnaryOp<"silu", "x · sigmoid(x)"> {
+  let arguments = (ins Tfm_Activation:$input);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Tfm_GeluOp : Tfm_UnaryOp<"gelu", "Gaussian error linear unit (exact, or the tanh approximation)"> {
+  let arguments = (ins Tfm_Activation:$input, UnitAttr:$approximate_tanh);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax", "softmax along one axis"> {
+  let arguments = (ins Tfm_Activation:$input, I64Attr:$axis);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_CausalMaskOp : Tfm_UnaryOp<"causal_mask",
+    "sets attention scores of keys after their query to -inf"> {
+  let description = [{
+    `input` is `[..., queries, keys]`; query i sits at position
+    `keys - queries + i`, so key j is masked where `j > keys - queries + i`.
+  }];
+  let arguments = (ins Tfm_Activation:$input);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif  // KVJIT_IR_TFM_TFMOPS_TD

@@ -1,0 +1,38 @@
+#include "runtime/core/BuildInfo.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/BuildConfig.h"
+
+#if KVJIT_HAVE_CUDA
+#include <nvrtc.h>
+#endif
+
+namespace kvjit {
+
+absl::string_view KvjitVersion() { return KVJIT_VERSION_STRING; }
+
+std::vector<BackendInfo> CompiledBackends() {
+  std::vector<BackendInfo> backends;
+  backends.push_back({"cpu", "portable C++"});
+#if KVJIT_HAVE_CUDA
+  int nvrtc_major = 0;
+  int nvrtc_minor = 0;
+  std::string nvrtc = "NVRTC unavailable";
+  if (nvrtcVersion(&nvrtc_major, &nvrtc_minor) == NVRTC_SUCCESS) {
+    nvrtc = absl::StrCat("NVRTC ", nvrtc_major, ".", nvrtc_minor);
+  }
+  backends.push_back({"cuda", absl::StrCat("CUDA toolkit ", KVJIT_CUDA_TOOLKIT_VERSION,
+                                           ", ", nvrtc, ", cuBLAS")});
+#endif
+  return backends;
+}
+
+std::string DescribeBuild() {
+  std::string text = absl::StrCat("kvjit ", KvjitVersion(), "\nbackends:");
+  for (const BackendInfo& backend : CompiledBackends()) {
+    absl::StrAppend(&text, "\n  ", backend.name, " (", backend.detail, ")");
+  }
+  return text;
+}
+
+}  // namespace kvjit

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the exact Debian packages kvjit builds against. Idempotent: packages
+# already present are not reinstalled, and nothing is fetched when all are there.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build ccache python3 pkg-config
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
+  libabsl-dev
+  libflatbuffers-dev flatbuffers-compiler
+  libgtest-dev libgmock-dev
+  libpcre2-dev nlohmann-json3-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "kvjit setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "kvjit setup: all Debian packages present"
+fi

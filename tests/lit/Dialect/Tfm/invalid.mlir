@@ -1,0 +1,295 @@
+// RUN: kvjit-opt %s --split-input-file --verify-diagnostics
+
+// expected-error @+1 {{'tfm.param' op weight @w must have a static shape}}
+tfm.param @w : tensor<?x64xf32> storage <f32>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op weight @w stored as q4_0 needs rows of a multiple of 32 elements, got 48}}
+tfm.param @w : tensor<64x48xf32> storage <q4_0>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op weight @w stored as q6_k needs rows of a multiple of 256 elements, got 128}}
+tfm.param @w : tensor<64x128xf32> storage <q6_k>
+
+// -----
+
+func.func @missing_param() -> tensor<4xf32> {
+  // expected-error @+1 {{'tfm.weight' op refers to @nowhere, which is no tfm.param}}
+  %w = tfm.weight @nowhere : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+tfm.param @w : tensor<4xf32> storage <f32>
+func.func @weight_type_mismatch() -> tensor<8xf32> {
+  // expected-error @+1 {{'tfm.weight' op result type 'tensor<8xf32>' differs from @w's declared type 'tensor<4xf32>'}}
+  %w = tfm.weight @w : tensor<8xf32>
+  return %w : tensor<8xf32>
+}
+
+// -----
+
+func.func @embedding_table_rank(%t: tensor<512xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op table must have rank 2, got 'tensor<512xf32>'}}
+  %x = tfm.embedding %t, %ids : (tensor<512xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_width(%t: tensor<512x64xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op result type 'tensor<?x32xf32>' does not match the expected shape [?x64]}}
+  %x = tfm.embedding %t, %ids : (tensor<512x64xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_ids(%t: tensor<512x64xf32>, %ids: tensor<?xf32>) {
+  // expected-error @+1 {{'tfm.embedding' op operand #1 must be 1D tensor of 32-bit signless integer values}}
+  %x = tfm.embedding %t, %ids : (tensor<512x64xf32>, tensor<?xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_features(%x: tensor<?x32xf32>, %w: tensor<64x64xf32>) {
+  // expected-error @+1 {{'tfm.linear' op weight operand has 64 input features but the input operand has 32}}
+  %y = tfm.linear %x, %w : (tensor<?x32xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<?x64xf32>, %w: tensor<16x64xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.linear' op bias operand has 8 elements but the weight has 16 output features}}
+  %y = tfm.linear %x, %w bias %b : (tensor<?x64xf32>, tensor<16x64xf32>, tensor<8xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result(%x: tensor<?x64xf32>, %w: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tfm.linear' op result type 'tensor<?x64xf32>' does not match the expected shape [?x16]}}
+  %y = tfm.linear %x, %w : (tensor<?x64xf32>, tensor<16x64xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_rank(%x: tensor<?x4x16xf32>, %w: tensor<16x64xf32>) {
+  // expected-error @+1 {{'tfm.linear' op input must have rank 2, got 'tensor<?x4x16xf32>'}}
+  %y = tfm.linear %x, %w : (tensor<?x4x16xf32>, tensor<16x64xf32>) -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight(%x: tensor<?x64xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op weight operand has 32 elements but the input has 64 features}}
+  %y = tfm.rms_norm %x, %w {epsilon = 1.0e-5 : f32} : tensor<?x64xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_epsilon(%x: tensor<?x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op epsilon must be >= 0}}
+  %y = tfm.rms_norm %x, %w {epsilon = -1.0 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias(%x: tensor<?x64xf32>, %w: tensor<64xf32>, %b: tensor<63xf32>) {
+  // expected-error @+1 {{'tfm.layer_norm' op bias operand has 63 elements but the input has 64 features}}
+  %y = tfm.layer_norm %x, %w bias %b {epsilon = 1.0e-5 : f32} : tensor<?x64xf32>, tensor<64xf32>, tensor<63xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rank(%x: tensor<?x64xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op input must have rank 3, got 'tensor<?x64xf32>'}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32} : tensor<?x64xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions(%x: tensor<4x8x8xf32>, %p: tensor<5xi32>) {
+  // expected-error @+1 {{'tfm.rope' op positions operand has 5 entries but the input has 4 tokens}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32} : tensor<4x8x8xf32>, tensor<5xi32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_dim(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op rotary_dim must be even and in (0, 8], got 3}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, rotary_dim = 3 : i64} : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op theta must be positive}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 0.0 : f32} : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_scaling(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{llama3 rope scaling needs a positive original_context}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, scaling = #tfm.rope_scaling<kind = llama3, factor = 8.0>} : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_scaling_factor(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{rope scaling factor must be positive, got 0}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, scaling = #tfm.rope_scaling<kind = linear, factor = 0.0>} : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<8x?x8xf32>, %b: tensor<8x4x?xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op contracted dimensions differ: lhs has 8 columns, rhs has 4 rows}}
+  %c = tfm.matmul %a, %b : (tensor<8x?x8xf32>, tensor<8x4x?xf32>) -> tensor<8x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<8x?x8xf32>, %b: tensor<4x8x?xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op batch dimension 0 differs: 8 vs 4}}
+  %c = tfm.matmul %a, %b : (tensor<8x?x8xf32>, tensor<4x8x?xf32>) -> tensor<8x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op operands must have one rank of at least 2}}
+  %c = tfm.matmul %a, %b : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<2x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.matmul' op result type 'tensor<2x8xf32>' does not match the expected shape [2x4]}}
+  %c = tfm.matmul %a, %b : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_permutation(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tfm.transpose' op permutation is not a permutation of [0, 3)}}
+  %y = tfm.transpose %x [0, 0, 2] : (tensor<2x3x4xf32>) -> tensor<2x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_length(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tfm.transpose' op permutation has 2 entries but the input has rank 3}}
+  %y = tfm.transpose %x [1, 0] : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'tfm.transpose' op result type 'tensor<2x3x4xf32>' does not match the expected shape [3x2x4]}}
+  %y = tfm.transpose %x [1, 0, 2] : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'tfm.reshape' op changes the element count: 'tensor<?x64xf32>' cannot become 'tensor<?x8x7xf32>'}}
+  %y = tfm.reshape %x : (tensor<?x64xf32>) -> tensor<?x8x7xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_dynamic(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'tfm.reshape' op input and result must have the same single dynamic dimension or none}}
+  %y = tfm.reshape %x : (tensor<?x64xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @repeat_axis(%x: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.repeat' op axis 3 is out of range for rank 3}}
+  %y = tfm.repeat %x {axis = 3 : i64, repeats = 2 : i64} : (tensor<?x4x8xf32>) -> tensor<?x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @repeat_result(%x: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.repeat' op result type 'tensor<?x4x8xf32>' does not match the expected shape [?x8x8]}}
+  %y = tfm.repeat %x {axis = 1 : i64, repeats = 2 : i64} : (tensor<?x4x8xf32>) -> tensor<?x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @repeat_count(%x: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.repeat' op repeats must be at least 1, got 0}}
+  %y = tfm.repeat %x {axis = 1 : i64, repeats = 0 : i64} : (tensor<?x4x8xf32>) -> tensor<?x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'tfm.softmax' op axis 2 is out of range for rank 2}}
+  %y = tfm.softmax %x {axis = 2 : i64} : tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @causal_mask_rank(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'tfm.causal_mask' op input must be [..., queries, keys], got 'tensor<64xf32>'}}
+  %y = tfm.causal_mask %x : tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @add_shapes(%a: tensor<?x64xf32>, %b: tensor<?x32xf32>) {
+  // expected-error @+1 {{'tfm.add' op requires the same type for all operands and results}}
+  %c = "tfm.add"(%a, %b) : (tensor<?x64xf32>, tensor<?x32xf32>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @activation_element_type(%a: tensor<?x64xf16>) {
+  // expected-error @+1 {{'tfm.silu' op operand #0 must be ranked tensor of 32-bit float values}}
+  %c = tfm.silu %a : tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @softmax_negative_axis(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'tfm.softmax' op axis -3 is out of range for rank 2}}
+  %y = tfm.softmax %x {axis = -3 : i64} : tensor<?x64xf32>
+  return
+}

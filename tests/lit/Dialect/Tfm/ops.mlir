@@ -1,0 +1,78 @@
+// RUN: kvjit-opt %s --split-input-file | FileCheck %s
+// RUN: kvjit-opt %s --split-input-file --mlir-print-op-generic | kvjit-opt --split-input-file | FileCheck %s
+
+// CHECK-LABEL: tfm.param @token_embd.weight : tensor<512x64xf32> storage <q8_0>
+tfm.param @token_embd.weight : tensor<512x64xf32> storage <q8_0>
+// CHECK: tfm.param @blk.0.attn_q.weight : tensor<64x64xf32> storage <q4_0>
+tfm.param @blk.0.attn_q.weight : tensor<64x64xf32> storage <q4_0>
+// CHECK: tfm.param @blk.0.ffn_down.weight : tensor<64x256xf32> storage <q4_k>
+tfm.param @blk.0.ffn_down.weight : tensor<64x256xf32> storage <q4_k>
+// CHECK: tfm.param @blk.0.attn_q.bias : tensor<64xf32> storage <f32>
+tfm.param @blk.0.attn_q.bias : tensor<64xf32> storage <f32>
+// CHECK: tfm.param @output_norm.weight : tensor<64xf32> storage <bf16>
+tfm.param @output_norm.weight : tensor<64xf32> storage <bf16>
+
+// CHECK-LABEL: func.func @layers
+func.func @layers(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x64xf32> {
+  // CHECK: %[[TABLE:.*]] = tfm.weight @token_embd.weight : tensor<512x64xf32>
+  %table = tfm.weight @token_embd.weight : tensor<512x64xf32>
+  // CHECK: %[[X:.*]] = tfm.embedding %[[TABLE]], %{{.*}} : (tensor<512x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  %x = tfm.embedding %table, %tokens : (tensor<512x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  %norm_w = tfm.weight @output_norm.weight : tensor<64xf32>
+  // CHECK: tfm.rms_norm %[[X]], %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  %n = tfm.rms_norm %x, %norm_w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  // CHECK: tfm.layer_norm %{{.*}}, %{{.*}} bias %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %ln = tfm.layer_norm %n, %norm_w bias %norm_w {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %wq = tfm.weight @blk.0.attn_q.weight : tensor<64x64xf32>
+  %bq = tfm.weight @blk.0.attn_q.bias : tensor<64xf32>
+  // CHECK: tfm.linear %{{.*}}, %{{.*}} : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  %q0 = tfm.linear %ln, %wq : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.linear %{{.*}}, %{{.*}} bias %{{.*}} : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %q = tfm.linear %q0, %wq bias %bq : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.reshape %{{.*}} : (tensor<?x64xf32>) -> tensor<?x8x8xf32>
+  %heads = tfm.reshape %q : (tensor<?x64xf32>) -> tensor<?x8x8xf32>
+  // CHECK: tfm.rope %{{.*}}, %{{.*}} {style = #tfm.rope_style<interleaved>, theta = 1.000000e+04 : f32} : tensor<?x8x8xf32>, tensor<?xi32>
+  %r = tfm.rope %heads, %positions {style = #tfm.rope_style<interleaved>, theta = 10000.0 : f32} : tensor<?x8x8xf32>, tensor<?xi32>
+  // CHECK: tfm.rope %{{.*}}, %{{.*}} {rotary_dim = 4 : i64, scaling = #tfm.rope_scaling<kind = llama3, factor = 8.000000e+00, original_context = 8192>, style = #tfm.rope_style<neox>, theta = 5.000000e+05 : f32}
+  %r2 = tfm.rope %r, %positions {style = #tfm.rope_style<neox>, theta = 500000.0 : f32, rotary_dim = 4 : i64, scaling = #tfm.rope_scaling<kind = llama3, factor = 8.0, original_context = 8192>} : tensor<?x8x8xf32>, tensor<?xi32>
+  // CHECK: #tfm.rope_scaling<kind = llama3, factor = 3.200000e+01, low_freq_factor = 2.000000e+00, high_freq_factor = 8.000000e+00, original_context = 4096>
+  %r2b = tfm.rope %r2, %positions {style = #tfm.rope_style<neox>, theta = 500000.0 : f32, scaling = #tfm.rope_scaling<kind = llama3, factor = 32.0, low_freq_factor = 2.0, high_freq_factor = 8.0, original_context = 4096>} : tensor<?x8x8xf32>, tensor<?xi32>
+  // CHECK: #tfm.rope_scaling<kind = linear, factor = 2.000000e+00>
+  %r3 = tfm.rope %r2b, %positions {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, scaling = #tfm.rope_scaling<kind = linear, factor = 2.0>} : tensor<?x8x8xf32>, tensor<?xi32>
+  %flat = tfm.reshape %r3 : (tensor<?x8x8xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.add %{{.*}}, %{{.*}} : tensor<?x64xf32>
+  %sum = tfm.add %flat, %x : tensor<?x64xf32>
+  // CHECK: tfm.mul %{{.*}}, %{{.*}} : tensor<?x64xf32>
+  %prod = tfm.mul %sum, %sum : tensor<?x64xf32>
+  // CHECK: tfm.silu %{{.*}} : tensor<?x64xf32>
+  %s = tfm.silu %prod : tensor<?x64xf32>
+  // CHECK: tfm.gelu %{{.*}} : tensor<?x64xf32>
+  %g = tfm.gelu %s : tensor<?x64xf32>
+  // CHECK: tfm.gelu %{{.*}} {approximate_tanh} : tensor<?x64xf32>
+  %g2 = tfm.gelu %g {approximate_tanh} : tensor<?x64xf32>
+  // CHECK: tfm.scale %{{.*}}, 1.250000e-01 : tensor<?x64xf32>
+  %scaled = tfm.scale %g2, 0.125 : tensor<?x64xf32>
+  return %scaled : tensor<?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>) -> tensor<8x?x8xf32> {
+  // CHECK: tfm.repeat %{{.*}} {axis = 1 : i64, repeats = 2 : i64} : (tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  %k8 = tfm.repeat %k {axis = 1 : i64, repeats = 2 : i64} : (tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  %v8 = tfm.repeat %v {axis = 1 : i64, repeats = 2 : i64} : (tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  // CHECK: tfm.transpose %{{.*}} [1, 0, 2] : (tensor<?x8x8xf32>) -> tensor<8x?x8xf32>
+  %qh = tfm.transpose %q [1, 0, 2] : (tensor<?x8x8xf32>) -> tensor<8x?x8xf32>
+  %kt = tfm.transpose %k8 [1, 2, 0] : (tensor<?x8x8xf32>) -> tensor<8x8x?xf32>
+  %vh = tfm.transpose %v8 [1, 0, 2] : (tensor<?x8x8xf32>) -> tensor<8x?x8xf32>
+  // CHECK: tfm.matmul %{{.*}}, %{{.*}} : (tensor<8x?x8xf32>, tensor<8x8x?xf32>) -> tensor<8x?x?xf32>
+  %scores = tfm.matmul %qh, %kt : (tensor<8x?x8xf32>, tensor<8x8x?xf32>) -> tensor<8x?x?xf32>
+  %scaled = tfm.scale %scores, 0.353553385 : tensor<8x?x?xf32>
+  // CHECK: tfm.causal_mask %{{.*}} : tensor<8x?x?xf32>
+  %masked = tfm.causal_mask %scaled : tensor<8x?x?xf32>
+  // CHECK: tfm.softmax %{{.*}} {axis = -1 : i64} : tensor<8x?x?xf32>
+  %p = tfm.softmax %masked {axis = -1 : i64} : tensor<8x?x?xf32>
+  %out = tfm.matmul %p, %vh : (tensor<8x?x?xf32>, tensor<8x?x8xf32>) -> tensor<8x?x8xf32>
+  return %out : tensor<8x?x8xf32>
+}

@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Reference outputs from llama.cpp (through llama-cpp-python) for kvjit's tests.
+
+Run it with the reference venv's python (tools/scripts/reference_env.sh prints it):
+
+    PY=$(tools/scripts/reference_env.sh | tail -n1)
+    $PY tools/scripts/llamacpp_reference.py tokenize MODEL.gguf \
+        --cases tests/data/llamacpp/smollm2_tokenize_cases.json -o OUT.json
+    $PY tools/scripts/llamacpp_reference.py greedy MODEL.gguf \
+        --prompts tests/data/llamacpp/smollm2_greedy_prompts.json -n 32 -o OUT.json
+
+tokenize: for every text, the ids of
+    llm.tokenize(text.encode(), add_bos=False, special=False)   -> ids_no_bos
+    llm.tokenize(text.encode(), add_bos=True,  special=True)    -> ids_with_special
+  (the model is loaded with vocab_only=True). add_bos=True only adds a BOS when the
+  model's metadata asks for one (tokenizer.ggml.add_bos_token).
+
+greedy: for every prompt, the prompt is tokenised with add_special = the model's
+  add-BOS flag and parse_special=True, decoded with llama_decode, and the next N
+  tokens are chosen by argmax over the logits (temperature 0 / top-k 1; ties go to
+  the lowest id, as llama.cpp's greedy sampler does). Generation does not stop at
+  an end-of-generation token unless --stop-at-eog is given. The top-k logits of
+  every step are recorded too.
+
+--cases: a JSON list of strings, or a text file with one case per line.
+--prompts: a JSON list of strings, or of objects {"name": ..., "text": ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import sys
+from typing import Any, Dict, List, Optional
+
+
+def _import_llama_cpp():
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as e:  # pragma: no cover - environment problem
+        sys.exit(
+            "llamacpp_reference.py: error: cannot import llama_cpp "
+            f"({e}).\nRun it with the reference venv's python: "
+            "PY=$(tools/scripts/reference_env.sh | tail -n1); $PY "
+            + " ".join(sys.argv)
+        )
+    return llama_cpp
+
+
+llama_cpp = _import_llama_cpp()
+
+_LOG_CB = None  # keep the ctypes callback alive
+
+
+def quiet_logs(verbose: bool) -> None:
+    """Silence llama.cpp's own log output unless --verbose."""
+    global _LOG_CB
+    if verbose:
+        return
+
+    def _cb(level, text, user_data):  # noqa: ARG001
+        return None
+
+    _LOG_CB = llama_cpp.llama_log_callback(_cb)
+    llama_cpp.llama_log_set(_LOG_CB, ctypes.c_void_p(0))
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def versions() -> Dict[str, Any]:
+    info = {
+        "llama_cpp_python_version": llama_cpp.__version__,
+        "python_version": platform.python_version(),
+        "machine": platform.machine(),
+    }
+    try:
+        info["llama_cpp_system_info"] = (
+            llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
+        )
+    except Exception:  # pragma: no cover
+        pass
+    return info
+
+
+def meta_str(model, key: str) -> Optional[str]:
+    buf = ctypes.create_string_buffer(1 << 16)
+    n = llama_cpp.llama_model_meta_val_str(model, key.encode(), buf, len(buf))
+    if n < 0:
+        return None
+    return buf.value.decode("utf-8", "replace")
+
+
+def vocab_info(model, vocab) -> Dict[str, Any]:
+    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+
+    def tid(x: int) -> Optional[int]:
+        return None if x < 0 else int(x)
+
+    eog = [i for i in range(n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, i)]
+    return {
+        "n_vocab": int(n_vocab),
+        "tokenizer_model": meta_str(model, "tokenizer.ggml.model"),
+        "tokenizer_pre": meta_str(model, "tokenizer.ggml.pre"),
+        "add_bos": bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
+        "add_eos": bool(llama_cpp.llama_vocab_get_add_eos(vocab)),
+        "bos_id": tid(llama_cpp.llama_vocab_bos(vocab)),
+        "eos_id": tid(llama_cpp.llama_vocab_eos(vocab)),
+        "eot_id": tid(llama_cpp.llama_vocab_eot(vocab)),
+        "eog_ids": eog,
+    }
+
+
+def token_text(vocab, tok: int) -> str:
+    """The token's vocabulary string (for byte-level BPE the GPT-2 byte-mapped
+    form, e.g. 'Ġthe'), always valid UTF-8."""
+    return llama_cpp.llama_vocab_get_text(vocab, tok).decode("utf-8", "replace")
+
+
+def detokenize(vocab, ids: List[int], special: bool) -> str:
+    if not ids:
+        return ""
+    arr = (llama_cpp.llama_token * len(ids))(*ids)
+    cap = 64 + 32 * len(ids)
+    while True:
+        buf = ctypes.create_string_buffer(cap)
+        n = llama_cpp.llama_detokenize(vocab, arr, len(ids), buf, cap, False, special)
+        if n >= 0:
+            return buf.raw[:n].decode("utf-8", "replace")
+        cap = -n + 16
+
+
+def load_list(path: str, what: str) -> List[Any]:
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            raw = f.read()
+    except OSError as e:
+        sys.exit(f"llamacpp_reference.py: error: cannot read {what} file {path}: {e}")
+    if path.endswith(".json"):
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as e:
+            sys.exit(f"llamacpp_reference.py: error: {path} is not valid JSON: {e}")
+        if not isinstance(data, list):
+            sys.exit(f"llamacpp_reference.py: error: {path} must hold a JSON list")
+        return data
+    return raw.split("\n")[:-1] if raw.endswith("\n") else raw.split("\n")
+
+
+def check_model(path: str) -> None:
+    if not os.path.isfile(path):
+        sys.exit(f"llamacpp_reference.py: error: model file not found: {path}")
+
+
+def write_json(obj: Any, out: str) -> None:
+    text = json.dumps(obj, ensure_ascii=False, indent=1) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {out}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- tokenize
+
+
+def cmd_tokenize(args: argparse.Namespace) -> None:
+    check_model(args.model)
+    cases = load_list(args.cases, "cases")
+    for c in cases:
+        if not isinstance(c, str):
+            sys.exit(f"llamacpp_reference.py: error: case {c!r} is not a string")
+
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=args.model, vocab_only=True, verbose=args.verbose)
+    vocab = llm._model.vocab
+    out_cases = []
+    for text in cases:
+        ids_no_bos = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        ids_with_special = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        out_cases.append(
+            {
+                "text": text,
+                "ids_no_bos": [int(t) for t in ids_no_bos],
+                "ids_with_special": [int(t) for t in ids_with_special],
+                "tokens_no_bos": [token_text(vocab, t) for t in ids_no_bos],
+            }
+        )
+    result = {
+        "generator": "tools/scripts/llamacpp_reference.py tokenize",
+        "model": os.path.basename(args.model),
+        "model_sha256": sha256_file(args.model),
+        **versions(),
+        "vocab": vocab_info(llm._model.model, vocab),
+        "calls": {
+            "ids_no_bos": "llm.tokenize(text.encode(), add_bos=False, special=False)",
+            "ids_with_special": "llm.tokenize(text.encode(), add_bos=True, special=True)",
+            "tokens_no_bos": "llama_vocab_get_text of each id in ids_no_bos",
+        },
+        "cases": out_cases,
+    }
+    write_json(result, args.output)
+
+
+# --------------------------------------------------------------------------- greedy
+
+
+def cmd_greedy(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    check_model(args.model)
+    prompts_raw = load_list(args.prompts, "prompts")
+    prompts = []
+    for i, p in enumerate(prompts_raw):
+        if isinstance(p, str):
+            prompts.append({"name": f"prompt{i}", "text": p})
+        elif isinstance(p, dict) and isinstance(p.get("text"), str):
+            prompts.append({"name": p.get("name", f"prompt{i}"), "text": p["text"]})
+        else:
+            sys.exit(f"llamacpp_reference.py: error: bad prompt entry {p!r}")
+
+    quiet_logs(args.verbose)
+    llama_cpp.llama_backend_init()
+
+    mparams = llama_cpp.llama_model_default_params()
+    mparams.n_gpu_layers = 0
+    model = llama_cpp.llama_model_load_from_file(args.model.encode(), mparams)
+    if not model:
+        sys.exit(f"llamacpp_reference.py: error: llama.cpp could not load {args.model}")
+    vocab = llama_cpp.llama_model_get_vocab(model)
+    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+
+    cparams = llama_cpp.llama_context_default_params()
+    cparams.n_ctx = args.n_ctx
+    cparams.n_batch = args.n_ctx
+    cparams.n_ubatch = args.n_ctx
+    cparams.n_threads = args.threads
+    cparams.n_threads_batch = args.threads
+    cparams.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    ctx = llama_cpp.llama_init_from_model(model, cparams)
+    if not ctx:
+        sys.exit("llamacpp_reference.py: error: llama_init_from_model failed")
+
+    add_bos = bool(llama_cpp.llama_vocab_get_add_bos(vocab))
+
+    def tokenize(text: str) -> List[int]:
+        data = text.encode("utf-8")
+        cap = len(data) + 8
+        arr = (llama_cpp.llama_token * cap)()
+        n = llama_cpp.llama_tokenize(vocab, data, len(data), arr, cap, add_bos, True)
+        if n < 0:
+            cap = -n
+            arr = (llama_cpp.llama_token * cap)()
+            n = llama_cpp.llama_tokenize(vocab, data, len(data), arr, cap, add_bos, True)
+        if n < 0:
+            sys.exit(f"llamacpp_reference.py: error: tokenize failed for {text!r}")
+        return [int(arr[i]) for i in range(n)]
+
+    def decode(ids: List[int]) -> np.ndarray:
+        arr = (llama_cpp.llama_token * len(ids))(*ids)
+        batch = llama_cpp.llama_batch_get_one(arr, len(ids))
+        rc = llama_cpp.llama_decode(ctx, batch)
+        if rc != 0:
+            sys.exit(f"llamacpp_reference.py: error: llama_decode returned {rc}")
+        ptr = llama_cpp.llama_get_logits_ith(ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(np.float32).copy()
+
+    results = []
+    for p in prompts:
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+        prompt_ids = tokenize(p["text"])
+        if len(prompt_ids) + args.n > args.n_ctx:
+            sys.exit(f"llamacpp_reference.py: error: prompt {p['name']} + n exceeds n_ctx")
+        logits = decode(prompt_ids)
+        gen: List[int] = []
+        steps = []
+        first_eog = None
+        for step in range(args.n):
+            order = np.argsort(-logits, kind="stable")[: args.top_k]
+            tok = int(order[0])  # stable argsort: lowest id wins a tie
+            assert logits[tok] == logits.max()
+            steps.append(
+                {
+                    "top_ids": [int(t) for t in order],
+                    "top_logits": [float(logits[t]) for t in order],
+                }
+            )
+            gen.append(tok)
+            is_eog = bool(llama_cpp.llama_vocab_is_eog(vocab, tok))
+            if is_eog and first_eog is None:
+                first_eog = step
+                if args.stop_at_eog:
+                    break
+            if step + 1 < args.n:
+                logits = decode([tok])
+        margins = [s["top_logits"][0] - s["top_logits"][1] for s in steps]
+        results.append(
+            {
+                "name": p["name"],
+                "prompt": p["text"],
+                "prompt_ids": prompt_ids,
+                "generated_ids": gen,
+                "generated_tokens": [token_text(vocab, t) for t in gen],
+                "generated_text": detokenize(vocab, gen, special=True),
+                "full_text": detokenize(vocab, prompt_ids + gen, special=True),
+                "first_eog_step": first_eog,
+                "min_top1_top2_margin": float(min(margins)) if margins else None,
+                "steps": steps,
+            }
+        )
+        print(f"[{p['name']}] {results[-1]['generated_text']!r}", file=sys.stderr)
+
+    result = {
+        "generator": "tools/scripts/llamacpp_reference.py greedy",
+        "model": os.path.basename(args.model),
+        "model_sha256": sha256_file(args.model),
+        **versions(),
+        "vocab": vocab_info(model, vocab),
+        "settings": {
+            "n": args.n,
+            "n_ctx": args.n_ctx,
+            "n_batch": args.n_ctx,
+            "n_threads": args.threads,
+            "seed": args.seed,
+            "sampling": "greedy argmax over llama_get_logits_ith(ctx, -1) "
+            "(temperature 0 / top_k 1; seed unused by argmax)",
+            "prompt_tokenize": f"llama_tokenize(add_special={add_bos} (model's add_bos flag), "
+            "parse_special=True)",
+            "prompt_decode": "one llama_decode of the whole prompt, then one token per step",
+            "flash_attn": False,
+            "kv_cache_type_k": int(cparams.type_k),
+            "kv_cache_type_v": int(cparams.type_v),
+            "stop_at_eog": args.stop_at_eog,
+            "top_k_recorded": args.top_k,
+            "text_fields": "llama_detokenize(..., unparse_special=True)",
+        },
+        "prompts": results,
+    }
+    write_json(result, args.output)
+
+    llama_cpp.llama_free(ctx)
+    llama_cpp.llama_model_free(model)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    t = sub.add_parser("tokenize", help="token ids of test strings")
+    t.add_argument("model")
+    t.add_argument("--cases", required=True, help="JSON list of strings, or one per line")
+    t.add_argument("-o", "--output", required=True, help="output JSON ('-' for stdout)")
+    t.add_argument("--verbose", action="store_true")
+    t.set_defaults(func=cmd_tokenize)
+
+    g = sub.add_parser("greedy", help="greedy continuation ids of prompts")
+    g.add_argument("model")
+    g.add_argument("--prompts", required=True, help="JSON list of strings or {name,text}")
+    g.add_argument("-n", type=int, default=32, help="tokens to generate per prompt")
+    g.add_argument("-o", "--output", required=True, help="output JSON ('-' for stdout)")
+    g.add_argument("--n-ctx", type=int, default=512)
+    g.add_argument("--threads", type=int, default=2)
+    g.add_argument("--seed", type=int, default=1234)
+    g.add_argument("--top-k", type=int, default=5, help="logits recorded per step")
+    g.add_argument("--stop-at-eog", action="store_true")
+    g.add_argument("--verbose", action="store_true")
+    g.set_defaults(func=cmd_greedy)
+
+    args = ap.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
