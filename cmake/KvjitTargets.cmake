@@ -3,13 +3,23 @@
 include(GoogleTest)
 
 # Where the shared test material lives (../shared beside the checkout). Tests
-# read it through KVJIT_SHARED_DIR and skip with a message where it is absent.
+# find it through tests/unit/common/TestPaths.h (defaults compiled in, the
+# environment variables KVJIT_SHARED_DIR and KVJIT_TEST_DATA_DIR override)
+# and skip with a message where it is absent.
 get_filename_component(KVJIT_SHARED_DIR "${CMAKE_SOURCE_DIR}/../shared" ABSOLUTE)
 set(KVJIT_SHARED_DIR "${KVJIT_SHARED_DIR}" CACHE PATH "The shared test material (models, tokenizer cases)")
 set(KVJIT_TEST_DATA_DIR "${CMAKE_SOURCE_DIR}/tests/data")
-set(KVJIT_TEST_ENVIRONMENT
-  "KVJIT_SHARED_DIR=${KVJIT_SHARED_DIR}"
-  "KVJIT_TEST_DATA_DIR=${KVJIT_TEST_DATA_DIR}")
+
+# Every generated header (ODS .inc files, flatc headers) hangs off this target,
+# and every compiler-side target waits for it: a target may include a header
+# generated for a library it only reaches through its link closure.
+add_custom_target(kvjit-generated-headers)
+
+# kvjit_tablegen_target(name): add_public_tablegen_target, registered above.
+function(kvjit_tablegen_target name)
+  add_public_tablegen_target(${name})
+  add_dependencies(kvjit-generated-headers ${name})
+endfunction()
 
 # kvjit_runtime_library(name SOURCES ... [LIBS ...])
 # A library of the runtime: it may depend on Abseil, FlatBuffers, CUDA and other
@@ -27,9 +37,7 @@ function(kvjit_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;DEPENDS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_link_libraries(${name} PUBLIC ${ARG_LIBS})
-  if(ARG_DEPENDS)
-    add_dependencies(${name} ${ARG_DEPENDS})
-  endif()
+  add_dependencies(${name} kvjit-generated-headers ${ARG_DEPENDS})
 endfunction()
 
 # kvjit_gtest(name SOURCES ... [LIBS ...])
@@ -37,10 +45,9 @@ endfunction()
 function(kvjit_gtest name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  add_dependencies(${name} kvjit-generated-headers)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
-  gtest_discover_tests(${name}
-    DISCOVERY_MODE PRE_TEST
-    PROPERTIES ENVIRONMENT "${KVJIT_TEST_ENVIRONMENT}")
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST)
 endfunction()
 
 function(_kvjit_collect_links target out_var)

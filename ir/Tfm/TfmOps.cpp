@@ -229,6 +229,13 @@ LogicalResult ReshapeOp::verify() {
   return mlir::success();
 }
 
+LogicalResult GatherRowsOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  if (failed(VerifyRank(*this, "input", input, 2))) return mlir::failure();
+  return VerifyResultShape(*this, TensorTypeOf(getResult()),
+                           {TensorTypeOf(getRows()).getDimSize(0), input.getDimSize(1)});
+}
+
 LogicalResult RepeatOp::verify() {
   RankedTensorType input = TensorTypeOf(getInput());
   int64_t axis = getAxisAttr().getInt();
@@ -240,6 +247,31 @@ LogicalResult RepeatOp::verify() {
   llvm::SmallVector<int64_t> expected(input.getShape());
   if (!ShapedType::isDynamic(expected[axis])) expected[axis] *= repeats;
   return VerifyResultShape(*this, TensorTypeOf(getResult()), expected);
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType query = TensorTypeOf(getQuery());
+  RankedTensorType key = TensorTypeOf(getKey());
+  RankedTensorType value = TensorTypeOf(getValue());
+  if (failed(VerifyRank(*this, "query", query, 3)) || failed(VerifyRank(*this, "key", key, 3)) ||
+      failed(VerifyRank(*this, "value", value, 3))) {
+    return mlir::failure();
+  }
+  if (key != value) {
+    return emitOpError() << "key and value must have one type, got " << key << " and " << value;
+  }
+  int64_t heads = query.getDimSize(1);
+  int64_t kv_heads = key.getDimSize(1);
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kv_heads) || heads % kv_heads != 0) {
+    return emitOpError() << "query heads (" << heads << ") must be a static multiple of key heads ("
+                         << kv_heads << ")";
+  }
+  if (!DimsCompatible(query.getDimSize(2), key.getDimSize(2))) {
+    return emitOpError() << "query head_dim " << query.getDimSize(2) << " differs from key head_dim "
+                         << key.getDimSize(2);
+  }
+  return VerifyResultShape(*this, TensorTypeOf(getResult()),
+                           {query.getDimSize(0), heads, query.getDimSize(2)});
 }
 
 LogicalResult SoftmaxOp::verify() {

@@ -142,6 +142,18 @@ def Tfm_ReshapeOp : Tfm_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_GatherRowsOp : Tfm_Op<"gather_rows", [Pure]> {
+  let summary = "picks rows of a [rows, features] tensor by index";
+  let description = [{
+    `result[i] = input[rows[i]]`. `insert-kv-cache` uses it to compute logits
+    only for the rows a step asks for (by default each sequence's last token).
+  }];
+  let arguments = (ins Tfm_Activation:$input, Tfm_TokenIds:$rows);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$input `,` $rows attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Tfm_RepeatOp : Tfm_Op<"repeat", [Pure]> {
   let summary = "repeats each slice along `axis` `repeats` times in a row";
   let description = [{
@@ -152,6 +164,25 @@ def Tfm_RepeatOp : Tfm_Op<"repeat", [Pure]> {
   let arguments = (ins Tfm_Activation:$input, I64Attr:$axis, I64Attr:$repeats);
   let results = (outs Tfm_Activation:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
+  let summary = "softmax(Q·Kᵀ·scale (+ causal mask))·V with grouped KV heads";
+  let description = [{
+    What `fuse-attention` makes of the naive attention subgraph. `query` is
+    `[T, heads, head_dim]`, `key` and `value` are `[S, kv_heads, head_dim]`
+    with `heads` a multiple of `kv_heads`: query head h reads KV head
+    `h / (heads / kv_heads)`. With `causal`, query i sits at position
+    `S - T + i` and sees keys 0 through that position. The result is
+    `[T, heads, head_dim]`.
+  }];
+  let arguments = (ins Tfm_Activation:$query, Tfm_Activation:$key, Tfm_Activation:$value,
+                       F32Attr:$scale, UnitAttr:$causal);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

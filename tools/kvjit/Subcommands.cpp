@@ -2,8 +2,14 @@
 
 namespace kvjit::cli {
 
+Subcommand InspectCommand();
+Subcommand ImportCommand();
+Subcommand TokenizeCommand();
+Subcommand ReferenceCommand();
+
 const std::vector<Subcommand>& AllSubcommands() {
-  static const std::vector<Subcommand> commands = {};
+  static const std::vector<Subcommand> commands = {InspectCommand(), TokenizeCommand(),
+                                                     ImportCommand(), ReferenceCommand()};
   return commands;
 }
 

@@ -1,16 +1,23 @@
 #include "tools/registration/KvjitRegistration.h"
 
+#include "ir/Kernel/KernelDialect.h"
+#include "ir/Kv/KvDialect.h"
 #include "ir/Tfm/TfmDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
+#include "passes/Passes.h"
+#include "passes/Pipeline.h"
 
 namespace kvjit {
 
 void RegisterKvjitDialects(mlir::DialectRegistry& registry) {
-  registry.insert<tfm::TfmDialect, mlir::func::FuncDialect>();
+  registry.insert<tfm::TfmDialect, kv::KvDialect, kernel::KernelDialect,
+                  mlir::func::FuncDialect>();
 }
 
 void RegisterKvjitPasses() {
+  registerKvjitPasses();
+  RegisterKvjitPipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -293,3 +293,35 @@ func.func @softmax_negative_axis(%x: tensor<?x64xf32>) {
   %y = tfm.softmax %x {axis = -3 : i64} : tensor<?x64xf32>
   return
 }
+
+// -----
+
+func.func @attention_heads(%q: tensor<?x6x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op query heads (6) must be a static multiple of key heads (4)}}
+  %o = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x6x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<?x8x16xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op query head_dim 16 differs from key head_dim 8}}
+  %o = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_value(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x2x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op key and value must have one type}}
+  %o = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x2x8xf32>) -> tensor<?x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_rows_width(%x: tensor<?x64xf32>, %rows: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.gather_rows' op result type 'tensor<?x32xf32>' does not match the expected shape [?x64]}}
+  %g = tfm.gather_rows %x, %rows : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  return
+}

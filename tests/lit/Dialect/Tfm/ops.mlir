@@ -76,3 +76,21 @@ func.func @attention(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x
   %out = tfm.matmul %p, %vh : (tensor<8x?x?xf32>, tensor<8x?x8xf32>) -> tensor<8x?x8xf32>
   return %out : tensor<8x?x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @fused_attention
+func.func @fused_attention(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>) -> tensor<?x8x8xf32> {
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 0.353553385 : f32} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  %o = tfm.attention %q, %k, %v {causal, scale = 0.353553385 : f32} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  return %o : tensor<?x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather
+func.func @gather(%x: tensor<?x64xf32>, %rows: tensor<?xi32>) -> tensor<?x64xf32> {
+  // CHECK: tfm.gather_rows %{{.*}}, %{{.*}} : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  %g = tfm.gather_rows %x, %rows : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  return %g : tensor<?x64xf32>
+}

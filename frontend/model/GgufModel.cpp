@@ -1,0 +1,131 @@
+#include "frontend/model/GgufModel.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::model {
+namespace {
+
+// The GGUF keys of one architecture: "<arch>.<suffix>".
+class ArchKeys {
+ public:
+  ArchKeys(const gguf::GgufFile& file, std::string architecture)
+      : file_(file), architecture_(std::move(architecture)) {}
+
+  std::string Key(absl::string_view suffix) const { return absl::StrCat(architecture_, ".", suffix); }
+  bool Has(absl::string_view suffix) const { return file_.Has(Key(suffix)); }
+
+  absl::StatusOr<int64_t> Int(absl::string_view suffix) const { return file_.GetInt(Key(suffix)); }
+  absl::StatusOr<int64_t> IntOr(absl::string_view suffix, int64_t fallback) const {
+    return Has(suffix) ? Int(suffix) : fallback;
+  }
+  absl::StatusOr<double> FloatOr(absl::string_view suffix, double fallback) const {
+    return Has(suffix) ? file_.GetFloat(Key(suffix)) : fallback;
+  }
+
+ private:
+  const gguf::GgufFile& file_;
+  std::string architecture_;
+};
+
+absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
+                             ModelConfig& config) {
+  if (file.FindTensor("rope_freqs.weight") != nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        file.path(), ": tensor 'rope_freqs.weight' (per-frequency rope factors, as in Llama 3.1) "
+                     "is not supported yet"));
+  }
+  if (!keys.Has("rope.scaling.type")) return absl::OkStatus();
+  absl::StatusOr<absl::string_view> type = file.GetString(keys.Key("rope.scaling.type"));
+  if (!type.ok()) return type.status();
+  if (*type == "none") return absl::OkStatus();
+  if (*type != "linear") {
+    return absl::UnimplementedError(absl::StrCat(file.path(), ": ", keys.Key("rope.scaling.type"),
+                                                 " '", *type, "' is not supported (only linear)"));
+  }
+  config.rope_scaling.kind = RopeScalingKind::kLinear;
+  KVJIT_ASSIGN_OR_RETURN(config.rope_scaling.factor, file.GetFloat(keys.Key("rope.scaling.factor")));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
+  ModelConfig config;
+  KVJIT_ASSIGN_OR_RETURN(absl::string_view architecture, file.GetString("general.architecture"));
+  config.architecture = std::string(architecture);
+  if (config.architecture != "llama" && config.architecture != "qwen2") {
+    return absl::UnimplementedError(absl::StrCat(
+        file.path(), ": general.architecture '", config.architecture,
+        "' is not supported (llama, qwen2)"));
+  }
+  if (file.Has("general.name")) {
+    KVJIT_ASSIGN_OR_RETURN(absl::string_view name, file.GetString("general.name"));
+    config.name = std::string(name);
+  }
+  const ArchKeys keys(file, config.architecture);
+  KVJIT_ASSIGN_OR_RETURN(config.hidden_size, keys.Int("embedding_length"));
+  KVJIT_ASSIGN_OR_RETURN(config.intermediate_size, keys.Int("feed_forward_length"));
+  KVJIT_ASSIGN_OR_RETURN(config.num_layers, keys.Int("block_count"));
+  KVJIT_ASSIGN_OR_RETURN(config.num_heads, keys.Int("attention.head_count"));
+  KVJIT_ASSIGN_OR_RETURN(config.num_kv_heads, keys.IntOr("attention.head_count_kv", config.num_heads));
+  KVJIT_ASSIGN_OR_RETURN(config.context_length, keys.Int("context_length"));
+  KVJIT_ASSIGN_OR_RETURN(config.rms_norm_eps, file.GetFloat(keys.Key("attention.layer_norm_rms_epsilon")));
+  KVJIT_ASSIGN_OR_RETURN(config.rope_theta, keys.FloatOr("rope.freq_base", 10000.0));
+  if (config.num_heads <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(file.path(), ": ", keys.Key("attention.head_count"),
+                                                   " must be positive"));
+  }
+  KVJIT_ASSIGN_OR_RETURN(config.head_dim,
+                         keys.IntOr("attention.key_length", config.hidden_size / config.num_heads));
+  KVJIT_ASSIGN_OR_RETURN(int64_t rotary_dim, keys.IntOr("rope.dimension_count", config.head_dim));
+  if (rotary_dim != config.head_dim) {
+    return absl::UnimplementedError(absl::StrCat(
+        file.path(), ": ", keys.Key("rope.dimension_count"), " = ", rotary_dim,
+        " differs from the head dimension ", config.head_dim, " (partial rotary is not supported)"));
+  }
+  KVJIT_RETURN_IF_ERROR(ReadRopeScaling(file, keys, config));
+
+  // llama.cpp's converter permutes Q and K rows of llama checkpoints into
+  // interleaved pairs; qwen2 checkpoints keep Hugging Face's rotate-half order.
+  config.rope_style = config.architecture == "qwen2" ? RopeStyle::kNeox : RopeStyle::kInterleaved;
+  config.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+
+  KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));
+  if (embedding->dims.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path(), ": tensor 'token_embd.weight' must have 2 dimensions, has ",
+        embedding->dims.size()));
+  }
+  config.vocab_size = embedding->dims[1];
+  if (keys.Has("vocab_size")) {
+    KVJIT_ASSIGN_OR_RETURN(int64_t declared, keys.Int("vocab_size"));
+    if (declared != config.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file.path(), ": ", keys.Key("vocab_size"), " = ", declared,
+          " but tensor 'token_embd.weight' has ", config.vocab_size, " rows"));
+    }
+  }
+  KVJIT_RETURN_IF_ERROR(config.Validate(file.path()));
+  return config;
+}
+
+GgufWeightSource::GgufWeightSource(const gguf::GgufFile& file) : file_(file) {
+  weights_.reserve(file.tensors().size());
+  for (const gguf::GgufTensor& tensor : file.tensors()) {
+    WeightInfo weight;
+    weight.name = tensor.name;
+    weight.shape.assign(tensor.dims.rbegin(), tensor.dims.rend());
+    weight.storage = tensor.type;
+    weight.size_bytes = tensor.size_bytes;
+    weights_.push_back(std::move(weight));
+  }
+}
+
+absl::Span<const uint8_t> GgufWeightSource::Bytes(const WeightInfo& weight) const {
+  const gguf::GgufTensor* tensor = file_.FindTensor(weight.name);
+  return tensor ? tensor->data : absl::Span<const uint8_t>();
+}
+
+}  // namespace kvjit::model

@@ -1,0 +1,36 @@
+#ifndef KVJIT_FRONTEND_MODEL_GGUFMODEL_H_
+#define KVJIT_FRONTEND_MODEL_GGUFMODEL_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "frontend/gguf/GgufFile.h"
+#include "frontend/model/ModelConfig.h"
+#include "frontend/model/WeightSource.h"
+
+namespace kvjit::model {
+
+// Reads the hyper-parameters of a Llama-family GGUF (general.architecture
+// "llama", which also covers Mistral, TinyLlama and SmolLM2, or "qwen2").
+// Missing or inconsistent keys are errors that name the file and the key.
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file);
+
+// The tensors of a GGUF file as weights, shapes turned row-major (GGUF lists
+// dimensions fastest first). Borrows `file`, which must outlive it.
+class GgufWeightSource : public WeightSource {
+ public:
+  explicit GgufWeightSource(const gguf::GgufFile& file);
+
+  const std::string& origin() const override { return file_.path(); }
+  const std::vector<WeightInfo>& weights() const override { return weights_; }
+  absl::Span<const uint8_t> Bytes(const WeightInfo& weight) const override;
+
+ private:
+  const gguf::GgufFile& file_;
+  std::vector<WeightInfo> weights_;
+};
+
+}  // namespace kvjit::model
+
+#endif  // KVJIT_FRONTEND_MODEL_GGUFMODEL_H_

@@ -1,0 +1,105 @@
+#include "frontend/model/HfModel.h"
+
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::model {
+
+absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const std::string& source) {
+  if (hf.attention_output_bias || hf.mlp_bias) {
+    return absl::UnimplementedError(absl::StrCat(
+        source, ": attention_bias on o_proj and mlp_bias are not supported yet"));
+  }
+  ModelConfig config;
+  config.architecture = hf.model_type == hf::ModelType::kQwen2 ? "qwen2" : "llama";
+  config.name = hf.architecture;
+  config.vocab_size = hf.vocab_size;
+  config.hidden_size = hf.hidden_size;
+  config.intermediate_size = hf.intermediate_size;
+  config.num_layers = hf.num_hidden_layers;
+  config.num_heads = hf.num_attention_heads;
+  config.num_kv_heads = hf.num_key_value_heads;
+  config.head_dim = hf.head_dim;
+  config.context_length = hf.max_position_embeddings;
+  config.rms_norm_eps = hf.rms_norm_eps;
+  config.rope_theta = hf.rope_theta;
+  config.rope_style = RopeStyle::kNeox;
+  config.tied_embeddings = hf.tie_word_embeddings;
+  config.qkv_bias = hf.attention_qkv_bias;
+  switch (hf.rope_scaling.type) {
+    case hf::RopeScalingType::kNone:
+      break;
+    case hf::RopeScalingType::kLinear:
+      config.rope_scaling.kind = RopeScalingKind::kLinear;
+      config.rope_scaling.factor = hf.rope_scaling.factor;
+      break;
+    case hf::RopeScalingType::kLlama3:
+      config.rope_scaling.kind = RopeScalingKind::kLlama3;
+      config.rope_scaling.factor = hf.rope_scaling.factor;
+      config.rope_scaling.low_freq_factor = hf.rope_scaling.low_freq_factor;
+      config.rope_scaling.high_freq_factor = hf.rope_scaling.high_freq_factor;
+      config.rope_scaling.original_context = hf.rope_scaling.original_max_position_embeddings;
+      break;
+  }
+  KVJIT_RETURN_IF_ERROR(config.Validate(source));
+  return config;
+}
+
+std::string CanonicalWeightName(const std::string& hf_name) {
+  static const std::pair<const char*, const char*> kGlobal[] = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+  };
+  for (const auto& [hf, canonical] : kGlobal) {
+    if (hf_name == hf) return canonical;
+  }
+  static const std::pair<const char*, const char*> kPerLayer[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+  };
+  static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
+  std::smatch match;
+  if (std::regex_match(hf_name, match, kLayer)) {
+    for (const auto& [hf, canonical] : kPerLayer) {
+      if (match[2] == hf) return absl::StrCat("blk.", match[1].str(), ".", canonical);
+    }
+  }
+  return hf_name;
+}
+
+SafetensorsWeightSource::SafetensorsWeightSource(const safetensors::SafetensorsModel& model)
+    : model_(model) {
+  for (const safetensors::SafetensorsFile& shard : model.shards()) {
+    for (const safetensors::Tensor& tensor : shard.tensors()) {
+      WeightInfo weight;
+      weight.name = CanonicalWeightName(tensor.name);
+      weight.shape = tensor.dims;
+      weight.storage = tensor.storage_type;
+      weight.size_bytes = tensor.data.size();
+      weights_.push_back(std::move(weight));
+      tensors_.push_back(&tensor);
+    }
+  }
+}
+
+absl::Span<const uint8_t> SafetensorsWeightSource::Bytes(const WeightInfo& weight) const {
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    if (weights_[i].name == weight.name) return tensors_[i]->data;
+  }
+  return {};
+}
+
+}  // namespace kvjit::model

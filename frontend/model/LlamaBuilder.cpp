@@ -1,0 +1,285 @@
+#include "frontend/model/LlamaBuilder.h"
+
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/Tfm/TfmOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+namespace kvjit::model {
+namespace {
+
+using mlir::ShapedType;
+using mlir::Value;
+
+tfm::StorageType ToTfmStorage(quant::StorageType storage) {
+  switch (storage) {
+    case quant::StorageType::kF32: return tfm::StorageType::f32;
+    case quant::StorageType::kF16: return tfm::StorageType::f16;
+    case quant::StorageType::kBF16: return tfm::StorageType::bf16;
+    case quant::StorageType::kQ8_0: return tfm::StorageType::q8_0;
+    case quant::StorageType::kQ4_0: return tfm::StorageType::q4_0;
+    case quant::StorageType::kQ4_1: return tfm::StorageType::q4_1;
+    case quant::StorageType::kQ5_0: return tfm::StorageType::q5_0;
+    case quant::StorageType::kQ5_1: return tfm::StorageType::q5_1;
+    case quant::StorageType::kQ4_K: return tfm::StorageType::q4_k;
+    case quant::StorageType::kQ5_K: return tfm::StorageType::q5_k;
+    case quant::StorageType::kQ6_K: return tfm::StorageType::q6_k;
+  }
+  return tfm::StorageType::f32;
+}
+
+std::string ShapeToString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+class LlamaEmitter {
+ public:
+  LlamaEmitter(mlir::MLIRContext& context, const ModelConfig& config, const WeightSource& weights)
+      : config_(config),
+        weights_(weights),
+        builder_(&context),
+        loc_(mlir::FileLineColLoc::get(&context, weights.origin(), 0, 0)),
+        f32_(builder_.getF32Type()) {}
+
+  absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Emit();
+
+ private:
+  struct Required {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+
+  // Every weight the architecture reads, with the shape the config implies.
+  std::vector<Required> RequiredWeights() const;
+  absl::Status CheckWeights() const;
+  std::string OutputWeightName() const;
+
+  mlir::RankedTensorType Activation(llvm::ArrayRef<int64_t> shape) {
+    return mlir::RankedTensorType::get(shape, f32_);
+  }
+  Value Weight(const std::string& name);
+  Value Linear(Value input, const std::string& weight, const std::string& bias = "");
+  Value RmsNorm(Value input, const std::string& weight);
+  Value Rope(Value heads, Value positions);
+  Value Attention(Value q, Value k, Value v);
+  Value Block(int64_t layer, Value x, Value positions);
+
+  const ModelConfig& config_;
+  const WeightSource& weights_;
+  mlir::OpBuilder builder_;
+  mlir::Location loc_;
+  mlir::FloatType f32_;
+  mlir::ModuleOp module_;
+  std::map<std::string, tfm::ParamOp> params_;
+};
+
+std::string LlamaEmitter::OutputWeightName() const {
+  return weights_.Find("output.weight") ? "output.weight" : "token_embd.weight";
+}
+
+std::vector<LlamaEmitter::Required> LlamaEmitter::RequiredWeights() const {
+  const int64_t d = config_.hidden_size;
+  const int64_t q_width = config_.num_heads * config_.head_dim;
+  const int64_t kv_width = config_.num_kv_heads * config_.head_dim;
+  const int64_t ffn = config_.intermediate_size;
+  std::vector<Required> required = {{"token_embd.weight", {config_.vocab_size, d}},
+                                    {"output_norm.weight", {d}},
+                                    {OutputWeightName(), {config_.vocab_size, d}}};
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    std::string prefix = absl::StrCat("blk.", layer, ".");
+    std::vector<Required> block = {{"attn_norm.weight", {d}},     {"attn_q.weight", {q_width, d}},
+                                   {"attn_k.weight", {kv_width, d}}, {"attn_v.weight", {kv_width, d}},
+                                   {"attn_output.weight", {d, q_width}}, {"ffn_norm.weight", {d}},
+                                   {"ffn_gate.weight", {ffn, d}}, {"ffn_up.weight", {ffn, d}},
+                                   {"ffn_down.weight", {d, ffn}}};
+    if (config_.qkv_bias) {
+      block.push_back({"attn_q.bias", {q_width}});
+      block.push_back({"attn_k.bias", {kv_width}});
+      block.push_back({"attn_v.bias", {kv_width}});
+    }
+    for (Required& weight : block) {
+      weight.name = prefix + weight.name;
+      required.push_back(std::move(weight));
+    }
+  }
+  return required;
+}
+
+absl::Status LlamaEmitter::CheckWeights() const {
+  if (!config_.tied_embeddings && !weights_.Find("output.weight")) {
+    return absl::NotFoundError(absl::StrCat(
+        weights_.origin(), ": tensor 'output.weight' is missing and the model does not tie its "
+                           "embeddings"));
+  }
+  for (const Required& required : RequiredWeights()) {
+    const WeightInfo* weight = weights_.Find(required.name);
+    if (weight == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat(weights_.origin(), ": tensor '", required.name, "' is missing"));
+    }
+    if (weight->shape != required.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          weights_.origin(), ": tensor '", required.name, "' has shape ",
+          ShapeToString(weight->shape), " but the model's hyper-parameters need ",
+          ShapeToString(required.shape)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Value LlamaEmitter::Weight(const std::string& name) {
+  const WeightInfo* info = weights_.Find(name);
+  auto type = Activation(info->shape);
+  auto [it, inserted] = params_.try_emplace(name);
+  if (inserted) {
+    mlir::OpBuilder::InsertionGuard guard(builder_);
+    builder_.setInsertionPoint(module_.getBody(), std::prev(module_.getBody()->end()));
+    it->second = builder_.create<tfm::ParamOp>(
+        loc_, builder_.getStringAttr(name), mlir::TypeAttr::get(type),
+        tfm::StorageTypeAttr::get(builder_.getContext(), ToTfmStorage(info->storage)));
+  }
+  return builder_.create<tfm::WeightOp>(loc_, type, mlir::FlatSymbolRefAttr::get(it->second));
+}
+
+Value LlamaEmitter::Linear(Value input, const std::string& weight, const std::string& bias) {
+  Value w = Weight(weight);
+  Value b = bias.empty() ? Value() : Weight(bias);
+  int64_t out = mlir::cast<mlir::RankedTensorType>(w.getType()).getDimSize(0);
+  return builder_.create<tfm::LinearOp>(loc_, Activation({ShapedType::kDynamic, out}), input, w, b);
+}
+
+Value LlamaEmitter::RmsNorm(Value input, const std::string& weight) {
+  return builder_.create<tfm::RmsNormOp>(loc_, input.getType(), input, Weight(weight),
+                                         builder_.getF32FloatAttr(config_.rms_norm_eps));
+}
+
+Value LlamaEmitter::Rope(Value heads, Value positions) {
+  auto style = config_.rope_style == RopeStyle::kNeox ? tfm::RopeStyle::neox
+                                                      : tfm::RopeStyle::interleaved;
+  tfm::RopeScalingAttr scaling;
+  const RopeScaling& s = config_.rope_scaling;
+  if (s.kind != RopeScalingKind::kNone) {
+    scaling = tfm::RopeScalingAttr::get(
+        builder_.getContext(),
+        s.kind == RopeScalingKind::kLinear ? tfm::RopeScalingKind::linear
+                                           : tfm::RopeScalingKind::llama3,
+        llvm::APFloat(s.factor), llvm::APFloat(s.low_freq_factor),
+        llvm::APFloat(s.high_freq_factor), s.original_context);
+  }
+  return builder_.create<tfm::RopeOp>(
+      loc_, heads.getType(), heads, positions,
+      tfm::RopeStyleAttr::get(builder_.getContext(), style),
+      builder_.getF32FloatAttr(config_.rope_theta), mlir::IntegerAttr(), scaling);
+}
+
+// softmax(Q·Kᵀ / sqrt(head_dim) + causal mask) · V over [T, heads, head_dim]
+// inputs, each KV head shared by heads / kv_heads query heads.
+Value LlamaEmitter::Attention(Value q, Value k, Value v) {
+  const int64_t heads = config_.num_heads;
+  const int64_t head_dim = config_.head_dim;
+  const int64_t group = config_.num_heads / config_.num_kv_heads;
+  const int64_t dyn = ShapedType::kDynamic;
+  if (group > 1) {
+    auto repeated = Activation({dyn, heads, head_dim});
+    k = builder_.create<tfm::RepeatOp>(loc_, repeated, k, builder_.getI64IntegerAttr(1),
+                                       builder_.getI64IntegerAttr(group));
+    v = builder_.create<tfm::RepeatOp>(loc_, repeated, v, builder_.getI64IntegerAttr(1),
+                                       builder_.getI64IntegerAttr(group));
+  }
+  auto transpose = [&](Value value, llvm::ArrayRef<int64_t> permutation,
+                       llvm::ArrayRef<int64_t> shape) -> Value {
+    return builder_.create<tfm::TransposeOp>(loc_, Activation(shape), value,
+                                             builder_.getDenseI64ArrayAttr(permutation));
+  };
+  Value qh = transpose(q, {1, 0, 2}, {heads, dyn, head_dim});
+  Value kt = transpose(k, {1, 2, 0}, {heads, head_dim, dyn});
+  Value vh = transpose(v, {1, 0, 2}, {heads, dyn, head_dim});
+  auto scores_type = Activation({heads, dyn, dyn});
+  Value scores = builder_.create<tfm::MatmulOp>(loc_, scores_type, qh, kt);
+  Value scaled = builder_.create<tfm::ScaleOp>(
+      loc_, scores_type, scores,
+      builder_.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(head_dim))));
+  Value masked = builder_.create<tfm::CausalMaskOp>(loc_, scores_type, scaled);
+  Value probs = builder_.create<tfm::SoftmaxOp>(loc_, scores_type, masked,
+                                                builder_.getI64IntegerAttr(-1));
+  Value context = builder_.create<tfm::MatmulOp>(loc_, Activation({heads, dyn, head_dim}), probs, vh);
+  Value tokens_first = transpose(context, {1, 0, 2}, {dyn, heads, head_dim});
+  return builder_.create<tfm::ReshapeOp>(loc_, Activation({dyn, heads * head_dim}), tokens_first);
+}
+
+Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
+  const std::string p = absl::StrCat("blk.", layer, ".");
+  const int64_t dyn = ShapedType::kDynamic;
+  auto bias = [&](const char* name) {
+    return config_.qkv_bias ? p + name : std::string();
+  };
+  Value h = RmsNorm(x, p + "attn_norm.weight");
+  Value q = Linear(h, p + "attn_q.weight", bias("attn_q.bias"));
+  Value k = Linear(h, p + "attn_k.weight", bias("attn_k.bias"));
+  Value v = Linear(h, p + "attn_v.weight", bias("attn_v.bias"));
+  auto heads_of = [&](Value flat, int64_t count) -> Value {
+    return builder_.create<tfm::ReshapeOp>(loc_, Activation({dyn, count, config_.head_dim}), flat);
+  };
+  Value q_heads = Rope(heads_of(q, config_.num_heads), positions);
+  Value k_heads = Rope(heads_of(k, config_.num_kv_heads), positions);
+  Value v_heads = heads_of(v, config_.num_kv_heads);
+  Value attention = Linear(Attention(q_heads, k_heads, v_heads), p + "attn_output.weight");
+  Value x1 = builder_.create<tfm::AddOp>(loc_, x, attention);
+
+  Value h2 = RmsNorm(x1, p + "ffn_norm.weight");
+  Value gate = Linear(h2, p + "ffn_gate.weight");
+  Value up = Linear(h2, p + "ffn_up.weight");
+  Value gated = builder_.create<tfm::MulOp>(loc_, builder_.create<tfm::SiluOp>(loc_, gate), up);
+  Value down = Linear(gated, p + "ffn_down.weight");
+  return builder_.create<tfm::AddOp>(loc_, x1, down);
+}
+
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> LlamaEmitter::Emit() {
+  if (absl::Status status = config_.Validate(weights_.origin()); !status.ok()) return status;
+  if (absl::Status status = CheckWeights(); !status.ok()) return status;
+
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc_);
+  module_ = *module;
+  module_->setAttr("tfm.architecture", builder_.getStringAttr(config_.architecture));
+  module_->setAttr("tfm.context_length", builder_.getI64IntegerAttr(config_.context_length));
+
+  auto ids = mlir::RankedTensorType::get({ShapedType::kDynamic}, builder_.getI32Type());
+  auto logits = Activation({ShapedType::kDynamic, config_.vocab_size});
+  builder_.setInsertionPointToEnd(module_.getBody());
+  auto forward = builder_.create<mlir::func::FuncOp>(
+      loc_, kForwardFunctionName, builder_.getFunctionType({ids, ids}, {logits}));
+  mlir::Block* entry = forward.addEntryBlock();
+  builder_.setInsertionPointToStart(entry);
+  Value tokens = entry->getArgument(0);
+  Value positions = entry->getArgument(1);
+
+  Value x = builder_.create<tfm::EmbeddingOp>(
+      loc_, Activation({ShapedType::kDynamic, config_.hidden_size}), Weight("token_embd.weight"),
+      tokens);
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) x = Block(layer, x, positions);
+  Value normed = RmsNorm(x, "output_norm.weight");
+  Value out = Linear(normed, OutputWeightName());
+  builder_.create<mlir::func::ReturnOp>(loc_, out);
+
+  if (mlir::failed(mlir::verify(module_))) {
+    return absl::InternalError(absl::StrCat(weights_.origin(),
+                                            ": the emitted tfm IR does not verify"));
+  }
+  return module;
+}
+
+}  // namespace
+
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> BuildLlamaModule(mlir::MLIRContext& context,
+                                                                   const ModelConfig& config,
+                                                                   const WeightSource& weights) {
+  context.loadDialect<tfm::TfmDialect, mlir::func::FuncDialect>();
+  return LlamaEmitter(context, config, weights).Emit();
+}
+
+}  // namespace kvjit::model

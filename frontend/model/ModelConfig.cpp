@@ -1,0 +1,46 @@
+#include "frontend/model/ModelConfig.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvjit::model {
+
+absl::Status ModelConfig::Validate(const std::string& source) const {
+  auto invalid = [&](auto... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", parts...));
+  };
+  struct Positive {
+    const char* field;
+    int64_t value;
+  };
+  for (const Positive& size : {Positive{"vocab_size", vocab_size},
+                               Positive{"hidden_size", hidden_size},
+                               Positive{"intermediate_size", intermediate_size},
+                               Positive{"num_layers", num_layers},
+                               Positive{"num_heads", num_heads},
+                               Positive{"num_kv_heads", num_kv_heads},
+                               Positive{"head_dim", head_dim},
+                               Positive{"context_length", context_length}}) {
+    if (size.value <= 0) return invalid(size.field, " must be positive, got ", size.value);
+  }
+  if (num_heads % num_kv_heads != 0) {
+    return invalid("num_heads (", num_heads, ") is not a multiple of num_kv_heads (",
+                   num_kv_heads, ")");
+  }
+  if (head_dim % 2 != 0) return invalid("head_dim must be even for rotary embedding, got ", head_dim);
+  if (!(rms_norm_eps > 0)) return invalid("rms_norm_eps must be positive, got ", rms_norm_eps);
+  if (!(rope_theta > 0)) return invalid("rope_theta must be positive, got ", rope_theta);
+  if (rope_scaling.kind != RopeScalingKind::kNone && !(rope_scaling.factor > 0)) {
+    return invalid("rope scaling factor must be positive, got ", rope_scaling.factor);
+  }
+  if (rope_scaling.kind == RopeScalingKind::kLlama3 && rope_scaling.original_context <= 0) {
+    return invalid("llama3 rope scaling needs original_context");
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ModelConfig::KvCacheBytesPerToken(uint64_t bytes_per_element) const {
+  return 2 * static_cast<uint64_t>(num_layers) * static_cast<uint64_t>(num_kv_heads) *
+         static_cast<uint64_t>(head_dim) * bytes_per_element;
+}
+
+}  // namespace kvjit::model

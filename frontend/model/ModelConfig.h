@@ -1,0 +1,57 @@
+#ifndef KVJIT_FRONTEND_MODEL_MODELCONFIG_H_
+#define KVJIT_FRONTEND_MODEL_MODELCONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace kvjit::model {
+
+enum class RopeStyle {
+  kInterleaved,  // pairs (2i, 2i+1): GGUF llama checkpoints
+  kNeox,         // pairs (i, i + d/2): Hugging Face checkpoints, GGUF qwen2
+};
+
+enum class RopeScalingKind { kNone, kLinear, kLlama3 };
+
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::kNone;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_context = 0;
+};
+
+// The hyper-parameters of a Llama-family decoder (Llama 2 and 3, TinyLlama,
+// SmolLM2, Mistral, Qwen2), whichever file format they came from.
+struct ModelConfig {
+  std::string architecture;  // "llama" or "qwen2"
+  std::string name;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t context_length = 0;
+  double rms_norm_eps = 1e-5;
+  double rope_theta = 10000.0;
+  RopeStyle rope_style = RopeStyle::kInterleaved;
+  RopeScaling rope_scaling;
+  bool tied_embeddings = false;
+  bool qkv_bias = false;
+
+  // Refuses sizes that cannot describe a working model; `source` names the
+  // file in the message.
+  absl::Status Validate(const std::string& source) const;
+
+  // Bytes of K and V one token occupies in the cache:
+  // 2 × layers × kv_heads × head_dim × bytes_per_element.
+  uint64_t KvCacheBytesPerToken(uint64_t bytes_per_element) const;
+};
+
+}  // namespace kvjit::model
+
+#endif  // KVJIT_FRONTEND_MODEL_MODELCONFIG_H_

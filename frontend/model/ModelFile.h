@@ -1,0 +1,37 @@
+#ifndef KVJIT_FRONTEND_MODEL_MODELFILE_H_
+#define KVJIT_FRONTEND_MODEL_MODELFILE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "frontend/gguf/GgufFile.h"
+#include "frontend/model/ModelConfig.h"
+#include "frontend/model/WeightSource.h"
+#include "frontend/safetensors/SafetensorsModel.h"
+#include "frontend/tokenizer/Tokenizer.h"
+
+namespace kvjit::model {
+
+// A model opened from disk: its hyper-parameters and weights, with the file
+// they are views into kept alive alongside.
+struct ModelFile {
+  std::string path;
+  std::string format;  // "GGUF v3", ...
+  ModelConfig config;
+  std::unique_ptr<gguf::GgufFile> gguf;
+  std::unique_ptr<safetensors::SafetensorsModel> safetensors;
+  std::unique_ptr<WeightSource> weights;
+};
+
+// Opens a GGUF file, or a Hugging Face directory (config.json and one or
+// many *.safetensors shards).
+absl::StatusOr<ModelFile> OpenModelFile(const std::string& path);
+
+// The tokenizer the model describes: GGUF tokenizer.ggml.* metadata, or a
+// Hugging Face directory's tokenizer.json.
+absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const ModelFile& model);
+
+}  // namespace kvjit::model
+
+#endif  // KVJIT_FRONTEND_MODEL_MODELFILE_H_

@@ -1,0 +1,302 @@
+#include "frontend/safetensors/HfConfig.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "frontend/safetensors/JsonFile.h"
+
+namespace kvjit::hf {
+namespace {
+
+// Typed reads of one JSON object's fields. The first error is kept and every
+// later read returns its default, so a parse reads all fields and checks
+// status() once.
+class FieldReader {
+ public:
+  FieldReader(const nlohmann::json& object, std::string prefix)
+      : object_(object), prefix_(std::move(prefix)) {}
+
+  const absl::Status& status() const { return status_; }
+  std::string Where(absl::string_view key) const { return absl::StrCat(prefix_, key); }
+
+  // nullptr where the key is absent or null.
+  const nlohmann::json* Find(absl::string_view key) const {
+    const nlohmann::json* value = FindField(object_, key);
+    return value == nullptr || value->is_null() ? nullptr : value;
+  }
+
+  int64_t PositiveInteger(absl::string_view key, std::optional<int64_t> fallback = std::nullopt) {
+    const nlohmann::json* value = Find(key);
+    if (value == nullptr) return Missing(key, fallback).value_or(0);
+    absl::StatusOr<int64_t> parsed = NonNegativeInteger(*value, Where(key));
+    if (parsed.ok() && *parsed == 0) {
+      parsed = absl::InvalidArgumentError(absl::StrCat(Where(key), " must be positive"));
+    }
+    if (!parsed.ok()) {
+      Fail(parsed.status());
+      return 0;
+    }
+    return *parsed;
+  }
+
+  double PositiveNumber(absl::string_view key, std::optional<double> fallback = std::nullopt) {
+    const nlohmann::json* value = Find(key);
+    if (value == nullptr) return Missing(key, fallback).value_or(0.0);
+    if (!value->is_number() || !(value->get<double>() > 0.0)) {
+      Fail(absl::InvalidArgumentError(
+          absl::StrCat(Where(key), " must be a positive number, got ", Describe(*value))));
+      return 0.0;
+    }
+    return value->get<double>();
+  }
+
+  bool Bool(absl::string_view key, bool fallback) {
+    const nlohmann::json* value = Find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_boolean()) {
+      Fail(absl::InvalidArgumentError(
+          absl::StrCat(Where(key), " must be true or false, got ", Describe(*value))));
+      return fallback;
+    }
+    return value->get<bool>();
+  }
+
+  std::string String(absl::string_view key, std::string fallback) {
+    const nlohmann::json* value = Find(key);
+    if (value == nullptr) return fallback;
+    if (!value->is_string()) {
+      Fail(absl::InvalidArgumentError(
+          absl::StrCat(Where(key), " must be a string, got ", Describe(*value))));
+      return fallback;
+    }
+    return value->get<std::string>();
+  }
+
+  // An integer or a list of integers; empty where absent.
+  std::vector<int64_t> TokenIds(absl::string_view key) {
+    const nlohmann::json* value = Find(key);
+    if (value == nullptr) return {};
+    std::vector<int64_t> ids;
+    for (const nlohmann::json& id : value->is_array() ? *value : nlohmann::json::array({*value})) {
+      absl::StatusOr<int64_t> parsed = NonNegativeInteger(id, Where(key));
+      if (!parsed.ok()) {
+        Fail(parsed.status());
+        return {};
+      }
+      ids.push_back(*parsed);
+    }
+    return ids;
+  }
+
+  // Records `error` unless an earlier one is kept.
+  void Fail(absl::Status error) {
+    if (status_.ok()) status_ = std::move(error);
+  }
+
+ private:
+  template <typename T>
+  std::optional<T> Missing(absl::string_view key, std::optional<T> fallback) {
+    if (!fallback) Fail(absl::InvalidArgumentError(absl::StrCat(Where(key), " is missing")));
+    return fallback;
+  }
+
+  const nlohmann::json& object_;
+  std::string prefix_;
+  absl::Status status_;
+};
+
+absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& architecture) {
+  if (const nlohmann::json* architectures = reader.Find("architectures")) {
+    bool all_strings = architectures->is_array() &&
+                       std::all_of(architectures->begin(), architectures->end(),
+                                   [](const nlohmann::json& entry) { return entry.is_string(); });
+    if (!all_strings) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.Where("architectures"), " must be a list of strings"));
+    }
+    if (!architectures->empty()) architecture = (*architectures)[0].get<std::string>();
+  }
+  std::string model_type = reader.String("model_type", "");
+  if (!reader.status().ok()) return reader.status();
+  if (model_type.empty()) {
+    // Older configs name only the architecture.
+    if (architecture == "LlamaForCausalLM") model_type = "llama";
+    if (architecture == "MistralForCausalLM") model_type = "mistral";
+    if (architecture == "Qwen2ForCausalLM") model_type = "qwen2";
+  }
+  if (model_type == "llama") return ModelType::kLlama;
+  if (model_type == "mistral") return ModelType::kMistral;
+  if (model_type == "qwen2") return ModelType::kQwen2;
+  if (model_type.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        reader.Where("model_type"), " is missing and architectures names no known model"));
+  }
+  return absl::UnimplementedError(absl::StrCat(reader.Where("model_type"), " '", model_type,
+                                               "' is not supported (llama, mistral, qwen2 are)"));
+}
+
+RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
+                            absl::string_view key) {
+  FieldReader reader(object, absl::StrCat(outer.Where(key), "."));
+  // transformers writes "rope_type"; older configs wrote "type".
+  std::string type = reader.String("rope_type", reader.String("type", "default"));
+  RopeScaling scaling;
+  if (type == "default") {
+    // No scaling: newer configs spell it out.
+  } else if (type == "linear") {
+    scaling.type = RopeScalingType::kLinear;
+    scaling.factor = reader.PositiveNumber("factor");
+  } else if (type == "llama3") {
+    scaling.type = RopeScalingType::kLlama3;
+    scaling.factor = reader.PositiveNumber("factor");
+    scaling.low_freq_factor = reader.PositiveNumber("low_freq_factor");
+    scaling.high_freq_factor = reader.PositiveNumber("high_freq_factor");
+    scaling.original_max_position_embeddings =
+        reader.PositiveInteger("original_max_position_embeddings");
+    if (reader.status().ok() && !(scaling.high_freq_factor > scaling.low_freq_factor)) {
+      reader.Fail(absl::InvalidArgumentError(
+          absl::StrCat(reader.Where("high_freq_factor"), " must exceed low_freq_factor")));
+    }
+  } else {
+    reader.Fail(absl::UnimplementedError(absl::StrCat(
+        outer.Where(key), " type '", type, "' is not supported (linear and llama3 are)")));
+  }
+  if (!reader.status().ok()) outer.Fail(reader.status());
+  return scaling;
+}
+
+// Rope settings sit at the top level, or (transformers 5) in rope_parameters.
+void ReadRope(FieldReader& reader, LlamaConfig& config) {
+  const nlohmann::json* parameters = reader.Find("rope_parameters");
+  if (parameters != nullptr && !parameters->is_object()) {
+    reader.Fail(absl::InvalidArgumentError(
+        absl::StrCat(reader.Where("rope_parameters"), " must be an object")));
+    return;
+  }
+  double theta_in_parameters = 10000.0;
+  if (parameters != nullptr) {
+    FieldReader parameters_reader(*parameters, absl::StrCat(reader.Where("rope_parameters"), "."));
+    theta_in_parameters = parameters_reader.PositiveNumber("rope_theta", 10000.0);
+    if (!parameters_reader.status().ok()) reader.Fail(parameters_reader.status());
+  }
+  config.rope_theta = reader.PositiveNumber("rope_theta", theta_in_parameters);
+
+  if (const nlohmann::json* scaling = reader.Find("rope_scaling")) {
+    if (!scaling->is_object()) {
+      reader.Fail(absl::InvalidArgumentError(
+          absl::StrCat(reader.Where("rope_scaling"), " must be null or an object")));
+      return;
+    }
+    config.rope_scaling = ReadRopeScaling(*scaling, reader, "rope_scaling");
+  } else if (parameters != nullptr) {
+    config.rope_scaling = ReadRopeScaling(*parameters, reader, "rope_parameters");
+  }
+}
+
+std::optional<quant::StorageType> ReadTorchDtype(FieldReader& reader) {
+  absl::string_view key = reader.Find("torch_dtype") != nullptr ? "torch_dtype" : "dtype";
+  std::string dtype = reader.String(key, "");
+  if (dtype.empty()) return std::nullopt;
+  if (dtype == "float32") return quant::StorageType::kF32;
+  if (dtype == "float16") return quant::StorageType::kF16;
+  if (dtype == "bfloat16") return quant::StorageType::kBF16;
+  reader.Fail(absl::UnimplementedError(absl::StrCat(
+      reader.Where(key), " '", dtype, "' is not supported (float32, float16, bfloat16 are)")));
+  return std::nullopt;
+}
+
+absl::Status CheckShapes(const LlamaConfig& config, const FieldReader& reader) {
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.Where("num_key_value_heads"), " (", config.num_key_value_heads,
+                     ") must divide num_attention_heads (", config.num_attention_heads, ")"));
+  }
+  if (config.head_dim % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(reader.Where("head_dim"), " (", config.head_dim,
+                                                   ") must be even for rotary embeddings"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::string_view source) {
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": must be a JSON object"));
+  }
+  FieldReader reader(json, absl::StrCat(source, ": "));
+
+  LlamaConfig config;
+  absl::StatusOr<ModelType> model_type = ReadModelType(reader, config.architecture);
+  if (!model_type.ok()) return model_type.status();
+  config.model_type = *model_type;
+
+  std::string activation = reader.String("hidden_act", "silu");
+  if (reader.status().ok() && activation != "silu") {
+    return absl::UnimplementedError(
+        absl::StrCat(reader.Where("hidden_act"), " '", activation, "' is not supported (silu is)"));
+  }
+
+  config.hidden_size = reader.PositiveInteger("hidden_size");
+  config.intermediate_size = reader.PositiveInteger("intermediate_size");
+  config.num_hidden_layers = reader.PositiveInteger("num_hidden_layers");
+  config.num_attention_heads = reader.PositiveInteger("num_attention_heads");
+  config.num_key_value_heads =
+      reader.PositiveInteger("num_key_value_heads", config.num_attention_heads);
+  config.max_position_embeddings = reader.PositiveInteger("max_position_embeddings");
+  config.vocab_size = reader.PositiveInteger("vocab_size");
+  config.rms_norm_eps = reader.PositiveNumber("rms_norm_eps");
+  if (!reader.status().ok()) return reader.status();
+
+  if (reader.Find("head_dim") != nullptr) {
+    config.head_dim = reader.PositiveInteger("head_dim");
+  } else if (config.hidden_size % config.num_attention_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        reader.Where("num_attention_heads"), " (", config.num_attention_heads,
+        ") must divide hidden_size (", config.hidden_size, ") when head_dim is not given"));
+  } else {
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+
+  ReadRope(reader, config);
+  config.tie_word_embeddings = reader.Bool("tie_word_embeddings", false);
+  switch (config.model_type) {
+    case ModelType::kLlama:
+      config.attention_qkv_bias = reader.Bool("attention_bias", false);
+      config.attention_output_bias = config.attention_qkv_bias;
+      config.mlp_bias = reader.Bool("mlp_bias", false);
+      break;
+    case ModelType::kMistral:
+      break;
+    case ModelType::kQwen2:
+      // Qwen2's q, k and v projections always carry a bias; o_proj never does.
+      config.attention_qkv_bias = true;
+      break;
+  }
+  config.bos_token_ids = reader.TokenIds("bos_token_id");
+  config.eos_token_ids = reader.TokenIds("eos_token_id");
+  config.torch_dtype = ReadTorchDtype(reader);
+  if (!reader.status().ok()) return reader.status();
+
+  if (absl::Status status = CheckShapes(config, reader); !status.ok()) return status;
+  return config;
+}
+
+}  // namespace
+
+absl::StatusOr<LlamaConfig> ParseLlamaConfig(absl::string_view json_text,
+                                             absl::string_view source) {
+  absl::StatusOr<nlohmann::json> json = ParseJson(json_text, source);
+  if (!json.ok()) return json.status();
+  return ParseConfigJson(*json, source);
+}
+
+absl::StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& directory) {
+  std::string path = (std::filesystem::path(directory) / "config.json").string();
+  absl::StatusOr<nlohmann::json> json = ReadJsonFile(path);
+  if (!json.ok()) return json.status();
+  return ParseConfigJson(*json, path);
+}
+
+}  // namespace kvjit::hf

@@ -1,0 +1,94 @@
+#ifndef KVJIT_FRONTEND_SAFETENSORS_HFCONFIG_H_
+#define KVJIT_FRONTEND_SAFETENSORS_HFCONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/quant/StorageType.h"
+
+namespace kvjit::hf {
+
+// The Hugging Face model types that share Llama's decoder: pre-norm RMSNorm,
+// rotary attention with grouped KV heads, SwiGLU MLP.
+enum class ModelType { kLlama, kMistral, kQwen2 };
+
+enum class RopeScalingType {
+  kNone,
+  // Positions divided by `factor`.
+  kLinear,
+  // Llama 3.1's frequency-dependent scaling: wavelengths shorter than
+  // original_max_position_embeddings / high_freq_factor are kept, those longer
+  // than original_max_position_embeddings / low_freq_factor are divided by
+  // `factor`, and the band between is interpolated smoothly.
+  kLlama3,
+};
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kNone;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 1.0;
+  int64_t original_max_position_embeddings = 0;
+};
+
+// A checkpoint's config.json for the Llama family.
+//
+// Rotary layout: Hugging Face checkpoints keep q_proj and k_proj rows in the
+// order of the reference "rotate-half" rope (GPT-NeoX style), which pairs
+// element i of each head with element i + head_dim/2. llama.cpp's converter
+// permutes those rows when it writes a llama GGUF, so that GGUF pairs
+// elements 2i and 2i+1 (interleaved, GPT-J style). A model built from
+// safetensors must therefore use rope style neox, and one built from a llama
+// GGUF style interleaved; the two agree on the attention they compute
+// (tests/unit/frontend/safetensors/RopeStyle_test.cpp shows it).
+//
+// Ignored on purpose: Mistral's and Qwen2's sliding_window (kvjit attends over
+// the whole context, which matches the models up to their window size).
+struct LlamaConfig {
+  ModelType model_type = ModelType::kLlama;
+  // The first entry of "architectures" (such as "LlamaForCausalLM"), or empty.
+  std::string architecture;
+
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // defaults to num_attention_heads
+  int64_t head_dim = 0;             // defaults to hidden_size / num_attention_heads
+  int64_t max_position_embeddings = 0;
+  int64_t vocab_size = 0;
+
+  double rms_norm_eps = 0.0;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+
+  bool tie_word_embeddings = false;
+  // Bias on q_proj, k_proj and v_proj: Llama's attention_bias, always on for Qwen2.
+  bool attention_qkv_bias = false;
+  // Bias on o_proj: Llama's attention_bias; never for Mistral or Qwen2.
+  bool attention_output_bias = false;
+  // Bias on gate_proj, up_proj and down_proj (Llama's mlp_bias).
+  bool mlp_bias = false;
+
+  // Empty where the config names none; a list where it names several.
+  std::vector<int64_t> bos_token_ids;
+  std::vector<int64_t> eos_token_ids;
+  // The dtype the weights were trained in ("torch_dtype", or "dtype" in newer
+  // configs); nullopt where absent.
+  std::optional<quant::StorageType> torch_dtype;
+};
+
+// Parses config.json text; `source` names the file in error messages.
+absl::StatusOr<LlamaConfig> ParseLlamaConfig(absl::string_view json_text,
+                                             absl::string_view source = "config.json");
+
+// Reads `directory`/config.json.
+absl::StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& directory);
+
+}  // namespace kvjit::hf
+
+#endif  // KVJIT_FRONTEND_SAFETENSORS_HFCONFIG_H_

@@ -1,0 +1,221 @@
+#include "frontend/safetensors/HfTokenizerJson.h"
+
+#include <filesystem>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "frontend/safetensors/JsonFile.h"
+
+namespace kvjit::hf {
+namespace {
+
+absl::Status ReadVocab(const nlohmann::json& model, const std::string& where,
+                       BpeTokenizerJson& tokenizer,
+                       absl::flat_hash_map<int64_t, std::string>& token_by_id) {
+  const nlohmann::json* vocab = FindField(model, "vocab");
+  if (vocab == nullptr || !vocab->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "vocab must be an object"));
+  }
+  for (const auto& [token, id_value] : vocab->items()) {
+    absl::StatusOr<int64_t> id =
+        NonNegativeInteger(id_value, absl::StrCat(where, "vocab['", token, "']"));
+    if (!id.ok()) return id.status();
+    auto [existing, inserted] = token_by_id.emplace(*id, token);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "vocab gives id ", *id, " to both '",
+                                                     existing->second, "' and '", token, "'"));
+    }
+    tokenizer.vocab.emplace(token, *id);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadMerges(const nlohmann::json& model, const std::string& where,
+                        BpeTokenizerJson& tokenizer) {
+  const nlohmann::json* merges = FindField(model, "merges");
+  if (merges == nullptr || merges->is_null()) return absl::OkStatus();
+  if (!merges->is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "merges must be a list"));
+  }
+  for (size_t rank = 0; rank < merges->size(); ++rank) {
+    const nlohmann::json& merge = (*merges)[rank];
+    std::string merge_where = absl::StrCat(where, "merges[", rank, "]");
+    std::pair<std::string, std::string> pieces;
+    // Older files write "left right"; newer ones ["left", "right"], which
+    // allows pieces that contain a space.
+    if (merge.is_string()) {
+      const std::string& text = merge.get_ref<const std::string&>();
+      size_t space = text.find(' ');
+      if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(merge_where, " '", text, "' must be two pieces separated by one space"));
+      }
+      pieces = {text.substr(0, space), text.substr(space + 1)};
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
+               merge[1].is_string()) {
+      pieces = {merge[0].get<std::string>(), merge[1].get<std::string>()};
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(merge_where, " must be \"left right\" or [\"left\", \"right\"]"));
+    }
+    for (const std::string& token : {pieces.first, pieces.second, pieces.first + pieces.second}) {
+      if (!tokenizer.vocab.contains(token)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(merge_where, " uses '", token, "', which is not in the vocab"));
+      }
+    }
+    tokenizer.merges.push_back(std::move(pieces));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadAddedTokens(const nlohmann::json& root, const std::string& source,
+                             BpeTokenizerJson& tokenizer,
+                             const absl::flat_hash_map<int64_t, std::string>& token_by_id) {
+  const nlohmann::json* added_tokens = FindField(root, "added_tokens");
+  if (added_tokens == nullptr || added_tokens->is_null()) return absl::OkStatus();
+  if (!added_tokens->is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": added_tokens must be a list"));
+  }
+  for (size_t i = 0; i < added_tokens->size(); ++i) {
+    const nlohmann::json& entry = (*added_tokens)[i];
+    std::string where = absl::StrCat(source, ": added_tokens[", i, "]");
+    const nlohmann::json* id_value = FindField(entry, "id");
+    const nlohmann::json* content = FindField(entry, "content");
+    if (id_value == nullptr || content == nullptr || !content->is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " must be an object with an integer id and a string content"));
+    }
+    AddedToken token;
+    absl::StatusOr<int64_t> id = NonNegativeInteger(*id_value, absl::StrCat(where, ".id"));
+    if (!id.ok()) return id.status();
+    token.id = *id;
+    token.content = content->get<std::string>();
+    const nlohmann::json* special = FindField(entry, "special");
+    if (special != nullptr && !special->is_boolean()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".special must be true or false"));
+    }
+    token.special = special != nullptr && special->get<bool>();
+    auto in_vocab = token_by_id.find(token.id);
+    if (in_vocab != token_by_id.end() && in_vocab->second != token.content) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " gives id ", token.id, " to '",
+                                                     token.content, "', which the vocab gives to '",
+                                                     in_vocab->second, "'"));
+    }
+    tokenizer.added_tokens.push_back(std::move(token));
+  }
+  return absl::OkStatus();
+}
+
+// Real files nest Sequence steps one or two deep; the limit keeps a hostile
+// file from exhausting the stack.
+constexpr int kMaxPreTokenizerDepth = 8;
+
+absl::Status ReadPreTokenizer(const nlohmann::json& step, const std::string& where, int depth,
+                              BpeTokenizerJson& tokenizer) {
+  if (step.is_null()) return absl::OkStatus();
+  if (depth > kMaxPreTokenizerDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": Sequence steps nest more than ", kMaxPreTokenizerDepth, " deep"));
+  }
+  const nlohmann::json* type = FindField(step, "type");
+  if (type == nullptr || !type->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " must be an object with a string type"));
+  }
+  const std::string& type_name = type->get_ref<const std::string&>();
+  if (type_name == "Sequence") {
+    const nlohmann::json* steps = FindField(step, "pretokenizers");
+    if (steps == nullptr || !steps->is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".pretokenizers must be a list"));
+    }
+    for (size_t i = 0; i < steps->size(); ++i) {
+      absl::Status status = ReadPreTokenizer(
+          (*steps)[i], absl::StrCat(where, ".pretokenizers[", i, "]"), depth + 1, tokenizer);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+  if (type_name == "ByteLevel") {
+    const nlohmann::json* use_regex = FindField(step, "use_regex");
+    if (use_regex != nullptr && !use_regex->is_boolean()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".use_regex must be true or false"));
+    }
+    tokenizer.byte_level = true;
+    tokenizer.byte_level_uses_regex = use_regex == nullptr || use_regex->get<bool>();
+    return absl::OkStatus();
+  }
+  if (type_name == "Split") {
+    const nlohmann::json* pattern = FindField(step, "pattern");
+    const nlohmann::json* regex = pattern == nullptr ? nullptr : FindField(*pattern, "Regex");
+    if (regex == nullptr || !regex->is_string()) {
+      return absl::UnimplementedError(
+          absl::StrCat(where, ".pattern: only {\"Regex\": \"...\"} patterns are supported"));
+    }
+    const nlohmann::json* behavior = FindField(step, "behavior");
+    const nlohmann::json* invert = FindField(step, "invert");
+    if ((behavior != nullptr && *behavior != "Isolated") ||
+        (invert != nullptr && *invert != false)) {
+      return absl::UnimplementedError(
+          absl::StrCat(where, ": only behavior \"Isolated\" without invert is supported"));
+    }
+    tokenizer.split_patterns.push_back(regex->get<std::string>());
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(
+      absl::StrCat(where, ": pre-tokenizer type '", type_name, "' is not supported"));
+}
+
+absl::StatusOr<BpeTokenizerJson> ParseTokenizerRoot(const nlohmann::json& root,
+                                                    const std::string& source) {
+  const nlohmann::json* model = FindField(root, "model");
+  if (model == nullptr || !model->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": missing object field 'model'"));
+  }
+  const nlohmann::json* type = FindField(*model, "type");
+  if (type == nullptr || *type != "BPE") {
+    return absl::UnimplementedError(absl::StrCat(source, ": model.type must be \"BPE\", got ",
+                                                 type == nullptr ? "nothing" : Describe(*type)));
+  }
+
+  BpeTokenizerJson tokenizer;
+  std::string model_where = absl::StrCat(source, ": model.");
+  absl::flat_hash_map<int64_t, std::string> token_by_id;
+  if (absl::Status status = ReadVocab(*model, model_where, tokenizer, token_by_id); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = ReadMerges(*model, model_where, tokenizer); !status.ok()) return status;
+  const nlohmann::json* byte_fallback = FindField(*model, "byte_fallback");
+  if (byte_fallback != nullptr && !byte_fallback->is_boolean()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_where, "byte_fallback must be true or false"));
+  }
+  tokenizer.byte_fallback = byte_fallback != nullptr && byte_fallback->get<bool>();
+
+  if (absl::Status status = ReadAddedTokens(root, source, tokenizer, token_by_id); !status.ok()) {
+    return status;
+  }
+  if (const nlohmann::json* pre_tokenizer = FindField(root, "pre_tokenizer")) {
+    absl::Status status =
+        ReadPreTokenizer(*pre_tokenizer, absl::StrCat(source, ": pre_tokenizer"), 0, tokenizer);
+    if (!status.ok()) return status;
+  }
+  return tokenizer;
+}
+
+}  // namespace
+
+absl::StatusOr<BpeTokenizerJson> ParseBpeTokenizerJson(absl::string_view json_text,
+                                                       absl::string_view source) {
+  absl::StatusOr<nlohmann::json> root = ParseJson(json_text, source);
+  if (!root.ok()) return root.status();
+  return ParseTokenizerRoot(*root, std::string(source));
+}
+
+absl::StatusOr<BpeTokenizerJson> LoadBpeTokenizerJson(const std::string& directory) {
+  std::string path = (std::filesystem::path(directory) / "tokenizer.json").string();
+  absl::StatusOr<nlohmann::json> root = ReadJsonFile(path);
+  if (!root.ok()) return root.status();
+  return ParseTokenizerRoot(*root, path);
+}
+
+}  // namespace kvjit::hf

@@ -1,0 +1,216 @@
+#include "frontend/tokenizer/HfVocabulary.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "frontend/safetensors/JsonFile.h"
+#include "frontend/tokenizer/WordSplitter.h"
+#include "nlohmann/json.hpp"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::tokenizer {
+namespace {
+
+constexpr PreTokenizer kSupportedPreTokenizers[] = {
+    PreTokenizer::kGpt2,
+    PreTokenizer::kLlama3,
+    PreTokenizer::kSmolLm,
+    PreTokenizer::kQwen2,
+};
+
+// `status` with the file named, keeping its code.
+absl::Status WithSource(const std::string& source, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(source, ": ", status.message()));
+}
+
+std::string DescribePreTokenizerSteps(const hf::BpeTokenizerJson& json) {
+  std::vector<std::string> steps;
+  for (const std::string& pattern : json.split_patterns) {
+    steps.push_back(absl::StrCat("Split \"", pattern, "\""));
+  }
+  steps.push_back(json.byte_level_uses_regex ? "ByteLevel with its GPT-2 regex"
+                                             : "ByteLevel without a regex");
+  return absl::StrJoin(steps, ", then ");
+}
+
+absl::StatusOr<PreTokenizer> MatchPreTokenizer(const hf::BpeTokenizerJson& json,
+                                               const std::string& source) {
+  std::vector<std::string_view> patterns(json.split_patterns.begin(),
+                                         json.split_patterns.end());
+  if (json.byte_level_uses_regex) {
+    // The regex of the ByteLevel step is GPT-2's.
+    for (std::string_view pattern : PreTokenizerPatterns(PreTokenizer::kGpt2)) {
+      patterns.push_back(pattern);
+    }
+  }
+  for (PreTokenizer candidate : kSupportedPreTokenizers) {
+    if (patterns == PreTokenizerPatterns(candidate)) return candidate;
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      source, ": pre_tokenizer (", DescribePreTokenizerSteps(json),
+      ") is not supported; supported are those of GPT-2, Llama 3, SmolLM and "
+      "Qwen2"));
+}
+
+// Lays out model.vocab and added_tokens by id, which must run from 0 without
+// gaps.
+absl::Status ReadTokens(const hf::BpeTokenizerJson& json,
+                        const std::string& source, Vocabulary& vocabulary) {
+  struct Token {
+    const std::string* text;
+    TokenType type;
+  };
+  absl::flat_hash_map<int64_t, Token> token_by_id;
+  token_by_id.reserve(json.vocab.size() + json.added_tokens.size());
+  for (const auto& [text, id] : json.vocab) {
+    token_by_id.emplace(id, Token{&text, TokenType::kNormal});
+  }
+  for (const hf::AddedToken& added : json.added_tokens) {
+    const TokenType type =
+        added.special ? TokenType::kControl : TokenType::kUserDefined;
+    auto [token, inserted] =
+        token_by_id.try_emplace(added.id, Token{&added.content, type});
+    if (!inserted && *token->second.text != added.content) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": added_tokens give id ", added.id, " to '", added.content,
+          "', which already belongs to '", *token->second.text, "'"));
+    }
+    token->second.type = type;
+  }
+
+  const size_t token_count = token_by_id.size();
+  vocabulary.tokens.reserve(token_count);
+  vocabulary.token_types.reserve(token_count);
+  for (size_t id = 0; id < token_count; ++id) {
+    auto token = token_by_id.find(static_cast<int64_t>(id));
+    if (token == token_by_id.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": model.vocab and added_tokens hold ",
+                       token_count, " ids, which must be 0 to ",
+                       token_count - 1, ", but no token has id ", id));
+    }
+    vocabulary.tokens.push_back(*token->second.text);
+    vocabulary.token_types.push_back(token->second.type);
+  }
+  return absl::OkStatus();
+}
+
+// tokenizer_config.json names a special token as "text", as
+// {"content": "text", ...} (a serialized AddedToken), or not at all (null).
+absl::StatusOr<int32_t> ReadSpecialTokenId(const nlohmann::json& config,
+                                           const char* field,
+                                           const std::string& path,
+                                           const Vocabulary& vocabulary) {
+  const nlohmann::json* value = hf::FindField(config, field);
+  if (value == nullptr || value->is_null()) return kNoToken;
+  const nlohmann::json* text = value;
+  if (value->is_object()) text = hf::FindField(*value, "content");
+  if (text == nullptr || !text->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", field,
+        " must be a string, an object with a string content, or null; got ",
+        hf::Describe(*value)));
+  }
+  const std::string& token_text = text->get_ref<const std::string&>();
+  const auto found =
+      std::find(vocabulary.tokens.begin(), vocabulary.tokens.end(), token_text);
+  if (found == vocabulary.tokens.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", field, " '", token_text,
+                     "' is not a token of tokenizer.json"));
+  }
+  return static_cast<int32_t>(found - vocabulary.tokens.begin());
+}
+
+absl::StatusOr<bool> ReadFlag(const nlohmann::json& config, const char* field,
+                              const std::string& path, bool fallback) {
+  const nlohmann::json* value = hf::FindField(config, field);
+  if (value == nullptr || value->is_null()) return fallback;
+  if (!value->is_boolean()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", field, " must be true or false, got ",
+                     hf::Describe(*value)));
+  }
+  return value->get<bool>();
+}
+
+absl::Status ApplyTokenizerConfig(const std::string& path,
+                                  Vocabulary& vocabulary) {
+  KVJIT_ASSIGN_OR_RETURN(nlohmann::json config, hf::ReadJsonFile(path));
+  if (!config.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": must be an object, got ", hf::Describe(config)));
+  }
+  KVJIT_ASSIGN_OR_RETURN(
+      vocabulary.bos_id,
+      ReadSpecialTokenId(config, "bos_token", path, vocabulary));
+  KVJIT_ASSIGN_OR_RETURN(
+      vocabulary.eos_id,
+      ReadSpecialTokenId(config, "eos_token", path, vocabulary));
+  const bool adds_bos_by_default =
+      vocabulary.pre_tokenizer == PreTokenizer::kLlama3 &&
+      vocabulary.bos_id != kNoToken;
+  KVJIT_ASSIGN_OR_RETURN(
+      vocabulary.add_bos_token,
+      ReadFlag(config, "add_bos_token", path, adds_bos_by_default));
+  KVJIT_ASSIGN_OR_RETURN(vocabulary.add_eos_token,
+                         ReadFlag(config, "add_eos_token", path, false));
+  if (absl::Status status = ValidateVocabulary(vocabulary); !status.ok()) {
+    return WithSource(path, status);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Vocabulary> VocabularyFromHfTokenizerJson(
+    const hf::BpeTokenizerJson& json, const std::string& source) {
+  if (!json.byte_level) {
+    return absl::UnimplementedError(absl::StrCat(
+        source,
+        ": pre_tokenizer has no ByteLevel step; only byte-level BPE is "
+        "supported"));
+  }
+  Vocabulary vocabulary;
+  vocabulary.model = TokenizerModel::kByteLevelBpe;
+  KVJIT_ASSIGN_OR_RETURN(vocabulary.pre_tokenizer,
+                         MatchPreTokenizer(json, source));
+  KVJIT_RETURN_IF_ERROR(ReadTokens(json, source, vocabulary));
+  vocabulary.merges = json.merges;
+  if (absl::Status status = ValidateVocabulary(vocabulary); !status.ok()) {
+    return WithSource(source, status);
+  }
+  return vocabulary;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerFromHfDirectory(
+    const std::string& directory) {
+  const std::filesystem::path directory_path(directory);
+  KVJIT_ASSIGN_OR_RETURN(hf::BpeTokenizerJson json,
+                         hf::LoadBpeTokenizerJson(directory));
+  KVJIT_ASSIGN_OR_RETURN(
+      Vocabulary vocabulary,
+      VocabularyFromHfTokenizerJson(
+          json, (directory_path / "tokenizer.json").string()));
+  const std::filesystem::path config_path =
+      directory_path / "tokenizer_config.json";
+  std::error_code presence_error;
+  // Where the file's presence cannot be told, reading it says why.
+  if (std::filesystem::exists(config_path, presence_error) || presence_error) {
+    KVJIT_RETURN_IF_ERROR(
+        ApplyTokenizerConfig(config_path.string(), vocabulary));
+  }
+  return CreateTokenizer(std::move(vocabulary));
+}
+
+}  // namespace kvjit::tokenizer

@@ -1,0 +1,99 @@
+#include "frontend/tokenizer/Tokenizer.h"
+
+#include <utility>
+
+#include "frontend/tokenizer/ByteLevelBpeTokenizer.h"
+#include "frontend/tokenizer/SentencePieceTokenizer.h"
+#include "frontend/tokenizer/Utf8.h"
+
+namespace kvjit::tokenizer {
+namespace {
+
+// Control tokens that end a turn in common chat templates; vocabularies often
+// name only EOS, yet models stop with these.
+constexpr std::string_view kEndOfTurnTexts[] = {
+    "<|endoftext|>", "<|im_end|>",    "<|eot_id|>", "<|eom_id|>",
+    "<|end|>",       "<end_of_turn>", "<EOT>",
+};
+
+}  // namespace
+
+Tokenizer::Tokenizer(Vocabulary vocabulary)
+    : vocabulary_(std::move(vocabulary)), special_token_splitter_(vocabulary_) {
+  id_by_text_.reserve(vocabulary_.tokens.size());
+  for (size_t id = 0; id < vocabulary_.tokens.size(); ++id) {
+    id_by_text_.emplace(vocabulary_.tokens[id], static_cast<int32_t>(id));
+  }
+  for (int32_t id : {vocabulary_.eos_id, vocabulary_.end_of_turn_id}) {
+    if (id != kNoToken) end_of_generation_ids_.insert(id);
+  }
+  for (std::string_view text : kEndOfTurnTexts) {
+    const int32_t id = FindToken(text);
+    if (id != kNoToken && (token_type(id) == TokenType::kControl ||
+                           token_type(id) == TokenType::kUserDefined)) {
+      end_of_generation_ids_.insert(id);
+    }
+  }
+}
+
+int32_t Tokenizer::FindToken(std::string_view text) const {
+  auto it = id_by_text_.find(text);
+  return it == id_by_text_.end() ? kNoToken : it->second;
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(
+    std::string_view text, bool add_special, bool parse_special) const {
+  if (absl::Status status = CheckUtf8(text); !status.ok()) return status;
+  std::vector<int32_t> ids;
+  if (add_special && vocabulary_.add_bos_token) ids.push_back(bos_id());
+  bool follows_special = true;
+  for (const TextFragment& fragment :
+       special_token_splitter_.Split(text, parse_special)) {
+    if (fragment.special_id != kNoToken) {
+      ids.push_back(fragment.special_id);
+      follows_special = true;
+      continue;
+    }
+    if (absl::Status status =
+            EncodePlainText(fragment.text, follows_special, &ids);
+        !status.ok()) {
+      return status;
+    }
+    follows_special = false;
+  }
+  if (add_special && vocabulary_.add_eos_token) ids.push_back(eos_id());
+  return ids;
+}
+
+std::string Tokenizer::Decode(absl::Span<const int32_t> ids) const {
+  std::string text;
+  const bool strip_space_prefix =
+      vocabulary_.model == TokenizerModel::kSentencePiece &&
+      vocabulary_.add_space_prefix;
+  size_t first = 0;
+  if (!ids.empty() && ids[0] == bos_id()) first = 1;
+  for (size_t i = first; i < ids.size(); ++i) {
+    std::string piece = TokenToPiece(ids[i]);
+    if (i == first && strip_space_prefix && !piece.empty() && piece[0] == ' ') {
+      piece.erase(0, 1);
+    }
+    text += piece;
+  }
+  return text;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> CreateTokenizer(
+    Vocabulary vocabulary) {
+  if (absl::Status status = ValidateVocabulary(vocabulary); !status.ok()) {
+    return status;
+  }
+  switch (vocabulary.model) {
+    case TokenizerModel::kSentencePiece:
+      return SentencePieceTokenizer::Create(std::move(vocabulary));
+    case TokenizerModel::kByteLevelBpe:
+      return ByteLevelBpeTokenizer::Create(std::move(vocabulary));
+  }
+  return absl::InternalError("tokenizer: unknown tokenizer model");
+}
+
+}  // namespace kvjit::tokenizer

@@ -1,0 +1,82 @@
+#ifndef KVJIT_FRONTEND_TOKENIZER_VOCABULARY_H
+#define KVJIT_FRONTEND_TOKENIZER_VOCABULARY_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kvjit::tokenizer {
+
+// The values are those of GGUF's tokenizer.ggml.token_type.
+enum class TokenType : uint8_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+enum class TokenizerModel {
+  kSentencePiece,  // GGUF "llama": score-ordered merges over characters.
+  kByteLevelBpe,   // GGUF "gpt2": ranked merges over GPT-2's byte alphabet.
+};
+
+// The regexes that cut text into words before byte-level BPE merges them.
+enum class PreTokenizer {
+  kGpt2,
+  kLlama3,
+  kSmolLm,
+  kQwen2,
+};
+
+// Marks a special token (BOS, EOS, ...) that the vocabulary lacks.
+inline constexpr int32_t kNoToken = -1;
+
+// Everything either tokenizer is built from, independent of the file format.
+struct Vocabulary {
+  TokenizerModel model = TokenizerModel::kSentencePiece;
+  // Used by byte-level BPE only.
+  PreTokenizer pre_tokenizer = PreTokenizer::kGpt2;
+
+  std::vector<std::string> tokens;
+  // Same length as `tokens`.
+  std::vector<TokenType> token_types;
+  // SentencePiece merge priorities, same length as `tokens`; empty means all
+  // equal.
+  std::vector<float> scores;
+  // Byte-level BPE merges, highest priority first.
+  std::vector<std::pair<std::string, std::string>> merges;
+
+  int32_t bos_id = kNoToken;
+  int32_t eos_id = kNoToken;
+  int32_t unknown_id = kNoToken;
+  int32_t padding_id = kNoToken;
+  // End-of-turn token of chat models, when it differs from EOS.
+  int32_t end_of_turn_id = kNoToken;
+
+  bool add_bos_token = false;
+  bool add_eos_token = false;
+  // SentencePiece only: prefix the text with a space, as its
+  // add_dummy_prefix option does.
+  bool add_space_prefix = false;
+};
+
+// Reads GGUF's tokenizer.ggml.model value: "llama" or "gpt2".
+absl::StatusOr<TokenizerModel> ParseTokenizerModel(std::string_view name);
+
+// Reads GGUF's tokenizer.ggml.pre value for a byte-level BPE vocabulary.
+absl::StatusOr<PreTokenizer> ParsePreTokenizer(std::string_view name);
+
+// Checks the invariants the tokenizers rely on: sizes agree, special ids lie
+// inside the vocabulary, merges name non-empty halves.
+absl::Status ValidateVocabulary(const Vocabulary& vocabulary);
+
+}  // namespace kvjit::tokenizer
+
+#endif  // KVJIT_FRONTEND_TOKENIZER_VOCABULARY_H

@@ -1,0 +1,52 @@
+#ifndef KVJIT_FRONTEND_TOKENIZER_WORDSPLITTER_H
+#define KVJIT_FRONTEND_TOKENIZER_WORDSPLITTER_H
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "frontend/tokenizer/Vocabulary.h"
+
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
+#include <pcre2.h>
+
+namespace kvjit::tokenizer {
+
+// The regexes of `pre_tokenizer` in the order they cut text, spelled as
+// Hugging Face tokenizer.json files write them.
+std::vector<std::string_view> PreTokenizerPatterns(PreTokenizer pre_tokenizer);
+
+// Cuts text into the words byte-level BPE merges within, with the regexes of
+// a pre-tokenizer (Unicode-aware PCRE2). Each regex in turn cuts every piece
+// the ones before it left; text between matches stays a piece of its own.
+class WordSplitter {
+ public:
+  static absl::StatusOr<std::unique_ptr<WordSplitter>> Create(
+      PreTokenizer pre_tokenizer);
+
+  // `text` must be valid UTF-8. The views point into `text`.
+  absl::StatusOr<std::vector<std::string_view>> Split(
+      std::string_view text) const;
+
+ private:
+  struct CodeDeleter {
+    void operator()(pcre2_code* code) const { pcre2_code_free(code); }
+  };
+  using Regex = std::unique_ptr<pcre2_code, CodeDeleter>;
+
+  explicit WordSplitter(std::vector<Regex> regexes);
+
+  absl::Status SplitPiece(const pcre2_code* regex, std::string_view piece,
+                          pcre2_match_data* match_data,
+                          std::vector<std::string_view>* pieces) const;
+
+  std::vector<Regex> regexes_;
+};
+
+}  // namespace kvjit::tokenizer
+
+#endif  // KVJIT_FRONTEND_TOKENIZER_WORDSPLITTER_H

@@ -1,0 +1,70 @@
+#ifndef KVJIT_IR_KERNEL_KERNELOPS_TD
+#define KVJIT_IR_KERNEL_KERNELOPS_TD
+
+include "ir/Kernel/KernelDialect.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Kernel_FusionKind : I32EnumAttr<"FusionKind",
+    "the kernel template that computes a fusion's body", [
+  I32EnumAttrCase<"add_rms_norm", 0>,
+  I32EnumAttrCase<"rms_norm", 1>,
+  I32EnumAttrCase<"swiglu", 2>,
+  I32EnumAttrCase<"rope", 3>,
+  I32EnumAttrCase<"elementwise", 4>,
+]> {
+  let cppNamespace = "::kvjit::kernel";
+}
+
+def Kernel_FusionOp : Kernel_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEffects,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "tfm ops that run as one kernel";
+  let description = [{
+    The operands become the arguments of the body's one block, in order; the
+    body computes with tfm ops and ends in `kernel.yield` of the results.
+    Only elementwise ops (`tfm.add`, `tfm.mul`, `tfm.scale`, `tfm.silu`,
+    `tfm.gelu`, `tfm.causal_mask`) and row-wise ops (`tfm.rms_norm`,
+    `tfm.rope`) may appear: one thread block per row can compute any such
+    body without reading another row.
+
+    `kind` names the kernel template codegen instantiates, and the verifier
+    holds the body to that template's shape:
+
+    | kind | body | yields |
+    |---|---|---|
+    | `add_rms_norm` | `tfm.add`, then `tfm.rms_norm` of the sum | the sum (the next residual), the normed value |
+    | `rms_norm` | one `tfm.rms_norm` | the normed value |
+    | `swiglu` | `tfm.silu` of the gate, then `tfm.mul` of it by the up projection | the product |
+    | `rope` | one `tfm.rope` | the rotated heads |
+    | `elementwise` | one or more elementwise ops | any of their values |
+
+    ```mlir
+    %sum, %normed = kernel.fusion add_rms_norm(%x, %attn, %w)
+        : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<64xf32>)
+        -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+    ^bb0(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>, %weight: tensor<64xf32>):
+      %s = tfm.add %a, %b : tensor<?x64xf32>
+      %n = tfm.rms_norm %s, %weight {epsilon = 1.0e-05 : f32} : tensor<?x64xf32>, tensor<64xf32>
+      kernel.yield %s, %n : tensor<?x64xf32>, tensor<?x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, Kernel_FusionKind:$kind);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kind `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Kernel_YieldOp : Kernel_Op<"yield", [Pure, ReturnLike, Terminator,
+    HasParent<"FusionOp">]> {
+  let summary = "the values a fusion's body returns";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
+}
+
+#endif  // KVJIT_IR_KERNEL_KERNELOPS_TD

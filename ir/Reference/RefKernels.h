@@ -1,0 +1,59 @@
+#ifndef KVJIT_IR_REFERENCE_REFKERNELS_H_
+#define KVJIT_IR_REFERENCE_REFKERNELS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/Reference/RefTensor.h"
+
+// The reference semantics of the tfm ops on plain tensors, written for
+// clarity: double accumulation, no blocking, no threads. Shapes are checked
+// here because dynamic dimensions are only known at evaluation time.
+namespace kvjit::reference {
+
+enum class RopePairing { kInterleaved, kNeox };
+enum class RopeScalingKind { kNone, kLinear, kLlama3 };
+
+struct RopeParams {
+  RopePairing pairing = RopePairing::kInterleaved;
+  double theta = 10000.0;
+  int64_t rotary_dim = 0;  // 0: the whole head
+  RopeScalingKind scaling = RopeScalingKind::kNone;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_context = 0;
+};
+
+// The rotation frequency (radians per position) of pair `pair` of `rotary_dim`.
+double RopeFrequency(const RopeParams& params, int64_t pair, int64_t rotary_dim);
+
+absl::StatusOr<RefTensor> Embedding(const RefTensor& table, const RefTensor& tokens);
+absl::StatusOr<RefTensor> Linear(const RefTensor& input, const RefTensor& weight,
+                                 const RefTensor* bias);
+absl::StatusOr<RefTensor> RmsNorm(const RefTensor& input, const RefTensor& weight, double epsilon);
+absl::StatusOr<RefTensor> LayerNorm(const RefTensor& input, const RefTensor& weight,
+                                    const RefTensor* bias, double epsilon);
+absl::StatusOr<RefTensor> Rope(const RefTensor& input, const RefTensor& positions,
+                               const RopeParams& params);
+absl::StatusOr<RefTensor> Matmul(const RefTensor& lhs, const RefTensor& rhs);
+absl::StatusOr<RefTensor> Transpose(const RefTensor& input, const std::vector<int64_t>& permutation);
+// `shape` may hold one -1, inferred from the element count.
+absl::StatusOr<RefTensor> Reshape(const RefTensor& input, std::vector<int64_t> shape);
+absl::StatusOr<RefTensor> Repeat(const RefTensor& input, int64_t axis, int64_t repeats);
+absl::StatusOr<RefTensor> Add(const RefTensor& lhs, const RefTensor& rhs);
+absl::StatusOr<RefTensor> Mul(const RefTensor& lhs, const RefTensor& rhs);
+RefTensor Scale(const RefTensor& input, double factor);
+RefTensor Silu(const RefTensor& input);
+RefTensor Gelu(const RefTensor& input, bool approximate_tanh);
+// query [T, H, D], key/value [S, KV, D]; query i at position S - T + i when causal.
+absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,
+                                    const RefTensor& value, double scale, bool causal);
+absl::StatusOr<RefTensor> GatherRows(const RefTensor& input, const RefTensor& rows);
+absl::StatusOr<RefTensor> Softmax(const RefTensor& input, int64_t axis);
+absl::StatusOr<RefTensor> CausalMask(const RefTensor& input);
+
+}  // namespace kvjit::reference
+
+#endif  // KVJIT_IR_REFERENCE_REFKERNELS_H_

@@ -1,0 +1,43 @@
+#ifndef KVJIT_IR_REFERENCE_REFKVCACHE_H_
+#define KVJIT_IR_REFERENCE_REFKVCACHE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/Reference/RefTensor.h"
+
+namespace kvjit::reference {
+
+// The reference semantics of the paged cache: a pool of blocks of
+// `block_size` slots; each slot holds K and V for every layer and KV head.
+class RefKvCache {
+ public:
+  RefKvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size,
+             int64_t num_blocks);
+
+  int64_t block_size() const { return block_size_; }
+  int64_t num_blocks() const { return num_blocks_; }
+
+  // kv.write: token t of key/value [T, kv_heads, head_dim] into slot slots[t].
+  absl::Status Write(int64_t layer, const RefTensor& key, const RefTensor& value,
+                     const RefTensor& slots);
+
+  // kv.attention over each sequence's cached tokens (see the op's description).
+  absl::StatusOr<RefTensor> Attend(int64_t layer, const RefTensor& query, const RefTensor& positions,
+                                   const RefTensor& seq_starts, const RefTensor& context_lens,
+                                   const RefTensor& block_tables, double scale) const;
+
+ private:
+  int64_t Offset(int64_t slot, int64_t layer, int64_t head) const {
+    return ((slot * layers_ + layer) * kv_heads_ + head) * head_dim_;
+  }
+
+  int64_t layers_, kv_heads_, head_dim_, block_size_, num_blocks_;
+  std::vector<float> keys_;
+  std::vector<float> values_;
+};
+
+}  // namespace kvjit::reference
+
+#endif  // KVJIT_IR_REFERENCE_REFKVCACHE_H_

@@ -1,0 +1,49 @@
+#ifndef KVJIT_IR_REFERENCE_REFERENCEEVALUATOR_H_
+#define KVJIT_IR_REFERENCE_REFERENCEEVALUATOR_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/Reference/RefKvCache.h"
+#include "ir/Reference/RefTensor.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kvjit::reference {
+
+// Supplies the f32 values of the module's tfm.param weights by name.
+class WeightProvider {
+ public:
+  virtual ~WeightProvider() = default;
+  // The returned tensor stays valid as long as the provider.
+  virtual absl::StatusOr<const RefTensor*> Load(absl::string_view name) = 0;
+};
+
+// Runs a function of tfm IR on the CPU, op by op, in f32 storage with double
+// accumulation: the oracle that passes and backends are checked against.
+// Slow by design; every op follows its ODS description literally.
+class ReferenceEvaluator {
+ public:
+  ReferenceEvaluator(mlir::ModuleOp module, WeightProvider& weights)
+      : module_(module), weights_(weights) {}
+
+  // The cache that kv ops read and write; it persists across Run calls, as
+  // the runtime's KV pool does across steps.
+  void set_cache(RefKvCache* cache) { cache_ = cache; }
+
+  // Evaluates `function` on `arguments` (matched against its signature,
+  // dynamic dimensions bound by the arguments) and returns its results. An
+  // argument of !kv.cache type takes an empty RefTensor: the cache is the
+  // one set above.
+  absl::StatusOr<std::vector<RefTensor>> Run(absl::string_view function,
+                                             std::vector<RefTensor> arguments);
+
+ private:
+  mlir::ModuleOp module_;
+  WeightProvider& weights_;
+  RefKvCache* cache_ = nullptr;
+};
+
+}  // namespace kvjit::reference
+
+#endif  // KVJIT_IR_REFERENCE_REFERENCEEVALUATOR_H_

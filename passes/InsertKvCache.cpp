@@ -1,0 +1,156 @@
+// insert-kv-cache: the KV cache as a compiler transformation. See Passes.td.
+
+#include "ir/Kv/KvOps.h"
+#include "ir/Tfm/TfmOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "passes/Passes.h"
+
+namespace kvjit {
+#define GEN_PASS_DEF_INSERTKVCACHE
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using mlir::ShapedType;
+using mlir::Value;
+
+// The step contract's arguments after tokens and positions, in order.
+enum StepArgument : unsigned {
+  kTokens = 0,
+  kPositions,
+  kSeqStarts,
+  kContextLens,
+  kSlotMapping,
+  kBlockTables,
+  kLogitsRows,
+  kCache,
+};
+
+bool IsRowWise(mlir::Operation* op) {
+  return mlir::isa<tfm::LinearOp, tfm::RmsNormOp, tfm::LayerNormOp, tfm::SiluOp, tfm::GeluOp,
+                   tfm::ScaleOp>(op);
+}
+
+// The value whose rows the returned logits are computed from one by one:
+// walking up through row-wise ops with a single user. Gathering the rows
+// there computes the final norm and output projection only where needed.
+mlir::OpOperand* RowsFeedingLogits(Value logits) {
+  mlir::OpOperand* feed = nullptr;
+  Value current = logits;
+  while (mlir::Operation* op = current.getDefiningOp()) {
+    const bool used_elsewhere = current != logits && !current.hasOneUse();
+    if (!IsRowWise(op) || used_elsewhere) break;
+    feed = &op->getOpOperand(0);
+    current = feed->get();
+  }
+  return feed;
+}
+
+struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
+  using InsertKvCacheBase::InsertKvCacheBase;
+
+  void runOnOperation() override {
+    bool converted = false;
+    for (auto function : llvm::make_early_inc_range(getOperation().getOps<mlir::func::FuncOp>())) {
+      if (function.isExternal() || function.getOps<tfm::AttentionOp>().empty()) continue;
+      if (mlir::failed(Convert(function))) return signalPassFailure();
+      converted = true;
+    }
+    if (!converted) {
+      getOperation().emitError(
+          "insert-kv-cache found no function with tfm.attention; run fuse-attention first");
+      signalPassFailure();
+    }
+  }
+
+  mlir::FailureOr<mlir::Type> CacheElementType(mlir::func::FuncOp function) {
+    mlir::Builder builder(&getContext());
+    if (cacheElementType == "f32") return builder.getF32Type();
+    if (cacheElementType == "f16") return builder.getF16Type();
+    if (cacheElementType == "bf16") return builder.getBF16Type();
+    return function.emitError() << "cache-dtype must be f32, f16 or bf16, got '"
+                                << cacheElementType << "'";
+  }
+
+  mlir::LogicalResult Convert(mlir::func::FuncOp function) {
+    mlir::FunctionType type = function.getFunctionType();
+    auto ids = mlir::RankedTensorType::get({ShapedType::kDynamic},
+                                           mlir::IntegerType::get(&getContext(), 32));
+    if (type.getNumInputs() != 2 || type.getInput(0) != ids || type.getInput(1) != ids ||
+        type.getNumResults() != 1) {
+      return function.emitError()
+             << "insert-kv-cache expects (tokens: tensor<?xi32>, positions: tensor<?xi32>) -> "
+                "logits, got "
+             << type;
+    }
+    if (blockSize <= 0) return function.emitError() << "block-size must be positive";
+
+    llvm::SmallVector<tfm::AttentionOp> layers(function.getOps<tfm::AttentionOp>());
+    auto key_type = mlir::cast<mlir::RankedTensorType>(layers.front().getKey().getType());
+    for (tfm::AttentionOp attention : layers) {
+      if (!attention.getCausal()) {
+        return attention.emitOpError() << "is not causal; a decoder's KV cache needs causal attention";
+      }
+      if (attention.getKey().getType() != key_type) {
+        return attention.emitOpError() << "has keys of type " << attention.getKey().getType()
+                                       << " unlike layer 0's " << key_type
+                                       << "; one cache needs one shape";
+      }
+    }
+    if (key_type.isDynamicDim(1) || key_type.isDynamicDim(2)) {
+      return layers.front().emitOpError() << "needs static kv_heads and head_dim, got " << key_type;
+    }
+    mlir::FailureOr<mlir::Type> element = CacheElementType(function);
+    if (mlir::failed(element)) return mlir::failure();
+    auto cache_type = kv::CacheType::get(&getContext(), static_cast<int64_t>(layers.size()),
+                                         key_type.getDimSize(1), key_type.getDimSize(2),
+                                         blockSize, *element);
+
+    mlir::Block& body = function.getBody().front();
+    mlir::Location loc = function.getLoc();
+    auto table_type = mlir::RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                                                  ids.getElementType());
+    for (mlir::Type argument : {mlir::Type(ids), mlir::Type(ids), mlir::Type(ids),
+                                mlir::Type(table_type), mlir::Type(ids), mlir::Type(cache_type)}) {
+      body.addArgument(argument, loc);
+    }
+    function.setFunctionType(mlir::FunctionType::get(&getContext(), body.getArgumentTypes(),
+                                                     type.getResults()));
+
+    mlir::OpBuilder builder(&getContext());
+    for (auto [layer, attention] : llvm::enumerate(layers)) {
+      builder.setInsertionPoint(attention);
+      builder.create<kv::WriteOp>(attention.getLoc(), body.getArgument(kCache), attention.getKey(),
+                                  attention.getValue(), body.getArgument(kSlotMapping),
+                                  builder.getI64IntegerAttr(layer));
+      Value cached = builder.create<kv::AttentionOp>(
+          attention.getLoc(), attention.getType(), attention.getQuery(),
+          body.getArgument(kCache), builder.getI64IntegerAttr(layer),
+          body.getArgument(kPositions), body.getArgument(kSeqStarts),
+          body.getArgument(kContextLens), body.getArgument(kBlockTables), attention.getScaleAttr());
+      attention.replaceAllUsesWith(cached);
+      attention.erase();
+    }
+
+    auto ret = mlir::cast<mlir::func::ReturnOp>(body.getTerminator());
+    Value logits = ret.getOperand(0);
+    mlir::OpOperand* feed = RowsFeedingLogits(logits);
+    if (feed == nullptr) {
+      return ret.emitOpError() << "returns logits that no row-wise op computes; cannot select "
+                                  "logits_rows";
+    }
+    builder.setInsertionPoint(feed->getOwner());
+    Value gathered = builder.create<tfm::GatherRowsOp>(
+        feed->getOwner()->getLoc(), feed->get().getType(), feed->get(),
+        body.getArgument(kLogitsRows));
+    feed->set(gathered);
+
+    function.setSymName("step");
+    function->setAttr("kv.step_function", builder.getUnitAttr());
+    return mlir::success();
+  }
+};
+
+}  // namespace
+}  // namespace kvjit

@@ -1,0 +1,50 @@
+#ifndef KVJIT_PASSES_MEMORYPLANCHECKER_H_
+#define KVJIT_PASSES_MEMORYPLANCHECKER_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Types.h"
+#include "mlir/IR/Value.h"
+#include "mlir/Support/LogicalResult.h"
+
+// The memory plan's contract between plan-memory, codegen and the executable
+// writer: the attributes the pass leaves (their meaning is in Passes.td),
+// which values take arena space and how many bytes each takes, and a checker
+// that proves a plan sound without trusting the pass that made it.
+namespace kvjit {
+
+inline constexpr char kPlanOffsetsAttr[] = "plan.offsets";
+inline constexpr char kPlanArenaBytesAttr[] = "plan.arena_bytes";
+inline constexpr char kPlanNaiveBytesAttr[] = "plan.naive_bytes";
+inline constexpr char kPlanMaxTokensAttr[] = "plan.max_tokens";
+inline constexpr char kPlanAlignmentAttr[] = "plan.alignment";
+inline constexpr char kPlanKvBlockBytesAttr[] = "plan.kv_block_bytes";
+inline constexpr char kPlanKvBlocksAttr[] = "plan.kv_blocks";
+inline constexpr char kPlanKvLayoutAttr[] = "plan.kv_layout";
+
+// The `plan.offsets` entry of a result that has no place in the arena.
+inline constexpr int64_t kNotInArena = -1;
+
+// Whether `value`, a result of an op in a function body, is an activation
+// the arena holds: a tensor that is neither a weight (`tfm.weight`) nor a
+// constant, which are model data, not per-step values.
+bool NeedsArenaSpace(mlir::Value value);
+
+// The bytes a value of `type` takes with every dynamic dimension bounded by
+// `max_tokens`, before alignment; nullopt where `type` is not a ranked tensor
+// of integers or floats, or its size does not fit in int64_t.
+std::optional<int64_t> BoundedTensorBytes(mlir::Type type, int64_t max_tokens);
+
+// Proves the plan plan-memory left on `func` sound, recomputing from the IR
+// alone which values need space, their sizes and their live ranges: every
+// activation has an aligned offset, fits inside `plan.arena_bytes`, and
+// shares no byte with another activation live at the same time. On failure
+// emits an error at the op at fault, naming the values and byte ranges.
+// A declaration has nothing to check.
+mlir::LogicalResult VerifyMemoryPlan(mlir::func::FuncOp func);
+
+}  // namespace kvjit
+
+#endif  // KVJIT_PASSES_MEMORYPLANCHECKER_H_

@@ -1,0 +1,165 @@
+#ifndef KVJIT_PASSES_PASSES_TD
+#define KVJIT_PASSES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseAttention : Pass<"fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Fuses the naive attention subgraph into tfm.attention";
+  let description = [{
+    Matches what the frontend writes for attention — transposes `[1, 0, 2]`
+    of Q and V and `[1, 2, 0]` of K to head-major order, `Q·Kᵀ`, an optional
+    `tfm.scale` (scale 1 without one), an optional `tfm.causal_mask` after
+    it, `tfm.softmax` over the keys (the last axis), `·V` and the transpose
+    `[1, 0, 2]` back — and replaces it with one `tfm.attention` on the
+    token-major `[T, heads, head_dim]` operands. Where K and V are both
+    repeated alike on the head axis (grouped-query attention: `tfm.repeat`
+    on axis 1, same repeats, same input type), the attention reads the
+    unrepeated `[S, kv_heads, head_dim]` tensors, so that later passes cache
+    each shared head once; any other repetition stays part of the operand.
+
+    Every intermediate of the chain must have no other user. Anything else —
+    softmax over another axis, other permutations, a mask other than
+    `tfm.causal_mask` or one applied before the scale, operand types that
+    `tfm.attention` would not verify — is left as it is, without a
+    diagnostic: not fusing never changes what the function computes.
+  }];
+  let dependentDialects = ["::kvjit::tfm::TfmDialect"];
+}
+
+def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
+  let summary = "Turns the whole-sequence function into a step function over a paged KV cache";
+  let description = [{
+    Rewrites `@forward(tokens, positions) -> logits[T, vocab]`, whose
+    attention is fused (`tfm.attention`, causal), into `@step` with the
+    arguments of the step contract (tokens, positions, seq_starts,
+    context_lens, slot_mapping, block_tables, logits_rows, cache). Each
+    attention, in program order, becomes layer i of the cache: `kv.write` of
+    its K and V, then `kv.attention` of its queries over the cache. Rows are
+    independent through row-wise ops (linear, norms), so the logits are
+    computed only for `logits_rows`: a `tfm.gather_rows` moves up past the
+    final row-wise ops. One function thus serves prefill, chunked prefill and
+    decode for any mix of sequences. A function with attention that is not
+    causal, or with no attention, gets a diagnostic.
+  }];
+  let dependentDialects = ["::kvjit::tfm::TfmDialect", "::kvjit::kv::KvDialect"];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
+           "tokens per KV-cache block">,
+    Option<"cacheElementType", "cache-dtype", "std::string", /*default=*/"\"f32\"",
+           "element type of the cache: f32, f16 or bf16">,
+  ];
+}
+
+def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Groups elementwise chains into fusion regions, one kernel each";
+  let description = [{
+    Moves the elementwise and row-wise tfm ops between the GEMMs into
+    `kernel.fusion` regions, one per kernel that codegen will emit. Within
+    each block (outside existing fusions), in this order of precedence:
+
+    1. `add_rms_norm`: a `tfm.rms_norm` whose input is a `tfm.add` of the
+       same block, fused with that add when every other reader of the sum
+       comes after the norm. The fusion yields both the sum (the residual
+       stream the next residual add reads) and the normed value. Where one
+       add feeds several norms, the first one takes it.
+    2. `swiglu`: a `tfm.mul` with a `tfm.silu` operand (the left one if
+       both are) whose result has no other use (`silu(gate) · up`),
+       yielding the product.
+    3. `rope`: each `tfm.rope` alone. q and k have different head counts
+       under GQA, so one kernel each keeps the template at one input tensor
+       and one output.
+    4. `rms_norm`: each remaining `tfm.rms_norm` alone (the first layer's
+       norm, whose input is the embedding).
+    5. `elementwise`: the remaining elementwise ops (`tfm.add`, `mul`,
+       `scale`, `silu`, `gelu`, `causal_mask`) in maximal trees: a producer
+       joins its consumer's fusion when its result has exactly one use. The
+       fusion yields the tree's root.
+
+    Each fusion takes the place of its group's last op, so that everything
+    the group reads (such as a norm's weight, read after the add) is
+    defined before it; an add whose sum is read before its norm therefore
+    falls through to rule 5, and the norm to rule 4. Linears, matmuls,
+    attention, embedding, reshapes, transposes and softmax stay outside:
+    they are library calls or kernels of their own. After the pass, every
+    op of the five rules sits in a fusion. The fusion's operands are the
+    values its ops read from outside, in order of first use; its body holds
+    clones of the ops, so the numbers do not change.
+  }];
+  let dependentDialects = ["::kvjit::kernel::KernelDialect"];
+}
+
+def PlanMemory : Pass<"plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Places every intermediate in one activation arena and fixes the paged KV layout";
+  let description = [{
+    Decides, for each function with a body, where its activations live and
+    how its paged KV pool is laid out. The decisions are attributes that
+    codegen and the executable writer copy out; `VerifyMemoryPlan`
+    (passes/MemoryPlanChecker.h) re-derives liveness and proves a plan sound.
+
+    **Activation arena.** Every tensor result of an op directly in the
+    function body gets a byte offset in one arena. Block arguments are the
+    step's inputs and `tfm.weight` and constant results are model data, so
+    none of them take arena space. A value's size is its element count times
+    its element bytes, with every dynamic dimension bounded by
+    `max-tokens-per-step` (T): `[T, hidden]` activations, `[L, vocab]`
+    logits with L <= T, and the `[heads, T, T]` scores of unfused attention
+    all fit any step the runtime schedules under that token budget. Each
+    size is rounded up to `alignment`, so that every offset is aligned.
+
+    A value is live from the op that defines it through its last use, ops
+    counted in program order; a use inside an op's region (a fusion region)
+    counts at that op. Live ranges are closed: an op's result never shares
+    bytes with its operands, so kernels need not support running in place.
+    Values are placed largest first (ties in program order); each takes the
+    smallest gap between already placed values whose live ranges overlap
+    its own that holds it, or else the offset just past the highest of
+    them. Placing big buffers first keeps the small ones from fragmenting
+    the arena — TFLite's greedy-by-size plan, close to optimal
+    on transformer graphs where a few shapes repeat layer after layer.
+
+    Attributes written:
+      - on each op with results in the body: `plan.offsets`, an
+        `array<i64>` with one byte offset per result, -1 where a result is
+        not in the arena;
+      - on the function: `plan.arena_bytes` (the arena's size),
+        `plan.naive_bytes` (what giving each value its own aligned buffer
+        would take), `plan.max_tokens` and `plan.alignment` (the bounds the
+        plan holds for).
+
+    **Paged KV layout.** A function with a `!kv.cache` argument gets
+    `plan.kv_block_bytes` = 2 × layers × kv_heads × head_dim × block_size ×
+    bytes(element_type) and `plan.kv_blocks` = floor(`kv-memory-mib` /
+    block bytes), the blocks a pool of that budget holds; a budget below one
+    block is an error that names the function. `plan.kv_layout` restates
+    them with the layout's strides. A block holds `block_size` token slots
+    of every layer, in row-major order [layer][K, V][slot][kv_head][head_dim]:
+    a kernel attending layer l reads each block's K (then V) as one
+    contiguous `block_size × kv_heads × head_dim` tile, and `kv.write`
+    stores a token's K or V as one contiguous row.
+
+    The block size comes from the cache type (`insert-kv-cache`'s
+    `block-size`, 16 by default). 16 is the balance vLLM settled on: a
+    sequence wastes at most 15 slots (under 1% of a 2K context) and
+    copy-on-write of a shared partial block copies at most 15 tokens, while
+    block tables stay short and each block still gives the attention kernel
+    a whole 16-row tile of keys, the M/N of one tensor-core MMA. Smaller
+    blocks multiply table lookups and scattered loads; larger ones waste
+    memory per sequence and per beam.
+
+    With `report`, a remark on each function states the arena against the
+    naive sum (the reuse ratio), how many values were placed, and the KV
+    bytes per block and blocks for the budget.
+  }];
+  let options = [
+    Option<"maxTokensPerStep", "max-tokens-per-step", "int64_t", /*default=*/"512",
+           "tokens one step may carry; bounds every dynamic dimension">,
+    Option<"kvMemoryMib", "kv-memory-mib", "int64_t", /*default=*/"1024",
+           "memory for the paged KV pool, in MiB">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
+           "byte alignment of every arena offset (a power of two)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "emit a remark per function summarizing the plan">,
+  ];
+}
+
+#endif  // KVJIT_PASSES_PASSES_TD

@@ -1,0 +1,28 @@
+#include "passes/Pipeline.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "passes/Passes.h"
+
+namespace kvjit {
+
+void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options) {
+  pm.addPass(createFuseAttention());
+  InsertKvCacheOptions cache;
+  cache.blockSize = options.blockSize;
+  cache.cacheElementType = options.cacheElementType;
+  pm.addPass(createInsertKvCache(cache));
+  pm.addPass(createFuseElementwise());
+  PlanMemoryOptions plan;
+  plan.maxTokensPerStep = options.maxTokensPerStep;
+  plan.kvMemoryMib = options.kvMemoryMib;
+  pm.addPass(createPlanMemory(plan));
+}
+
+void RegisterKvjitPipeline() {
+  mlir::PassPipelineRegistration<KvjitPipelineOptions>(
+      "kvjit-pipeline",
+      "fuse-attention, insert-kv-cache, fuse-elementwise and plan-memory, in that order",
+      BuildKvjitPipeline);
+}
+
+}  // namespace kvjit

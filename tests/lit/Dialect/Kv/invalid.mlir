@@ -1,0 +1,72 @@
+// RUN: kvjit-opt %s --split-input-file --verify-diagnostics
+
+// expected-error @+1 {{cache dimensions must be positive}}
+func.func @bad_cache(%c: !kv.cache<layers = 0, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>)
+
+// -----
+
+// expected-error @+1 {{cache elements must be f32, f16 or bf16, got 'i8'}}
+func.func @bad_element(%c: !kv.cache<layers = 1, kv_heads = 4, head_dim = 8, block_size = 16, element_type = i8>)
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @write_layer(%k: tensor<?x4x8xf32>, %slots: tensor<?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.write' op layer 2 is outside the cache's 2 layers}}
+  kv.write %k, %k into %cache[2] at %slots : tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<?xi32>, !cache
+  return
+}
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @write_heads(%k: tensor<?x2x8xf32>, %slots: tensor<?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.write' op key has 2 heads but the cache has 4}}
+  kv.write %k, %k into %cache[0] at %slots : tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi32>, !cache
+  return
+}
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @write_head_dim(%k: tensor<?x4x16xf32>, %slots: tensor<?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.write' op key head_dim 16 differs from the cache's 8}}
+  kv.write %k, %k into %cache[0] at %slots : tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?xi32>, !cache
+  return
+}
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @write_slots(%k: tensor<3x4x8xf32>, %slots: tensor<2xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.write' op slot_mapping must have one entry per token}}
+  kv.write %k, %k into %cache[0] at %slots : tensor<3x4x8xf32>, tensor<3x4x8xf32>, tensor<2xi32>, !cache
+  return
+}
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @attention_heads(%q: tensor<?x6x8xf32>, %p: tensor<?xi32>, %t: tensor<?x?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.attention' op query heads (6) must be a multiple of the cache's 4 KV heads}}
+  %o = kv.attention %q, %cache[0] positions %p seq_starts %p context_lens %p block_tables %t {scale = 1.0 : f32} : (tensor<?x6x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x6x8xf32>
+  return
+}
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @attention_positions(%q: tensor<3x8x8xf32>, %p: tensor<2xi32>, %s: tensor<?xi32>, %t: tensor<?x?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.attention' op positions must have one entry per query token}}
+  %o = kv.attention %q, %cache[0] positions %p seq_starts %s context_lens %s block_tables %t {scale = 1.0 : f32} : (tensor<3x8x8xf32>, !cache, tensor<2xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<3x8x8xf32>
+  return
+}
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @attention_result(%q: tensor<?x8x8xf32>, %p: tensor<?xi32>, %t: tensor<?x?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.attention' op result type must equal the query's type 'tensor<?x8x8xf32>'}}
+  %o = kv.attention %q, %cache[0] positions %p seq_starts %p context_lens %p block_tables %t {scale = 1.0 : f32} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x4x8xf32>
+  return
+}

@@ -1,0 +1,201 @@
+#include "frontend/model/LlamaBuilder.h"
+
+#include <cmath>
+
+#include "frontend/model/ReferenceWeights.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/Reference/ReferenceGeneration.h"
+#include "ir/Tfm/TfmOps.h"
+#include "tests/unit/frontend/model/InMemoryWeights.h"
+#include "tools/registration/KvjitRegistration.h"
+
+namespace kvjit::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LlamaBuilderTest : public ::testing::Test {
+ protected:
+  LlamaBuilderTest() {
+    mlir::DialectRegistry registry;
+    RegisterKvjitDialects(registry);
+    context_.appendDialectRegistry(registry);
+  }
+  mlir::MLIRContext context_;
+};
+
+// A direct Llama forward pass with plain loops, independent of the IR: the
+// builder's graph, run by the reference evaluator, must agree with it.
+std::vector<float> DirectForward(const ModelConfig& c, ReferenceWeights& w,
+                                 const std::vector<int32_t>& tokens) {
+  auto get = [&](const std::string& name) { return (*w.Load(name))->values; };
+  const int64_t T = tokens.size(), D = c.hidden_size, H = c.num_heads, KV = c.num_kv_heads;
+  const int64_t Dh = c.head_dim, F = c.intermediate_size, V = c.vocab_size;
+  auto rms = [&](const std::vector<float>& x, const std::vector<float>& g) {
+    std::vector<float> y(x.size());
+    for (int64_t t = 0; t < T; ++t) {
+      double ss = 0;
+      for (int64_t i = 0; i < D; ++i) ss += double(x[t * D + i]) * x[t * D + i];
+      double inv = 1 / std::sqrt(ss / D + c.rms_norm_eps);
+      for (int64_t i = 0; i < D; ++i) y[t * D + i] = x[t * D + i] * inv * g[i];
+    }
+    return y;
+  };
+  auto matvec = [&](const std::vector<float>& x, int64_t in, const std::vector<float>& W,
+                    int64_t out, const std::vector<float>* b) {
+    std::vector<float> y(T * out);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t o = 0; o < out; ++o) {
+        double s = b ? (*b)[o] : 0;
+        for (int64_t i = 0; i < in; ++i) s += double(x[t * in + i]) * W[o * in + i];
+        y[t * out + o] = s;
+      }
+    return y;
+  };
+  auto rope = [&](std::vector<float>& x, int64_t heads) {
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < Dh / 2; ++i) {
+          double angle = t * std::pow(c.rope_theta, -2.0 * i / Dh);
+          int64_t a = (t * heads + h) * Dh + i, b = a + Dh / 2;  // neox pairs
+          double x0 = x[a], x1 = x[b];
+          x[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
+          x[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
+        }
+  };
+  std::vector<float> embed = get("token_embd.weight");
+  std::vector<float> x(T * D);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < D; ++i) x[t * D + i] = embed[tokens[t] * D + i];
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    std::vector<float> h = rms(x, get(p + "attn_norm.weight"));
+    std::vector<float> bq = get(p + "attn_q.bias"), bk = get(p + "attn_k.bias"),
+                       bv = get(p + "attn_v.bias");
+    std::vector<float> q = matvec(h, D, get(p + "attn_q.weight"), H * Dh, &bq);
+    std::vector<float> k = matvec(h, D, get(p + "attn_k.weight"), KV * Dh, &bk);
+    std::vector<float> v = matvec(h, D, get(p + "attn_v.weight"), KV * Dh, &bv);
+    rope(q, H);
+    rope(k, KV);
+    std::vector<float> ctx(T * H * Dh, 0);
+    for (int64_t hd = 0; hd < H; ++hd) {
+      const int64_t kvh = hd / (H / KV);
+      for (int64_t i = 0; i < T; ++i) {
+        std::vector<double> s(i + 1);
+        double mx = -1e300;
+        for (int64_t j = 0; j <= i; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < Dh; ++e)
+            dot += double(q[(i * H + hd) * Dh + e]) * k[(j * KV + kvh) * Dh + e];
+          s[j] = dot / std::sqrt(double(Dh));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (double& e : s) sum += (e = std::exp(e - mx));
+        for (int64_t j = 0; j <= i; ++j)
+          for (int64_t e = 0; e < Dh; ++e)
+            ctx[(i * H + hd) * Dh + e] += s[j] / sum * v[(j * KV + kvh) * Dh + e];
+      }
+    }
+    std::vector<float> attn = matvec(ctx, H * Dh, get(p + "attn_output.weight"), D, nullptr);
+    for (int64_t i = 0; i < T * D; ++i) x[i] += attn[i];
+    std::vector<float> h2 = rms(x, get(p + "ffn_norm.weight"));
+    std::vector<float> g = matvec(h2, D, get(p + "ffn_gate.weight"), F, nullptr);
+    std::vector<float> u = matvec(h2, D, get(p + "ffn_up.weight"), F, nullptr);
+    for (int64_t i = 0; i < T * F; ++i) g[i] = g[i] / (1 + std::exp(-double(g[i]))) * u[i];
+    std::vector<float> down = matvec(g, F, get(p + "ffn_down.weight"), D, nullptr);
+    for (int64_t i = 0; i < T * D; ++i) x[i] += down[i];
+  }
+  return matvec(rms(x, get("output_norm.weight")), D, embed, V, nullptr);
+}
+
+TEST_F(LlamaBuilderTest, GqaModelWithBiasMatchesDirectComputation) {
+  ModelConfig config = TinyGqaConfig();
+  InMemoryWeights weights = RandomWeightsFor(config, 7);
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_TRUE(module.ok()) << module.status();
+
+  ReferenceWeights provider(weights);
+  reference::ReferenceEvaluator evaluator(**module, provider);
+  std::vector<int32_t> tokens = {3, 17, 5, 39, 0, 22, 8};
+  auto logits = reference::EvaluateLogits(evaluator, kForwardFunctionName, tokens);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  ASSERT_EQ(logits->shape, (std::vector<int64_t>{7, 40}));
+
+  std::vector<float> expected = DirectForward(config, provider, tokens);
+  ASSERT_EQ(expected.size(), logits->values.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(logits->values[i], expected[i], 1e-4 * (1 + std::abs(expected[i]))) << i;
+  }
+}
+
+TEST_F(LlamaBuilderTest, EarlierPositionsIgnoreLaterTokens) {
+  ModelConfig config = TinyGqaConfig();
+  InMemoryWeights weights = RandomWeightsFor(config, 11);
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_TRUE(module.ok()) << module.status();
+  ReferenceWeights provider(weights);
+  reference::ReferenceEvaluator evaluator(**module, provider);
+  auto full = reference::EvaluateLogits(evaluator, kForwardFunctionName, {1, 2, 3, 4, 5});
+  auto prefix = reference::EvaluateLogits(evaluator, kForwardFunctionName, {1, 2, 3});
+  ASSERT_TRUE(full.ok() && prefix.ok());
+  for (size_t i = 0; i < prefix->values.size(); ++i) {
+    EXPECT_NEAR(prefix->values[i], full->values[i], 1e-5 * (1 + std::abs(full->values[i])));
+  }
+}
+
+TEST_F(LlamaBuilderTest, DeclaresEachWeightOnceWithItsStorage) {
+  ModelConfig config = TinyGqaConfig();
+  InMemoryWeights weights = RandomWeightsFor(config, 1);
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_TRUE(module.ok()) << module.status();
+  int params = 0;
+  (*module)->walk([&](tfm::ParamOp param) {
+    ++params;
+    EXPECT_EQ(param.getStorage(), tfm::StorageType::f32);
+  });
+  EXPECT_EQ(params, static_cast<int>(weights.weights().size()));
+}
+
+TEST_F(LlamaBuilderTest, MissingTensorIsNamed) {
+  ModelConfig config = TinyGqaConfig();
+  InMemoryWeights weights = RandomWeightsFor(config, 1);
+  weights.Remove("blk.1.ffn_up.weight");
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(std::string(module.status().message()), HasSubstr("tensor 'blk.1.ffn_up.weight' is missing"));
+}
+
+TEST_F(LlamaBuilderTest, MisshapenTensorIsNamedWithBothShapes) {
+  ModelConfig config = TinyGqaConfig();
+  config.num_kv_heads = 4;  // the weights were made for 2 KV heads
+  InMemoryWeights weights = RandomWeightsFor(TinyGqaConfig(), 1);
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(std::string(module.status().message()),
+              HasSubstr("tensor 'blk.0.attn_k.weight' has shape [8, 16] but the model's "
+                        "hyper-parameters need [16, 16]"));
+}
+
+TEST_F(LlamaBuilderTest, UntiedModelNeedsOutputWeight) {
+  ModelConfig config = TinyGqaConfig();
+  InMemoryWeights weights = RandomWeightsFor(config, 1);
+  config.tied_embeddings = false;
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(std::string(module.status().message()), HasSubstr("'output.weight' is missing"));
+}
+
+TEST_F(LlamaBuilderTest, InvalidConfigIsRefused) {
+  ModelConfig config = TinyGqaConfig();
+  config.num_kv_heads = 3;
+  InMemoryWeights weights = RandomWeightsFor(TinyGqaConfig(), 1);
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(std::string(module.status().message()),
+              HasSubstr("num_heads (4) is not a multiple of num_kv_heads (3)"));
+}
+
+}  // namespace
+}  // namespace kvjit::model

@@ -1,0 +1,283 @@
+#include "frontend/safetensors/HfConfig.h"
+
+#include <ostream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
+
+namespace kvjit::hf {
+namespace {
+
+using ::kvjit::safetensors::testing::ErrorMessage;
+using ::kvjit::safetensors::testing::TempDir;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// SmolLM2-135M's config.json, trimmed to the keys that matter.
+constexpr char kSmolLm2Config[] = R"({
+  "architectures": ["LlamaForCausalLM"],
+  "attention_bias": false,
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "hidden_act": "silu",
+  "hidden_size": 576,
+  "intermediate_size": 1536,
+  "max_position_embeddings": 8192,
+  "model_type": "llama",
+  "num_attention_heads": 9,
+  "num_hidden_layers": 30,
+  "num_key_value_heads": 3,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 100000,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "vocab_size": 49152
+})";
+
+TEST(HfConfigTest, ParsesLlama) {
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(kSmolLm2Config);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kLlama);
+  EXPECT_EQ(config->architecture, "LlamaForCausalLM");
+  EXPECT_EQ(config->hidden_size, 576);
+  EXPECT_EQ(config->intermediate_size, 1536);
+  EXPECT_EQ(config->num_hidden_layers, 30);
+  EXPECT_EQ(config->num_attention_heads, 9);
+  EXPECT_EQ(config->num_key_value_heads, 3);
+  EXPECT_EQ(config->head_dim, 64);
+  EXPECT_EQ(config->max_position_embeddings, 8192);
+  EXPECT_EQ(config->vocab_size, 49152);
+  EXPECT_DOUBLE_EQ(config->rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 100000.0);
+  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_FALSE(config->attention_qkv_bias);
+  EXPECT_FALSE(config->attention_output_bias);
+  EXPECT_FALSE(config->mlp_bias);
+  EXPECT_THAT(config->bos_token_ids, ElementsAre(1));
+  EXPECT_THAT(config->eos_token_ids, ElementsAre(2));
+  EXPECT_EQ(config->torch_dtype, quant::StorageType::kBF16);
+}
+
+TEST(HfConfigTest, AppliesDefaults) {
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "model_type": "llama", "hidden_size": 64, "intermediate_size": 172,
+    "num_hidden_layers": 5, "num_attention_heads": 8, "max_position_embeddings": 256,
+    "vocab_size": 512, "rms_norm_eps": 1e-6})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->num_key_value_heads, 8);
+  EXPECT_EQ(config->head_dim, 8);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 10000.0);
+  EXPECT_FALSE(config->tie_word_embeddings);
+  EXPECT_THAT(config->bos_token_ids, IsEmpty());
+  EXPECT_THAT(config->eos_token_ids, IsEmpty());
+  EXPECT_EQ(config->torch_dtype, std::nullopt);
+  EXPECT_TRUE(config->architecture.empty());
+}
+
+TEST(HfConfigTest, ParsesLlama3RopeScalingAndExplicitHeadDim) {
+  // Llama 3.2 1B.
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+    "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 8192, "max_position_embeddings": 131072,
+    "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32,
+    "num_hidden_layers": 16, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "vocab_size": 128256})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->head_dim, 64);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 500000.0);
+  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_DOUBLE_EQ(config->rope_scaling.factor, 32.0);
+  EXPECT_DOUBLE_EQ(config->rope_scaling.low_freq_factor, 1.0);
+  EXPECT_DOUBLE_EQ(config->rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(config->rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_THAT(config->eos_token_ids, ElementsAre(128001, 128008, 128009));
+}
+
+TEST(HfConfigTest, ParsesLinearRopeScalingWrittenWithType) {
+  nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
+  json["rope_scaling"] = {{"type", "linear"}, {"factor", 4}};
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_DOUBLE_EQ(config->rope_scaling.factor, 4.0);
+}
+
+TEST(HfConfigTest, ReadsRopeParametersOfNewerConfigs) {
+  nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
+  json.erase("rope_theta");
+  json.erase("rope_scaling");
+  json["rope_parameters"] = {{"rope_theta", 250000.0}, {"rope_type", "default"}};
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->rope_theta, 250000.0);
+  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kNone);
+}
+
+TEST(HfConfigTest, LlamaAttentionBiasCoversAllProjections) {
+  nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
+  json["attention_bias"] = true;
+  json["mlp_bias"] = true;
+  json.erase("torch_dtype");
+  json["dtype"] = "float16";
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->attention_qkv_bias);
+  EXPECT_TRUE(config->attention_output_bias);
+  EXPECT_TRUE(config->mlp_bias);
+  EXPECT_EQ(config->torch_dtype, quant::StorageType::kF16);
+}
+
+TEST(HfConfigTest, ParsesMistralIgnoringSlidingWindow) {
+  // Mistral 7B v0.1.
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "vocab_size": 32000})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kMistral);
+  EXPECT_EQ(config->head_dim, 128);
+  EXPECT_EQ(config->num_key_value_heads, 8);
+  EXPECT_FALSE(config->attention_qkv_bias);
+  EXPECT_FALSE(config->attention_output_bias);
+}
+
+TEST(HfConfigTest, ParsesQwen2WithImpliedQkvBias) {
+  // Qwen2.5-0.5B-Instruct.
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896,
+    "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
+    "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+    "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+    "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "use_sliding_window": false, "vocab_size": 151936})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kQwen2);
+  EXPECT_EQ(config->head_dim, 64);
+  EXPECT_TRUE(config->attention_qkv_bias);
+  EXPECT_FALSE(config->attention_output_bias);
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_THAT(config->eos_token_ids, ElementsAre(151645));
+}
+
+TEST(HfConfigTest, InfersModelTypeFromArchitectures) {
+  nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
+  json.erase("model_type");
+  json["architectures"] = {"Qwen2ForCausalLM"};
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kQwen2);
+}
+
+TEST(HfConfigTest, LoadsFromDirectoryAndNamesPathInErrors) {
+  TempDir dir;
+  dir.WriteFile("config.json", kSmolLm2Config);
+  absl::StatusOr<LlamaConfig> config = LoadLlamaConfig(dir.path());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->hidden_size, 576);
+
+  std::string path = dir.WriteFile("config.json", R"({"model_type": "llama"})");
+  EXPECT_THAT(ErrorMessage(LoadLlamaConfig(dir.path())),
+              HasSubstr(path + ": hidden_size is missing"));
+}
+
+TEST(HfConfigTest, MissingFileIsNotFound) {
+  TempDir dir;
+  absl::StatusOr<LlamaConfig> config = LoadLlamaConfig(dir.path());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(ErrorMessage(config), HasSubstr("config.json"));
+}
+
+TEST(HfConfigTest, InvalidJsonIsRefused) {
+  EXPECT_THAT(ErrorMessage(ParseLlamaConfig("{\"hidden_size\": ")),
+              HasSubstr("config.json: invalid JSON"));
+  EXPECT_THAT(ErrorMessage(ParseLlamaConfig("[]")),
+              HasSubstr("config.json: must be a JSON object"));
+}
+
+// A JSON merge patch over kSmolLm2Config (null removes a key), and the words
+// the error must contain.
+struct BadConfigCase {
+  std::string test_name;
+  std::string patch;
+  std::string expected_message;
+};
+
+// Names the case in failure output instead of dumping its bytes.
+void PrintTo(const BadConfigCase& test_case, std::ostream* out) { *out << test_case.test_name; }
+
+class BadConfigTest : public ::testing::TestWithParam<BadConfigCase> {};
+
+TEST_P(BadConfigTest, IsRefusedWithMessage) {
+  nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
+  json.merge_patch(nlohmann::json::parse(GetParam().patch));
+  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+              HasSubstr("config.json: " + GetParam().expected_message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllCases, BadConfigTest,
+    ::testing::Values(
+        BadConfigCase{"UnsupportedModelType", R"({"model_type": "gemma"})",
+                      "model_type 'gemma' is not supported (llama, mistral, qwen2 are)"},
+        BadConfigCase{"NoModelType",
+                      R"({"model_type": null, "architectures": ["GPT2LMHeadModel"]})",
+                      "model_type is missing and architectures names no known model"},
+        BadConfigCase{"ArchitecturesNotList", R"({"architectures": "LlamaForCausalLM"})",
+                      "architectures must be a list of strings"},
+        BadConfigCase{"MissingHiddenSize", R"({"hidden_size": null})", "hidden_size is missing"},
+        BadConfigCase{"ZeroHiddenSize", R"({"hidden_size": 0})", "hidden_size must be positive"},
+        BadConfigCase{"NegativeLayers", R"({"num_hidden_layers": -2})",
+                      "num_hidden_layers must be a non-negative integer"},
+        BadConfigCase{"StringVocabSize", R"({"vocab_size": "49152"})",
+                      "vocab_size must be a non-negative integer"},
+        BadConfigCase{"ZeroEps", R"({"rms_norm_eps": 0})",
+                      "rms_norm_eps must be a positive number"},
+        BadConfigCase{"HeadsDoNotDivideHidden", R"({"num_attention_heads": 7})",
+                      "num_attention_heads (7) must divide hidden_size (576)"},
+        BadConfigCase{"KvHeadsDoNotDivideHeads", R"({"num_key_value_heads": 2})",
+                      "num_key_value_heads (2) must divide num_attention_heads (9)"},
+        BadConfigCase{"OddHeadDim", R"({"head_dim": 63})", "head_dim (63) must be even"},
+        BadConfigCase{"Gelu", R"({"hidden_act": "gelu"})", "hidden_act 'gelu' is not supported"},
+        BadConfigCase{"TieNotBool", R"({"tie_word_embeddings": 1})",
+                      "tie_word_embeddings must be true or false"},
+        BadConfigCase{"BadEosToken", R"({"eos_token_id": [2, "x"]})",
+                      "eos_token_id must be a non-negative integer"},
+        BadConfigCase{"YarnScaling", R"({"rope_scaling": {"rope_type": "yarn", "factor": 4}})",
+                      "rope_scaling type 'yarn' is not supported (linear and llama3 are)"},
+        BadConfigCase{"DynamicScaling", R"({"rope_scaling": {"type": "dynamic", "factor": 2}})",
+                      "rope_scaling type 'dynamic' is not supported"},
+        BadConfigCase{"ScalingNotObject", R"({"rope_scaling": 2})",
+                      "rope_scaling must be null or an object"},
+        BadConfigCase{"LinearWithoutFactor", R"({"rope_scaling": {"type": "linear"}})",
+                      "rope_scaling.factor is missing"},
+        BadConfigCase{"Llama3WithoutOriginalLength",
+                      R"({"rope_scaling": {"rope_type": "llama3", "factor": 8,
+                          "low_freq_factor": 1, "high_freq_factor": 4}})",
+                      "rope_scaling.original_max_position_embeddings is missing"},
+        BadConfigCase{"Llama3FactorsReversed",
+                      R"({"rope_scaling": {"rope_type": "llama3", "factor": 8,
+                          "low_freq_factor": 4, "high_freq_factor": 1,
+                          "original_max_position_embeddings": 8192}})",
+                      "rope_scaling.high_freq_factor must exceed low_freq_factor"},
+        BadConfigCase{"ZeroRopeTheta", R"({"rope_theta": 0})",
+                      "rope_theta must be a positive number"},
+        BadConfigCase{"UnknownTorchDtype", R"({"torch_dtype": "float64"})",
+                      "torch_dtype 'float64' is not supported"}),
+    [](const ::testing::TestParamInfo<BadConfigCase>& info) { return info.param.test_name; });
+
+}  // namespace
+}  // namespace kvjit::hf

@@ -1,0 +1,45 @@
+// kvjit import MODEL -o model.mlir: the model's math as tfm IR.
+
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/ModelFile.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+#include "runtime/core/StatusMacros.h"
+#include "tools/kvjit/Subcommand.h"
+#include "tools/registration/KvjitRegistration.h"
+
+ABSL_FLAG(std::string, o, "-", "where to write the IR ('-' for stdout)");
+
+namespace kvjit::cli {
+namespace {
+
+absl::Status RunImport(const std::vector<std::string>& arguments) {
+  if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL argument");
+  KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(arguments[0]));
+  mlir::DialectRegistry registry;
+  RegisterKvjitDialects(registry);
+  mlir::MLIRContext context(registry);
+  KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                         model::BuildLlamaModule(context, model.config, *model.weights));
+  const std::string output = absl::GetFlag(FLAGS_o);
+  std::error_code error;
+  llvm::raw_fd_ostream stream(output, error, llvm::sys::fs::OF_Text);
+  if (error) {
+    return absl::PermissionDeniedError(absl::StrCat(output, ": ", error.message()));
+  }
+  module->print(stream);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Subcommand ImportCommand() {
+  return {"import", "write a model's tfm IR (its math, no cache) as MLIR text", "MODEL [-o FILE]",
+          "tools/kvjit/ImportCommand.cpp", RunImport};
+}
+
+}  // namespace kvjit::cli
