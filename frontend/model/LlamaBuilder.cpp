@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/Tfm/TfmOps.h"
+#include "ir/Tfm/TfmStorage.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -15,23 +16,6 @@ namespace {
 
 using mlir::ShapedType;
 using mlir::Value;
-
-tfm::StorageType ToTfmStorage(quant::StorageType storage) {
-  switch (storage) {
-    case quant::StorageType::kF32: return tfm::StorageType::f32;
-    case quant::StorageType::kF16: return tfm::StorageType::f16;
-    case quant::StorageType::kBF16: return tfm::StorageType::bf16;
-    case quant::StorageType::kQ8_0: return tfm::StorageType::q8_0;
-    case quant::StorageType::kQ4_0: return tfm::StorageType::q4_0;
-    case quant::StorageType::kQ4_1: return tfm::StorageType::q4_1;
-    case quant::StorageType::kQ5_0: return tfm::StorageType::q5_0;
-    case quant::StorageType::kQ5_1: return tfm::StorageType::q5_1;
-    case quant::StorageType::kQ4_K: return tfm::StorageType::q4_k;
-    case quant::StorageType::kQ5_K: return tfm::StorageType::q5_k;
-    case quant::StorageType::kQ6_K: return tfm::StorageType::q6_k;
-  }
-  return tfm::StorageType::f32;
-}
 
 std::string ShapeToString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
@@ -141,7 +125,7 @@ Value LlamaEmitter::Weight(const std::string& name) {
     builder_.setInsertionPoint(module_.getBody(), std::prev(module_.getBody()->end()));
     it->second = builder_.create<tfm::ParamOp>(
         loc_, builder_.getStringAttr(name), mlir::TypeAttr::get(type),
-        tfm::StorageTypeAttr::get(builder_.getContext(), ToTfmStorage(info->storage)));
+        tfm::StorageTypeAttr::get(builder_.getContext(), tfm::FromQuantStorage(info->storage)));
   }
   return builder_.create<tfm::WeightOp>(loc_, type, mlir::FlatSymbolRefAttr::get(it->second));
 }

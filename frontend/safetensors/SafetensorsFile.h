@@ -41,6 +41,9 @@ class SafetensorsFile {
   const std::string& path() const { return path_; }
   // In the order of their data in the file.
   const std::vector<Tensor>& tensors() const { return tensors_; }
+  // The whole file as mapped: a tensor's bytes start
+  // `tensor.data.data() - bytes().data()` bytes into the file.
+  absl::Span<const uint8_t> bytes() const { return mapping_.bytes(); }
   // The header's "__metadata__" string map (empty where absent).
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 

@@ -1,22 +1,18 @@
 #include "ir/Kv/KvOps.h"
 
+#include "ir/ShapeChecks.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
 namespace kvjit::kv {
 namespace {
 
+using ::kvjit::ir::DimsCompatible;
+using ::kvjit::ir::TensorTypeOf;
+
 using mlir::LogicalResult;
 using mlir::RankedTensorType;
 using mlir::ShapedType;
-
-bool DimsCompatible(int64_t a, int64_t b) {
-  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
-}
-
-RankedTensorType TensorTypeOf(mlir::Value value) {
-  return mlir::cast<RankedTensorType>(value.getType());
-}
 
 LogicalResult VerifyLayer(mlir::Operation* op, CacheType cache, int64_t layer) {
   if (layer >= 0 && layer < cache.getLayers()) return mlir::success();

@@ -1,6 +1,6 @@
 #include "ir/Reference/ReferenceEvaluator.h"
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/Reference/RefKernels.h"
 #include "ir/Kernel/KernelOps.h"
@@ -56,7 +56,8 @@ class Interpreter {
 
   WeightProvider& weights_;
   RefKvCache* cache_;
-  absl::flat_hash_map<const void*, RefTensor> env_;
+  // Node-based: references handed out by Get() stay valid while values are added.
+  absl::node_hash_map<const void*, RefTensor> env_;
 };
 
 absl::Status Interpreter::CheckAgainstType(mlir::Operation* op, mlir::Type type,

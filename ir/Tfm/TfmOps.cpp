@@ -1,25 +1,22 @@
 #include "ir/Tfm/TfmOps.h"
 
+#include "ir/ShapeChecks.h"
+#include "ir/Tfm/TfmStorage.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
 namespace kvjit::tfm {
 namespace {
 
+using ::kvjit::ir::DimsCompatible;
+using ::kvjit::ir::TensorTypeOf;
+
 using mlir::LogicalResult;
 using mlir::RankedTensorType;
 using mlir::ShapedType;
 
-bool DimsCompatible(int64_t a, int64_t b) {
-  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
-}
-
 std::string DimToString(int64_t dim) {
   return ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim);
-}
-
-RankedTensorType TensorTypeOf(mlir::Value value) {
-  return mlir::cast<RankedTensorType>(value.getType());
 }
 
 LogicalResult VerifyRank(mlir::Operation* op, llvm::StringRef operand, RankedTensorType type,
@@ -52,26 +49,6 @@ LogicalResult VerifyFeatureVector(mlir::Operation* op, llvm::StringRef operand, 
                            << features << " features";
 }
 
-int64_t ElementsPerBlock(StorageType storage) {
-  switch (storage) {
-    case StorageType::f32:
-    case StorageType::f16:
-    case StorageType::bf16:
-      return 1;
-    case StorageType::q8_0:
-    case StorageType::q4_0:
-    case StorageType::q4_1:
-    case StorageType::q5_0:
-    case StorageType::q5_1:
-      return 32;
-    case StorageType::q4_k:
-    case StorageType::q5_k:
-    case StorageType::q6_k:
-      return 256;
-  }
-  return 1;
-}
-
 }  // namespace
 
 LogicalResult ParamOp::verify() {
@@ -79,7 +56,7 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape()) {
     return emitOpError() << "weight @" << getSymName() << " must have a static shape, got " << type;
   }
-  int64_t block = ElementsPerBlock(getStorage());
+  int64_t block = quant::ElementsPerBlock(ToQuantStorage(getStorage()));
   int64_t row = type.getRank() == 0 ? 1 : type.getShape().back();
   if (row % block != 0) {
     return emitOpError() << "weight @" << getSymName() << " stored as "

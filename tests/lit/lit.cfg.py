@@ -7,7 +7,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "kvjit"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvjit_obj_root, "tests", "lit")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
@@ -15,6 +15,10 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%shared", config.kvjit_shared_dir))
+
+# Tests of the real model need the shared folder's copy of it.
+if os.path.exists(os.path.join(config.kvjit_shared_dir, "models", "stories260K.gguf")):
+    config.available_features.add("stories260k")
 
 tool_dirs = [
     os.path.join(config.kvjit_tools_dir, "kvjit-opt"),

@@ -9,10 +9,10 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/core/StatusMacros.h"
+#include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 #include "tools/registration/KvjitRegistration.h"
 
-ABSL_FLAG(std::string, o, "-", "where to write the IR ('-' for stdout)");
 
 namespace kvjit::cli {
 namespace {
@@ -39,7 +39,7 @@ absl::Status RunImport(const std::vector<std::string>& arguments) {
 
 Subcommand ImportCommand() {
   return {"import", "write a model's tfm IR (its math, no cache) as MLIR text", "MODEL [-o FILE]",
-          "tools/kvjit/ImportCommand.cpp", RunImport};
+          "tools/kvjit/ImportCommand.cpp", RunImport, {"o"}};
 }
 
 }  // namespace kvjit::cli

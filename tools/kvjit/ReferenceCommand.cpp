@@ -13,11 +13,10 @@
 #include "frontend/tokenizer/StreamingDecoder.h"
 #include "ir/Reference/ReferenceGeneration.h"
 #include "runtime/core/StatusMacros.h"
+#include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 #include "tools/registration/KvjitRegistration.h"
 
-ABSL_FLAG(std::string, p, "", "the prompt");
-ABSL_FLAG(int, n, 32, "the most tokens to generate");
 ABSL_FLAG(int, top_logits, 0, "write the K largest logits of every step to stderr");
 ABSL_FLAG(bool, raw, false, "tokenize the prompt without BOS and without special-token parsing");
 
@@ -78,7 +77,8 @@ absl::Status RunReference(const std::vector<std::string>& arguments) {
 Subcommand ReferenceCommand() {
   return {"reference",
           "generate greedily with the reference evaluator (full recompute per token, no cache)",
-          "MODEL -p PROMPT [-n N]", "tools/kvjit/ReferenceCommand.cpp", RunReference};
+          "MODEL -p PROMPT [-n N]", "tools/kvjit/ReferenceCommand.cpp", RunReference,
+          {"p", "n"}};
 }
 
 }  // namespace kvjit::cli

@@ -8,8 +8,9 @@
 
 namespace kvjit::cli {
 
-// One `kvjit NAME ...` command. Its flags are ABSL_FLAGs defined in
-// `source_file`, which `kvjit NAME --help` lists.
+// One `kvjit NAME ...` command. Its flags are the ABSL_FLAGs defined in
+// `source_file` and the shared ones (SharedFlags.h) it names in
+// `shared_flags`; `kvjit NAME --help` lists both.
 struct Subcommand {
   const char* name;
   const char* summary;
@@ -17,6 +18,7 @@ struct Subcommand {
   const char* source_file;
   // Runs with the positional arguments after absl has parsed the flags.
   absl::Status (*run)(const std::vector<std::string>& arguments);
+  std::vector<std::string> shared_flags = {};
 };
 
 // Every subcommand of this build, in the order `kvjit --help` lists them.

@@ -6,10 +6,13 @@ Subcommand InspectCommand();
 Subcommand ImportCommand();
 Subcommand TokenizeCommand();
 Subcommand ReferenceCommand();
+Subcommand CompileCommand();
+Subcommand RunCommand();
 
 const std::vector<Subcommand>& AllSubcommands() {
   static const std::vector<Subcommand> commands = {InspectCommand(), TokenizeCommand(),
-                                                     ImportCommand(), ReferenceCommand()};
+                                                     ImportCommand(), ReferenceCommand(),
+                                                     CompileCommand(), RunCommand()};
   return commands;
 }
 

@@ -1,5 +1,6 @@
 // kvjit: compile, inspect and run Transformer models.
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -27,7 +28,9 @@ void PrintSubcommandHelp(const Subcommand& command) {
   std::printf("usage: kvjit %s %s\n\n%s\n", command.name, command.usage, command.summary);
   std::vector<const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (absl::EndsWith(flag->Filename(), command.source_file)) flags.push_back(flag);
+    const bool shared = std::find(command.shared_flags.begin(), command.shared_flags.end(),
+                                  std::string(flag->Name())) != command.shared_flags.end();
+    if (shared || absl::EndsWith(flag->Filename(), command.source_file)) flags.push_back(flag);
   }
   if (flags.empty()) return;
   std::sort(flags.begin(), flags.end(),

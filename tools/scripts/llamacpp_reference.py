@@ -353,6 +353,52 @@ def cmd_greedy(args: argparse.Namespace) -> None:
     llama_cpp.llama_model_free(model)
 
 
+def cmd_bench(args: argparse.Namespace) -> None:
+    """Prefill and decode speed at batch 1, measured the way `kvjit bench` measures its own:
+    one prefill of --prompt-tokens tokens, then --gen-tokens decode steps of one token each."""
+    import time
+
+    llm = llama_cpp.Llama(
+        model_path=args.model,
+        n_ctx=args.prompt_tokens + args.gen_tokens + 8,
+        n_batch=max(args.prompt_tokens, 1),
+        n_threads=args.threads,
+        n_threads_batch=args.threads,
+        verbose=False,
+    )
+    vocab = llm.n_vocab()
+    prompt = [(17 + 31 * i) % vocab for i in range(args.prompt_tokens)]
+    results = []
+    for _ in range(args.repeats):
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(prompt)
+        prefill_s = time.perf_counter() - start
+        token = prompt[-1]
+        start = time.perf_counter()
+        for _ in range(args.gen_tokens):
+            llm.eval([token])
+        decode_s = time.perf_counter() - start
+        results.append((prefill_s, decode_s))
+    prefill_s, decode_s = min(r[0] for r in results), min(r[1] for r in results)
+    json.dump(
+        {
+            "engine": "llama.cpp",
+            "llama_cpp_python_version": llama_cpp.__version__,
+            "model": os.path.basename(args.model),
+            "threads": args.threads,
+            "prompt_tokens": args.prompt_tokens,
+            "gen_tokens": args.gen_tokens,
+            "prefill_tokens_per_s": args.prompt_tokens / prefill_s,
+            "decode_tokens_per_s": args.gen_tokens / decode_s,
+            "ttft_ms": prefill_s * 1e3,
+            "tpot_ms": decode_s / args.gen_tokens * 1e3,
+        },
+        sys.stdout,
+    )
+    sys.stdout.write("\n")
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -376,6 +422,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     g.add_argument("--stop-at-eog", action="store_true")
     g.add_argument("--verbose", action="store_true")
     g.set_defaults(func=cmd_greedy)
+
+    b = sub.add_parser("bench", help="prefill and decode tokens/s at batch 1, as JSON")
+    b.add_argument("model")
+    b.add_argument("--prompt-tokens", type=int, default=128)
+    b.add_argument("--gen-tokens", type=int, default=64)
+    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--repeats", type=int, default=3, help="the best of this many runs is reported")
+    b.set_defaults(func=cmd_bench)
 
     args = ap.parse_args(argv)
     args.func(args)

@@ -1,7 +1,8 @@
 // The KV cache as a compiler transformation, checked by proof: the step
-// function over a paged cache gives the logits of the whole-sequence function
-// recomputed from scratch, however the tokens are split into steps and
-// however many sequences share a step.
+// function that the whole pipeline makes (fused, cached, planned) gives over a
+// paged cache the logits of the whole-sequence function recomputed from
+// scratch, however the tokens are split into steps and however many
+// sequences share a step.
 
 #include <algorithm>
 #include <numeric>
@@ -12,7 +13,9 @@
 #include "gtest/gtest.h"
 #include "ir/Reference/ReferenceGeneration.h"
 #include "mlir/Pass/PassManager.h"
+#include "passes/MemoryPlanChecker.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tools/registration/KvjitRegistration.h"
@@ -142,12 +145,17 @@ class InsertKvCacheTest : public ::testing::Test {
     ASSERT_TRUE(module.ok()) << module.status();
     forward_ = std::move(*module);
     step_ = forward_->clone();
+    // The whole pipeline: the step function is checked after fusion and
+    // memory planning too, not only after insert-kv-cache.
     mlir::PassManager pm(&context_);
-    pm.addPass(createFuseAttention());
-    InsertKvCacheOptions options;
+    KvjitPipelineOptions options;
     options.blockSize = kBlockSize;
-    pm.addPass(createInsertKvCache(options));
+    options.maxTokensPerStep = 64;
+    BuildKvjitPipeline(pm, options);
     ASSERT_TRUE(mlir::succeeded(pm.run(*step_)));
+    auto step = step_->lookupSymbol<mlir::func::FuncOp>("step");
+    ASSERT_TRUE(step);
+    ASSERT_TRUE(mlir::succeeded(VerifyMemoryPlan(step)));
     provider_ = std::make_unique<model::ReferenceWeights>(weights);
     harness_ = std::make_unique<StepHarness>(*forward_, *step_, *provider_, config_);
   }

@@ -1,0 +1,145 @@
+#include "codegen/Compiler.h"
+
+#include <chrono>
+#include <cstdarg>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "codegen/ExecutableWriter.h"
+#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/ModelFile.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "passes/MemoryPlanChecker.h"
+#include "passes/Pipeline.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::codegen {
+namespace {
+
+void Progress(std::FILE* stream, const char* format, ...) {
+  if (stream == nullptr) return;
+  va_list arguments;
+  va_start(arguments, format);
+  std::vfprintf(stream, format, arguments);
+  va_end(arguments);
+}
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string MiB(uint64_t bytes) { return absl::StrFormat("%.2f MiB", bytes / 1048576.0); }
+
+// Pass failures arrive as diagnostics; they become the command's error.
+class DiagnosticCollector {
+ public:
+  explicit DiagnosticCollector(mlir::MLIRContext& context)
+      : handler_(&context, [this](mlir::Diagnostic& diagnostic) {
+          if (diagnostic.getSeverity() != mlir::DiagnosticSeverity::Error) return mlir::failure();
+          std::string location;
+          llvm::raw_string_ostream stream(location);
+          stream << diagnostic.getLocation();
+          absl::StrAppend(&errors_, errors_.empty() ? "" : "\n", location, ": ", diagnostic.str());
+          return mlir::success();
+        }) {}
+
+  const std::string& errors() const { return errors_; }
+
+ private:
+  std::string errors_;
+  mlir::ScopedDiagnosticHandler handler_;
+};
+
+// What plan-memory decided, from the attributes it leaves on the step function.
+std::string DescribePlan(mlir::ModuleOp module) {
+  for (auto step : module.getOps<mlir::func::FuncOp>()) {
+    auto arena = step->getAttrOfType<mlir::IntegerAttr>(kPlanArenaBytesAttr);
+    auto max_tokens = step->getAttrOfType<mlir::IntegerAttr>(kPlanMaxTokensAttr);
+    auto block_bytes = step->getAttrOfType<mlir::IntegerAttr>(kPlanKvBlockBytesAttr);
+    auto blocks = step->getAttrOfType<mlir::IntegerAttr>(kPlanKvBlocksAttr);
+    if (!arena || !max_tokens || !block_bytes || !blocks) continue;
+    return absl::StrFormat("@%s: arena %s for %d tokens per step; KV %d bytes per block, %d blocks",
+                           step.getSymName().str(), MiB(arena.getInt()), max_tokens.getInt(),
+                           block_bytes.getInt(), blocks.getInt());
+  }
+  return "no planned step function";
+}
+
+absl::StatusOr<std::string> ChatTemplate(const model::ModelFile& model) {
+  if (model.gguf == nullptr || !model.gguf->Has("tokenizer.chat_template")) return std::string();
+  KVJIT_ASSIGN_OR_RETURN(absl::string_view chat_template,
+                         model.gguf->GetString("tokenizer.chat_template"));
+  return std::string(chat_template);
+}
+
+}  // namespace
+
+absl::Status CompileModel(const std::string& model_path, const std::string& output_path,
+                          const CompileOptions& options, std::FILE* progress) {
+  if (options.target == "cuda") {
+    return absl::UnimplementedError("--target cuda: the CUDA backend is not built yet");
+  }
+  if (options.target != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--target must be cpu or cuda, got '", options.target, "'"));
+  }
+  Clock::time_point start = Clock::now();
+  Progress(progress, "importing %s…\n", model_path.c_str());
+  KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+                         model::LoadTokenizer(model));
+  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, ChatTemplate(model));
+  // The builder loads the dialects it writes; each pass loads those it makes.
+  mlir::MLIRContext context;
+  // --dump_ir_after_all prints the whole module after each pass, which MLIR
+  // allows only single-threaded; every kvjit pass runs on the module anyway.
+  context.disableMultithreading();
+  KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                         model::BuildLlamaModule(context, model.config, *model.weights));
+  Progress(progress, "  %s, %s: %lld layers, %zu weights, %zu tokens (%.2f s)\n",
+               model.format.c_str(), model.config.architecture.c_str(),
+               static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
+               tokenizer->vocabulary().tokens.size(), SecondsSince(start));
+
+  start = Clock::now();
+  Progress(progress, "running passes…\n");
+  KvjitPipelineOptions pipeline;
+  pipeline.blockSize = options.block_size;
+  pipeline.cacheElementType = options.cache_dtype;
+  pipeline.maxTokensPerStep = options.max_tokens_per_step;
+  pipeline.kvMemoryMib = options.kv_memory_mib;
+  mlir::PassManager pm(&context);
+  BuildKvjitPipeline(pm, pipeline);
+  if (options.dump_ir_after_all) {
+    pm.enableIRPrinting(
+        /*shouldPrintBeforePass=*/[](mlir::Pass*, mlir::Operation*) { return false; },
+        /*shouldPrintAfterPass=*/[](mlir::Pass*, mlir::Operation*) { return true; },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+        /*printAfterOnlyOnFailure=*/false, llvm::errs());
+  }
+  {
+    DiagnosticCollector diagnostics(context);
+    if (mlir::failed(pm.run(*module))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(model_path, ": the pipeline failed:\n", diagnostics.errors()));
+    }
+  }
+  Progress(progress, "  %s (%.2f s)\n", DescribePlan(*module).c_str(), SecondsSince(start));
+
+  start = Clock::now();
+  Progress(progress, "writing %s…\n", output_path.c_str());
+  KVJIT_ASSIGN_OR_RETURN(
+      flatbuffers::DetachedBuffer executable,
+      WriteExecutable(*module, model, tokenizer->vocabulary(), chat_template));
+  KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
+  Progress(progress, "  %s (%zu bytes), weights stay in %s (%.2f s)\n",
+               MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),
+               SecondsSince(start));
+  return absl::OkStatus();
+}
+
+}  // namespace kvjit::codegen

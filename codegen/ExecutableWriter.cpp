@@ -1,0 +1,876 @@
+#include "codegen/ExecutableWriter.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "ir/Kernel/KernelOps.h"
+#include "ir/Kv/KvOps.h"
+#include "ir/Kv/KvTypes.h"
+#include "ir/Tfm/TfmOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
+#include "passes/MemoryPlanChecker.h"
+#include "runtime/core/BuildInfo.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/schema/SchemaVersion.h"
+#include "runtime/schema/kvx_generated.h"
+
+namespace kvjit::codegen {
+namespace {
+
+using flatbuffers::Offset;
+using TensorRefOffset = Offset<kvx::TensorRef>;
+
+constexpr char kStepFunctionAttr[] = "kv.step_function";
+constexpr uint64_t kFnvOffsetBasis = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+// The step contract's tensor arguments, in order, then the cache.
+constexpr unsigned kStepInputCount = 7;
+constexpr unsigned kCacheArgument = kStepInputCount;
+
+std::string Describe(mlir::Location location) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << location;
+  return text;
+}
+
+std::string Describe(mlir::Type type) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << type;
+  return text;
+}
+
+// "'tfm.matmul' at loc(...)": how every error points at an op.
+std::string Describe(mlir::Operation* op) {
+  return absl::StrCat("'", op->getName().getStringRef().str(), "' at ",
+                      Describe(op->getLoc()));
+}
+
+float ToFloat(llvm::APFloat value) {
+  bool loses_info = false;
+  value.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &loses_info);
+  return value.convertToFloat();
+}
+
+kvx::StorageType ToKvxStorage(quant::StorageType storage) {
+  switch (storage) {
+    case quant::StorageType::kF32: return kvx::StorageType::F32;
+    case quant::StorageType::kF16: return kvx::StorageType::F16;
+    case quant::StorageType::kBF16: return kvx::StorageType::BF16;
+    case quant::StorageType::kQ8_0: return kvx::StorageType::Q8_0;
+    case quant::StorageType::kQ4_0: return kvx::StorageType::Q4_0;
+    case quant::StorageType::kQ4_1: return kvx::StorageType::Q4_1;
+    case quant::StorageType::kQ5_0: return kvx::StorageType::Q5_0;
+    case quant::StorageType::kQ5_1: return kvx::StorageType::Q5_1;
+    case quant::StorageType::kQ4_K: return kvx::StorageType::Q4_K;
+    case quant::StorageType::kQ5_K: return kvx::StorageType::Q5_K;
+    case quant::StorageType::kQ6_K: return kvx::StorageType::Q6_K;
+  }
+  return kvx::StorageType::F32;
+}
+
+kvx::RopeStyle ToKvxRopeStyle(model::RopeStyle style) {
+  return style == model::RopeStyle::kNeox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
+}
+
+kvx::RopeStyle ToKvxRopeStyle(tfm::RopeStyle style) {
+  return style == tfm::RopeStyle::neox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
+}
+
+const char* PreTokenizerName(tokenizer::PreTokenizer pre_tokenizer) {
+  // The names tokenizer::ParsePreTokenizer reads back.
+  switch (pre_tokenizer) {
+    case tokenizer::PreTokenizer::kGpt2: return "gpt2";
+    case tokenizer::PreTokenizer::kLlama3: return "llama3";
+    case tokenizer::PreTokenizer::kSmolLm: return "smollm";
+    case tokenizer::PreTokenizer::kQwen2: return "qwen2";
+  }
+  return "gpt2";
+}
+
+absl::StatusOr<kvx::StorageType> CacheElementStorage(mlir::Type element_type) {
+  if (element_type.isF32()) return kvx::StorageType::F32;
+  if (element_type.isF16()) return kvx::StorageType::F16;
+  if (element_type.isBF16()) return kvx::StorageType::BF16;
+  return absl::UnimplementedError(absl::StrCat("a KV cache of ", Describe(element_type),
+                                               " has no executable encoding"));
+}
+
+// Where the bytes of the model's weights lie on disk: the files an
+// executable names, and each weight's file and offset within it.
+class WeightFileTable {
+ public:
+  struct Location {
+    uint32_t file_index;
+    uint64_t offset;
+  };
+  struct File {
+    std::string path;  // absolute
+    uint64_t size_bytes;
+  };
+
+  static absl::StatusOr<WeightFileTable> ForModel(const model::ModelFile& model) {
+    WeightFileTable table(model);
+    if (model.gguf != nullptr) {
+      KVJIT_ASSIGN_OR_RETURN(File file, OnDisk(model.gguf->path()));
+      table.files_.push_back(std::move(file));
+    } else if (model.safetensors != nullptr) {
+      for (const safetensors::SafetensorsFile& shard : model.safetensors->shards()) {
+        table.files_.push_back({AbsolutePath(shard.path()), shard.bytes().size()});
+      }
+    }
+    return table;
+  }
+
+  const std::vector<File>& files() const { return files_; }
+
+  absl::StatusOr<Location> Locate(const model::WeightInfo& weight) const {
+    std::optional<Location> location;
+    if (model_.gguf != nullptr) {
+      if (const gguf::GgufTensor* tensor = model_.gguf->FindTensor(weight.name)) {
+        location = Location{0, tensor->file_offset};
+      }
+    } else if (model_.safetensors != nullptr) {
+      location = InShard(model_.weights->Bytes(weight));
+    } else {
+      return absl::FailedPreconditionError(absl::StrCat(
+          model_.weights->origin(), ": tensor '", weight.name,
+          "' is not in a file; an executable references weights by file and offset, so "
+          "compile from a GGUF file or a safetensors checkpoint"));
+    }
+    if (!location) {
+      return absl::NotFoundError(absl::StrCat(model_.path, ": tensor '", weight.name,
+                                              "' is not in any of the model's files"));
+    }
+    const File& file = files_[location->file_index];
+    if (location->offset > file.size_bytes || weight.size_bytes > file.size_bytes - location->offset) {
+      return absl::OutOfRangeError(absl::StrCat(
+          file.path, ": tensor '", weight.name, "' (", weight.size_bytes, " bytes at offset ",
+          location->offset, ") runs past the file's end at ", file.size_bytes, " bytes"));
+    }
+    return *location;
+  }
+
+ private:
+  explicit WeightFileTable(const model::ModelFile& model) : model_(model) {}
+
+  static std::string AbsolutePath(const std::string& path) {
+    std::error_code error;
+    std::filesystem::path absolute = std::filesystem::absolute(path, error);
+    return error ? path : absolute.lexically_normal().string();
+  }
+
+  // A weight file as the runtime will map it: the executable outlives the
+  // compiler's mapping, so the file must exist under its name.
+  static absl::StatusOr<File> OnDisk(const std::string& path) {
+    const std::string absolute = AbsolutePath(path);
+    std::error_code error;
+    const uintmax_t size = std::filesystem::file_size(absolute, error);
+    if (error) {
+      return absl::NotFoundError(absl::StrCat(
+          absolute, ": the weights' file cannot be referenced by the executable: ",
+          error.message()));
+    }
+    return File{absolute, static_cast<uint64_t>(size)};
+  }
+
+  std::optional<Location> InShard(absl::Span<const uint8_t> bytes) const {
+    const auto& shards = model_.safetensors->shards();
+    for (size_t index = 0; index < shards.size(); ++index) {
+      absl::Span<const uint8_t> mapping = shards[index].bytes();
+      if (bytes.data() >= mapping.data() &&
+          bytes.data() + bytes.size() <= mapping.data() + mapping.size()) {
+        return Location{static_cast<uint32_t>(index),
+                        static_cast<uint64_t>(bytes.data() - mapping.data())};
+      }
+    }
+    return std::nullopt;
+  }
+
+  const model::ModelFile& model_;
+  std::vector<File> files_;
+};
+
+// A step-function value as the program sees it: where it lives and its shape,
+// plus the kind of size its rows have, which the ops it feeds inherit.
+struct TensorInfo {
+  TensorInfo(kvx::BufferKind kind, uint32_t index, uint64_t offset)
+      : kind(kind), index(index), offset(offset) {}
+
+  kvx::BufferKind kind;
+  uint32_t index;
+  uint64_t offset;
+  std::vector<kvx::Dim> shape;
+  kvx::DimKind row_kind = kvx::DimKind::Static;
+  TensorRefOffset ref;
+};
+
+// What an instruction carries besides its tensors.
+struct Attributes {
+  float epsilon = 0.0f;
+  float scale = 0.0f;
+  uint64_t layer = 0;
+  Offset<kvx::RopeParams> rope;
+  std::vector<kvx::ElementwiseStep> elementwise;
+};
+
+class ExecutableBuilder {
+ public:
+  ExecutableBuilder(const model::ModelFile& model, WeightFileTable weight_files)
+      : model_(model), weight_files_(std::move(weight_files)) {}
+
+  absl::StatusOr<flatbuffers::DetachedBuffer> Build(mlir::func::FuncOp step,
+                                                    const tokenizer::Vocabulary& vocabulary,
+                                                    const std::string& chat_template) {
+    KVJIT_RETURN_IF_ERROR(AddStepInputs(step));
+    KVJIT_ASSIGN_OR_RETURN(Offset<kvx::Program> program, AddProgram(step));
+    KVJIT_ASSIGN_OR_RETURN(Offset<kvx::KvLayout> kv_layout, AddKvLayout(step));
+    Offset<kvx::ModelConfig> config = AddModelConfig();
+    Offset<kvx::Tokenizer> tokenizer = AddTokenizer(vocabulary, chat_template);
+    std::vector<Offset<kvx::WeightFile>> files;
+    for (const WeightFileTable::File& file : weight_files_.files()) {
+      files.push_back(kvx::CreateWeightFileDirect(fbb_, file.path.c_str(), file.size_bytes));
+    }
+    const std::string compiler_version(KvjitVersion());
+    Offset<kvx::Executable> executable = kvx::CreateExecutableDirect(
+        fbb_, kvx::kSchemaVersion, compiler_version.c_str(), config, tokenizer, &files,
+        &weights_, kv_layout, program);
+    kvx::FinishExecutableBuffer(fbb_, executable);
+    return fbb_.Release();
+  }
+
+ private:
+  absl::Status AddStepInputs(mlir::func::FuncOp step) {
+    mlir::Block& body = step.getBody().front();
+    if (body.getNumArguments() != kStepInputCount + 1 ||
+        !mlir::isa<kv::CacheType>(body.getArgument(kCacheArgument).getType())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "function @", step.getSymName().str(), " at ", Describe(step.getLoc()),
+          " does not take the step contract's arguments (tokens, positions, seq_starts, "
+          "context_lens, slot_mapping, block_tables, logits_rows, cache)"));
+    }
+    using K = kvx::DimKind;
+    const std::vector<std::vector<K>> shapes = {
+        {K::Tokens},     {K::Tokens},    {K::SequencesPlusOne}, {K::Sequences},
+        {K::Tokens},     {K::Sequences, K::MaxBlocks},          {K::LogitsRows},
+    };
+    for (unsigned index = 0; index < kStepInputCount; ++index) {
+      mlir::BlockArgument argument = body.getArgument(index);
+      auto type = mlir::dyn_cast<mlir::RankedTensorType>(argument.getType());
+      if (!type || !type.getElementType().isInteger(32) ||
+          type.getRank() != static_cast<int64_t>(shapes[index].size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "function @", step.getSymName().str(), ": step input ", index, " has type ",
+            Describe(argument.getType()), ", not an i32 tensor of rank ", shapes[index].size()));
+      }
+      TensorInfo info(kvx::BufferKind::Input, index, 0);
+      for (K kind : shapes[index]) info.shape.push_back(kvx::Dim(kind, 0));
+      info.row_kind = shapes[index].front();
+      info.ref = CreateRef(info);
+      tensors_.try_emplace(argument, std::move(info));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Offset<kvx::Program>> AddProgram(mlir::func::FuncOp step) {
+    auto arena_bytes = step->getAttrOfType<mlir::IntegerAttr>(kPlanArenaBytesAttr);
+    auto max_tokens = step->getAttrOfType<mlir::IntegerAttr>(kPlanMaxTokensAttr);
+    if (!arena_bytes || !max_tokens || max_tokens.getInt() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("function @", step.getSymName().str(),
+                                                     " has a malformed ", kPlanArenaBytesAttr,
+                                                     " or ", kPlanMaxTokensAttr));
+    }
+    arena_bytes_ = arena_bytes.getInt();
+    std::optional<TensorRefOffset> logits;
+    for (mlir::Operation& op : step.getBody().front()) {
+      if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) {
+        if (ret.getNumOperands() != 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Describe(&op), " returns ", ret.getNumOperands(),
+                           " values; a step function returns the logits alone"));
+        }
+        KVJIT_ASSIGN_OR_RETURN(logits, Ref(ret.getOperand(0), &op));
+        continue;
+      }
+      KVJIT_RETURN_IF_ERROR(AddInstruction(&op));
+    }
+    if (!logits) {
+      return absl::InvalidArgumentError(absl::StrCat("function @", step.getSymName().str(),
+                                                     " does not return its logits"));
+    }
+    return kvx::CreateProgram(fbb_, fbb_.CreateVector(instructions_), *logits,
+                              static_cast<uint64_t>(arena_bytes_),
+                              static_cast<uint32_t>(max_tokens.getInt()));
+  }
+
+  // The instruction of one op of the step function's body, appended in
+  // program order: the plan's liveness holds for that order alone.
+  absl::Status AddInstruction(mlir::Operation* op) {
+    return llvm::TypeSwitch<mlir::Operation*, absl::Status>(op)
+        .Case([&](tfm::WeightOp weight) { return AddWeight(weight); })
+        .Case([&](tfm::EmbeddingOp embedding) {
+          return Emit(op, kvx::OpCode::Embedding, {embedding.getTable(), embedding.getTokens()},
+                      embedding.getTokens());
+        })
+        .Case([&](tfm::LinearOp linear) {
+          std::vector<mlir::Value> inputs = {linear.getInput(), linear.getWeight()};
+          if (linear.getBias()) inputs.push_back(linear.getBias());
+          return Emit(op, kvx::OpCode::Linear, inputs, linear.getInput());
+        })
+        .Case([&](tfm::ReshapeOp reshape) {
+          return Emit(op, kvx::OpCode::Copy, {reshape.getInput()}, reshape.getInput());
+        })
+        .Case([&](tfm::GatherRowsOp gather) {
+          return Emit(op, kvx::OpCode::GatherRows, {gather.getInput(), gather.getRows()},
+                      gather.getRows());
+        })
+        .Case([&](kv::WriteOp write) {
+          KVJIT_RETURN_IF_ERROR(CheckCache(op, write.getCache()));
+          Attributes attributes;
+          attributes.layer = write.getLayer();
+          return Emit(op, kvx::OpCode::KvWrite,
+                      {write.getKey(), write.getValue(), write.getSlotMapping()},
+                      write.getKey(), attributes);
+        })
+        .Case([&](kv::AttentionOp attention) {
+          KVJIT_RETURN_IF_ERROR(CheckCache(op, attention.getCache()));
+          Attributes attributes;
+          attributes.layer = attention.getLayer();
+          attributes.scale = ToFloat(attention.getScale());
+          return Emit(op, kvx::OpCode::KvAttention,
+                      {attention.getQuery(), attention.getPositions(), attention.getSeqStarts(),
+                       attention.getContextLens(), attention.getBlockTables()},
+                      attention.getQuery(), attributes);
+        })
+        .Case([&](kernel::FusionOp fusion) { return AddFusion(fusion); })
+        .Default([&](mlir::Operation*) {
+          return absl::UnimplementedError(
+              absl::StrCat(Describe(op), " has no instruction in the executable"));
+        });
+  }
+
+  // Appends `opcode` over `inputs` with `op`'s results as outputs, in the
+  // order `output_order` gives (result numbers), all of them by default.
+  // The outputs' dynamic dimensions take the row kind of `rows_from`, one of
+  // the inputs.
+  absl::Status Emit(mlir::Operation* op, kvx::OpCode opcode, const std::vector<mlir::Value>& inputs,
+                    mlir::Value rows_from, const Attributes& attributes = {},
+                    std::vector<unsigned> output_order = {}) {
+    std::vector<TensorRefOffset> input_refs;
+    for (mlir::Value input : inputs) {
+      KVJIT_ASSIGN_OR_RETURN(TensorRefOffset ref, Ref(input, op));
+      input_refs.push_back(ref);
+    }
+    const kvx::DimKind row_kind = tensors_.at(rows_from).row_kind;
+    KVJIT_RETURN_IF_ERROR(AddResults(op, row_kind));
+    if (output_order.empty()) {
+      for (unsigned index = 0; index < op->getNumResults(); ++index) output_order.push_back(index);
+    }
+    std::vector<TensorRefOffset> output_refs;
+    for (unsigned index : output_order) output_refs.push_back(tensors_.at(op->getResult(index)).ref);
+    instructions_.push_back(kvx::CreateInstructionDirect(
+        fbb_, opcode, &input_refs, &output_refs, attributes.epsilon, attributes.scale,
+        static_cast<uint32_t>(attributes.layer), attributes.rope,
+        attributes.elementwise.empty() ? nullptr : &attributes.elementwise));
+    return absl::OkStatus();
+  }
+
+  // Places `op`'s results at their plan.offsets, with every dynamic
+  // dimension standing for `row_kind`.
+  absl::Status AddResults(mlir::Operation* op, kvx::DimKind row_kind) {
+    if (op->getNumResults() == 0) return absl::OkStatus();
+    auto offsets = op->getAttrOfType<mlir::DenseI64ArrayAttr>(kPlanOffsetsAttr);
+    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Describe(op), " has no ", kPlanOffsetsAttr, " entry per result; run plan-memory first"));
+    }
+    for (mlir::OpResult result : op->getResults()) {
+      auto type = mlir::dyn_cast<mlir::RankedTensorType>(result.getType());
+      const int64_t offset = offsets[result.getResultNumber()];
+      if (!type || !type.getElementType().isF32()) {
+        return absl::UnimplementedError(absl::StrCat(
+            Describe(op), " result #", result.getResultNumber(), " has type ",
+            Describe(result.getType()), "; the activation arena holds f32 tensors"));
+      }
+      if (offset < 0 || offset >= arena_bytes_) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            Describe(op), " result #", result.getResultNumber(), " has arena offset ", offset,
+            " outside the arena of ", arena_bytes_, " bytes"));
+      }
+      TensorInfo info(kvx::BufferKind::Arena, 0, static_cast<uint64_t>(offset));
+      KVJIT_ASSIGN_OR_RETURN(info.shape, StepShape(op, type, row_kind));
+      info.row_kind = row_kind;
+      info.ref = CreateRef(info);
+      tensors_.try_emplace(result, std::move(info));
+    }
+    return absl::OkStatus();
+  }
+
+  static absl::StatusOr<std::vector<kvx::Dim>> StepShape(mlir::Operation* op,
+                                                          mlir::RankedTensorType type,
+                                                          kvx::DimKind row_kind) {
+    std::vector<kvx::Dim> shape;
+    int dynamic_dims = 0;
+    for (int64_t size : type.getShape()) {
+      if (mlir::ShapedType::isDynamic(size)) {
+        ++dynamic_dims;
+        shape.push_back(kvx::Dim(row_kind, 0));
+      } else {
+        shape.push_back(kvx::Dim(kvx::DimKind::Static, size));
+      }
+    }
+    if (dynamic_dims > 1 || (dynamic_dims == 1 && row_kind == kvx::DimKind::Static)) {
+      return absl::UnimplementedError(absl::StrCat(
+          Describe(op), " produces ", Describe(type),
+          "; a step tensor has at most one dynamic dimension, its rows"));
+    }
+    return shape;
+  }
+
+  absl::Status AddWeight(tfm::WeightOp weight) {
+    auto param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(weight,
+                                                                        weight.getParamAttr());
+    if (!param) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(weight.getOperation()), " reads @",
+                       weight.getParam().str(), ", which no tfm.param declares"));
+    }
+    const std::string name = param.getSymName().str();
+    auto [known, inserted] = weight_index_.try_emplace(name, weights_.size());
+    if (inserted) KVJIT_RETURN_IF_ERROR(AddWeightEntry(param));
+    auto type = mlir::cast<mlir::RankedTensorType>(weight.getType());
+    TensorInfo info(kvx::BufferKind::Weight, static_cast<uint32_t>(known->second), 0);
+    KVJIT_ASSIGN_OR_RETURN(info.shape, StepShape(weight, type, kvx::DimKind::Static));
+    info.ref = CreateRef(info);
+    tensors_.try_emplace(weight.getResult(), std::move(info));
+    return absl::OkStatus();
+  }
+
+  absl::Status AddWeightEntry(tfm::ParamOp param) {
+    const std::string name = param.getSymName().str();
+    const model::WeightInfo* weight = model_.weights->Find(name);
+    if (weight == nullptr) {
+      return absl::NotFoundError(absl::StrCat(model_.weights->origin(), ": tensor '", name,
+                                              "', which the program reads, is not in the model"));
+    }
+    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+    const std::string param_storage = tfm::stringifyStorageType(param.getStorage()).str();
+    if (type.getShape() != llvm::ArrayRef<int64_t>(weight->shape) ||
+        param_storage != quant::StorageTypeName(weight->storage)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          model_.weights->origin(), ": tensor '", name, "' is ",
+          std::string(quant::StorageTypeName(weight->storage)), " of ", weight->shape.size(),
+          " dims in the model but the IR declares ", Describe(type), " storage ", param_storage));
+    }
+    absl::Span<const uint8_t> bytes = model_.weights->Bytes(*weight);
+    if (bytes.size() != weight->size_bytes) {
+      return absl::DataLossError(absl::StrCat(model_.weights->origin(), ": tensor '", name,
+                                              "' has ", bytes.size(), " bytes, not ",
+                                              weight->size_bytes));
+    }
+    KVJIT_ASSIGN_OR_RETURN(WeightFileTable::Location location, weight_files_.Locate(*weight));
+    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), ToKvxStorage(weight->storage),
+                                               &weight->shape, location.file_index,
+                                               location.offset, weight->size_bytes,
+                                               Fnv1a64(bytes)));
+    return absl::OkStatus();
+  }
+
+  absl::Status AddFusion(kernel::FusionOp fusion) {
+    mlir::Operation* op = fusion.getOperation();
+    mlir::Block& body = fusion.getBody().front();
+    auto yield = mlir::cast<kernel::YieldOp>(body.getTerminator());
+    // The fusion operand a value of the body reads; the kernel templates read
+    // only their operands, never a value computed inside.
+    auto outer = [&](mlir::Value inner) -> absl::StatusOr<mlir::Value> {
+      auto argument = mlir::dyn_cast<mlir::BlockArgument>(inner);
+      if (!argument || argument.getOwner() != &body) {
+        return absl::UnimplementedError(absl::StrCat(
+            Describe(op), " computes an operand of its ", kernel::stringifyFusionKind(fusion.getKind()).str(),
+            " template inside its body; the kernel reads only the fusion's operands"));
+      }
+      return fusion.getOperand(argument.getArgNumber());
+    };
+    Attributes attributes;
+    switch (fusion.getKind()) {
+      case kernel::FusionKind::rms_norm: {
+        KVJIT_ASSIGN_OR_RETURN(tfm::RmsNormOp norm, SingleOp<tfm::RmsNormOp>(fusion));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(norm.getInput()));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value weight, outer(norm.getWeight()));
+        attributes.epsilon = ToFloat(norm.getEpsilon());
+        return Emit(op, kvx::OpCode::RmsNorm, {x, weight}, x, attributes);
+      }
+      case kernel::FusionKind::add_rms_norm: {
+        KVJIT_ASSIGN_OR_RETURN(tfm::AddOp add, SingleOp<tfm::AddOp>(fusion));
+        KVJIT_ASSIGN_OR_RETURN(tfm::RmsNormOp norm, SingleOp<tfm::RmsNormOp>(fusion));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value a, outer(add.getLhs()));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value b, outer(add.getRhs()));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value weight, outer(norm.getWeight()));
+        std::optional<unsigned> sum_result, normed_result;
+        for (auto [index, value] : llvm::enumerate(yield.getValues())) {
+          if (value == add.getResult()) sum_result = index;
+          if (value == norm.getResult()) normed_result = index;
+        }
+        if (norm.getInput() != add.getResult() || !sum_result || !normed_result ||
+            fusion.getNumResults() != 2) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              Describe(op), " does not yield the sum and its rms_norm, as add_rms_norm does"));
+        }
+        attributes.epsilon = ToFloat(norm.getEpsilon());
+        return Emit(op, kvx::OpCode::AddRmsNorm, {a, b, weight}, a, attributes,
+                    {*sum_result, *normed_result});
+      }
+      case kernel::FusionKind::swiglu: {
+        KVJIT_ASSIGN_OR_RETURN(tfm::SiluOp silu, SingleOp<tfm::SiluOp>(fusion));
+        KVJIT_ASSIGN_OR_RETURN(tfm::MulOp mul, SingleOp<tfm::MulOp>(fusion));
+        mlir::Value up_inner = mul.getLhs() == silu.getResult() ? mul.getRhs() : mul.getLhs();
+        if (up_inner == silu.getResult() || (mul.getLhs() != silu.getResult() &&
+                                             mul.getRhs() != silu.getResult())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Describe(op), " does not compute silu(gate) · up"));
+        }
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value gate, outer(silu.getInput()));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value up, outer(up_inner));
+        return Emit(op, kvx::OpCode::SwiGlu, {gate, up}, gate, attributes);
+      }
+      case kernel::FusionKind::rope: {
+        KVJIT_ASSIGN_OR_RETURN(tfm::RopeOp rope, SingleOp<tfm::RopeOp>(fusion));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(rope.getInput()));
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value positions, outer(rope.getPositions()));
+        attributes.rope = AddRopeParams(rope);
+        return Emit(op, kvx::OpCode::Rope, {x, positions}, x, attributes);
+      }
+      case kernel::FusionKind::elementwise: {
+        KVJIT_ASSIGN_OR_RETURN(attributes.elementwise, ElementwiseChain(fusion));
+        // Elementwise ops take operands of their result's type, so any
+        // operand carries the result's rows.
+        std::vector<mlir::Value> inputs(fusion.getOperands().begin(), fusion.getOperands().end());
+        return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), attributes);
+      }
+    }
+    return absl::UnimplementedError(absl::StrCat(Describe(op), " is of an unknown fusion kind"));
+  }
+
+  // The one `OpT` of a fusion's body, which the fusion's kernel template
+  // computes.
+  template <typename OpT>
+  static absl::StatusOr<OpT> SingleOp(kernel::FusionOp fusion) {
+    auto ops = fusion.getBody().front().getOps<OpT>();
+    if (std::distance(ops.begin(), ops.end()) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Describe(fusion.getOperation()), " does not hold exactly one '",
+          OpT::getOperationName().str(), "' as its ",
+          kernel::stringifyFusionKind(fusion.getKind()).str(), " template needs"));
+    }
+    return *ops.begin();
+  }
+
+  // The body of an elementwise fusion as steps over its operands: block
+  // argument i is chain input i (the instruction's input i), the result of
+  // the k-th op is -(k + 1). The yielded value must be the last step's.
+  absl::StatusOr<std::vector<kvx::ElementwiseStep>> ElementwiseChain(kernel::FusionOp fusion) {
+    mlir::Block& body = fusion.getBody().front();
+    llvm::DenseMap<mlir::Value, int32_t> operand_of;
+    for (mlir::BlockArgument argument : body.getArguments()) {
+      operand_of[argument] = static_cast<int32_t>(argument.getArgNumber());
+    }
+    std::vector<kvx::ElementwiseStep> steps;
+    auto operand = [&](mlir::Operation* op, unsigned index) { return operand_of.at(op->getOperand(index)); };
+    for (mlir::Operation& inner : body.without_terminator()) {
+      for (mlir::Value value : inner.getOperands()) {
+        if (!operand_of.count(value)) {
+          return absl::UnimplementedError(absl::StrCat(
+              Describe(&inner), " in elementwise ", Describe(fusion.getOperation()),
+              " reads a value from outside its fusion"));
+        }
+      }
+      std::optional<kvx::ElementwiseStep> step =
+          llvm::TypeSwitch<mlir::Operation*, std::optional<kvx::ElementwiseStep>>(&inner)
+              .Case([&](tfm::AddOp) {
+                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Add, operand(&inner, 0),
+                                            operand(&inner, 1), 0.0f);
+              })
+              .Case([&](tfm::MulOp) {
+                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Mul, operand(&inner, 0),
+                                            operand(&inner, 1), 0.0f);
+              })
+              .Case([&](tfm::ScaleOp scale) {
+                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Scale, operand(&inner, 0),
+                                            operand(&inner, 0), ToFloat(scale.getFactor()));
+              })
+              .Case([&](tfm::SiluOp) {
+                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Silu, operand(&inner, 0),
+                                            operand(&inner, 0), 0.0f);
+              })
+              .Case([&](tfm::GeluOp gelu) {
+                return kvx::ElementwiseStep(gelu.getApproximateTanh()
+                                                ? kvx::ElementwiseOpCode::GeluTanh
+                                                : kvx::ElementwiseOpCode::Gelu,
+                                            operand(&inner, 0), operand(&inner, 0), 0.0f);
+              })
+              .Default([](mlir::Operation*) { return std::nullopt; });
+      if (!step) {
+        const std::string hint = mlir::isa<tfm::CausalMaskOp>(inner)
+                                     ? "; a causal mask belongs to attention, which "
+                                       "fuse-attention should have fused"
+                                     : "";
+        return absl::UnimplementedError(absl::StrCat(Describe(&inner), " in elementwise ",
+                                                     Describe(fusion.getOperation()),
+                                                     " has no elementwise step", hint));
+      }
+      operand_of[inner.getResult(0)] = -static_cast<int32_t>(steps.size()) - 1;
+      steps.push_back(*step);
+    }
+    mlir::ValueRange yielded = body.getTerminator()->getOperands();
+    if (steps.empty() || yielded.size() != 1 ||
+        operand_of.lookup(yielded.front()) != -static_cast<int32_t>(steps.size())) {
+      return absl::UnimplementedError(absl::StrCat(
+          Describe(fusion.getOperation()),
+          " does not yield exactly the result of its last op, which an elementwise kernel writes"));
+    }
+    return steps;
+  }
+
+  Offset<kvx::RopeParams> AddRopeParams(tfm::RopeOp rope) {
+    auto type = mlir::cast<mlir::RankedTensorType>(rope.getInput().getType());
+    const int64_t rotary_dim = rope.getRotaryDim() ? static_cast<int64_t>(*rope.getRotaryDim())
+                                                   : type.getShape().back();
+    Offset<kvx::RopeScaling> scaling = 0;
+    if (tfm::RopeScalingAttr attr = rope.getScalingAttr()) {
+      scaling = kvx::CreateRopeScaling(
+          fbb_,
+          attr.getKind() == tfm::RopeScalingKind::linear ? kvx::RopeScalingKind::Linear
+                                                         : kvx::RopeScalingKind::Llama3,
+          ToFloat(attr.getFactor()), ToFloat(attr.getLowFreqFactor()),
+          ToFloat(attr.getHighFreqFactor()), static_cast<uint32_t>(attr.getOriginalContext()));
+    }
+    return kvx::CreateRopeParams(fbb_, ToKvxRopeStyle(rope.getStyle()), ToFloat(rope.getTheta()),
+                                 static_cast<uint32_t>(rotary_dim), scaling);
+  }
+
+  absl::Status CheckCache(mlir::Operation* op, mlir::Value cache) {
+    auto argument = mlir::dyn_cast<mlir::BlockArgument>(cache);
+    if (!argument || argument.getArgNumber() != kCacheArgument) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Describe(op), " reads a KV cache other than the step function's cache argument"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<TensorRefOffset> Ref(mlir::Value value, mlir::Operation* user) {
+    auto known = tensors_.find(value);
+    if (known == tensors_.end()) {
+      return absl::UnimplementedError(absl::StrCat(
+          Describe(user), " reads a value of type ", Describe(value.getType()),
+          " that is neither a step input, a weight nor an earlier instruction's result"));
+    }
+    return known->second.ref;
+  }
+
+  TensorRefOffset CreateRef(const TensorInfo& info) {
+    return kvx::CreateTensorRefDirect(fbb_, info.kind, info.index, info.offset, &info.shape);
+  }
+
+  absl::StatusOr<Offset<kvx::KvLayout>> AddKvLayout(mlir::func::FuncOp step) {
+    auto cache = mlir::cast<kv::CacheType>(step.getArgument(kCacheArgument).getType());
+    auto layout = step->getAttrOfType<mlir::DictionaryAttr>(kPlanKvLayoutAttr);
+    if (!layout) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "function @", step.getSymName().str(), "'s ", kPlanKvLayoutAttr,
+          " is not a dictionary"));
+    }
+    auto field = [&](const char* name) -> absl::StatusOr<uint64_t> {
+      auto value = layout.getAs<mlir::IntegerAttr>(name);
+      if (!value || value.getInt() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("function @", step.getSymName().str(),
+                                                       ": ", kPlanKvLayoutAttr, " lacks '",
+                                                       name, "'"));
+      }
+      return static_cast<uint64_t>(value.getInt());
+    };
+    KVJIT_ASSIGN_OR_RETURN(uint64_t block_size, field("block_size"));
+    KVJIT_ASSIGN_OR_RETURN(uint64_t block_bytes, field("block_bytes"));
+    KVJIT_ASSIGN_OR_RETURN(uint64_t blocks, field("blocks"));
+    KVJIT_ASSIGN_OR_RETURN(uint64_t layer_stride, field("layer_stride_bytes"));
+    KVJIT_ASSIGN_OR_RETURN(uint64_t value_offset, field("value_offset_bytes"));
+    KVJIT_ASSIGN_OR_RETURN(uint64_t slot_stride, field("slot_stride_bytes"));
+    KVJIT_ASSIGN_OR_RETURN(kvx::StorageType element, CacheElementStorage(cache.getElementType()));
+    return kvx::CreateKvLayout(fbb_, static_cast<uint32_t>(cache.getLayers()),
+                               static_cast<uint32_t>(cache.getKvHeads()),
+                               static_cast<uint32_t>(cache.getHeadDim()),
+                               static_cast<uint32_t>(block_size), element, block_bytes,
+                               layer_stride, value_offset, slot_stride, blocks);
+  }
+
+  Offset<kvx::ModelConfig> AddModelConfig() {
+    const model::ModelConfig& config = model_.config;
+    const model::RopeScaling& scaling = config.rope_scaling;
+    kvx::RopeScalingKind scaling_kind = kvx::RopeScalingKind::None;
+    if (scaling.kind == model::RopeScalingKind::kLinear) scaling_kind = kvx::RopeScalingKind::Linear;
+    if (scaling.kind == model::RopeScalingKind::kLlama3) scaling_kind = kvx::RopeScalingKind::Llama3;
+    Offset<kvx::RopeScaling> rope_scaling = kvx::CreateRopeScaling(
+        fbb_, scaling_kind, static_cast<float>(scaling.factor),
+        static_cast<float>(scaling.low_freq_factor), static_cast<float>(scaling.high_freq_factor),
+        static_cast<uint32_t>(scaling.original_context));
+    return kvx::CreateModelConfigDirect(
+        fbb_, config.architecture.c_str(), config.name.c_str(),
+        static_cast<uint32_t>(config.vocab_size), static_cast<uint32_t>(config.hidden_size),
+        static_cast<uint32_t>(config.intermediate_size), static_cast<uint32_t>(config.num_layers),
+        static_cast<uint32_t>(config.num_heads), static_cast<uint32_t>(config.num_kv_heads),
+        static_cast<uint32_t>(config.head_dim), static_cast<uint32_t>(config.context_length),
+        static_cast<float>(config.rms_norm_eps), static_cast<float>(config.rope_theta),
+        ToKvxRopeStyle(config.rope_style), rope_scaling, config.tied_embeddings,
+        config.qkv_bias);
+  }
+
+  Offset<kvx::Tokenizer> AddTokenizer(const tokenizer::Vocabulary& vocabulary,
+                                      const std::string& chat_template) {
+    std::vector<Offset<flatbuffers::String>> tokens;
+    tokens.reserve(vocabulary.tokens.size());
+    for (const std::string& token : vocabulary.tokens) tokens.push_back(fbb_.CreateString(token));
+    std::vector<int32_t> token_types;
+    token_types.reserve(vocabulary.token_types.size());
+    for (tokenizer::TokenType type : vocabulary.token_types) {
+      token_types.push_back(static_cast<int32_t>(type));
+    }
+    // "left right", as GGUF's tokenizer.ggml.merges spells them: byte-level
+    // alphabets spell a space as another character, so the first space
+    // splits the pair.
+    std::vector<Offset<flatbuffers::String>> merges;
+    merges.reserve(vocabulary.merges.size());
+    for (const auto& [left, right] : vocabulary.merges) {
+      merges.push_back(fbb_.CreateString(absl::StrCat(left, " ", right)));
+    }
+    const bool byte_level = vocabulary.model == tokenizer::TokenizerModel::kByteLevelBpe;
+    return kvx::CreateTokenizerDirect(
+        fbb_, byte_level ? kvx::TokenizerKind::ByteLevelBpe : kvx::TokenizerKind::SentencePiece,
+        byte_level ? PreTokenizerName(vocabulary.pre_tokenizer) : nullptr, &tokens, &vocabulary.scores, &token_types,
+        &merges, vocabulary.bos_id, vocabulary.eos_id, vocabulary.end_of_turn_id,
+        vocabulary.unknown_id, vocabulary.padding_id, vocabulary.add_bos_token,
+        vocabulary.add_eos_token, vocabulary.add_space_prefix, chat_template.c_str());
+  }
+
+  const model::ModelFile& model_;
+  WeightFileTable weight_files_;
+  flatbuffers::FlatBufferBuilder fbb_;
+  llvm::DenseMap<mlir::Value, TensorInfo> tensors_;
+  absl::flat_hash_map<std::string, size_t> weight_index_;
+  std::vector<Offset<kvx::Weight>> weights_;
+  std::vector<Offset<kvx::Instruction>> instructions_;
+  int64_t arena_bytes_ = 0;
+};
+
+absl::StatusOr<mlir::func::FuncOp> FindStepFunction(mlir::ModuleOp module) {
+  std::vector<mlir::func::FuncOp> steps;
+  for (mlir::func::FuncOp func : module.getOps<mlir::func::FuncOp>()) {
+    if (func->hasAttr(kStepFunctionAttr)) steps.push_back(func);
+  }
+  if (steps.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the module holds ", steps.size(), " functions marked ", kStepFunctionAttr,
+        "; an executable runs exactly one (run insert-kv-cache first)"));
+  }
+  if (steps.front().isDeclaration() || !steps.front().getBody().hasOneBlock()) {
+    return absl::InvalidArgumentError(absl::StrCat("function @", steps.front().getSymName().str(),
+                                                   " needs a body of one block"));
+  }
+  return steps.front();
+}
+
+absl::Status RequirePlan(mlir::func::FuncOp step) {
+  for (const char* attribute : {kPlanArenaBytesAttr, kPlanMaxTokensAttr, kPlanKvLayoutAttr}) {
+    if (!step->hasAttr(attribute)) {
+      return absl::FailedPreconditionError(absl::StrCat("function @", step.getSymName().str(),
+                                                        " has no ", attribute,
+                                                        "; run plan-memory first"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// plan-memory's offsets are the one thing the runtime cannot check cheaply:
+// an overlap corrupts activations silently. Prove the plan before trusting it.
+absl::Status VerifyPlan(mlir::func::FuncOp step) {
+  std::string messages;
+  mlir::ScopedDiagnosticHandler collect(step.getContext(), [&](mlir::Diagnostic& diagnostic) {
+    absl::StrAppend(&messages, messages.empty() ? "" : "\n", Describe(diagnostic.getLocation()),
+                    ": ", diagnostic.str());
+    return mlir::success();
+  });
+  if (mlir::failed(VerifyMemoryPlan(step))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the memory plan of @", step.getSymName().str(), " is unsound: ", messages));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint64_t Fnv1a64(absl::Span<const uint8_t> bytes) {
+  uint64_t hash = kFnvOffsetBasis;
+  for (uint8_t byte : bytes) {
+    hash ^= byte;
+    hash *= kFnvPrime;
+  }
+  return hash;
+}
+
+absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
+    mlir::ModuleOp planned_module, const model::ModelFile& model,
+    const tokenizer::Vocabulary& vocabulary, const std::string& chat_template) {
+  KVJIT_ASSIGN_OR_RETURN(mlir::func::FuncOp step, FindStepFunction(planned_module));
+  KVJIT_RETURN_IF_ERROR(RequirePlan(step));
+  KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
+  KVJIT_ASSIGN_OR_RETURN(WeightFileTable weight_files, WeightFileTable::ForModel(model));
+  ExecutableBuilder builder(model, std::move(weight_files));
+  return builder.Build(step, vocabulary, chat_template);
+}
+
+absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,
+                                 const std::string& path) {
+  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
+  auto failure = [&](absl::string_view what) {
+    const int error = errno;
+    unlink(temporary.c_str());
+    return absl::ErrnoToStatus(error, absl::StrCat(path, ": ", what));
+  };
+  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return failure("cannot create the temporary file");
+  const uint8_t* data = executable.data();
+  size_t left = executable.size();
+  while (left > 0) {
+    const ssize_t written = write(fd, data, left);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      close(fd);
+      return failure("cannot write");
+    }
+    data += written;
+    left -= static_cast<size_t>(written);
+  }
+  // Without fsync a crash after the rename could leave an empty file under
+  // the final name.
+  if (fsync(fd) != 0) {
+    close(fd);
+    return failure("cannot flush");
+  }
+  if (close(fd) != 0) return failure("cannot close");
+  if (rename(temporary.c_str(), path.c_str()) != 0) return failure("cannot rename into place");
+  return absl::OkStatus();
+}
+
+}  // namespace kvjit::codegen

@@ -1,0 +1,56 @@
+#ifndef KVJIT_CODEGEN_EXECUTABLEWRITER_H_
+#define KVJIT_CODEGEN_EXECUTABLEWRITER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "flatbuffers/flatbuffers.h"
+#include "frontend/model/ModelFile.h"
+#include "frontend/tokenizer/Vocabulary.h"
+#include "mlir/IR/BuiltinOps.h"
+
+// The executable writer: the last step of `kvjit compile`, and the only code
+// that speaks both the compiler's IR and the runtime's schema
+// (runtime/schema/kvx.fbs, whose comments are the contract).
+namespace kvjit::codegen {
+
+// Serialises the planned step function of `planned_module` (what
+// BuildKvjitPipeline leaves: one func with `kv.step_function` and plan-memory's
+// `plan.*` attributes) into a kvx::Executable, with the model's config, its
+// tokenizer and a table of the weights the program reads.
+//
+// How the IR maps onto the schema:
+//   - Each op of the body, in order, becomes one Instruction; `tfm.weight`
+//     ops become weight references and emit nothing. An op with no
+//     instruction (matmul, softmax, an unfused attention, ...) or a fusion
+//     body no kernel implements is an Unimplemented error naming the op and
+//     its location.
+//   - Block arguments are Input refs (index = kvx::StepInput), op results
+//     Arena refs at their `plan.offsets` entry, weights Weight refs (index
+//     into Executable.weights, in order of first use).
+//   - A dynamic dimension of a step tensor is Tokens where its rows come from
+//     the step's tokens and LogitsRows from a `tfm.gather_rows` on; seq_starts
+//     is [SequencesPlusOne], block_tables [Sequences, MaxBlocks].
+//   - Weights stay in the model's files: the GGUF file itself, or each
+//     safetensors shard, referenced by absolute path and byte offset, with a
+//     64-bit FNV-1a checksum of their bytes. A model whose weights are not in
+//     such a file (an in-memory WeightSource) is a FailedPrecondition error.
+// The buffer carries the file identifier "KVJX" and passes
+// kvx::VerifyExecutableBuffer.
+absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
+    mlir::ModuleOp planned_module, const model::ModelFile& model,
+    const tokenizer::Vocabulary& vocabulary, const std::string& chat_template);
+
+// Writes `executable` to `path` through a temporary file beside it and a
+// rename, so that readers never see half a file; errors name the path.
+absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,
+                                 const std::string& path);
+
+// 64-bit FNV-1a, the checksum of a weight's bytes in the executable.
+uint64_t Fnv1a64(absl::Span<const uint8_t> bytes);
+
+}  // namespace kvjit::codegen
+
+#endif  // KVJIT_CODEGEN_EXECUTABLEWRITER_H_

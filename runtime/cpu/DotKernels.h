@@ -1,0 +1,101 @@
+#ifndef KVJIT_RUNTIME_CPU_DOTKERNELS_H_
+#define KVJIT_RUNTIME_CPU_DOTKERNELS_H_
+
+// Internal to kvjit_cpu_kernels: the row-by-row dot products behind MatMul,
+// shared by the portable and the AVX2 translation units.
+//
+// This header is included by a translation unit compiled for AVX2. It must
+// hold only types and functions with internal linkage: an inline function
+// with external linkage would be emitted by both units, and the linker could
+// keep the AVX2 copy for callers on machines without AVX2.
+
+#include <cstdint>
+
+namespace kvjit::cpu::internal {
+
+// Activations quantized the way ggml quantizes the right-hand side of each
+// weight type's vec_dot. Only the arithmetic follows ggml; the layouts are
+// kvjit's own (the scales are kept as floats already rounded to f16 where
+// ggml stores f16, so the kernels need not convert them).
+
+// For Q8_0 / Q4_0 / Q5_0 weights (ggml's Q8_0) and Q4_1 / Q5_1 weights
+// (ggml's Q8_1, whose s = d * sum(q) carries the weights' offset m).
+struct Q8Block32 {
+  float scale;       // f16-rounded amax / 127
+  float scaled_sum;  // f16-rounded (amax / 127) * sum(q); used with offsets only
+  int8_t q[32];
+};
+
+// For the K-quants (ggml's Q8_K): one f32 scale per 256 elements.
+struct Q8KBlock {
+  float scale;
+  int32_t sums32[8];  // sum of q over each 32-element sub-block, for the mins
+  int8_t q[256];
+};
+
+// dot(weight row, activation row) over `cols` elements. The activation row
+// is float (already rounded to f16 / bf16 for those weight types),
+// Q8Block32[] or Q8KBlock[] depending on the weight type.
+using RowDot = float (*)(const uint8_t* weight_row, const void* activation_row, int64_t cols);
+
+struct DotKernels {
+  RowDot f32;
+  RowDot f16;
+  RowDot bf16;
+  RowDot q8_0;
+  RowDot q4_0;
+  RowDot q4_1;
+  RowDot q5_0;
+  RowDot q5_1;
+  RowDot q4_k;
+  RowDot q5_k;
+  RowDot q6_k;
+};
+
+const DotKernels& PortableDotKernels();
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const DotKernels& Avx2DotKernels();
+#endif
+
+// The numeric contract both implementations follow exactly, so that their
+// results agree bit for bit:
+//
+// Quantized weights. A 32-element vector of integer products w_e * q_e is
+// cut into 8 lanes of 4 consecutive elements (lane m: elements 4m..4m+3),
+// the natural result of a byte multiply-add followed by a pairwise add. Per
+// block (32 elements) or super-block (256), integer lane sums L_m are formed
+// (for the K-quants weighted by the sub-block scales, exactly), and each of
+// 8 float accumulators takes acc_m = fma(d, float(L_m), acc_m) with d the
+// product of the weight's and the activation's scales. Offsets (Q4_1/Q5_1's
+// m * s, the K-quants' -dmin * sum(min * bsum)) go to one scalar accumulator
+// by fma. The result is LaneSum(acc) + offset.
+//
+// Float weights. Chunks of 32 elements feed 4 x 8 accumulators by fma
+// (accumulator j, lane l: element 32c + 8j + l); they are combined as
+// (a0 + a1) + (a2 + a3) lane by lane, then LaneSum; the remaining cols % 32
+// products are added in double, as ggml does, and the sum rounded to float.
+
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)): the order in which a
+// 256-bit register is folded in halves.
+static inline float LaneSum(const float lanes[8]) {
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
+// Q4_K / Q5_K keep eight 6-bit scales and mins in 12 bytes: sub-blocks 0..3
+// in the low 6 bits of bytes j and j + 4; sub-blocks 4..7 with their low 4
+// bits in byte j + 4 (scale low nibble, min high nibble) and their top 2 bits
+// in the spare top bits of bytes j - 4 (scale) and j (min).
+static inline void UnpackKScalesAndMins(const uint8_t packed[12], int32_t scales[8], int32_t mins[8]) {
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = packed[j] & 63;
+    mins[j] = packed[j + 4] & 63;
+  }
+  for (int j = 4; j < 8; ++j) {
+    scales[j] = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
+    mins[j] = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+  }
+}
+
+}  // namespace kvjit::cpu::internal
+
+#endif  // KVJIT_RUNTIME_CPU_DOTKERNELS_H_

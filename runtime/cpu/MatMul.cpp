@@ -1,0 +1,266 @@
+#include "runtime/cpu/MatMul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/DotKernels.h"
+#include "runtime/quant/Dequantize.h"
+#include "runtime/quant/Half.h"
+
+namespace kvjit::cpu {
+namespace {
+
+using internal::DotKernels;
+using internal::Q8Block32;
+using internal::Q8KBlock;
+using internal::RowDot;
+using quant::StorageType;
+
+// What each weight type multiplies against.
+enum class ActivationFormat { kF32, kF16Rounded, kBF16Rounded, kQ8_0, kQ8_1, kQ8_K };
+
+ActivationFormat ActivationFormatFor(StorageType type) {
+  switch (type) {
+    case StorageType::kF32: return ActivationFormat::kF32;
+    case StorageType::kF16: return ActivationFormat::kF16Rounded;
+    case StorageType::kBF16: return ActivationFormat::kBF16Rounded;
+    case StorageType::kQ8_0:
+    case StorageType::kQ4_0:
+    case StorageType::kQ5_0: return ActivationFormat::kQ8_0;
+    case StorageType::kQ4_1:
+    case StorageType::kQ5_1: return ActivationFormat::kQ8_1;
+    case StorageType::kQ4_K:
+    case StorageType::kQ5_K:
+    case StorageType::kQ6_K: return ActivationFormat::kQ8_K;
+  }
+  return ActivationFormat::kF32;  // Unreachable: the switch covers every enumerator.
+}
+
+RowDot RowDotFor(const DotKernels& kernels, StorageType type) {
+  switch (type) {
+    case StorageType::kF32: return kernels.f32;
+    case StorageType::kF16: return kernels.f16;
+    case StorageType::kBF16: return kernels.bf16;
+    case StorageType::kQ8_0: return kernels.q8_0;
+    case StorageType::kQ4_0: return kernels.q4_0;
+    case StorageType::kQ4_1: return kernels.q4_1;
+    case StorageType::kQ5_0: return kernels.q5_0;
+    case StorageType::kQ5_1: return kernels.q5_1;
+    case StorageType::kQ4_K: return kernels.q4_k;
+    case StorageType::kQ5_K: return kernels.q5_k;
+    case StorageType::kQ6_K: return kernels.q6_k;
+  }
+  return kernels.f32;  // Unreachable: the switch covers every enumerator.
+}
+
+const DotKernels& KernelsFor(CpuIsa isa) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx2) return internal::Avx2DotKernels();
+#endif
+  return internal::PortableDotKernels();
+}
+
+int64_t ActivationRowBytes(ActivationFormat format, int64_t cols) {
+  switch (format) {
+    case ActivationFormat::kF32:
+    case ActivationFormat::kF16Rounded:
+    case ActivationFormat::kBF16Rounded: return cols * static_cast<int64_t>(sizeof(float));
+    case ActivationFormat::kQ8_0:
+    case ActivationFormat::kQ8_1: return cols / 32 * static_cast<int64_t>(sizeof(Q8Block32));
+    case ActivationFormat::kQ8_K: return cols / 256 * static_cast<int64_t>(sizeof(Q8KBlock));
+  }
+  return 0;  // Unreachable: the switch covers every enumerator.
+}
+
+float RoundThroughHalf(float value) { return quant::HalfToFloat(quant::FloatToHalf(value)); }
+
+// Round to nearest, ties to even, for |value| < 2^22: adding 1.5 * 2^23 puts
+// the rounded integer in the low mantissa bits (the rounding mode's default).
+int32_t RoundToNearestEven(float value) {
+  const float shifted = value + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+// ggml's x86 Q8_0 / Q8_1 quantization of one 32-element block.
+void QuantizeQ8Block32(const float* x, Q8Block32& out) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+  int32_t sum = 0;
+  for (int i = 0; i < 32; ++i) {
+    const int32_t q = RoundToNearestEven(x[i] * inverse);
+    out.q[i] = static_cast<int8_t>(q);
+    sum += q;
+  }
+  out.scale = RoundThroughHalf(d);
+  out.scaled_sum = RoundThroughHalf(d * static_cast<float>(sum));
+}
+
+// ggml's Q8_K quantization of one 256-element super-block: the element of
+// largest magnitude maps to -127 (so the scale's sign follows it), and the
+// scale stays f32.
+void QuantizeQ8KBlock(const float* x, Q8KBlock& out) {
+  float amax = 0.0f;
+  float extreme = 0.0f;
+  for (int i = 0; i < 256; ++i) {
+    const float magnitude = std::fabs(x[i]);
+    if (magnitude > amax) {
+      amax = magnitude;
+      extreme = x[i];
+    }
+  }
+  if (amax == 0.0f) {
+    std::memset(&out, 0, sizeof out);
+    return;
+  }
+  const float inverse_scale = -127.0f / extreme;
+  for (int i = 0; i < 256; ++i) out.q[i] = static_cast<int8_t>(std::min(127, RoundToNearestEven(inverse_scale * x[i])));
+  for (int j = 0; j < 8; ++j) {
+    int32_t sum = 0;
+    for (int i = 32 * j; i < 32 * j + 32; ++i) sum += out.q[i];
+    out.sums32[j] = sum;
+  }
+  out.scale = 1.0f / inverse_scale;
+}
+
+void PrepareActivationRow(ActivationFormat format, const float* x, int64_t cols, uint8_t* out) {
+  switch (format) {
+    case ActivationFormat::kF32: std::memcpy(out, x, static_cast<size_t>(cols) * sizeof(float)); return;
+    case ActivationFormat::kF16Rounded: {
+      auto* rounded = reinterpret_cast<float*>(out);
+      for (int64_t i = 0; i < cols; ++i) rounded[i] = RoundThroughHalf(x[i]);
+      return;
+    }
+    case ActivationFormat::kBF16Rounded: {
+      auto* rounded = reinterpret_cast<float*>(out);
+      for (int64_t i = 0; i < cols; ++i) rounded[i] = quant::BFloat16ToFloat(quant::FloatToBFloat16(x[i]));
+      return;
+    }
+    case ActivationFormat::kQ8_0:
+    case ActivationFormat::kQ8_1: {
+      auto* blocks = reinterpret_cast<Q8Block32*>(out);
+      for (int64_t b = 0; b < cols / 32; ++b) QuantizeQ8Block32(x + 32 * b, blocks[b]);
+      return;
+    }
+    case ActivationFormat::kQ8_K: {
+      auto* blocks = reinterpret_cast<Q8KBlock*>(out);
+      for (int64_t b = 0; b < cols / 256; ++b) QuantizeQ8KBlock(x + 256 * b, blocks[b]);
+      return;
+    }
+  }
+}
+
+absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView& w) {
+  const absl::string_view type = quant::StorageTypeName(w.type);
+  if (w.rows < 0 || w.cols < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols, "] has a negative dimension"));
+  }
+  absl::StatusOr<uint64_t> row_bytes = quant::RowBytes(w.type, w.cols);
+  if (!row_bytes.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols,
+                                                   "]: ", row_bytes.status().message()));
+  }
+  if (w.rows > 0 && *row_bytes > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(w.rows)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols, "] overflows a 64-bit byte count"));
+  }
+  const uint64_t total_bytes = *row_bytes * static_cast<uint64_t>(w.rows);
+  if (total_bytes != w.bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols, "] takes ",
+                                                   total_bytes, " bytes (", w.rows, " rows of ", *row_bytes,
+                                                   "), but the view has ", w.bytes.size()));
+  }
+  return *row_bytes;
+}
+
+absl::Status CheckOperands(absl::string_view kernel, const WeightView& w, const float* x, int64_t tokens,
+                           const float* y) {
+  if (tokens < 0) return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative token count ", tokens));
+  if (tokens > 0 && w.rows > 0 && w.cols > 0 && (x == nullptr || y == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": null ", x == nullptr ? "input" : "output",
+                                                   " for ", tokens, " tokens x ", w.cols, " -> ", w.rows));
+  }
+  return absl::OkStatus();
+}
+
+// Weight rows per token tile are re-read from L1 for each token of the tile;
+// the tile bounds the activations kept hot in L2. It changes no arithmetic.
+constexpr int64_t kTokenTile = 16;
+
+// Enough multiply-adds per chunk to pay for handing it to another thread.
+constexpr int64_t kMinMacsPerChunk = 1 << 15;
+
+}  // namespace
+
+absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
+  return MatMul(w, x, tokens, y, pool, BestCpuIsa());
+}
+
+absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool, CpuIsa isa) {
+  KVJIT_ASSIGN_OR_RETURN(const uint64_t row_bytes, CheckWeight("MatMul", w));
+  KVJIT_RETURN_IF_ERROR(CheckOperands("MatMul", w, x, tokens, y));
+  if (!CpuSupports(isa)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("MatMul: the ", CpuIsaName(isa), " kernels are not available on this CPU or build"));
+  }
+  if (tokens == 0 || w.rows == 0) return absl::OkStatus();
+  if (w.cols == 0) {
+    std::fill(y, y + tokens * w.rows, 0.0f);
+    return absl::OkStatus();
+  }
+
+  const ActivationFormat format = ActivationFormatFor(w.type);
+  const int64_t activation_row_bytes = ActivationRowBytes(format, w.cols);
+  std::vector<uint8_t> activations(static_cast<size_t>(tokens * activation_row_bytes));
+  pool.ParallelFor(tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      PrepareActivationRow(format, x + t * w.cols, w.cols, activations.data() + t * activation_row_bytes);
+    }
+  });
+  const uint8_t* activation_rows = activations.data();
+
+  const RowDot dot = RowDotFor(KernelsFor(isa), w.type);
+  const int64_t rows = w.rows;
+  const int64_t cols = w.cols;
+  const uint8_t* weights = w.bytes.data();
+  const int64_t min_rows_per_chunk = std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens));
+  pool.ParallelFor(rows, min_rows_per_chunk, [&](int64_t begin, int64_t end) {
+    for (int64_t tile = 0; tile < tokens; tile += kTokenTile) {
+      const int64_t tile_end = std::min(tokens, tile + kTokenTile);
+      for (int64_t o = begin; o < end; ++o) {
+        const uint8_t* weight_row = weights + static_cast<uint64_t>(o) * row_bytes;
+        for (int64_t t = tile; t < tile_end; ++t) {
+          y[t * rows + o] = dot(weight_row, activation_rows + t * activation_row_bytes, cols);
+        }
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status MatMulF32Reference(const WeightView& w, const float* x, int64_t tokens, float* y) {
+  KVJIT_ASSIGN_OR_RETURN(const uint64_t row_bytes, CheckWeight("MatMulF32Reference", w));
+  KVJIT_RETURN_IF_ERROR(CheckOperands("MatMulF32Reference", w, x, tokens, y));
+  std::vector<float> weight_row(static_cast<size_t>(w.cols));
+  for (int64_t o = 0; o < w.rows; ++o) {
+    KVJIT_RETURN_IF_ERROR(quant::DequantizeRow(w.type, w.bytes.subspan(static_cast<size_t>(o) * row_bytes, row_bytes),
+                                               absl::MakeSpan(weight_row)));
+    for (int64_t t = 0; t < tokens; ++t) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < w.cols; ++i) sum += static_cast<double>(weight_row[i]) * x[t * w.cols + i];
+      y[t * w.rows + o] = static_cast<float>(sum);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvjit::cpu

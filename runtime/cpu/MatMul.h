@@ -1,0 +1,59 @@
+#ifndef KVJIT_RUNTIME_CPU_MATMUL_H_
+#define KVJIT_RUNTIME_CPU_MATMUL_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "runtime/cpu/CpuIsa.h"
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/quant/StorageType.h"
+
+namespace kvjit::cpu {
+
+// A weight matrix as stored in a GGUF file: `rows` output features, each a
+// row of `cols` input features encoded as `type` (ggml's block layouts),
+// rows back to back. The bytes are read in place (typically memory-mapped).
+struct WeightView {
+  quant::StorageType type = quant::StorageType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  absl::Span<const uint8_t> bytes;
+};
+
+// y[t, o] = sum_i w[o, i] * x[t, i] for t < tokens: x is [tokens, w.cols]
+// and y [tokens, w.rows], both row-major f32.
+//
+// Numerics follow llama.cpp's CPU backend, so that greedy decoding can match
+// it token for token:
+//  - Quantized weights are multiplied against activations quantized per row
+//    the way ggml quantizes the right-hand side of each vec_dot: Q8_0 blocks
+//    for Q8_0 / Q4_0 / Q5_0 weights, Q8_1 blocks (with the d * sum(q) term)
+//    for Q4_1 / Q5_1, Q8_K super-blocks for Q4_K / Q5_K / Q6_K. Q8_0 / Q8_1
+//    use ggml's x86 scheme (d = amax / 127 stored as f16, q = round-to-even of
+//    x * 127 / amax); Q8_K uses ggml's (scale -127 / max of the largest
+//    magnitude, f32 d). Block products are the integer formulas of ggml's
+//    vec_dot functions, exact in int32.
+//  - F16 / BF16 weights: activations are rounded to f16 / bf16 first (ggml's
+//    vec_dot_type) and products accumulate in f32 by FMA.
+//  - F32 weights: f32 FMA accumulation.
+// The float accumulation order is kvjit's own (see DotKernels.h); it differs
+// from ggml's only in the rounding of float sums (relative ~1e-7).
+//
+// Each y[t, o] is computed by one thread in an order fixed by the weight
+// type and w.cols alone: results are bitwise identical for any thread count
+// and any number or mix of other tokens in the batch (batch invariance).
+// Both ISAs give the same bits. Errors (InvalidArgument) for a null pointer,
+// negative tokens, cols not a whole number of blocks, or a byte count that
+// does not match rows x cols; FailedPrecondition for an ISA this CPU lacks.
+absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool, CpuIsa isa);
+
+// The oracle for tests: each weight row dequantized to f32 (bit for bit as
+// ggml dequantizes), multiplied by the unquantized activations, accumulated
+// in double. Single-threaded and slow.
+absl::Status MatMulF32Reference(const WeightView& w, const float* x, int64_t tokens, float* y);
+
+}  // namespace kvjit::cpu
+
+#endif  // KVJIT_RUNTIME_CPU_MATMUL_H_

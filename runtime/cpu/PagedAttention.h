@@ -1,0 +1,77 @@
+#ifndef KVJIT_RUNTIME_CPU_PAGEDATTENTION_H_
+#define KVJIT_RUNTIME_CPU_PAGEDATTENTION_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/cpu/ThreadPool.h"
+
+namespace kvjit::cpu {
+
+enum class KvElementType { kF32, kF16 };
+
+// The paged KV pool: one allocation of `num_blocks` blocks, each holding
+// block_size token slots for every layer. Within a block the order is
+// [layer][K, then V][slot in block][kv_head][head_dim], i.e. for block b,
+// layer l, slot s, kv head g:
+//   K: base + b * BlockBytes() + l * LayerStride() + s * SlotStride() + g * head_dim * elem
+//   V: the same + ValueOffset()
+// This is the layout the compiler's plan-memory pass fixes: a block is
+// 2 x layers x kv_heads x head_dim x block_size elements. A slot's K (or V)
+// for all heads is contiguous, so writing a token touches two runs per
+// layer, and one block's keys for one layer are one contiguous run.
+struct PagedKvLayout {
+  int64_t layers = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t block_size = 0;
+  KvElementType element_type = KvElementType::kF16;
+
+  int64_t ElementBytes() const { return element_type == KvElementType::kF32 ? 4 : 2; }
+  int64_t SlotStride() const { return kv_heads * head_dim * ElementBytes(); }
+  int64_t ValueOffset() const { return block_size * SlotStride(); }
+  int64_t LayerStride() const { return 2 * ValueOffset(); }
+  int64_t BlockBytes() const { return layers * LayerStride(); }
+};
+
+// A step's sequences, in the step function's packed ("varlen") form: the
+// new tokens of sequence s are rows seq_starts[s] .. seq_starts[s + 1] - 1.
+struct PagedAttentionBatch {
+  const int32_t* positions = nullptr;     // [tokens]: each token's position in its sequence
+  const int32_t* seq_starts = nullptr;    // [num_sequences + 1], from 0 to tokens
+  const int32_t* context_lens = nullptr;  // [num_sequences]: cached tokens after this step
+  const int32_t* block_tables = nullptr;  // [num_sequences, max_blocks_per_sequence]
+  int64_t num_sequences = 0;
+  int64_t max_blocks_per_sequence = 0;
+};
+
+// Stores each token's key and value ([tokens, kv_heads, head_dim] f32) in its
+// cache slot (slot_mapping[t] = block * block_size + offset) of `layer`,
+// rounding to f16 (nearest even) for f16 pools. Slots must lie in the pool.
+absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const int32_t* slot_mapping,
+                     const PagedKvLayout& layout, int64_t layer, uint8_t* kv_pool, int64_t num_blocks,
+                     ThreadPool& pool);
+
+// Causal attention of query [tokens, heads, head_dim] over the cache of
+// `layer`, written to out [tokens, heads, head_dim]: the token at position p
+// of sequence s attends to that sequence's keys 0..p, found through its block
+// table row. Query head h reads kv head h / (heads / kv_heads) (GQA).
+//
+// For each (token, head), scores scale * dot(q, k) are accumulated (f32, a
+// fixed 8-lane order) and folded by an online softmax in key order, f32
+// running max / denominator / output: the result depends on that token's
+// query and its sequence's cache alone, not on the batch or thread count.
+// Work is split over (token, kv head) pairs, so that the query heads of a
+// GQA group share one f32 conversion of each cached block.
+//
+// Every index is checked before any work: seq_starts must run from 0 to
+// tokens without decreasing, each position must be below its sequence's
+// context length, context lengths within the block table's capacity, and the
+// blocks they use within the pool. Errors are InvalidArgument / OutOfRange.
+absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, const PagedKvLayout& layout,
+                            int64_t layer, const uint8_t* kv_pool, int64_t num_blocks,
+                            const PagedAttentionBatch& batch, float scale, float* out, ThreadPool& pool);
+
+}  // namespace kvjit::cpu
+
+#endif  // KVJIT_RUNTIME_CPU_PAGEDATTENTION_H_

@@ -1,0 +1,181 @@
+#include "runtime/cpu/RowKernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/quant/Dequantize.h"
+
+namespace kvjit::cpu {
+namespace {
+
+// Element-wise work is memory-bound: split only what amortizes a hand-off.
+constexpr int64_t kMinElementsPerChunk = 1 << 14;
+
+int64_t MinRowsPerChunk(int64_t width) { return std::max<int64_t>(1, kMinElementsPerChunk / std::max<int64_t>(width, 1)); }
+
+absl::Status CheckShape(absl::string_view kernel, int64_t rows, int64_t width) {
+  if (rows < 0 || width < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative shape [", rows, " x ", width, "]"));
+  }
+  if (rows > 0 && width > std::numeric_limits<int64_t>::max() / rows) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": shape [", rows, " x ", width, "] overflows"));
+  }
+  return absl::OkStatus();
+}
+
+// Every pointer must be set unless there is nothing to read or write.
+absl::Status CheckPointers(absl::string_view kernel, int64_t elements, std::initializer_list<const void*> pointers) {
+  if (elements == 0) return absl::OkStatus();
+  for (const void* pointer : pointers) {
+    if (pointer == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel, ": null pointer for ", elements, " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RmsNormRow(const float* x, const float* weight, float eps, int64_t width, float* out) {
+  double sum_of_squares = 0.0;
+  for (int64_t i = 0; i < width; ++i) sum_of_squares += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum_of_squares / static_cast<double>(width));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < width; ++i) out[i] = (x[i] * scale) * weight[i];
+}
+
+float SiluValue(float v) { return v / (1.0f + std::exp(-v)); }
+
+template <class Function>
+absl::Status ElementWise(absl::string_view kernel, int64_t n, std::initializer_list<const void*> pointers,
+                         ThreadPool& pool, const Function& function) {
+  if (n < 0) return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative element count ", n));
+  KVJIT_RETURN_IF_ERROR(CheckPointers(kernel, n, pointers));
+  pool.ParallelFor(n, kMinElementsPerChunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) function(i);
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RmsNorm(const float* x, const float* weight, float eps, int64_t rows, int64_t width, float* out,
+                     ThreadPool& pool) {
+  KVJIT_RETURN_IF_ERROR(CheckShape("RmsNorm", rows, width));
+  KVJIT_RETURN_IF_ERROR(CheckPointers("RmsNorm", rows * width, {x, weight, out}));
+  pool.ParallelFor(rows, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) RmsNormRow(x + r * width, weight, eps, width, out + r * width);
+  });
+  return absl::OkStatus();
+}
+
+absl::Status AddRmsNorm(float* residual, const float* delta, const float* weight, float eps, int64_t rows,
+                        int64_t width, float* normed_out, ThreadPool& pool) {
+  KVJIT_RETURN_IF_ERROR(CheckShape("AddRmsNorm", rows, width));
+  KVJIT_RETURN_IF_ERROR(CheckPointers("AddRmsNorm", rows * width, {residual, delta, weight, normed_out}));
+  pool.ParallelFor(rows, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = residual + r * width;
+      const float* delta_row = delta + r * width;
+      for (int64_t i = 0; i < width; ++i) row[i] = row[i] + delta_row[i];
+      RmsNormRow(row, weight, eps, width, normed_out + r * width);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool) {
+  return ElementWise("SwiGlu", n, {gate, up, out}, pool, [&](int64_t i) { out[i] = SiluValue(gate[i]) * up[i]; });
+}
+
+absl::Status Silu(const float* x, float* out, int64_t n, ThreadPool& pool) {
+  return ElementWise("Silu", n, {x, out}, pool, [&](int64_t i) { out[i] = SiluValue(x[i]); });
+}
+
+absl::Status Add(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool) {
+  return ElementWise("Add", n, {a, b, out}, pool, [&](int64_t i) { out[i] = a[i] + b[i]; });
+}
+
+absl::Status Mul(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool) {
+  return ElementWise("Mul", n, {a, b, out}, pool, [&](int64_t i) { out[i] = a[i] * b[i]; });
+}
+
+absl::Status Scale(const float* x, float factor, float* out, int64_t n, ThreadPool& pool) {
+  return ElementWise("Scale", n, {x, out}, pool, [&](int64_t i) { out[i] = x[i] * factor; });
+}
+
+absl::Status Softmax(const float* x, int64_t rows, int64_t width, float* out, ThreadPool& pool) {
+  KVJIT_RETURN_IF_ERROR(CheckShape("Softmax", rows, width));
+  KVJIT_RETURN_IF_ERROR(CheckPointers("Softmax", rows * width, {x, out}));
+  pool.ParallelFor(rows, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* in = x + r * width;
+      float* row = out + r * width;
+      float max = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < width; ++i) max = std::max(max, in[i]);
+      double sum = 0.0;
+      for (int64_t i = 0; i < width; ++i) {
+        row[i] = std::exp(in[i] - max);
+        sum += row[i];
+      }
+      const float inverse = static_cast<float>(1.0 / sum);
+      for (int64_t i = 0; i < width; ++i) row[i] *= inverse;
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddingLookup(const WeightView& table, const int32_t* token_ids, int64_t count, float* out,
+                             ThreadPool& pool) {
+  if (count < 0) return absl::InvalidArgumentError(absl::StrCat("EmbeddingLookup: negative token count ", count));
+  absl::StatusOr<uint64_t> row_bytes = quant::RowBytes(table.type, table.cols);
+  if (!row_bytes.ok() || table.rows < 0 ||
+      (table.rows > 0 && *row_bytes > table.bytes.size() / static_cast<uint64_t>(table.rows)) ||
+      *row_bytes * static_cast<uint64_t>(table.rows) != table.bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("EmbeddingLookup: table ", quant::StorageTypeName(table.type),
+                                                   " [", table.rows, " x ", table.cols, "] does not fit its ",
+                                                   table.bytes.size(), " bytes"));
+  }
+  KVJIT_RETURN_IF_ERROR(CheckPointers("EmbeddingLookup", count * table.cols, {token_ids, out}));
+  for (int64_t i = 0; i < count; ++i) {
+    if (token_ids[i] < 0 || token_ids[i] >= table.rows) {
+      return absl::OutOfRangeError(absl::StrCat("EmbeddingLookup: token id ", token_ids[i], " at ", i,
+                                                " is outside the table's ", table.rows, " rows"));
+    }
+  }
+  const int64_t width = table.cols;
+  pool.ParallelFor(count, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const absl::Span<const uint8_t> row =
+          table.bytes.subspan(static_cast<size_t>(token_ids[i]) * *row_bytes, *row_bytes);
+      // Cannot fail: the row's size was checked against the table's shape above.
+      quant::DequantizeRow(table.type, row, absl::MakeSpan(out + i * width, static_cast<size_t>(width))).IgnoreError();
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status GatherRows(const float* src, int64_t src_rows, int64_t width, const int32_t* indices, int64_t count,
+                        float* out, ThreadPool& pool) {
+  KVJIT_RETURN_IF_ERROR(CheckShape("GatherRows", src_rows, width));
+  KVJIT_RETURN_IF_ERROR(CheckShape("GatherRows", count, width));
+  KVJIT_RETURN_IF_ERROR(CheckPointers("GatherRows", count * width, {src, indices, out}));
+  for (int64_t i = 0; i < count; ++i) {
+    if (indices[i] < 0 || indices[i] >= src_rows) {
+      return absl::OutOfRangeError(absl::StrCat("GatherRows: index ", indices[i], " at ", i,
+                                                " is outside the source's ", src_rows, " rows"));
+    }
+  }
+  pool.ParallelFor(count, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      std::memcpy(out + i * width, src + static_cast<int64_t>(indices[i]) * width,
+                  static_cast<size_t>(width) * sizeof(float));
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace kvjit::cpu

@@ -1,0 +1,53 @@
+#ifndef KVJIT_RUNTIME_CPU_ROWKERNELS_H_
+#define KVJIT_RUNTIME_CPU_ROWKERNELS_H_
+
+// Row-wise and element-wise kernels on f32 activations. Matrices are
+// row-major; `out` may alias the input it replaces element for element (not
+// for Softmax's or GatherRows' other rows). Arithmetic follows llama.cpp's
+// scalar definitions (sums of squares and softmax denominators in double,
+// everything else f32), except that exp is the C library's expf where ggml's
+// AVX2 build uses its own vectorized approximation (agreeing to ~1 ulp).
+// Rows are split across the pool's threads; no result depends on how.
+// Errors are InvalidArgument naming the kernel and the sizes.
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/cpu/MatMul.h"
+#include "runtime/cpu/ThreadPool.h"
+
+namespace kvjit::cpu {
+
+// out[r, :] = x[r, :] * (1 / sqrt(mean(x[r, :]^2) + eps)) * weight[:], in
+// that order of f32 operations (the mean in double, as ggml's rms_norm).
+absl::Status RmsNorm(const float* x, const float* weight, float eps, int64_t rows, int64_t width, float* out,
+                     ThreadPool& pool);
+
+// The residual stream's add and norm in one pass: residual += delta (the sum
+// is written back), normed_out = RmsNorm(residual).
+absl::Status AddRmsNorm(float* residual, const float* delta, const float* weight, float eps, int64_t rows,
+                        int64_t width, float* normed_out, ThreadPool& pool);
+
+// out = silu(gate) * up, silu(v) = v / (1 + exp(-v)).
+absl::Status SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool);
+absl::Status Silu(const float* x, float* out, int64_t n, ThreadPool& pool);
+absl::Status Add(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool);
+absl::Status Mul(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool);
+absl::Status Scale(const float* x, float factor, float* out, int64_t n, ThreadPool& pool);
+
+// Row-wise softmax: exp(x - max) / sum, the sum in double.
+absl::Status Softmax(const float* x, int64_t rows, int64_t width, float* out, ThreadPool& pool);
+
+// out[i, :] = table row token_ids[i], dequantized (bit for bit as ggml's
+// get_rows); only the selected rows are read. Ids outside [0, table.rows)
+// are an OutOfRange error.
+absl::Status EmbeddingLookup(const WeightView& table, const int32_t* token_ids, int64_t count, float* out,
+                             ThreadPool& pool);
+
+// out[i, :] = src[indices[i], :] (e.g. the rows that produce logits).
+absl::Status GatherRows(const float* src, int64_t src_rows, int64_t width, const int32_t* indices, int64_t count,
+                        float* out, ThreadPool& pool);
+
+}  // namespace kvjit::cpu
+
+#endif  // KVJIT_RUNTIME_CPU_ROWKERNELS_H_

@@ -1,0 +1,64 @@
+#ifndef KVJIT_RUNTIME_ENGINE_GENERATOR_H_
+#define KVJIT_RUNTIME_ENGINE_GENERATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/exec/StepRunner.h"
+#include "runtime/kv/KvBlockManager.h"
+#include "runtime/sampling/Sampler.h"
+
+namespace kvjit::runtime {
+
+struct GenerationMetrics {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  double time_to_first_token_s = 0;  // prefill and the first sampled token
+  double time_per_output_token_s = 0;  // mean over the decode steps after the first
+  double prefill_tokens_per_s = 0;
+  double decode_tokens_per_s = 0;
+  int32_t peak_kv_blocks = 0;
+  int64_t kv_blocks_total = 0;
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated, without the prompt
+  GenerationMetrics metrics;
+};
+
+// Generates for one request over a paged cache: the prompt in chunks of at
+// most the program's tokens per step (chunked prefill), then one token per
+// decode step, each sampled from the step's logits.
+class Generator {
+ public:
+  Generator(CpuStepRunner& runner, int32_t block_size, int64_t context_length)
+      : runner_(runner), block_size_(block_size), context_length_(context_length) {}
+
+  // `on_token` sees each new token as soon as it is sampled and returns
+  // whether to go on (false once a stop condition holds); `on_logits`, where
+  // given, the logits each token is sampled from. A prompt that does
+  // not fit the context with room for one more token, or a cache too small
+  // for the request, is an error naming the sizes.
+  absl::StatusOr<GenerationResult> Generate(const std::vector<int32_t>& prompt,
+                                            const sampling::SamplingParams& params,
+                                            int64_t max_new_tokens,
+                                            const std::function<bool(int32_t)>& on_token,
+                                            const std::function<void(absl::Span<const float>)>&
+                                                on_logits = nullptr);
+
+ private:
+  // Runs one step over `count` tokens of `sequence` starting at `position`;
+  // returns the logits of the last of them.
+  absl::StatusOr<absl::Span<const float>> Step(kv::KvBlockManager& blocks, const int32_t* tokens,
+                                               int64_t position, int64_t count);
+
+  CpuStepRunner& runner_;
+  int32_t block_size_;
+  int64_t context_length_;
+};
+
+}  // namespace kvjit::runtime
+
+#endif  // KVJIT_RUNTIME_ENGINE_GENERATOR_H_

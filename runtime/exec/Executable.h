@@ -1,0 +1,49 @@
+#ifndef KVJIT_RUNTIME_EXEC_EXECUTABLE_H_
+#define KVJIT_RUNTIME_EXEC_EXECUTABLE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/core/MappedFile.h"
+#include "runtime/schema/kvx_generated.h"
+
+namespace kvjit::runtime {
+
+// A .kvx file, verified once on load so that every later access is in
+// bounds: the FlatBuffer, its identifier and schema version, every tensor
+// reference of the program against the arena and the weight table, and every
+// weight against the file it lives in (memory-mapped here).
+class Executable {
+ public:
+  static absl::StatusOr<std::unique_ptr<Executable>> Load(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const kvx::Executable& root() const { return *root_; }
+  const kvx::Program& program() const { return *root_->program(); }
+  const kvx::KvLayout& kv_layout() const { return *root_->kv_layout(); }
+  const kvx::ModelConfig& config() const { return *root_->config(); }
+
+  // The bytes of weights[index], inside its mapped file.
+  absl::Span<const uint8_t> WeightBytes(uint32_t index) const { return weight_bytes_[index]; }
+
+ private:
+  explicit Executable(std::string path) : path_(std::move(path)) {}
+  absl::Status Verify();
+  absl::Status MapWeights();
+  absl::Status VerifyProgram() const;
+  absl::Status VerifyTensorRef(const kvx::TensorRef* ref, size_t instruction,
+                               const char* role) const;
+
+  std::string path_;
+  std::unique_ptr<MappedFile> file_;
+  const kvx::Executable* root_ = nullptr;
+  std::vector<MappedFile> weight_files_;
+  std::vector<absl::Span<const uint8_t>> weight_bytes_;
+};
+
+}  // namespace kvjit::runtime
+
+#endif  // KVJIT_RUNTIME_EXEC_EXECUTABLE_H_

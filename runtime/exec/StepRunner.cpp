@@ -1,0 +1,368 @@
+#include "runtime/exec/StepRunner.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/MatMul.h"
+#include "runtime/cpu/Rope.h"
+#include "runtime/cpu/RowKernels.h"
+#include "runtime/quant/Dequantize.h"
+
+namespace kvjit::runtime {
+namespace {
+
+absl::StatusOr<quant::StorageType> ToStorage(kvx::StorageType type) {
+  static constexpr quant::StorageType kByKvx[] = {
+      quant::StorageType::kF32,  quant::StorageType::kF16,  quant::StorageType::kBF16,
+      quant::StorageType::kQ8_0, quant::StorageType::kQ4_0, quant::StorageType::kQ4_1,
+      quant::StorageType::kQ5_0, quant::StorageType::kQ5_1, quant::StorageType::kQ4_K,
+      quant::StorageType::kQ5_K, quant::StorageType::kQ6_K};
+  const auto index = static_cast<size_t>(type);
+  if (index >= std::size(kByKvx)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown weight storage type ", index));
+  }
+  return kByKvx[index];
+}
+
+cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
+  cpu::RopeParams params;
+  if (rope == nullptr) return params;
+  params.style = rope->style() == kvx::RopeStyle::NeoX ? cpu::RopeStyle::kNeox
+                                                       : cpu::RopeStyle::kInterleaved;
+  params.theta = rope->theta();
+  params.rotary_dim = rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
+  if (const kvx::RopeScaling* scaling = rope->scaling()) {
+    switch (scaling->kind()) {
+      case kvx::RopeScalingKind::None:
+        break;
+      case kvx::RopeScalingKind::Linear:
+        params.scaling.kind = cpu::RopeScaling::Kind::kLinear;
+        break;
+      case kvx::RopeScalingKind::Llama3:
+        params.scaling.kind = cpu::RopeScaling::Kind::kLlama3;
+        break;
+    }
+    params.scaling.factor = scaling->factor();
+    params.scaling.low_freq_factor = scaling->low_freq_factor();
+    params.scaling.high_freq_factor = scaling->high_freq_factor();
+    params.scaling.original_max_positions = scaling->original_context();
+  }
+  return params;
+}
+
+float Gelu(float x, bool approximate_tanh) {
+  if (approximate_tanh) {
+    const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * double{x} * x * x);
+    return static_cast<float>(0.5 * x * (1.0 + std::tanh(inner)));
+  }
+  return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
+}
+
+}  // namespace
+
+CpuStepRunner::CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads)
+    : executable_(executable), num_blocks_(num_blocks), pool_(threads) {}
+
+absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Executable& executable,
+                                                                     int64_t num_blocks,
+                                                                     int threads) {
+  const kvx::KvLayout& kv = executable.kv_layout();
+  if (kv.element_type() != kvx::StorageType::F32 && kv.element_type() != kvx::StorageType::F16) {
+    return absl::UnimplementedError(absl::StrCat(
+        executable.path(), ": the CPU backend keeps the KV cache in f32 or f16, not ",
+        kvx::EnumNameStorageType(kv.element_type())));
+  }
+  if (num_blocks <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the KV pool needs at least one block, got ",
+                                                   num_blocks));
+  }
+  std::unique_ptr<CpuStepRunner> runner(new CpuStepRunner(executable, num_blocks, threads));
+  runner->kv_layout_ = {kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(),
+                        kv.element_type() == kvx::StorageType::F32 ? cpu::KvElementType::kF32
+                                                                   : cpu::KvElementType::kF16};
+  if (static_cast<uint64_t>(runner->kv_layout_.BlockBytes()) != kv.bytes_per_block()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        executable.path(), ": kv_layout.bytes_per_block is ", kv.bytes_per_block(),
+        " but its dimensions give ", runner->kv_layout_.BlockBytes()));
+  }
+  runner->arena_.assign(executable.program().arena_bytes() / sizeof(float) + 1, 0.0f);
+  runner->kv_pool_.assign(static_cast<size_t>(num_blocks) * kv.bytes_per_block(), 0);
+  runner->vocab_size_ = executable.config().vocab_size();
+  return runner;
+}
+
+int64_t CpuStepRunner::Extent(const kvx::Dim& dim, const Sizes& sizes) const {
+  switch (dim.kind()) {
+    case kvx::DimKind::Static:
+      return dim.size();
+    case kvx::DimKind::Tokens:
+      return sizes.tokens;
+    case kvx::DimKind::LogitsRows:
+      return sizes.logits_rows;
+    case kvx::DimKind::Sequences:
+      return sizes.sequences;
+    case kvx::DimKind::MaxBlocks:
+      return sizes.max_blocks;
+    case kvx::DimKind::SequencesPlusOne:
+      return sizes.sequences + 1;
+  }
+  return 0;
+}
+
+int64_t CpuStepRunner::ElementCount(const kvx::TensorRef& ref, const Sizes& sizes) const {
+  int64_t count = 1;
+  for (const kvx::Dim* dim : *ref.shape()) count *= Extent(*dim, sizes);
+  return count;
+}
+
+absl::StatusOr<float*> CpuStepRunner::Floats(const kvx::TensorRef& ref) {
+  switch (ref.kind()) {
+    case kvx::BufferKind::Arena:
+      return arena_.data() + ref.offset() / sizeof(float);
+    case kvx::BufferKind::Weight: {
+      auto [cached, inserted] = vector_weights_.try_emplace(ref.index());
+      if (inserted) {
+        const kvx::Weight* weight = executable_.root().weights()->Get(ref.index());
+        KVJIT_ASSIGN_OR_RETURN(quant::StorageType storage, ToStorage(weight->storage()));
+        int64_t count = 1;
+        for (int64_t dim : *weight->shape()) count *= dim;
+        cached->second.resize(count);
+        absl::Status status = quant::DequantizeRow(storage, executable_.WeightBytes(ref.index()),
+                                                   absl::MakeSpan(cached->second));
+        if (!status.ok()) {
+          vector_weights_.erase(cached);
+          return absl::Status(status.code(), absl::StrCat("weight '", weight->name()->str(),
+                                                          "': ", status.message()));
+        }
+      }
+      return cached->second.data();
+    }
+    case kvx::BufferKind::Input:
+      break;
+  }
+  return absl::InvalidArgumentError("an f32 operand refers to a step input");
+}
+
+absl::StatusOr<const int32_t*> CpuStepRunner::Ints(const kvx::TensorRef& ref,
+                                                   const StepInputs& inputs) const {
+  if (ref.kind() != kvx::BufferKind::Input) {
+    return absl::InvalidArgumentError("an i32 operand must be a step input");
+  }
+  switch (static_cast<kvx::StepInput>(ref.index())) {
+    case kvx::StepInput::Tokens: return inputs.tokens.data();
+    case kvx::StepInput::Positions: return inputs.positions.data();
+    case kvx::StepInput::SeqStarts: return inputs.seq_starts.data();
+    case kvx::StepInput::ContextLens: return inputs.context_lens.data();
+    case kvx::StepInput::SlotMapping: return inputs.slot_mapping.data();
+    case kvx::StepInput::BlockTables: return inputs.block_tables.data();
+    case kvx::StepInput::LogitsRows: return inputs.logits_rows.data();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown step input ", ref.index()));
+}
+
+absl::StatusOr<cpu::WeightView> CpuStepRunner::Matrix(const kvx::TensorRef& ref) const {
+  if (ref.kind() != kvx::BufferKind::Weight) {
+    return absl::InvalidArgumentError("a matrix operand must be a weight");
+  }
+  const kvx::Weight* weight = executable_.root().weights()->Get(ref.index());
+  if (weight->shape() == nullptr || weight->shape()->size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight '", weight->name()->str(), "' is not a matrix"));
+  }
+  cpu::WeightView view;
+  KVJIT_ASSIGN_OR_RETURN(view.type, ToStorage(weight->storage()));
+  view.rows = weight->shape()->Get(0);
+  view.cols = weight->shape()->Get(1);
+  view.bytes = executable_.WeightBytes(ref.index());
+  return view;
+}
+
+absl::Status CpuStepRunner::ExecuteElementwise(const kvx::Instruction& instruction,
+                                               const Sizes& sizes) {
+  const auto& inputs = *instruction.inputs();
+  const kvx::TensorRef& out_ref = *instruction.outputs()->Get(0);
+  const int64_t n = ElementCount(out_ref, sizes);
+  std::vector<const float*> operands;
+  for (const kvx::TensorRef* ref : inputs) {
+    KVJIT_ASSIGN_OR_RETURN(float* data, Floats(*ref));
+    operands.push_back(data);
+  }
+  std::vector<std::vector<float>> steps(instruction.elementwise()->size(),
+                                        std::vector<float>(n));
+  auto operand = [&](int index) -> const float* {
+    return index >= 0 ? operands[index] : steps[-index - 1].data();
+  };
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const kvx::ElementwiseStep* step = instruction.elementwise()->Get(k);
+    const float* lhs = operand(step->lhs());
+    float* out = steps[k].data();
+    switch (step->op()) {
+      case kvx::ElementwiseOpCode::Add:
+        KVJIT_RETURN_IF_ERROR(cpu::Add(lhs, operand(step->rhs()), out, n, pool_));
+        break;
+      case kvx::ElementwiseOpCode::Mul:
+        KVJIT_RETURN_IF_ERROR(cpu::Mul(lhs, operand(step->rhs()), out, n, pool_));
+        break;
+      case kvx::ElementwiseOpCode::Scale:
+        KVJIT_RETURN_IF_ERROR(cpu::Scale(lhs, step->factor(), out, n, pool_));
+        break;
+      case kvx::ElementwiseOpCode::Silu:
+        KVJIT_RETURN_IF_ERROR(cpu::Silu(lhs, out, n, pool_));
+        break;
+      case kvx::ElementwiseOpCode::Gelu:
+      case kvx::ElementwiseOpCode::GeluTanh: {
+        const bool tanh_form = step->op() == kvx::ElementwiseOpCode::GeluTanh;
+        for (int64_t i = 0; i < n; ++i) out[i] = Gelu(lhs[i], tanh_form);
+        break;
+      }
+    }
+  }
+  KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref));
+  std::memcpy(out, steps.back().data(), n * sizeof(float));
+  return absl::OkStatus();
+}
+
+absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const StepInputs& inputs,
+                                    const Sizes& sizes) {
+  const auto& in = *instruction.inputs();
+  auto out_ref = [&](int i) -> const kvx::TensorRef& { return *instruction.outputs()->Get(i); };
+  // The last dimension of a reference: the row width of row-wise kernels.
+  auto width = [&](const kvx::TensorRef& ref) {
+    return Extent(*ref.shape()->Get(ref.shape()->size() - 1), sizes);
+  };
+  switch (instruction.op()) {
+    case kvx::OpCode::Embedding: {
+      KVJIT_ASSIGN_OR_RETURN(cpu::WeightView table, Matrix(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(const int32_t* ids, Ints(*in[1], inputs));
+      KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
+      return cpu::EmbeddingLookup(table, ids, sizes.tokens, out, pool_);
+    }
+    case kvx::OpCode::Linear: {
+      KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(cpu::WeightView w, Matrix(*in[1]));
+      KVJIT_ASSIGN_OR_RETURN(float* y, Floats(out_ref(0)));
+      const int64_t rows = ElementCount(*in[0], sizes) / w.cols;
+      KVJIT_RETURN_IF_ERROR(cpu::MatMul(w, x, rows, y, pool_));
+      if (in.size() > 2) {
+        KVJIT_ASSIGN_OR_RETURN(float* bias, Floats(*in[2]));
+        for (int64_t r = 0; r < rows; ++r) {
+          KVJIT_RETURN_IF_ERROR(cpu::Add(y + r * w.rows, bias, y + r * w.rows, w.rows, pool_));
+        }
+      }
+      return absl::OkStatus();
+    }
+    case kvx::OpCode::RmsNorm: {
+      KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(float* weight, Floats(*in[1]));
+      KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
+      const int64_t w = width(*in[0]);
+      return cpu::RmsNorm(x, weight, instruction.epsilon(), ElementCount(*in[0], sizes) / w, w,
+                          out, pool_);
+    }
+    case kvx::OpCode::AddRmsNorm: {
+      KVJIT_ASSIGN_OR_RETURN(float* a, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(float* b, Floats(*in[1]));
+      KVJIT_ASSIGN_OR_RETURN(float* weight, Floats(*in[2]));
+      KVJIT_ASSIGN_OR_RETURN(float* sum, Floats(out_ref(0)));
+      KVJIT_ASSIGN_OR_RETURN(float* normed, Floats(out_ref(1)));
+      const int64_t n = ElementCount(*in[0], sizes);
+      if (sum != a) std::memcpy(sum, a, n * sizeof(float));
+      const int64_t w = width(*in[0]);
+      return cpu::AddRmsNorm(sum, b, weight, instruction.epsilon(), n / w, w, normed, pool_);
+    }
+    case kvx::OpCode::SwiGlu: {
+      KVJIT_ASSIGN_OR_RETURN(float* gate, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(float* up, Floats(*in[1]));
+      KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
+      return cpu::SwiGlu(gate, up, out, ElementCount(*in[0], sizes), pool_);
+    }
+    case kvx::OpCode::Rope: {
+      KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(const int32_t* positions, Ints(*in[1], inputs));
+      KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
+      const int64_t heads = Extent(*in[0]->shape()->Get(1), sizes);
+      const int64_t head_dim = Extent(*in[0]->shape()->Get(2), sizes);
+      return cpu::Rope(x, sizes.tokens, heads, head_dim, positions,
+                       RopeParamsOf(instruction.rope(), head_dim), out, pool_);
+    }
+    case kvx::OpCode::Elementwise:
+      return ExecuteElementwise(instruction, sizes);
+    case kvx::OpCode::KvWrite: {
+      KVJIT_ASSIGN_OR_RETURN(float* key, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(float* value, Floats(*in[1]));
+      KVJIT_ASSIGN_OR_RETURN(const int32_t* slots, Ints(*in[2], inputs));
+      return cpu::WriteKv(key, value, sizes.tokens, slots, kv_layout_, instruction.layer(),
+                          kv_pool_.data(), num_blocks_, pool_);
+    }
+    case kvx::OpCode::KvAttention: {
+      KVJIT_ASSIGN_OR_RETURN(float* query, Floats(*in[0]));
+      cpu::PagedAttentionBatch batch;
+      KVJIT_ASSIGN_OR_RETURN(batch.positions, Ints(*in[1], inputs));
+      KVJIT_ASSIGN_OR_RETURN(batch.seq_starts, Ints(*in[2], inputs));
+      KVJIT_ASSIGN_OR_RETURN(batch.context_lens, Ints(*in[3], inputs));
+      KVJIT_ASSIGN_OR_RETURN(batch.block_tables, Ints(*in[4], inputs));
+      batch.num_sequences = sizes.sequences;
+      batch.max_blocks_per_sequence = sizes.max_blocks;
+      KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
+      const int64_t heads = Extent(*in[0]->shape()->Get(1), sizes);
+      return cpu::PagedAttention(query, sizes.tokens, heads, kv_layout_, instruction.layer(),
+                                 kv_pool_.data(), num_blocks_, batch, instruction.scale(), out,
+                                 pool_);
+    }
+    case kvx::OpCode::GatherRows: {
+      KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(const int32_t* rows, Ints(*in[1], inputs));
+      KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
+      const int64_t w = width(*in[0]);
+      return cpu::GatherRows(x, ElementCount(*in[0], sizes) / w, w, rows, sizes.logits_rows, out,
+                             pool_);
+    }
+    case kvx::OpCode::Copy: {
+      KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));
+      KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
+      if (out != x) std::memmove(out, x, ElementCount(*in[0], sizes) * sizeof(float));
+      return absl::OkStatus();
+    }
+  }
+  return absl::UnimplementedError(absl::StrCat("opcode ", static_cast<int>(instruction.op()),
+                                               " has no CPU kernel"));
+}
+
+absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inputs) {
+  const Sizes sizes = {static_cast<int64_t>(inputs.tokens.size()),
+                       static_cast<int64_t>(inputs.logits_rows.size()),
+                       static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
+  if (sizes.tokens == 0 || sizes.tokens > max_tokens_per_step()) {
+    return absl::InvalidArgumentError(absl::StrCat("a step carries 1 to ", max_tokens_per_step(),
+                                                    " tokens, got ", sizes.tokens));
+  }
+  if (inputs.positions.size() != inputs.tokens.size() ||
+      inputs.slot_mapping.size() != inputs.tokens.size() ||
+      inputs.seq_starts.size() != inputs.context_lens.size() + 1 ||
+      inputs.block_tables.size() !=
+          static_cast<size_t>(sizes.sequences * sizes.max_blocks)) {
+    return absl::InvalidArgumentError("step inputs disagree in size");
+  }
+  for (int32_t row : inputs.logits_rows) {
+    if (row < 0 || row >= sizes.tokens) {
+      return absl::OutOfRangeError(absl::StrCat("logits row ", row, " is not one of the step's ",
+                                                sizes.tokens, " tokens"));
+    }
+  }
+  const auto& instructions = *executable_.program().instructions();
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    absl::Status status = Execute(*instructions[i], inputs, sizes);
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("instruction ", i, " (",
+                                       kvx::EnumNameOpCode(instructions[i]->op()),
+                                       "): ", status.message()));
+    }
+  }
+  KVJIT_ASSIGN_OR_RETURN(float* logits, Floats(*executable_.program().logits()));
+  return absl::Span<const float>(logits, sizes.logits_rows * vocab_size_);
+}
+
+}  // namespace kvjit::runtime

@@ -1,0 +1,75 @@
+#ifndef KVJIT_RUNTIME_EXEC_STEPRUNNER_H_
+#define KVJIT_RUNTIME_EXEC_STEPRUNNER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/cpu/MatMul.h"
+#include "runtime/cpu/PagedAttention.h"
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/exec/Executable.h"
+
+namespace kvjit::runtime {
+
+// One step's inputs, in the packed layout of the step contract: S sequences,
+// T new tokens in all, L rows that produce logits.
+struct StepInputs {
+  std::vector<int32_t> tokens;        // [T]
+  std::vector<int32_t> positions;     // [T]
+  std::vector<int32_t> seq_starts;    // [S + 1]
+  std::vector<int32_t> context_lens;  // [S]
+  std::vector<int32_t> slot_mapping;  // [T]
+  std::vector<int32_t> block_tables;  // [S, max_blocks], row-major
+  int64_t max_blocks = 0;
+  std::vector<int32_t> logits_rows;   // [L]
+};
+
+// Runs an executable's step program on the CPU: one activation arena sized by
+// the compiler's memory plan, one paged KV pool of `num_blocks` blocks in the
+// executable's layout, and the kernels of runtime/cpu.
+class CpuStepRunner {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuStepRunner>> Create(const Executable& executable,
+                                                               int64_t num_blocks, int threads);
+
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t vocab_size() const { return vocab_size_; }
+  int64_t max_tokens_per_step() const { return executable_.program().max_tokens(); }
+  uint64_t kv_pool_bytes() const { return kv_pool_.size(); }
+
+  // Runs one step; the logits [L, vocab] stay valid until the next call.
+  absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs);
+
+ private:
+  CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads);
+
+  struct Sizes {
+    int64_t tokens, logits_rows, sequences, max_blocks;
+  };
+  int64_t Extent(const kvx::Dim& dim, const Sizes& sizes) const;
+  int64_t ElementCount(const kvx::TensorRef& ref, const Sizes& sizes) const;
+  absl::StatusOr<float*> Floats(const kvx::TensorRef& ref);
+  absl::StatusOr<const int32_t*> Ints(const kvx::TensorRef& ref, const StepInputs& inputs) const;
+  absl::StatusOr<cpu::WeightView> Matrix(const kvx::TensorRef& ref) const;
+  absl::Status Execute(const kvx::Instruction& instruction, const StepInputs& inputs,
+                       const Sizes& sizes);
+  absl::Status ExecuteElementwise(const kvx::Instruction& instruction, const Sizes& sizes);
+
+  const Executable& executable_;
+  int64_t num_blocks_;
+  int64_t vocab_size_ = 0;
+  cpu::PagedKvLayout kv_layout_;
+  cpu::ThreadPool pool_;
+  std::vector<float> arena_;
+  std::vector<uint8_t> kv_pool_;
+  // Weights read as f32 vectors (norm weights, biases), dequantized once.
+  std::map<uint32_t, std::vector<float>> vector_weights_;
+};
+
+}  // namespace kvjit::runtime
+
+#endif  // KVJIT_RUNTIME_EXEC_STEPRUNNER_H_

@@ -1,0 +1,133 @@
+#include "runtime/kv/KvBlockManager.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::kv {
+
+absl::StatusOr<int64_t> BlocksForBudget(int64_t budget_bytes, int64_t block_bytes) {
+  if (block_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("a KV block of ", block_bytes, " bytes is not possible"));
+  }
+  if (budget_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("a KV memory budget of ", budget_bytes, " bytes is not possible"));
+  }
+  return budget_bytes / block_bytes;
+}
+
+absl::StatusOr<KvBlockManager> KvBlockManager::Create(int32_t num_blocks, int32_t block_size) {
+  if (num_blocks <= 0 || block_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("a KV pool needs at least one block of at least one token; got ",
+                                                   num_blocks, " blocks of ", block_size, " tokens"));
+  }
+  if (int64_t{num_blocks} * block_size > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("a KV pool of ", num_blocks, " blocks of ", block_size,
+                                                   " tokens has more slots than the step function's i32 slot ids "
+                                                   "can number"));
+  }
+  return KvBlockManager(num_blocks, block_size);
+}
+
+bool KvBlockManager::MustCopyLastBlock(const BlockTable& table, int64_t new_tokens) const {
+  return new_tokens > 0 && table.num_tokens % block_size_ != 0 && pool_.ReferenceCount(table.blocks.back()) > 1;
+}
+
+int64_t KvBlockManager::BlocksNeededAfter(const BlockTable& table, int64_t new_tokens) const {
+  const int64_t room_in_last_block = static_cast<int64_t>(table.blocks.size()) * block_size_ - table.num_tokens;
+  const int64_t overflow_tokens = std::max<int64_t>(new_tokens - room_in_last_block, 0);
+  const int64_t new_blocks = overflow_tokens / block_size_ + (overflow_tokens % block_size_ != 0 ? 1 : 0);
+  return new_blocks + (MustCopyLastBlock(table, new_tokens) ? 1 : 0);
+}
+
+absl::StatusOr<int64_t> KvBlockManager::BlocksNeeded(SequenceId sequence, int64_t new_tokens) const {
+  if (new_tokens < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("sequence ", sequence, ": cannot reserve ", new_tokens, " tokens"));
+  }
+  const BlockTable* table = FindSequence(sequence);
+  return BlocksNeededAfter(table != nullptr ? *table : BlockTable{}, new_tokens);
+}
+
+absl::Status KvBlockManager::Reserve(SequenceId sequence, int64_t new_tokens) {
+  KVJIT_ASSIGN_OR_RETURN(const int64_t blocks_needed, BlocksNeeded(sequence, new_tokens));
+  if (blocks_needed > pool_.num_free()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "sequence ", sequence, ": the KV pool cannot hold ", new_tokens, " more tokens: they need ", blocks_needed,
+        " blocks of ", block_size_, " tokens, and ", pool_.num_free(), " of ", pool_.num_blocks(), " blocks are free"));
+  }
+  // Allocated before the table is looked up, so that a failed first Reserve
+  // leaves no empty sequence behind.
+  KVJIT_ASSIGN_OR_RETURN(const std::vector<BlockId> new_blocks,
+                         pool_.Allocate(static_cast<int32_t>(blocks_needed)));
+  BlockTable& table = tables_[sequence];
+  auto next_block = new_blocks.begin();
+  if (MustCopyLastBlock(table, new_tokens)) {
+    const BlockId shared_block = table.blocks.back();
+    pending_copies_.push_back({shared_block, *next_block});
+    ++blocks_copied_;
+    table.blocks.back() = *next_block++;
+    // Never the last reference: the block was shared.
+    KVJIT_RETURN_IF_ERROR(pool_.Release(shared_block));
+  }
+  table.blocks.insert(table.blocks.end(), next_block, new_blocks.end());
+  table.num_tokens += new_tokens;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> KvBlockManager::SlotFor(SequenceId sequence, int64_t position) const {
+  const BlockTable* table = FindSequence(sequence);
+  if (table == nullptr) return absl::NotFoundError(absl::StrCat("no KV sequence ", sequence));
+  if (position < 0 || position >= table->num_tokens) {
+    return absl::OutOfRangeError(absl::StrCat("sequence ", sequence, ": position ", position,
+                                              " is not reserved (the sequence holds ", table->num_tokens,
+                                              " tokens)"));
+  }
+  const BlockId block = table->blocks[position / block_size_];
+  return static_cast<int32_t>(int64_t{block} * block_size_ + position % block_size_);
+}
+
+absl::Status KvBlockManager::Free(SequenceId sequence) {
+  auto found = tables_.find(sequence);
+  if (found == tables_.end()) return absl::NotFoundError(absl::StrCat("cannot free KV sequence ", sequence, ": no such sequence"));
+  const BlockTable table = std::move(found->second);
+  tables_.erase(found);
+  for (BlockId block : table.blocks) KVJIT_RETURN_IF_ERROR(pool_.Release(block));
+  return absl::OkStatus();
+}
+
+absl::Status KvBlockManager::Fork(SequenceId parent, SequenceId child) {
+  const BlockTable* parent_table = FindSequence(parent);
+  if (parent_table == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot fork KV sequence ", parent, " into ", child, ": no such sequence"));
+  }
+  if (tables_.contains(child)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("cannot fork KV sequence ", parent, " into ", child, ": sequence ", child, " exists"));
+  }
+  for (BlockId block : parent_table->blocks) KVJIT_RETURN_IF_ERROR(pool_.AddReference(block));
+  // Copied before the insertion, which may move the parent's table.
+  BlockTable child_table = *parent_table;
+  tables_.emplace(child, std::move(child_table));
+  return absl::OkStatus();
+}
+
+std::vector<BlockCopy> KvBlockManager::TakePendingCopies() { return std::exchange(pending_copies_, {}); }
+
+const BlockTable* KvBlockManager::FindSequence(SequenceId sequence) const {
+  auto found = tables_.find(sequence);
+  return found != tables_.end() ? &found->second : nullptr;
+}
+
+KvBlockCounters KvBlockManager::counters() const {
+  KvBlockCounters counters;
+  counters.blocks_in_use = pool_.num_in_use();
+  counters.peak_blocks_in_use = pool_.peak_in_use();
+  counters.blocks_shared = pool_.num_shared();
+  counters.blocks_copied = blocks_copied_;
+  return counters;
+}
+
+}  // namespace kvjit::kv

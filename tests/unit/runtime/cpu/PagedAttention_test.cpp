@@ -1,0 +1,271 @@
+#include "runtime/cpu/PagedAttention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/quant/Half.h"
+
+namespace kvjit::cpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kHeads = 6;
+constexpr int64_t kKvHeads = 2;
+constexpr int64_t kHeadDim = 40;  // not a multiple of 8: exercises the dot product's tail
+constexpr int64_t kBlockSize = 16;
+constexpr int64_t kLayers = 3;
+constexpr int64_t kLayer = 1;
+constexpr int64_t kPoolBlocks = 24;
+
+struct Sequence {
+  int32_t context;    // tokens cached after the step
+  int32_t new_tokens;  // the step's tokens: the last new_tokens positions
+};
+
+// A step mixing a chunked prefill (4 new of 37), a whole prefill (5 of 5)
+// and decodes (1 of 70, 1 of 16: a full block).
+const std::vector<Sequence> kSequences = {{37, 4}, {5, 5}, {70, 1}, {16, 1}};
+
+struct Cache {
+  PagedKvLayout layout;
+  std::vector<uint8_t> pool;
+  std::vector<int32_t> block_tables;
+  int64_t max_blocks = 0;
+  // Contiguous copies of each sequence's K and V, [context, kv_heads, head_dim],
+  // as stored (rounded to f16 for f16 pools).
+  std::vector<std::vector<float>> keys, values;
+};
+
+float AsStored(float v, KvElementType type) {
+  return type == KvElementType::kF16 ? quant::HalfToFloat(quant::FloatToHalf(v)) : v;
+}
+
+// Fills the cache through WriteKv with blocks handed out in a scrambled order.
+Cache BuildCache(KvElementType type, uint32_t seed) {
+  Cache cache;
+  cache.layout = PagedKvLayout{kLayers, kKvHeads, kHeadDim, kBlockSize, type};
+  cache.pool.assign(static_cast<size_t>(kPoolBlocks * cache.layout.BlockBytes()), 0xAB);
+  std::mt19937 rng(seed);
+  std::vector<int32_t> free_blocks(kPoolBlocks);
+  std::iota(free_blocks.begin(), free_blocks.end(), 0);
+  std::shuffle(free_blocks.begin(), free_blocks.end(), rng);
+  for (const Sequence& s : kSequences) cache.max_blocks = std::max<int64_t>(cache.max_blocks, (s.context + kBlockSize - 1) / kBlockSize);
+  cache.block_tables.assign(kSequences.size() * cache.max_blocks, -1);
+  std::normal_distribution<float> normal;
+  size_t next_free = 0;
+  ThreadPool pool(2);
+  for (size_t s = 0; s < kSequences.size(); ++s) {
+    const int32_t context = kSequences[s].context;
+    for (int64_t b = 0; b * kBlockSize < context; ++b) cache.block_tables[s * cache.max_blocks + b] = free_blocks[next_free++];
+    std::vector<float> k(static_cast<size_t>(context * kKvHeads * kHeadDim)), v(k.size());
+    for (float& x : k) x = normal(rng);
+    for (float& x : v) x = normal(rng);
+    std::vector<int32_t> slots(context);
+    for (int32_t p = 0; p < context; ++p) {
+      slots[p] = cache.block_tables[s * cache.max_blocks + p / kBlockSize] * kBlockSize + p % kBlockSize;
+    }
+    EXPECT_TRUE(WriteKv(k.data(), v.data(), context, slots.data(), cache.layout, kLayer, cache.pool.data(),
+                        kPoolBlocks, pool)
+                    .ok());
+    for (float& x : k) x = AsStored(x, type);
+    for (float& x : v) x = AsStored(x, type);
+    cache.keys.push_back(std::move(k));
+    cache.values.push_back(std::move(v));
+  }
+  return cache;
+}
+
+struct Step {
+  std::vector<int32_t> positions, seq_starts, context_lens, block_tables;
+  std::vector<float> query;
+  int64_t tokens = 0;
+  PagedAttentionBatch Batch(int64_t max_blocks) const {
+    return {positions.data(),    seq_starts.data(), context_lens.data(), block_tables.data(),
+            static_cast<int64_t>(context_lens.size()), max_blocks};
+  }
+};
+
+// The step for the given sequences (indices into kSequences), with queries
+// drawn per sequence from `seed` so a sequence's queries do not depend on
+// which others share its step.
+Step MakeStep(const Cache& cache, const std::vector<size_t>& which, uint32_t seed) {
+  Step step;
+  step.seq_starts.push_back(0);
+  for (size_t s : which) {
+    const Sequence& sequence = kSequences[s];
+    std::mt19937 rng(seed + static_cast<uint32_t>(s));
+    std::normal_distribution<float> normal;
+    for (int32_t p = sequence.context - sequence.new_tokens; p < sequence.context; ++p) {
+      step.positions.push_back(p);
+      for (int64_t i = 0; i < kHeads * kHeadDim; ++i) step.query.push_back(normal(rng));
+    }
+    step.seq_starts.push_back(static_cast<int32_t>(step.positions.size()));
+    step.context_lens.push_back(sequence.context);
+    step.block_tables.insert(step.block_tables.end(), cache.block_tables.begin() + s * cache.max_blocks,
+                             cache.block_tables.begin() + (s + 1) * cache.max_blocks);
+  }
+  step.tokens = static_cast<int64_t>(step.positions.size());
+  return step;
+}
+
+std::vector<float> Attend(const Cache& cache, const Step& step, float scale, int threads) {
+  ThreadPool pool(threads);
+  std::vector<float> out(step.query.size(), std::nanf(""));
+  const absl::Status status = PagedAttention(step.query.data(), step.tokens, kHeads, cache.layout, kLayer,
+                                             cache.pool.data(), kPoolBlocks, step.Batch(cache.max_blocks), scale,
+                                             out.data(), pool);
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+// softmax(q k^T * scale) v over keys 0..p of the sequence's contiguous copy, in double.
+std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which, float scale) {
+  std::vector<double> out(step.query.size());
+  for (size_t i = 0; i < which.size(); ++i) {
+    const std::vector<float>& k = cache.keys[which[i]];
+    const std::vector<float>& v = cache.values[which[i]];
+    for (int32_t t = step.seq_starts[i]; t < step.seq_starts[i + 1]; ++t) {
+      const int32_t visible = step.positions[t] + 1;
+      for (int64_t h = 0; h < kHeads; ++h) {
+        const int64_t g = h / (kHeads / kKvHeads);
+        const float* q = step.query.data() + (t * kHeads + h) * kHeadDim;
+        std::vector<double> scores(visible);
+        double max = -INFINITY;
+        for (int32_t j = 0; j < visible; ++j) {
+          double dot = 0.0;
+          for (int64_t d = 0; d < kHeadDim; ++d) dot += static_cast<double>(q[d]) * k[(j * kKvHeads + g) * kHeadDim + d];
+          scores[j] = dot * scale;
+          max = std::max(max, scores[j]);
+        }
+        double sum = 0.0;
+        for (double& s : scores) sum += (s = std::exp(s - max));
+        for (int64_t d = 0; d < kHeadDim; ++d) {
+          double acc = 0.0;
+          for (int32_t j = 0; j < visible; ++j) acc += scores[j] * v[(j * kKvHeads + g) * kHeadDim + d];
+          out[(t * kHeads + h) * kHeadDim + d] = acc / sum;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+const std::vector<size_t> kAllSequences = {0, 1, 2, 3};
+
+class PagedAttentionTest : public ::testing::TestWithParam<KvElementType> {};
+
+// The f32 online softmax rounds a few times per key; with <= 70 keys of
+// N(0, 1) values the output error stays far below 2e-5 (values are O(1)).
+TEST_P(PagedAttentionTest, MatchesContiguousNaiveAttention) {
+  const Cache cache = BuildCache(GetParam(), 1);
+  const Step step = MakeStep(cache, kAllSequences, 100);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  const std::vector<float> out = Attend(cache, step, scale, 3);
+  const std::vector<double> expected = NaiveAttention(cache, step, kAllSequences, scale);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 2e-5) << "element " << i;
+}
+
+TEST_P(PagedAttentionTest, ResultsDoNotDependOnThreadsOrBatch) {
+  const Cache cache = BuildCache(GetParam(), 2);
+  const Step step = MakeStep(cache, kAllSequences, 200);
+  const std::vector<float> together = Attend(cache, step, 0.2f, 1);
+  EXPECT_EQ(Attend(cache, step, 0.2f, 2), together);
+  EXPECT_EQ(Attend(cache, step, 0.2f, 3), together);
+  for (size_t s : kAllSequences) {
+    const Step alone = MakeStep(cache, {s}, 200);
+    const std::vector<float> out = Attend(cache, alone, 0.2f, 2);
+    const size_t offset = static_cast<size_t>(step.seq_starts[s] * kHeads * kHeadDim);
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), together.begin() + offset)) << "sequence " << s;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(F32AndF16, PagedAttentionTest, ::testing::Values(KvElementType::kF32, KvElementType::kF16),
+                         [](const ::testing::TestParamInfo<KvElementType>& info) {
+                           return info.param == KvElementType::kF32 ? "f32" : "f16";
+                         });
+
+// The documented layout, computed here from its definition, not from the
+// header's helpers: block b, layer l, K then V, slot s, kv head g.
+TEST(WriteKvTest, StoresAtTheDocumentedOffsetsAndNowhereElse) {
+  const PagedKvLayout layout{kLayers, kKvHeads, kHeadDim, kBlockSize, KvElementType::kF32};
+  const int64_t elem = 4;
+  EXPECT_EQ(layout.BlockBytes(), 2 * kLayers * kKvHeads * kHeadDim * kBlockSize * elem);
+  EXPECT_EQ(layout.LayerStride(), 2 * kBlockSize * kKvHeads * kHeadDim * elem);
+  EXPECT_EQ(layout.ValueOffset(), kBlockSize * kKvHeads * kHeadDim * elem);
+  EXPECT_EQ(layout.SlotStride(), kKvHeads * kHeadDim * elem);
+
+  std::vector<uint8_t> pool_bytes(static_cast<size_t>(4 * layout.BlockBytes()), 0);
+  std::vector<float> key(kKvHeads * kHeadDim), value(key.size());
+  for (size_t i = 0; i < key.size(); ++i) {
+    key[i] = 1.0f + i;
+    value[i] = -1.0f - i;
+  }
+  const int32_t slot = 2 * kBlockSize + 5;  // block 2, slot 5
+  ThreadPool pool(1);
+  ASSERT_TRUE(WriteKv(key.data(), value.data(), 1, &slot, layout, kLayer, pool_bytes.data(), 4, pool).ok());
+  const int64_t key_offset = 2 * (2 * kLayers * kKvHeads * kHeadDim * kBlockSize * elem) +
+                             kLayer * (2 * kBlockSize * kKvHeads * kHeadDim * elem) + 5 * kKvHeads * kHeadDim * elem;
+  const int64_t value_offset = key_offset + kBlockSize * kKvHeads * kHeadDim * elem;
+  const int64_t run = kKvHeads * kHeadDim * elem;
+  EXPECT_EQ(std::memcmp(pool_bytes.data() + key_offset, key.data(), run), 0);
+  EXPECT_EQ(std::memcmp(pool_bytes.data() + value_offset, value.data(), run), 0);
+  int64_t nonzero = 0;
+  for (uint8_t byte : pool_bytes) nonzero += byte != 0;
+  int64_t written = 0;
+  for (int64_t i = 0; i < run; ++i) written += (pool_bytes[key_offset + i] != 0) + (pool_bytes[value_offset + i] != 0);
+  EXPECT_EQ(nonzero, written);
+}
+
+TEST(WriteKvTest, RoundsToNearestEvenHalf) {
+  const PagedKvLayout layout{1, 1, 2, 4, KvElementType::kF16};
+  std::vector<uint8_t> pool_bytes(static_cast<size_t>(layout.BlockBytes()));
+  const float key[2] = {1.0f + 1.0f / 4096, 3.14159f}, value[2] = {-2.0f, 65504.0f};
+  const int32_t slot = 0;
+  ThreadPool pool(1);
+  ASSERT_TRUE(WriteKv(key, value, 1, &slot, layout, 0, pool_bytes.data(), 1, pool).ok());
+  uint16_t stored[2];
+  std::memcpy(stored, pool_bytes.data(), sizeof stored);
+  EXPECT_EQ(stored[0], quant::FloatToHalf(key[0]));
+  EXPECT_EQ(stored[1], quant::FloatToHalf(key[1]));
+}
+
+TEST(PagedAttentionErrors, RejectsBadMetadataBeforeReadingTheCache) {
+  const Cache cache = BuildCache(KvElementType::kF32, 3);
+  const float scale = 0.1f;
+  std::vector<float> out(6 * kHeads * kHeadDim);
+  ThreadPool pool(1);
+  const auto run = [&](const Step& step, int64_t heads) {
+    return PagedAttention(step.query.data(), step.tokens, heads, cache.layout, kLayer, cache.pool.data(), kPoolBlocks,
+                          step.Batch(cache.max_blocks), scale, out.data(), pool);
+  };
+  Step step = MakeStep(cache, {0}, 1);
+  EXPECT_THAT(run(step, 5).message(), HasSubstr("heads must be a positive multiple of kv_heads (2)"));
+
+  Step future = step;
+  future.positions[1] = 37;
+  EXPECT_THAT(run(future, kHeads).message(), HasSubstr("token 1 of sequence 0 has position 37, outside its context 0..36"));
+
+  Step bad_block = step;
+  bad_block.block_tables[2] = kPoolBlocks;
+  EXPECT_THAT(run(bad_block, kHeads).message(), HasSubstr("sequence 0 block 2 is 24, outside the pool's 24 blocks"));
+
+  Step bad_starts = step;
+  bad_starts.seq_starts[1] = 3;
+  EXPECT_THAT(run(bad_starts, kHeads).message(), HasSubstr("seq_starts must run from 0 to 4"));
+
+  const int32_t slot = static_cast<int32_t>(kPoolBlocks * kBlockSize);
+  std::vector<float> kv(kKvHeads * kHeadDim);
+  std::vector<uint8_t> pool_bytes(cache.pool);
+  EXPECT_THAT(WriteKv(kv.data(), kv.data(), 1, &slot, cache.layout, 0, pool_bytes.data(), kPoolBlocks, pool).message(),
+              HasSubstr("WriteKv: token 0 maps to slot 384, outside the pool's 384 slots"));
+}
+
+}  // namespace
+}  // namespace kvjit::cpu

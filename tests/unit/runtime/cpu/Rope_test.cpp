@@ -1,0 +1,139 @@
+#include "runtime/cpu/Rope.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvjit::cpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct RopeCase {
+  RopeStyle style;
+  int64_t head_dim;
+  int64_t rotary_dim;
+  RopeScaling scaling;
+};
+
+// Llama 3.1's published frequency rule, written from its description.
+double NaiveDivisor(const RopeParams& params, int64_t pair) {
+  const RopeScaling& s = params.scaling;
+  if (s.kind != RopeScaling::Kind::kLlama3) return 1.0;
+  const double frequency = std::pow(static_cast<double>(params.theta), -2.0 * pair / params.rotary_dim);
+  const double wavelength = 2.0 * M_PI / frequency;
+  const double original = static_cast<double>(s.original_max_positions);
+  if (wavelength < original / s.high_freq_factor) return 1.0;
+  if (wavelength > original / s.low_freq_factor) return s.factor;
+  const double smooth = (original / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  return 1.0 / ((1.0 - smooth) / s.factor + smooth);
+}
+
+double NaiveAngle(const RopeParams& params, int32_t position, int64_t pair) {
+  const double linear = params.scaling.kind == RopeScaling::Kind::kLinear ? params.scaling.factor : 1.0;
+  return position * std::pow(static_cast<double>(params.theta), -2.0 * pair / params.rotary_dim) /
+         NaiveDivisor(params, pair) / linear;
+}
+
+// The kernel computes angles like llama.cpp, as a running f32 product (see
+// Rope.h): pair i's angle is off by up to ~(2i + 4) * 2^-24 relative, plus
+// ~2^-23 from cosf/sinf and the rotation. The test allows twice that:
+// |error| <= (|x0| + |x1|) * (|angle| * (2i + 6) * 2^-23 + 2^-21).
+void CheckRope(const RopeCase& c, const std::vector<int32_t>& positions) {
+  const int64_t tokens = static_cast<int64_t>(positions.size()), heads = 3;
+  RopeParams params;
+  params.style = c.style;
+  params.theta = 500000.0f;
+  params.rotary_dim = c.rotary_dim;
+  params.scaling = c.scaling;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(tokens * heads * c.head_dim));
+  for (float& v : x) v = normal(rng);
+
+  std::vector<float> first;
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> out(x.size());
+    ASSERT_TRUE(Rope(x.data(), tokens, heads, c.head_dim, positions.data(), params, out.data(), pool).ok());
+    if (threads == 1) first = out;
+    EXPECT_EQ(out, first) << threads << " threads";
+  }
+
+  const int64_t pairs = c.rotary_dim / 2;
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* in = x.data() + (t * heads + h) * c.head_dim;
+      const float* out = first.data() + (t * heads + h) * c.head_dim;
+      for (int64_t i = 0; i < pairs; ++i) {
+        const int64_t a = c.style == RopeStyle::kNeox ? i : 2 * i;
+        const int64_t b = c.style == RopeStyle::kNeox ? i + pairs : 2 * i + 1;
+        const double angle = NaiveAngle(params, positions[t], i);
+        const double expected_a = in[a] * std::cos(angle) - in[b] * std::sin(angle);
+        const double expected_b = in[a] * std::sin(angle) + in[b] * std::cos(angle);
+        const double bound = (std::fabs(in[a]) + std::fabs(in[b])) *
+                             (std::fabs(angle) * (2 * i + 6) * std::ldexp(1.0, -23) + std::ldexp(1.0, -21));
+        ASSERT_LE(std::fabs(out[a] - expected_a), bound) << "token " << t << " pair " << i;
+        ASSERT_LE(std::fabs(out[b] - expected_b), bound) << "token " << t << " pair " << i;
+      }
+      for (int64_t i = c.rotary_dim; i < c.head_dim; ++i) EXPECT_EQ(out[i], in[i]);
+    }
+  }
+}
+
+const std::vector<int32_t> kPositions = {0, 1, 2, 17, 100, 511, 4095, 9000};
+
+TEST(RopeTest, InterleavedFullRotation) {
+  CheckRope({RopeStyle::kInterleaved, 64, 64, {}}, kPositions);
+}
+
+TEST(RopeTest, NeoxFullRotation) { CheckRope({RopeStyle::kNeox, 64, 64, {}}, kPositions); }
+
+TEST(RopeTest, PartialRotationPassesTheRestThrough) {
+  CheckRope({RopeStyle::kNeox, 80, 32, {}}, kPositions);
+  CheckRope({RopeStyle::kInterleaved, 80, 32, {}}, kPositions);
+}
+
+TEST(RopeTest, LinearScalingDividesPositions) {
+  RopeScaling linear;
+  linear.kind = RopeScaling::Kind::kLinear;
+  linear.factor = 4.0f;
+  CheckRope({RopeStyle::kNeox, 64, 64, linear}, kPositions);
+}
+
+TEST(RopeTest, Llama3ScalingDividesLowFrequencies) {
+  RopeScaling llama3;
+  llama3.kind = RopeScaling::Kind::kLlama3;
+  llama3.factor = 8.0f;
+  llama3.low_freq_factor = 1.0f;
+  llama3.high_freq_factor = 4.0f;
+  llama3.original_max_positions = 8192;
+  CheckRope({RopeStyle::kNeox, 128, 128, llama3}, kPositions);
+}
+
+TEST(RopeTest, PositionZeroIsTheIdentityAndInPlaceWorks) {
+  RopeParams params;
+  params.rotary_dim = 8;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<float> original = x;
+  const int32_t position = 0;
+  ThreadPool pool(1);
+  ASSERT_TRUE(Rope(x.data(), 1, 1, 8, &position, params, x.data(), pool).ok());
+  EXPECT_EQ(x, original);
+}
+
+TEST(RopeTest, RejectsBadRotaryDims) {
+  RopeParams params;
+  params.rotary_dim = 7;
+  ThreadPool pool(1);
+  float x[8] = {};
+  const int32_t position = 0;
+  EXPECT_THAT(Rope(x, 1, 1, 8, &position, params, x, pool).message(),
+              HasSubstr("Rope: rotary_dim 7 must be even and within 2..head_dim (8)"));
+}
+
+}  // namespace
+}  // namespace kvjit::cpu

@@ -1,0 +1,207 @@
+#include "runtime/cpu/RowKernels.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/quant/Dequantize.h"
+#include "tests/unit/runtime/cpu/RandomWeights.h"
+
+namespace kvjit::cpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<float> RandomVector(int64_t n, uint32_t seed, float stddev = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, stddev);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// |actual - expected| <= relative * |expected| + absolute, element by element.
+void ExpectClose(const std::vector<float>& actual, const std::vector<double>& expected, double relative,
+                 double absolute) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_LE(std::fabs(actual[i] - expected[i]), relative * std::fabs(expected[i]) + absolute)
+        << "element " << i << ": " << actual[i] << " vs " << expected[i];
+  }
+}
+
+std::vector<double> NaiveRmsNorm(const std::vector<float>& x, const std::vector<float>& w, double eps, int64_t rows,
+                                 int64_t width) {
+  std::vector<double> out(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double squares = 0.0;
+    for (int64_t i = 0; i < width; ++i) squares += static_cast<double>(x[r * width + i]) * x[r * width + i];
+    const double scale = 1.0 / std::sqrt(squares / width + eps);
+    for (int64_t i = 0; i < width; ++i) out[r * width + i] = x[r * width + i] * scale * w[i];
+  }
+  return out;
+}
+
+// Rows of 1000 (not a multiple of anything) wide enough for a 3-thread split.
+constexpr int64_t kRows = 50;
+constexpr int64_t kWidth = 1000;
+
+// Each output is a handful of f32 operations on an f64-accurate sum: a few ulps.
+constexpr double kFewUlps = 2e-6;
+
+TEST(RmsNormTest, MatchesDoublePrecisionAndIsThreadInvariant) {
+  const std::vector<float> x = RandomVector(kRows * kWidth, 1, 3.0f);
+  const std::vector<float> w = RandomVector(kWidth, 2);
+  std::vector<float> reference_out;
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> out(x.size());
+    ASSERT_TRUE(RmsNorm(x.data(), w.data(), 1e-5f, kRows, kWidth, out.data(), pool).ok());
+    ExpectClose(out, NaiveRmsNorm(x, w, 1e-5f, kRows, kWidth), kFewUlps, 0.0);
+    if (threads == 1) reference_out = out;
+    EXPECT_EQ(out, reference_out) << threads << " threads";
+  }
+}
+
+TEST(RmsNormTest, WorksInPlace) {
+  std::vector<float> x = RandomVector(3 * 64, 3);
+  const std::vector<float> w = RandomVector(64, 4);
+  ThreadPool pool(2);
+  std::vector<float> separate(x.size());
+  ASSERT_TRUE(RmsNorm(x.data(), w.data(), 1e-6f, 3, 64, separate.data(), pool).ok());
+  ASSERT_TRUE(RmsNorm(x.data(), w.data(), 1e-6f, 3, 64, x.data(), pool).ok());
+  EXPECT_EQ(x, separate);
+}
+
+TEST(AddRmsNormTest, WritesTheSumBackAndNormsIt) {
+  const std::vector<float> residual_in = RandomVector(kRows * kWidth, 5);
+  const std::vector<float> delta = RandomVector(kRows * kWidth, 6);
+  const std::vector<float> w = RandomVector(kWidth, 7);
+  std::vector<float> sum(residual_in.size());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = residual_in[i] + delta[i];
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> residual = residual_in, normed(residual.size());
+    ASSERT_TRUE(AddRmsNorm(residual.data(), delta.data(), w.data(), 1e-5f, kRows, kWidth, normed.data(), pool).ok());
+    EXPECT_EQ(residual, sum);
+    ExpectClose(normed, NaiveRmsNorm(sum, w, 1e-5f, kRows, kWidth), kFewUlps, 0.0);
+  }
+}
+
+TEST(ElementWiseTest, SiluAndSwiGluMatchDoublePrecision) {
+  const int64_t n = 40000;
+  std::vector<float> gate = RandomVector(n, 8, 4.0f);
+  gate[0] = 0.0f;
+  gate[1] = -120.0f;  // exp(-v) overflows f32: silu must still be ~0
+  gate[2] = 120.0f;
+  const std::vector<float> up = RandomVector(n, 9);
+  std::vector<double> silu(n), swiglu(n);
+  for (int64_t i = 0; i < n; ++i) {
+    silu[i] = gate[i] / (1.0 + std::exp(-static_cast<double>(gate[i])));
+    swiglu[i] = silu[i] * up[i];
+  }
+  ThreadPool pool(3);
+  std::vector<float> out(n);
+  ASSERT_TRUE(Silu(gate.data(), out.data(), n, pool).ok());
+  ExpectClose(out, silu, kFewUlps, 1e-30);
+  ASSERT_TRUE(SwiGlu(gate.data(), up.data(), out.data(), n, pool).ok());
+  ExpectClose(out, swiglu, kFewUlps, 1e-30);
+}
+
+// One correctly rounded f32 operation each: exactly the double result rounded.
+TEST(ElementWiseTest, AddMulScaleAreExactlyRounded) {
+  const int64_t n = 40001;
+  const std::vector<float> a = RandomVector(n, 10), b = RandomVector(n, 11);
+  ThreadPool pool(2);
+  std::vector<float> out(n);
+  ASSERT_TRUE(Add(a.data(), b.data(), out.data(), n, pool).ok());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], static_cast<float>(static_cast<double>(a[i]) + b[i]));
+  ASSERT_TRUE(Mul(a.data(), b.data(), out.data(), n, pool).ok());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], static_cast<float>(static_cast<double>(a[i]) * b[i]));
+  ASSERT_TRUE(Scale(a.data(), 0.125f, out.data(), n, pool).ok());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] / 8);
+}
+
+TEST(SoftmaxTest, MatchesDoublePrecisionAndIsThreadInvariant) {
+  std::vector<float> x = RandomVector(kRows * kWidth, 12, 5.0f);
+  x[3] = 80.0f;  // exp would overflow without the max shift
+  std::vector<double> expected(x.size());
+  for (int64_t r = 0; r < kRows; ++r) {
+    double max = -INFINITY, sum = 0.0;
+    for (int64_t i = 0; i < kWidth; ++i) max = std::max(max, static_cast<double>(x[r * kWidth + i]));
+    for (int64_t i = 0; i < kWidth; ++i) sum += std::exp(x[r * kWidth + i] - max);
+    for (int64_t i = 0; i < kWidth; ++i) expected[r * kWidth + i] = std::exp(x[r * kWidth + i] - max) / sum;
+  }
+  std::vector<float> first;
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> out(x.size());
+    ASSERT_TRUE(Softmax(x.data(), kRows, kWidth, out.data(), pool).ok());
+    // x - max is rounded in f32 (|x - max| <= ~100 here, so up to ~6e-6
+    // absolute in the exponent), which dominates the few ulps of the rest;
+    // the tiniest probabilities are f32 subnormals, good to ~1e-45.
+    ExpectClose(out, expected, 1e-5, 1e-44);
+    if (threads == 1) first = out;
+    EXPECT_EQ(out, first);
+  }
+}
+
+TEST(EmbeddingLookupTest, DequantizesOnlyTheSelectedRowsBitForBit) {
+  for (quant::StorageType type : {quant::StorageType::kF16, quant::StorageType::kQ4_1, quant::StorageType::kQ6_K}) {
+    std::mt19937 rng(13);
+    const int64_t rows = 20, cols = 256;
+    const std::vector<uint8_t> table_bytes = testing::RandomWeights(type, rows, cols, rng);
+    const WeightView table{type, rows, cols, table_bytes};
+    const std::vector<int32_t> ids = {7, 0, 19, 7};
+    ThreadPool pool(2);
+    std::vector<float> out(ids.size() * cols);
+    ASSERT_TRUE(EmbeddingLookup(table, ids.data(), static_cast<int64_t>(ids.size()), out.data(), pool).ok());
+    const size_t row_bytes = table_bytes.size() / rows;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::vector<float> expected(cols);
+      ASSERT_TRUE(quant::DequantizeRow(type, absl::MakeConstSpan(table_bytes).subspan(ids[i] * row_bytes, row_bytes),
+                                       absl::MakeSpan(expected))
+                      .ok());
+      EXPECT_EQ(std::vector<float>(out.begin() + i * cols, out.begin() + (i + 1) * cols), expected);
+    }
+  }
+}
+
+TEST(EmbeddingLookupTest, RejectsIdsOutsideTheTable) {
+  std::vector<uint8_t> bytes(4 * 8 * 2);
+  const WeightView table{quant::StorageType::kF16, 4, 8, bytes};
+  const int32_t ids[] = {1, 4};
+  std::vector<float> out(16);
+  ThreadPool pool(1);
+  const absl::Status status = EmbeddingLookup(table, ids, 2, out.data(), pool);
+  EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(status.message(), HasSubstr("EmbeddingLookup: token id 4 at 1"));
+}
+
+TEST(GatherRowsTest, CopiesTheIndexedRows) {
+  const std::vector<float> src = RandomVector(6 * 5, 14);
+  const int32_t indices[] = {5, 2, 2};
+  std::vector<float> out(15);
+  ThreadPool pool(2);
+  ASSERT_TRUE(GatherRows(src.data(), 6, 5, indices, 3, out.data(), pool).ok());
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(out[i * 5 + j], src[indices[i] * 5 + j]);
+  }
+  const int32_t bad[] = {6};
+  EXPECT_THAT(GatherRows(src.data(), 6, 5, bad, 1, out.data(), pool).message(),
+              HasSubstr("GatherRows: index 6 at 0 is outside the source's 6 rows"));
+}
+
+TEST(RowKernelErrors, NameTheKernelAndTheSizes) {
+  ThreadPool pool(1);
+  EXPECT_THAT(RmsNorm(nullptr, nullptr, 1e-5f, -1, 4, nullptr, pool).message(),
+              HasSubstr("RmsNorm: negative shape [-1 x 4]"));
+  EXPECT_THAT(Softmax(nullptr, 2, 3, nullptr, pool).message(), HasSubstr("Softmax: null pointer for 6 elements"));
+  EXPECT_THAT(Add(nullptr, nullptr, nullptr, -3, pool).message(), HasSubstr("Add: negative element count -3"));
+}
+
+}  // namespace
+}  // namespace kvjit::cpu

@@ -1,0 +1,398 @@
+#include "runtime/kv/KvBlockManager.h"
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvjit::kv {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+KvBlockManager MakeManager(int32_t num_blocks, int32_t block_size) {
+  absl::StatusOr<KvBlockManager> manager = KvBlockManager::Create(num_blocks, block_size);
+  EXPECT_TRUE(manager.ok()) << manager.status();
+  return *std::move(manager);
+}
+
+std::vector<BlockId> BlocksOf(const KvBlockManager& manager, SequenceId sequence) {
+  const BlockTable* table = manager.FindSequence(sequence);
+  EXPECT_NE(table, nullptr) << "sequence " << sequence;
+  return table != nullptr ? table->blocks : std::vector<BlockId>{};
+}
+
+int64_t TokensOf(const KvBlockManager& manager, SequenceId sequence) {
+  const BlockTable* table = manager.FindSequence(sequence);
+  EXPECT_NE(table, nullptr) << "sequence " << sequence;
+  return table != nullptr ? table->num_tokens : -1;
+}
+
+TEST(BlocksForBudgetTest, RoundsDown) {
+  EXPECT_EQ(*BlocksForBudget(1000, 100), 10);
+  EXPECT_EQ(*BlocksForBudget(1099, 100), 10);
+  EXPECT_EQ(*BlocksForBudget(99, 100), 0);
+  // 2 × 22 layers × 4 KV heads × 64 dims × 16 tokens × 2 bytes.
+  EXPECT_EQ(*BlocksForBudget(int64_t{8} << 30, 360448), 23831);
+}
+
+TEST(BlocksForBudgetTest, RejectsImpossibleSizes) {
+  EXPECT_EQ(BlocksForBudget(1000, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BlocksForBudget(-1, 100).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(KvBlockManagerTest, CreateRejectsEmptyOrOversizedPools) {
+  EXPECT_EQ(KvBlockManager::Create(0, 16).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvBlockManager::Create(16, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::Status too_many_slots = KvBlockManager::Create(1 << 27, 16).status();
+  EXPECT_EQ(too_many_slots.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(too_many_slots.message(), HasSubstr("i32 slot ids"));
+}
+
+TEST(KvBlockManagerTest, ReserveAppendsBlocksOnlyWhenTheLastIsFull) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 5).ok());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1));
+  EXPECT_EQ(TokensOf(manager, 1), 5);
+
+  ASSERT_TRUE(manager.Reserve(1, 3).ok());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1));
+  EXPECT_EQ(TokensOf(manager, 1), 8);
+
+  ASSERT_TRUE(manager.Reserve(1, 1).ok());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1, 2));
+  EXPECT_EQ(TokensOf(manager, 1), 9);
+  EXPECT_EQ(manager.counters().blocks_in_use, 3);
+  EXPECT_EQ(manager.num_free_blocks(), 5);
+}
+
+TEST(KvBlockManagerTest, ReservingNothingCreatesAnEmptySequence) {
+  KvBlockManager manager = MakeManager(2, 4);
+  ASSERT_TRUE(manager.Reserve(3, 0).ok());
+  EXPECT_THAT(BlocksOf(manager, 3), IsEmpty());
+  EXPECT_EQ(manager.num_sequences(), 1);
+  EXPECT_EQ(manager.num_free_blocks(), 2);
+}
+
+TEST(KvBlockManagerTest, NegativeTokenCountIsRejected) {
+  KvBlockManager manager = MakeManager(2, 4);
+  absl::Status status = manager.Reserve(3, -1);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("sequence 3"));
+  EXPECT_EQ(manager.num_sequences(), 0);
+}
+
+TEST(KvBlockManagerTest, SlotIsBlockTimesBlockSizePlusOffset) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 4).ok());   // block 0
+  ASSERT_TRUE(manager.Reserve(2, 4).ok());   // block 1
+  ASSERT_TRUE(manager.Reserve(1, 3).ok());   // block 2
+  EXPECT_EQ(*manager.SlotFor(1, 0), 0);
+  EXPECT_EQ(*manager.SlotFor(1, 3), 3);
+  EXPECT_EQ(*manager.SlotFor(1, 4), 2 * 4 + 0);
+  EXPECT_EQ(*manager.SlotFor(1, 6), 2 * 4 + 2);
+  EXPECT_EQ(*manager.SlotFor(2, 1), 1 * 4 + 1);
+}
+
+TEST(KvBlockManagerTest, SlotForUnreservedPositionNamesTheSequence) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(5, 3).ok());
+  absl::Status past_end = manager.SlotFor(5, 3).status();
+  EXPECT_EQ(past_end.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(past_end.message(), AllOf(HasSubstr("sequence 5"), HasSubstr("position 3"), HasSubstr("holds 3")));
+  EXPECT_EQ(manager.SlotFor(5, -1).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(manager.SlotFor(6, 0).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(KvBlockManagerTest, ReserveThatDoesNotFitChangesNothingAndExplains) {
+  KvBlockManager manager = MakeManager(4, 4);
+  ASSERT_TRUE(manager.Reserve(7, 6).ok());
+  absl::Status status = manager.Reserve(7, 11);
+  ASSERT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  // 6 + 11 = 17 tokens need 5 blocks; the sequence holds 2, 2 are free.
+  EXPECT_THAT(status.message(), AllOf(HasSubstr("sequence 7"), HasSubstr("11 more tokens"),
+                                      HasSubstr("need 3 blocks"), HasSubstr("2 of 4 blocks are free")));
+  EXPECT_THAT(BlocksOf(manager, 7), ElementsAre(0, 1));
+  EXPECT_EQ(TokensOf(manager, 7), 6);
+  EXPECT_EQ(manager.num_free_blocks(), 2);
+
+  ASSERT_TRUE(manager.Reserve(7, 10).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 0);
+}
+
+TEST(KvBlockManagerTest, FailedFirstReserveLeavesNoSequence) {
+  KvBlockManager manager = MakeManager(2, 4);
+  EXPECT_EQ(manager.Reserve(9, 9).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(manager.FindSequence(9), nullptr);
+  EXPECT_EQ(manager.num_free_blocks(), 2);
+}
+
+TEST(KvBlockManagerTest, FreeReturnsTheBlocks) {
+  KvBlockManager manager = MakeManager(4, 4);
+  ASSERT_TRUE(manager.Reserve(1, 8).ok());
+  ASSERT_TRUE(manager.Reserve(2, 1).ok());
+  ASSERT_TRUE(manager.Free(1).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 3);
+  EXPECT_EQ(manager.FindSequence(1), nullptr);
+  absl::Status again = manager.Free(1);
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(again.message(), HasSubstr("sequence 1"));
+}
+
+TEST(KvBlockManagerTest, ForkSharesEveryBlock) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 1));
+  EXPECT_EQ(TokensOf(manager, 2), 6);
+  EXPECT_EQ(manager.ReferenceCount(0), 2);
+  EXPECT_EQ(manager.ReferenceCount(1), 2);
+  KvBlockCounters counters = manager.counters();
+  EXPECT_EQ(counters.blocks_in_use, 2);
+  EXPECT_EQ(counters.blocks_shared, 2);
+  EXPECT_EQ(counters.blocks_copied, 0);
+}
+
+TEST(KvBlockManagerTest, ForkErrorsNameBothSequences) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 2).ok());
+  ASSERT_TRUE(manager.Reserve(2, 2).ok());
+  absl::Status no_parent = manager.Fork(3, 4);
+  EXPECT_EQ(no_parent.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(no_parent.message(), HasSubstr("sequence 3 into 4"));
+  absl::Status child_exists = manager.Fork(1, 2);
+  EXPECT_EQ(child_exists.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(child_exists.message(), HasSubstr("sequence 2 exists"));
+  EXPECT_EQ(manager.ReferenceCount(0), 1);
+}
+
+TEST(KvBlockManagerTest, ChildAppendingToSharedPartialBlockCopiesIt) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());  // blocks 0 (full), 1 (2 of 4)
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  EXPECT_EQ(*manager.BlocksNeeded(2, 1), 1);
+  ASSERT_TRUE(manager.Reserve(2, 1).ok());
+
+  EXPECT_THAT(manager.TakePendingCopies(), ElementsAre(BlockCopy{1, 2}));
+  EXPECT_THAT(manager.TakePendingCopies(), IsEmpty());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1));
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 2));
+  EXPECT_EQ(*manager.SlotFor(2, 6), 2 * 4 + 2);
+  EXPECT_EQ(manager.ReferenceCount(1), 1);
+  KvBlockCounters counters = manager.counters();
+  EXPECT_EQ(counters.blocks_shared, 1);
+  EXPECT_EQ(counters.blocks_copied, 1);
+  EXPECT_EQ(counters.blocks_in_use, 3);
+
+  // The parent's block 1 is its own again: appending writes in place.
+  ASSERT_TRUE(manager.Reserve(1, 1).ok());
+  EXPECT_THAT(manager.TakePendingCopies(), IsEmpty());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1));
+}
+
+TEST(KvBlockManagerTest, ParentAppendingToSharedPartialBlockCopiesIt) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  ASSERT_TRUE(manager.Reserve(1, 3).ok());  // fills the copy of block 1, opens a new block
+  EXPECT_THAT(manager.TakePendingCopies(), ElementsAre(BlockCopy{1, 2}));
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 2, 3));
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 1));
+  EXPECT_EQ(manager.counters().blocks_copied, 1);
+}
+
+TEST(KvBlockManagerTest, SharedFullBlockIsNeverCopied) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 8).ok());
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  ASSERT_TRUE(manager.Reserve(2, 1).ok());
+  ASSERT_TRUE(manager.Reserve(1, 1).ok());
+  EXPECT_THAT(manager.TakePendingCopies(), IsEmpty());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1, 3));
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 1, 2));
+  EXPECT_EQ(manager.counters().blocks_shared, 2);
+  EXPECT_EQ(manager.counters().blocks_copied, 0);
+}
+
+TEST(KvBlockManagerTest, CopyOnWriteNeedsAFreeBlock) {
+  KvBlockManager manager = MakeManager(2, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  absl::Status status = manager.Reserve(2, 1);
+  ASSERT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), AllOf(HasSubstr("sequence 2"), HasSubstr("need 1 blocks")));
+  EXPECT_THAT(manager.TakePendingCopies(), IsEmpty());
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 1));
+  EXPECT_EQ(manager.ReferenceCount(1), 2);
+  EXPECT_EQ(manager.counters().blocks_copied, 0);
+}
+
+TEST(KvBlockManagerTest, CopiesOfCopiesAreQueuedInOrder) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 2).ok());
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  ASSERT_TRUE(manager.Reserve(2, 1).ok());  // 0 -> 1
+  ASSERT_TRUE(manager.Fork(2, 3).ok());
+  ASSERT_TRUE(manager.Reserve(3, 1).ok());  // 1 -> 2 reads what the first copy wrote
+  EXPECT_THAT(manager.TakePendingCopies(), ElementsAre(BlockCopy{0, 1}, BlockCopy{1, 2}));
+}
+
+TEST(KvBlockManagerTest, FreeingAForkedFamilyLeavesThePoolEmpty) {
+  KvBlockManager manager = MakeManager(16, 4);
+  ASSERT_TRUE(manager.Reserve(1, 10).ok());
+  for (SequenceId beam : {2, 3, 4}) {
+    ASSERT_TRUE(manager.Fork(1, beam).ok());
+    ASSERT_TRUE(manager.Reserve(beam, 3).ok());
+  }
+  // Three beams: the shared prefix once (3 blocks), then per beam a copy of
+  // the partial block and one more block.
+  EXPECT_EQ(manager.counters().blocks_in_use, 3 + 3 * 2);
+  EXPECT_EQ(manager.counters().peak_blocks_in_use, 9);
+  for (SequenceId sequence : {3, 1, 4, 2}) ASSERT_TRUE(manager.Free(sequence).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 16);
+  EXPECT_EQ(manager.counters().blocks_shared, 0);
+  EXPECT_EQ(manager.counters().peak_blocks_in_use, 9);
+  for (BlockId block = 0; block < 16; ++block) EXPECT_EQ(manager.ReferenceCount(block), 0);
+}
+
+// Random Reserve / Fork / Free against a model that plays the device: every
+// token writes a unique stamp into its slot (after the pending copies run),
+// and every sequence must read back exactly the stamps of its own history.
+// Writing through a shared block instead of copying it would show up as a
+// sibling's stamp; leaked or doubly held blocks as wrong reference counts.
+class KvBlockManagerStressTest : public ::testing::Test {
+ protected:
+  static constexpr int32_t kNumBlocks = 24;
+  static constexpr int32_t kBlockSize = 4;
+
+  void ApplyPendingCopies() {
+    for (const BlockCopy& copy : manager_.TakePendingCopies()) {
+      for (int32_t offset = 0; offset < kBlockSize; ++offset) {
+        device_slots_[copy.destination * kBlockSize + offset] = device_slots_[copy.source * kBlockSize + offset];
+      }
+    }
+  }
+
+  // Reference counts and sharing as the sequences' tables imply them.
+  std::vector<int32_t> HoldersPerBlock() const {
+    std::vector<int32_t> holders(kNumBlocks, 0);
+    for (const auto& [sequence, stamps] : expected_stamps_) {
+      for (BlockId block : BlocksOf(manager_, sequence)) ++holders[block];
+    }
+    return holders;
+  }
+
+  int64_t ModelBlocksNeeded(SequenceId sequence, int64_t new_tokens) const {
+    auto found = expected_stamps_.find(sequence);
+    const int64_t tokens = found != expected_stamps_.end() ? static_cast<int64_t>(found->second.size()) : 0;
+    const auto blocks_for = [](int64_t n) { return (n + kBlockSize - 1) / kBlockSize; };
+    int64_t needed = blocks_for(tokens + new_tokens) - blocks_for(tokens);
+    if (new_tokens > 0 && tokens % kBlockSize != 0 &&
+        HoldersPerBlock()[BlocksOf(manager_, sequence).back()] > 1) {
+      ++needed;
+    }
+    return needed;
+  }
+
+  void Reserve(SequenceId sequence, int64_t new_tokens) {
+    const int64_t needed = ModelBlocksNeeded(sequence, new_tokens);
+    EXPECT_EQ(*manager_.BlocksNeeded(sequence, new_tokens), needed);
+    const bool should_fit = needed <= manager_.num_free_blocks();
+    absl::Status status = manager_.Reserve(sequence, new_tokens);
+    if (!should_fit) {
+      EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+      ++reservations_refused_;
+      return;
+    }
+    ASSERT_TRUE(status.ok()) << status;
+    ApplyPendingCopies();
+    std::vector<uint64_t>& stamps = expected_stamps_[sequence];
+    for (int64_t i = 0; i < new_tokens; ++i) {
+      const int64_t position = static_cast<int64_t>(stamps.size());
+      stamps.push_back(++last_stamp_);
+      device_slots_[*manager_.SlotFor(sequence, position)] = stamps.back();
+    }
+  }
+
+  void CheckInvariants() {
+    const std::vector<int32_t> holders = HoldersPerBlock();
+    int32_t in_use = 0;
+    int32_t shared = 0;
+    for (BlockId block = 0; block < kNumBlocks; ++block) {
+      ASSERT_EQ(manager_.ReferenceCount(block), holders[block]) << "block " << block;
+      in_use += holders[block] > 0 ? 1 : 0;
+      shared += holders[block] > 1 ? 1 : 0;
+    }
+    const KvBlockCounters counters = manager_.counters();
+    ASSERT_EQ(counters.blocks_in_use, in_use);
+    ASSERT_EQ(counters.blocks_shared, shared);
+    ASSERT_EQ(manager_.num_free_blocks(), kNumBlocks - in_use);
+    ASSERT_GE(counters.peak_blocks_in_use, in_use);
+    ASSERT_EQ(manager_.num_sequences(), static_cast<int64_t>(expected_stamps_.size()));
+    for (const auto& [sequence, stamps] : expected_stamps_) {
+      const BlockTable* table = manager_.FindSequence(sequence);
+      ASSERT_NE(table, nullptr);
+      ASSERT_EQ(table->num_tokens, static_cast<int64_t>(stamps.size()));
+      ASSERT_EQ(static_cast<int64_t>(table->blocks.size()), (table->num_tokens + kBlockSize - 1) / kBlockSize);
+      for (size_t position = 0; position < stamps.size(); ++position) {
+        ASSERT_EQ(device_slots_[*manager_.SlotFor(sequence, position)], stamps[position])
+            << "sequence " << sequence << " position " << position;
+      }
+    }
+  }
+
+  KvBlockManager manager_ = MakeManager(kNumBlocks, kBlockSize);
+  std::vector<uint64_t> device_slots_ = std::vector<uint64_t>(kNumBlocks * kBlockSize, 0);
+  std::map<SequenceId, std::vector<uint64_t>> expected_stamps_;
+  uint64_t last_stamp_ = 0;
+  int64_t reservations_refused_ = 0;
+};
+
+TEST_F(KvBlockManagerStressTest, RandomReserveForkFreeMatchesTheModel) {
+  std::mt19937_64 random(20240611);
+  const auto below = [&random](uint64_t bound) { return static_cast<int64_t>(random() % bound); };
+  SequenceId next_sequence = 0;
+  for (int step = 0; step < 20000; ++step) {
+    // Frees outnumber new sequences and forks a little, so the population
+    // hovers around the pool's capacity instead of pinning it full.
+    const int64_t action = below(20);
+    if (expected_stamps_.empty() || action < 3) {
+      Reserve(next_sequence++, below(12));
+    } else {
+      auto existing = expected_stamps_.begin();
+      std::advance(existing, below(expected_stamps_.size()));
+      const SequenceId sequence = existing->first;
+      if (action < 12) {
+        Reserve(sequence, below(4) == 0 ? below(9) : 1);
+      } else if (action < 15) {
+        ASSERT_TRUE(manager_.Fork(sequence, next_sequence).ok());
+        expected_stamps_[next_sequence] = expected_stamps_[sequence];
+        ++next_sequence;
+      } else {
+        ASSERT_TRUE(manager_.Free(sequence).ok());
+        expected_stamps_.erase(sequence);
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(CheckInvariants()) << "after step " << step;
+  }
+  EXPECT_GT(manager_.counters().blocks_copied, 100);
+  EXPECT_GT(reservations_refused_, 100);
+  EXPECT_EQ(manager_.counters().peak_blocks_in_use, kNumBlocks);
+
+  while (!expected_stamps_.empty()) {
+    ASSERT_TRUE(manager_.Free(expected_stamps_.begin()->first).ok());
+    expected_stamps_.erase(expected_stamps_.begin());
+  }
+  EXPECT_EQ(manager_.num_free_blocks(), kNumBlocks);
+  EXPECT_EQ(manager_.counters().blocks_shared, 0);
+  for (BlockId block = 0; block < kNumBlocks; ++block) EXPECT_EQ(manager_.ReferenceCount(block), 0);
+}
+
+}  // namespace
+}  // namespace kvjit::kv

@@ -1,0 +1,68 @@
+#include "tools/kvjit/CompileOnTheFly.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/core/BuildInfo.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::cli {
+namespace {
+
+std::filesystem::path CacheDirectory() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    return std::filesystem::path(xdg) / "kvjit" / "compiled";
+  }
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home ? home : "/tmp") / ".cache" / "kvjit" / "compiled";
+}
+
+// Everything the executable depends on: the model's identity on disk, the
+// options and the compiler's version.
+std::string CacheKey(const std::filesystem::path& model, const codegen::CompileOptions& options) {
+  std::error_code error;
+  std::string identity = absl::StrCat(std::filesystem::absolute(model, error).string(), "|",
+                                      KvjitVersion());
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(
+           std::filesystem::is_directory(model, error) ? model : model.parent_path(), error)) {
+    if (!std::filesystem::is_directory(model, error) && entry.path() != model) continue;
+    absl::StrAppend(&identity, "|", entry.path().string(), ":", entry.file_size(error), ":",
+                    entry.last_write_time(error).time_since_epoch().count());
+  }
+  absl::StrAppend(&identity, "|", options.target, "|", options.block_size, "|",
+                  options.cache_dtype, "|", options.max_tokens_per_step, "|",
+                  options.kv_memory_mib);
+  return absl::StrFormat("%016x", std::hash<std::string>()(identity));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExecutablePathFor(const std::string& model_or_kvx,
+                                              const codegen::CompileOptions& options) {
+  if (absl::EndsWith(model_or_kvx, ".kvx")) return model_or_kvx;
+  const std::filesystem::path model(model_or_kvx);
+  std::error_code error;
+  if (!std::filesystem::exists(model, error)) {
+    return absl::NotFoundError(absl::StrCat(model_or_kvx, ": no such model file or directory"));
+  }
+  const std::filesystem::path directory = CacheDirectory();
+  std::filesystem::create_directories(directory, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(directory.string(), ": cannot create the compile cache: ", error.message()));
+  }
+  const std::string name = model.filename().empty() ? model.parent_path().filename().string()
+                                                    : model.filename().string();
+  const std::string executable =
+      (directory / absl::StrCat(name, "-", CacheKey(model, options), ".kvx")).string();
+  if (std::filesystem::exists(executable, error)) return executable;
+  std::fprintf(stderr, "compiling %s (cached as %s)\n", model_or_kvx.c_str(), executable.c_str());
+  KVJIT_RETURN_IF_ERROR(codegen::CompileModel(model_or_kvx, executable, options, stderr));
+  return executable;
+}
+
+}  // namespace kvjit::cli

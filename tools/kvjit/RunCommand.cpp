@@ -1,0 +1,138 @@
+// kvjit run MODEL_OR_KVX -p PROMPT: generate text with the CPU runtime over a
+// paged KV cache. stdout carries only the continuation, streamed as it is
+// generated; --stats reports TTFT, TPOT, tokens/s and KV blocks on stderr.
+
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/engine/Generator.h"
+#include "runtime/exec/Executable.h"
+#include "runtime/exec/StepRunner.h"
+#include "runtime/kv/KvBlockManager.h"
+#include "runtime/sampling/StopChecker.h"
+#include "tools/kvjit/CompileOnTheFly.h"
+#include "tools/kvjit/KvxTokenizer.h"
+#include "tools/kvjit/SharedFlags.h"
+#include "tools/kvjit/Subcommand.h"
+
+ABSL_FLAG(double, temperature, 0.8, "sampling temperature; 0 is greedy");
+ABSL_FLAG(int, top_k, 40, "keep the k most likely tokens (0: all)");
+ABSL_FLAG(double, top_p, 0.95, "keep the most likely tokens whose probabilities sum to p");
+ABSL_FLAG(double, min_p, 0.05, "drop tokens less likely than min_p times the most likely");
+ABSL_FLAG(double, repeat_penalty, 1.0, "above 1 discourages tokens already in the text");
+ABSL_FLAG(int64_t, seed, -1, "the sampling seed; the same seed gives the same text (-1: random)");
+ABSL_FLAG(std::vector<std::string>, stop, {}, "stop strings, comma-separated");
+ABSL_FLAG(bool, chat, false, "wrap the prompt in the model's chat template (ChatML)");
+ABSL_FLAG(bool, stats, false, "write TTFT, TPOT, tokens/s and KV blocks to stderr");
+ABSL_FLAG(int, threads, 0, "CPU threads (0: all cores)");
+ABSL_FLAG(int64_t, kv_pool_mib, 256, "memory for the paged KV pool, in MiB");
+
+namespace kvjit::cli {
+namespace {
+
+// ChatML, as SmolLM2-Instruct, Qwen2 and others define it, with the model's
+// default system turn where its template has one.
+std::string ApplyChatTemplate(const std::string& chat_template, const std::string& prompt) {
+  std::string text;
+  const std::string default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+  if (absl::StrContains(chat_template, default_system)) {
+    absl::StrAppend(&text, "<|im_start|>system\n", default_system, "<|im_end|>\n");
+  }
+  absl::StrAppend(&text, "<|im_start|>user\n", prompt, "<|im_end|>\n<|im_start|>assistant\n");
+  return text;
+}
+
+absl::Status RunRun(const std::vector<std::string>& arguments) {
+  if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL_OR_KVX argument");
+  KVJIT_ASSIGN_OR_RETURN(std::string kvx_path,
+                         ExecutablePathFor(arguments[0], CompileOptionsFromFlags()));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
+                         runtime::Executable::Load(kvx_path));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+                         TokenizerFromExecutable(executable->root()));
+
+  const kvx::Tokenizer* table = executable->root().tokenizer();
+  const bool chat = absl::GetFlag(FLAGS_chat);
+  if (chat && (table->chat_template() == nullptr ||
+               !absl::StrContains(table->chat_template()->str(), "<|im_start|>"))) {
+    return absl::UnimplementedError("--chat supports ChatML templates; this model has another");
+  }
+  const std::string prompt = chat ? ApplyChatTemplate(table->chat_template()->str(),
+                                                      absl::GetFlag(FLAGS_p))
+                                  : absl::GetFlag(FLAGS_p);
+  KVJIT_ASSIGN_OR_RETURN(std::vector<int32_t> prompt_ids,
+                         tokenizer->Encode(prompt, /*add_special=*/true, /*parse_special=*/chat));
+
+  const kvx::KvLayout& layout = executable->kv_layout();
+  KVJIT_ASSIGN_OR_RETURN(int64_t blocks,
+                         kv::BlocksForBudget(absl::GetFlag(FLAGS_kv_pool_mib) << 20,
+                                             layout.bytes_per_block()));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
+                         runtime::CpuStepRunner::Create(*executable, blocks,
+                                                        absl::GetFlag(FLAGS_threads)));
+
+  sampling::SamplingParams params;
+  params.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  params.top_k = absl::GetFlag(FLAGS_top_k);
+  params.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
+  params.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
+  params.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repeat_penalty));
+  const int64_t seed = absl::GetFlag(FLAGS_seed);
+  params.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device()();
+
+  sampling::StopConditions conditions;
+  for (int32_t id = 0; id < tokenizer->vocab_size(); ++id) {
+    if (tokenizer->IsEndOfGeneration(id)) conditions.stop_token_ids.push_back(id);
+  }
+  conditions.stop_strings = absl::GetFlag(FLAGS_stop);
+  conditions.max_tokens = absl::GetFlag(FLAGS_n);
+  KVJIT_ASSIGN_OR_RETURN(sampling::StopChecker stop, sampling::StopChecker::Create(conditions));
+
+  tokenizer::StreamingDecoder decoder(*tokenizer);
+  runtime::Generator generator(*runner, static_cast<int32_t>(layout.block_size()),
+                               executable->config().context_length());
+  KVJIT_ASSIGN_OR_RETURN(
+      runtime::GenerationResult result,
+      generator.Generate(prompt_ids, params, absl::GetFlag(FLAGS_n), [&](int32_t token) {
+        sampling::StopDecision decision = stop.Append(token, decoder.Push(token));
+        std::fputs(decision.text_to_emit.c_str(), stdout);
+        std::fflush(stdout);
+        return !decision.stop;
+      }));
+  if (!stop.stopped()) std::fputs(stop.TakeHeldText().c_str(), stdout);
+  std::fputs("\n", stdout);
+
+  if (absl::GetFlag(FLAGS_stats)) {
+    const runtime::GenerationMetrics& m = result.metrics;
+    std::fprintf(stderr,
+                 "prompt tokens %lld, generated %lld\nTTFT %.2f ms (prefill %.1f tokens/s)\n"
+                 "TPOT %.2f ms (decode %.1f tokens/s)\nKV blocks used %d of %lld (%lld tokens "
+                 "each)\n",
+                 static_cast<long long>(m.prompt_tokens), static_cast<long long>(m.generated_tokens),
+                 m.time_to_first_token_s * 1e3, m.prefill_tokens_per_s,
+                 m.time_per_output_token_s * 1e3, m.decode_tokens_per_s, m.peak_kv_blocks,
+                 static_cast<long long>(m.kv_blocks_total),
+                 static_cast<long long>(layout.block_size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Subcommand RunCommand() {
+  return {"run",
+          "generate text from a compiled model (.kvx) or a GGUF / Hugging Face model, compiled on "
+          "the fly, with the CPU runtime",
+          "MODEL_OR_KVX -p PROMPT [-n N] [--temperature T] [--chat] [--stats]",
+          "tools/kvjit/RunCommand.cpp", RunRun,
+          {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step"}};
+}
+
+}  // namespace kvjit::cli

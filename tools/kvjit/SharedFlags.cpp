@@ -1,0 +1,26 @@
+#include "tools/kvjit/SharedFlags.h"
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::string, o, "-", "the output file ('-' for stdout where the command allows it)");
+ABSL_FLAG(std::string, p, "", "the prompt");
+ABSL_FLAG(int, n, 32, "the most tokens to generate");
+ABSL_FLAG(int64_t, block_size, 16, "tokens per KV-cache block");
+ABSL_FLAG(std::string, cache_dtype, "f32", "element type of the KV cache: f32 or f16");
+ABSL_FLAG(int64_t, max_tokens_per_step, 512,
+          "tokens one step may carry; sizes the activation arena");
+ABSL_FLAG(int64_t, kv_memory_mib, 1024,
+          "the KV budget the compiler plans for, in MiB (kvjit run sizes its pool anew)");
+
+namespace kvjit::cli {
+
+codegen::CompileOptions CompileOptionsFromFlags() {
+  codegen::CompileOptions options;
+  options.block_size = absl::GetFlag(FLAGS_block_size);
+  options.cache_dtype = absl::GetFlag(FLAGS_cache_dtype);
+  options.max_tokens_per_step = absl::GetFlag(FLAGS_max_tokens_per_step);
+  options.kv_memory_mib = absl::GetFlag(FLAGS_kv_memory_mib);
+  return options;
+}
+
+}  // namespace kvjit::cli

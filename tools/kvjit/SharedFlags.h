@@ -1,0 +1,27 @@
+#ifndef KVJIT_TOOLS_KVJIT_SHAREDFLAGS_H_
+#define KVJIT_TOOLS_KVJIT_SHAREDFLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "codegen/Compiler.h"
+
+// Flags that more than one subcommand reads (absl flags are process-wide).
+ABSL_DECLARE_FLAG(std::string, o);
+ABSL_DECLARE_FLAG(std::string, p);
+ABSL_DECLARE_FLAG(int, n);
+ABSL_DECLARE_FLAG(int64_t, block_size);
+ABSL_DECLARE_FLAG(std::string, cache_dtype);
+ABSL_DECLARE_FLAG(int64_t, max_tokens_per_step);
+ABSL_DECLARE_FLAG(int64_t, kv_memory_mib);
+
+namespace kvjit::cli {
+
+// The compile options `kvjit compile` and the on-the-fly compile of
+// `kvjit run` / `kvjit bench` share.
+codegen::CompileOptions CompileOptionsFromFlags();
+
+}  // namespace kvjit::cli
+
+#endif  // KVJIT_TOOLS_KVJIT_SHAREDFLAGS_H_
