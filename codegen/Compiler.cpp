@@ -87,6 +87,10 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
     return absl::InvalidArgumentError(
         absl::StrCat("--target must be cpu or cuda, got '", options.target, "'"));
   }
+  if (options.cache_dtype != "f32" && options.cache_dtype != "f16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the CPU backend keeps the KV cache in f32 or f16, not '", options.cache_dtype, "'"));
+  }
   Clock::time_point start = Clock::now();
   Progress(progress, "importing %s…\n", model_path.c_str());
   KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));

@@ -14,6 +14,7 @@
 #include "ir/Kv/KvOps.h"
 #include "ir/Kv/KvTypes.h"
 #include "ir/Tfm/TfmOps.h"
+#include "ir/Tfm/TfmStorage.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -23,6 +24,7 @@
 #include "passes/MemoryPlanChecker.h"
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/exec/KvxTypes.h"
 #include "runtime/schema/SchemaVersion.h"
 #include "runtime/schema/kvx_generated.h"
 
@@ -64,23 +66,6 @@ float ToFloat(llvm::APFloat value) {
   bool loses_info = false;
   value.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &loses_info);
   return value.convertToFloat();
-}
-
-kvx::StorageType ToKvxStorage(quant::StorageType storage) {
-  switch (storage) {
-    case quant::StorageType::kF32: return kvx::StorageType::F32;
-    case quant::StorageType::kF16: return kvx::StorageType::F16;
-    case quant::StorageType::kBF16: return kvx::StorageType::BF16;
-    case quant::StorageType::kQ8_0: return kvx::StorageType::Q8_0;
-    case quant::StorageType::kQ4_0: return kvx::StorageType::Q4_0;
-    case quant::StorageType::kQ4_1: return kvx::StorageType::Q4_1;
-    case quant::StorageType::kQ5_0: return kvx::StorageType::Q5_0;
-    case quant::StorageType::kQ5_1: return kvx::StorageType::Q5_1;
-    case quant::StorageType::kQ4_K: return kvx::StorageType::Q4_K;
-    case quant::StorageType::kQ5_K: return kvx::StorageType::Q5_K;
-    case quant::StorageType::kQ6_K: return kvx::StorageType::Q6_K;
-  }
-  return kvx::StorageType::F32;
 }
 
 kvx::RopeStyle ToKvxRopeStyle(model::RopeStyle style) {
@@ -470,7 +455,7 @@ class ExecutableBuilder {
     auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
     const std::string param_storage = tfm::stringifyStorageType(param.getStorage()).str();
     if (type.getShape() != llvm::ArrayRef<int64_t>(weight->shape) ||
-        param_storage != quant::StorageTypeName(weight->storage)) {
+        tfm::ToQuantStorage(param.getStorage()) != weight->storage) {
       return absl::InvalidArgumentError(absl::StrCat(
           model_.weights->origin(), ": tensor '", name, "' is ",
           std::string(quant::StorageTypeName(weight->storage)), " of ", weight->shape.size(),
@@ -483,10 +468,11 @@ class ExecutableBuilder {
                                               weight->size_bytes));
     }
     KVJIT_ASSIGN_OR_RETURN(WeightFileTable::Location location, weight_files_.Locate(*weight));
-    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), ToKvxStorage(weight->storage),
+    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(),
+                                               runtime::ToKvxStorage(weight->storage),
                                                &weight->shape, location.file_index,
                                                location.offset, weight->size_bytes,
-                                               Fnv1a64(bytes)));
+                                               runtime::Fnv1a64(bytes)));
     return absl::OkStatus();
   }
 
@@ -820,14 +806,6 @@ absl::Status VerifyPlan(mlir::func::FuncOp step) {
 
 }  // namespace
 
-uint64_t Fnv1a64(absl::Span<const uint8_t> bytes) {
-  uint64_t hash = kFnvOffsetBasis;
-  for (uint8_t byte : bytes) {
-    hash ^= byte;
-    hash *= kFnvPrime;
-  }
-  return hash;
-}
 
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,

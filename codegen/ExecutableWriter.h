@@ -48,9 +48,6 @@ absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
 absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,
                                  const std::string& path);
 
-// 64-bit FNV-1a, the checksum of a weight's bytes in the executable.
-uint64_t Fnv1a64(absl::Span<const uint8_t> bytes);
-
 }  // namespace kvjit::codegen
 
 #endif  // KVJIT_CODEGEN_EXECUTABLEWRITER_H_

@@ -15,7 +15,7 @@ namespace {
 using mlir::ShapedType;
 using mlir::Value;
 
-// The step contract's arguments after tokens and positions, in order.
+// The step contract's arguments, in order.
 enum StepArgument : unsigned {
   kTokens = 0,
   kPositions,

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian machine: install, build, fetch the default
-# model, then run the furthest stage of the pipeline that works today (see the
-# README's status table).
+# model (SmolLM2-135M-Instruct Q4_1), compile it and generate a reply.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${KVJIT_BUILD_DIR:-$root/build}
@@ -12,10 +11,5 @@ model=$("$root/tools/scripts/fetch_model.sh" | tail -n 1)
 kvjit="$build_dir/tools/kvjit/kvjit"
 
 "$kvjit" --version
-"$kvjit" inspect "$model" | head -n 24
-prompt=${KVJIT_PROMPT:-"<|im_start|>user
-What is the capital of France?<|im_end|>
-<|im_start|>assistant
-"}
-echo "--- reference generation (f32, full recompute per token; slow by design):"
-"$kvjit" reference "$model" -p "$prompt" -n "${KVJIT_TOKENS:-16}"
+"$kvjit" run "$model" --chat --stats --temperature 0 -n "${KVJIT_TOKENS:-64}" \
+  -p "${KVJIT_PROMPT:-Explain in two sentences what a KV cache is.}"

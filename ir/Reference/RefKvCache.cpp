@@ -64,6 +64,14 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
     return error("step metadata does not describe ", query.shape[0], " tokens of ", sequences,
                  " sequences");
   }
+  for (int64_t s = 0; s < sequences; ++s) {
+    if (seq_starts.ints[s] > seq_starts.ints[s + 1] || (s == 0 && seq_starts.ints[0] != 0)) {
+      return error("seq_starts must rise from 0 to the token count");
+    }
+  }
+  for (int32_t position : positions.ints) {
+    if (position < 0) return error("position ", position, " is negative");
+  }
   RefTensor out = RefTensor::Float(query.shape, std::vector<float>(query.values.size()));
   std::vector<double> scores;
   for (int64_t s = 0; s < sequences; ++s) {

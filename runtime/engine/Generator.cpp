@@ -53,7 +53,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   KVJIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(params));
   KVJIT_ASSIGN_OR_RETURN(kv::KvBlockManager blocks,
                          kv::KvBlockManager::Create(static_cast<int32_t>(runner_.num_blocks()),
-                                                    block_size_));
+                                                    static_cast<int32_t>(runner_.block_size())));
 
   GenerationResult result;
   result.metrics.prompt_tokens = prompt_tokens;

@@ -33,8 +33,8 @@ struct GenerationResult {
 // decode step, each sampled from the step's logits.
 class Generator {
  public:
-  Generator(CpuStepRunner& runner, int32_t block_size, int64_t context_length)
-      : runner_(runner), block_size_(block_size), context_length_(context_length) {}
+  Generator(CpuStepRunner& runner, int64_t context_length)
+      : runner_(runner), context_length_(context_length) {}
 
   // `on_token` sees each new token as soon as it is sampled and returns
   // whether to go on (false once a stop condition holds); `on_logits`, where
@@ -49,13 +49,12 @@ class Generator {
                                                 on_logits = nullptr);
 
  private:
-  // Runs one step over `count` tokens of `sequence` starting at `position`;
-  // returns the logits of the last of them.
+  // Runs one step over `count` new tokens of the request, the first at
+  // `position`; returns the logits of the last of them.
   absl::StatusOr<absl::Span<const float>> Step(kv::KvBlockManager& blocks, const int32_t* tokens,
                                                int64_t position, int64_t count);
 
   CpuStepRunner& runner_;
-  int32_t block_size_;
   int64_t context_length_;
 };
 

@@ -2,22 +2,46 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/exec/KvxTypes.h"
 #include "runtime/schema/SchemaVersion.h"
 
 namespace kvjit::runtime {
 namespace {
 
 // Elements of a dimension at its largest (the static size, or the program's
-// token bound for per-step sizes).
-uint64_t MaxExtent(const kvx::Dim& dim, uint64_t max_tokens) {
+// token bound for per-step sizes); -1 for a negative static size.
+int64_t MaxExtent(const kvx::Dim& dim, int64_t max_tokens) {
   switch (dim.kind()) {
     case kvx::DimKind::Static:
-      return static_cast<uint64_t>(dim.size());
+      return dim.size() >= 0 ? dim.size() : -1;
     case kvx::DimKind::SequencesPlusOne:
       return max_tokens + 1;
     default:
       return max_tokens;
   }
+}
+
+// Inputs and outputs each opcode reads and writes (KvWrite writes the cache,
+// no tensor).
+struct Arity {
+  size_t min_inputs, max_inputs, outputs;
+};
+
+Arity ArityOf(kvx::OpCode op) {
+  switch (op) {
+    case kvx::OpCode::Embedding: return {2, 2, 1};
+    case kvx::OpCode::Linear: return {2, 3, 1};
+    case kvx::OpCode::RmsNorm: return {2, 2, 1};
+    case kvx::OpCode::AddRmsNorm: return {3, 3, 2};
+    case kvx::OpCode::SwiGlu: return {2, 2, 1};
+    case kvx::OpCode::Rope: return {2, 2, 1};
+    case kvx::OpCode::Elementwise: return {1, 64, 1};
+    case kvx::OpCode::KvWrite: return {3, 3, 0};
+    case kvx::OpCode::KvAttention: return {5, 5, 1};
+    case kvx::OpCode::GatherRows: return {2, 2, 1};
+    case kvx::OpCode::Copy: return {1, 1, 1};
+  }
+  return {0, 0, 0};
 }
 
 }  // namespace
@@ -63,6 +87,18 @@ absl::Status Executable::Verify() {
     return invalid("field 'kv_layout' has a zero dimension");
   }
   if (root_->program()->max_tokens() == 0) return invalid("field 'program.max_tokens' is zero");
+  // The runtime's kernels address the pool with these strides; a layout they
+  // do not describe must not load.
+  const uint64_t element = kv.element_type() == kvx::StorageType::F32 ? 4 : 2;
+  const uint64_t slot_stride = uint64_t{kv.num_kv_heads()} * kv.head_dim() * element;
+  const uint64_t value_offset = slot_stride * kv.block_size();
+  if (kv.slot_stride_bytes() != slot_stride || kv.value_offset_bytes() != value_offset ||
+      kv.layer_stride_bytes() != 2 * value_offset ||
+      kv.bytes_per_block() != 2 * value_offset * kv.num_layers()) {
+    return invalid("kv_layout's strides are not the [layer][K, V][slot][head][dim] layout this "
+                   "runtime reads");
+  }
+  if (root_->config()->vocab_size() == 0) return invalid("field 'config.vocab_size' is zero");
   return absl::OkStatus();
 }
 
@@ -92,7 +128,14 @@ absl::Status Executable::MapWeights() {
           path_, ": weight '", weight->name()->str(), "' at offset ", weight->offset(), " (",
           weight->size_bytes(), " bytes) lies past the end of its file"));
     }
-    weight_bytes_.push_back(file.subspan(weight->offset(), weight->size_bytes()));
+    absl::Span<const uint8_t> bytes = file.subspan(weight->offset(), weight->size_bytes());
+    if (Fnv1a64(bytes) != weight->checksum()) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": weight '", weight->name()->str(), "' in ",
+          root_->weight_files()->Get(weight->file_index())->path()->str(),
+          " is not the one the executable was compiled from (checksum mismatch); recompile"));
+    }
+    weight_bytes_.push_back(bytes);
   }
   return absl::OkStatus();
 }
@@ -104,11 +147,19 @@ absl::Status Executable::VerifyTensorRef(const kvx::TensorRef* ref, size_t instr
         absl::StrCat(path_, ": instruction ", instruction, " ", role, ": ", parts...));
   };
   if (ref == nullptr || ref->shape() == nullptr) return invalid("missing tensor reference");
-  const uint64_t max_tokens = program().max_tokens();
+  const int64_t max_tokens = program().max_tokens();
   switch (ref->kind()) {
     case kvx::BufferKind::Arena: {
       uint64_t bytes = sizeof(float);
-      for (const kvx::Dim* dim : *ref->shape()) bytes *= MaxExtent(*dim, max_tokens);
+      for (const kvx::Dim* dim : *ref->shape()) {
+        const int64_t extent = MaxExtent(*dim, max_tokens);
+        if (extent < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(extent), &bytes)) {
+          return invalid("a dimension is negative or the size overflows");
+        }
+      }
+      if (ref->offset() % sizeof(float) != 0) {
+        return invalid("arena offset ", ref->offset(), " is not a multiple of 4");
+      }
       if (ref->offset() > program().arena_bytes() ||
           bytes > program().arena_bytes() - ref->offset()) {
         return invalid("arena bytes [", ref->offset(), ", ", ref->offset() + bytes,
@@ -116,11 +167,22 @@ absl::Status Executable::VerifyTensorRef(const kvx::TensorRef* ref, size_t instr
       }
       return absl::OkStatus();
     }
-    case kvx::BufferKind::Weight:
+    case kvx::BufferKind::Weight: {
       if (ref->index() >= weight_bytes_.size()) {
         return invalid("weight ", ref->index(), " of ", weight_bytes_.size());
       }
+      const kvx::Weight* weight = root_->weights()->Get(ref->index());
+      if (weight->shape() == nullptr || weight->shape()->size() != ref->shape()->size()) {
+        return invalid("weight '", weight->name()->str(), "' has another rank than its use");
+      }
+      for (size_t i = 0; i < ref->shape()->size(); ++i) {
+        const kvx::Dim* dim = ref->shape()->Get(i);
+        if (dim->kind() != kvx::DimKind::Static || dim->size() != weight->shape()->Get(i)) {
+          return invalid("weight '", weight->name()->str(), "' has another shape than its use");
+        }
+      }
       return absl::OkStatus();
+    }
     case kvx::BufferKind::Input:
       if (ref->index() > static_cast<uint32_t>(kvx::StepInput::MAX)) {
         return invalid("unknown step input ", ref->index());
@@ -130,23 +192,75 @@ absl::Status Executable::VerifyTensorRef(const kvx::TensorRef* ref, size_t instr
   return invalid("unknown buffer kind");
 }
 
+absl::Status Executable::VerifyInstruction(const kvx::Instruction& instruction,
+                                           size_t index) const {
+  auto invalid = [&](auto... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": instruction ", index, " (", kvx::EnumNameOpCode(instruction.op()), "): ",
+        parts...));
+  };
+  const Arity arity = ArityOf(instruction.op());
+  const size_t inputs = instruction.inputs() ? instruction.inputs()->size() : 0;
+  const size_t outputs = instruction.outputs() ? instruction.outputs()->size() : 0;
+  if (arity.max_inputs == 0) return invalid("unknown opcode");
+  if (inputs < arity.min_inputs || inputs > arity.max_inputs || outputs != arity.outputs) {
+    return invalid(inputs, " inputs and ", outputs, " outputs do not fit the opcode");
+  }
+  for (const kvx::TensorRef* ref : *instruction.inputs()) {
+    KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, index, "input"));
+    if (ref->shape()->size() == 0) return invalid("an input has rank 0");
+  }
+  for (size_t i = 0; i < outputs; ++i) {
+    const kvx::TensorRef* ref = instruction.outputs()->Get(i);
+    KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, index, "output"));
+    if (ref->kind() != kvx::BufferKind::Arena) return invalid("an output is not in the arena");
+  }
+  const kvx::TensorRef& first = *instruction.inputs()->Get(0);
+  switch (instruction.op()) {
+    case kvx::OpCode::Rope:
+    case kvx::OpCode::KvAttention:
+    case kvx::OpCode::KvWrite:
+      if (first.shape()->size() != 3) return invalid("needs [tokens, heads, head_dim] operands");
+      if (first.shape()->Get(2)->kind() != kvx::DimKind::Static ||
+          (instruction.op() != kvx::OpCode::Rope &&
+           first.shape()->Get(2)->size() != kv_layout().head_dim())) {
+        return invalid("head_dim differs from the KV layout's");
+      }
+      break;
+    case kvx::OpCode::Elementwise: {
+      const auto* steps = instruction.elementwise();
+      if (steps == nullptr || steps->size() == 0) return invalid("has no elementwise steps");
+      for (size_t k = 0; k < steps->size(); ++k) {
+        for (int operand : {steps->Get(k)->lhs(), steps->Get(k)->rhs()}) {
+          if (operand >= static_cast<int>(inputs) || -operand - 1 >= static_cast<int>(k)) {
+            return invalid("step ", k, " names operand ", operand, ", which does not exist yet");
+          }
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Executable::VerifyProgram() const {
   const auto& instructions = *program().instructions();
   for (size_t i = 0; i < instructions.size(); ++i) {
-    const kvx::Instruction* instruction = instructions[i];
-    if (instruction->inputs() == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(path_, ": instruction ", i, " has no inputs"));
-    }
-    for (const kvx::TensorRef* ref : *instruction->inputs()) {
-      KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, i, "input"));
-    }
-    if (instruction->outputs() != nullptr) {
-      for (const kvx::TensorRef* ref : *instruction->outputs()) {
-        KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, i, "output"));
-      }
-    }
+    KVJIT_RETURN_IF_ERROR(VerifyInstruction(*instructions[i], i));
   }
-  return VerifyTensorRef(program().logits(), instructions.size(), "logits");
+  const kvx::TensorRef* logits = program().logits();
+  KVJIT_RETURN_IF_ERROR(VerifyTensorRef(logits, instructions.size(), "logits"));
+  const auto& shape = *logits->shape();
+  if (logits->kind() != kvx::BufferKind::Arena || shape.size() != 2 ||
+      shape.Get(0)->kind() != kvx::DimKind::LogitsRows ||
+      shape.Get(1)->kind() != kvx::DimKind::Static ||
+      shape.Get(1)->size() != config().vocab_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": the program's logits are not [logits rows, vocab] in the arena"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kvjit::runtime

@@ -34,6 +34,7 @@ class Executable {
   absl::Status Verify();
   absl::Status MapWeights();
   absl::Status VerifyProgram() const;
+  absl::Status VerifyInstruction(const kvx::Instruction& instruction, size_t index) const;
   absl::Status VerifyTensorRef(const kvx::TensorRef* ref, size_t instruction,
                                const char* role) const;
 

@@ -6,25 +6,13 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/cpu/MatMul.h"
+#include "runtime/exec/KvxTypes.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/RowKernels.h"
 #include "runtime/quant/Dequantize.h"
 
 namespace kvjit::runtime {
 namespace {
-
-absl::StatusOr<quant::StorageType> ToStorage(kvx::StorageType type) {
-  static constexpr quant::StorageType kByKvx[] = {
-      quant::StorageType::kF32,  quant::StorageType::kF16,  quant::StorageType::kBF16,
-      quant::StorageType::kQ8_0, quant::StorageType::kQ4_0, quant::StorageType::kQ4_1,
-      quant::StorageType::kQ5_0, quant::StorageType::kQ5_1, quant::StorageType::kQ4_K,
-      quant::StorageType::kQ5_K, quant::StorageType::kQ6_K};
-  const auto index = static_cast<size_t>(type);
-  if (index >= std::size(kByKvx)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown weight storage type ", index));
-  }
-  return kByKvx[index];
-}
 
 cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
   cpu::RopeParams params;
@@ -87,8 +75,21 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
         executable.path(), ": kv_layout.bytes_per_block is ", kv.bytes_per_block(),
         " but its dimensions give ", runner->kv_layout_.BlockBytes()));
   }
-  runner->arena_.assign(executable.program().arena_bytes() / sizeof(float) + 1, 0.0f);
-  runner->kv_pool_.assign(static_cast<size_t>(num_blocks) * kv.bytes_per_block(), 0);
+  uint64_t pool_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(num_blocks), kv.bytes_per_block(), &pool_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(num_blocks, " KV blocks overflow the address space"));
+  }
+  try {
+    runner->arena_.assign(executable.program().arena_bytes() / sizeof(float) + 1, 0.0f);
+    runner->kv_pool_.assign(pool_bytes, 0);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        executable.path(), ": cannot allocate the activation arena (",
+        executable.program().arena_bytes(), " bytes) and the KV pool (", pool_bytes, " bytes)"));
+  } catch (const std::length_error&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        executable.path(), ": the activation arena or the KV pool is larger than memory allows"));
+  }
   runner->vocab_size_ = executable.config().vocab_size();
   return runner;
 }
@@ -125,7 +126,7 @@ absl::StatusOr<float*> CpuStepRunner::Floats(const kvx::TensorRef& ref) {
       auto [cached, inserted] = vector_weights_.try_emplace(ref.index());
       if (inserted) {
         const kvx::Weight* weight = executable_.root().weights()->Get(ref.index());
-        KVJIT_ASSIGN_OR_RETURN(quant::StorageType storage, ToStorage(weight->storage()));
+        KVJIT_ASSIGN_OR_RETURN(quant::StorageType storage, FromKvxStorage(weight->storage()));
         int64_t count = 1;
         for (int64_t dim : *weight->shape()) count *= dim;
         cached->second.resize(count);
@@ -172,7 +173,7 @@ absl::StatusOr<cpu::WeightView> CpuStepRunner::Matrix(const kvx::TensorRef& ref)
         absl::StrCat("weight '", weight->name()->str(), "' is not a matrix"));
   }
   cpu::WeightView view;
-  KVJIT_ASSIGN_OR_RETURN(view.type, ToStorage(weight->storage()));
+  KVJIT_ASSIGN_OR_RETURN(view.type, FromKvxStorage(weight->storage()));
   view.rows = weight->shape()->Get(0);
   view.cols = weight->shape()->Get(1);
   view.bytes = executable_.WeightBytes(ref.index());
@@ -248,7 +249,7 @@ absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const S
       if (in.size() > 2) {
         KVJIT_ASSIGN_OR_RETURN(float* bias, Floats(*in[2]));
         for (int64_t r = 0; r < rows; ++r) {
-          KVJIT_RETURN_IF_ERROR(cpu::Add(y + r * w.rows, bias, y + r * w.rows, w.rows, pool_));
+          for (int64_t o = 0; o < w.rows; ++o) y[r * w.rows + o] += bias[o];
         }
       }
       return absl::OkStatus();
@@ -343,7 +344,16 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
       inputs.seq_starts.size() != inputs.context_lens.size() + 1 ||
       inputs.block_tables.size() !=
           static_cast<size_t>(sizes.sequences * sizes.max_blocks)) {
-    return absl::InvalidArgumentError("step inputs disagree in size");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step inputs disagree in size: ", sizes.tokens, " tokens, ", inputs.positions.size(),
+        " positions, ", inputs.slot_mapping.size(), " slots, ", inputs.seq_starts.size(),
+        " sequence starts for ", sizes.sequences, " sequences, ", inputs.block_tables.size(),
+        " block table entries for ", sizes.max_blocks, " blocks each"));
+  }
+  // The arena holds logits rows for at most the step's tokens.
+  if (sizes.logits_rows < 1 || sizes.logits_rows > sizes.tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("a step asks for 1 to ", sizes.tokens,
+                                                   " logits rows, got ", sizes.logits_rows));
   }
   for (int32_t row : inputs.logits_rows) {
     if (row < 0 || row >= sizes.tokens) {
@@ -356,7 +366,7 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
     absl::Status status = Execute(*instructions[i], inputs, sizes);
     if (!status.ok()) {
       return absl::Status(status.code(),
-                          absl::StrCat("instruction ", i, " (",
+                          absl::StrCat(executable_.path(), ": instruction ", i, " (",
                                        kvx::EnumNameOpCode(instructions[i]->op()),
                                        "): ", status.message()));
     }

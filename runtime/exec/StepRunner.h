@@ -39,7 +39,7 @@ class CpuStepRunner {
   int64_t num_blocks() const { return num_blocks_; }
   int64_t vocab_size() const { return vocab_size_; }
   int64_t max_tokens_per_step() const { return executable_.program().max_tokens(); }
-  uint64_t kv_pool_bytes() const { return kv_pool_.size(); }
+  int64_t block_size() const { return kv_layout_.block_size; }
 
   // Runs one step; the logits [L, vocab] stay valid until the next call.
   absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs);

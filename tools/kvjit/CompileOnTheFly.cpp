@@ -21,17 +21,24 @@ std::filesystem::path CacheDirectory() {
   return std::filesystem::path(home ? home : "/tmp") / ".cache" / "kvjit" / "compiled";
 }
 
-// Everything the executable depends on: the model's identity on disk, the
-// options and the compiler's version.
+// Everything the executable depends on: the model's files as they are on
+// disk (path, size, modification time; for a Hugging Face directory, its
+// top-level files), the options and the compiler's version.
 std::string CacheKey(const std::filesystem::path& model, const codegen::CompileOptions& options) {
   std::error_code error;
   std::string identity = absl::StrCat(std::filesystem::absolute(model, error).string(), "|",
                                       KvjitVersion());
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(
-           std::filesystem::is_directory(model, error) ? model : model.parent_path(), error)) {
-    if (!std::filesystem::is_directory(model, error) && entry.path() != model) continue;
-    absl::StrAppend(&identity, "|", entry.path().string(), ":", entry.file_size(error), ":",
-                    entry.last_write_time(error).time_since_epoch().count());
+  auto add_file = [&](const std::filesystem::path& file) {
+    absl::StrAppend(&identity, "|", file.filename().string(), ":",
+                    std::filesystem::file_size(file, error), ":",
+                    std::filesystem::last_write_time(file, error).time_since_epoch().count());
+  };
+  if (std::filesystem::is_directory(model, error)) {
+    for (const auto& entry : std::filesystem::directory_iterator(model, error)) {
+      if (entry.is_regular_file(error)) add_file(entry.path());
+    }
+  } else {
+    add_file(model);
   }
   absl::StrAppend(&identity, "|", options.target, "|", options.block_size, "|",
                   options.cache_dtype, "|", options.max_tokens_per_step, "|",

@@ -96,8 +96,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   KVJIT_ASSIGN_OR_RETURN(sampling::StopChecker stop, sampling::StopChecker::Create(conditions));
 
   tokenizer::StreamingDecoder decoder(*tokenizer);
-  runtime::Generator generator(*runner, static_cast<int32_t>(layout.block_size()),
-                               executable->config().context_length());
+  runtime::Generator generator(*runner, executable->config().context_length());
   KVJIT_ASSIGN_OR_RETURN(
       runtime::GenerationResult result,
       generator.Generate(prompt_ids, params, absl::GetFlag(FLAGS_n), [&](int32_t token) {
@@ -106,7 +105,10 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
         std::fflush(stdout);
         return !decision.stop;
       }));
-  if (!stop.stopped()) std::fputs(stop.TakeHeldText().c_str(), stdout);
+  if (!stop.stopped()) {
+    std::fputs(stop.TakeHeldText().c_str(), stdout);
+    std::fputs(decoder.Flush().c_str(), stdout);
+  }
   std::fputs("\n", stdout);
 
   if (absl::GetFlag(FLAGS_stats)) {

@@ -8,11 +8,13 @@ Subcommand TokenizeCommand();
 Subcommand ReferenceCommand();
 Subcommand CompileCommand();
 Subcommand RunCommand();
+Subcommand BenchCommand();
 
 const std::vector<Subcommand>& AllSubcommands() {
   static const std::vector<Subcommand> commands = {InspectCommand(), TokenizeCommand(),
                                                      ImportCommand(), ReferenceCommand(),
-                                                     CompileCommand(), RunCommand()};
+                                                     CompileCommand(), RunCommand(),
+                                                     BenchCommand()};
   return commands;
 }
 

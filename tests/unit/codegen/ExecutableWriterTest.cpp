@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ExecutableWriter.h"
+#include "runtime/exec/KvxTypes.h"
 #include "frontend/model/HfModel.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
@@ -181,7 +182,7 @@ void ExpectWellFormed(const kvx::Executable& executable, const model::ModelConfi
     ASSERT_LE(weight->offset() + weight->size_bytes(), file->size_bytes()) << weight->name()->str();
     std::vector<uint8_t> bytes =
         ReadFileRange(file->path()->str(), weight->offset(), weight->size_bytes());
-    EXPECT_EQ(Fnv1a64(bytes), weight->checksum()) << weight->name()->str();
+    EXPECT_EQ(runtime::Fnv1a64(bytes), weight->checksum()) << weight->name()->str();
   }
 
   const kvx::KvLayout* kv = executable.kv_layout();
@@ -530,9 +531,9 @@ TEST(WriteExecutableFileTest, WritesTheBufferAndNamesThePathOnFailure) {
 }
 
 TEST(Fnv1a64Test, KnownValues) {
-  EXPECT_EQ(Fnv1a64({}), 14695981039346656037ull);
+  EXPECT_EQ(runtime::Fnv1a64({}), 14695981039346656037ull);
   const std::string a = "a";
-  EXPECT_EQ(Fnv1a64({reinterpret_cast<const uint8_t*>(a.data()), a.size()}), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(runtime::Fnv1a64({reinterpret_cast<const uint8_t*>(a.data()), a.size()}), 0xaf63dc4c8601ec8cull);
 }
 
 }  // namespace

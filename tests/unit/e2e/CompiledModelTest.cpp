@@ -74,8 +74,7 @@ class CompiledStoriesTest : public ::testing::Test {
 TEST_F(CompiledStoriesTest, GreedyTextMatchesTheKnownContinuation) {
   auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/64, /*threads=*/2);
   ASSERT_TRUE(runner.ok()) << runner.status();
-  runtime::Generator generator(**runner, executable_->kv_layout().block_size(),
-                               model_->config.context_length);
+  runtime::Generator generator(**runner, model_->config.context_length);
   auto prompt = tokenizer_->Encode("Once upon a time", true, false);
   ASSERT_TRUE(prompt.ok());
   sampling::SamplingParams greedy;
@@ -137,8 +136,7 @@ TEST_F(CompiledStoriesTest, StepLogitsEqualTheReferenceEvaluator) {
 TEST_F(CompiledStoriesTest, APromptLongerThanTheContextIsRefused) {
   auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/64, /*threads=*/1);
   ASSERT_TRUE(runner.ok()) << runner.status();
-  runtime::Generator generator(**runner, executable_->kv_layout().block_size(),
-                               /*context_length=*/8);
+  runtime::Generator generator(**runner, /*context_length=*/8);
   sampling::SamplingParams greedy;
   greedy.temperature = 0;
   auto result = generator.Generate(std::vector<int32_t>(9, 1), greedy, 4,
@@ -151,8 +149,7 @@ TEST_F(CompiledStoriesTest, APromptLongerThanTheContextIsRefused) {
 TEST_F(CompiledStoriesTest, AKvPoolTooSmallForTheRequestIsAnError) {
   auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/1, /*threads=*/1);
   ASSERT_TRUE(runner.ok()) << runner.status();
-  runtime::Generator generator(**runner, executable_->kv_layout().block_size(),
-                               model_->config.context_length);
+  runtime::Generator generator(**runner, model_->config.context_length);
   sampling::SamplingParams greedy;
   greedy.temperature = 0;
   auto result = generator.Generate(std::vector<int32_t>(40, 1), greedy, 4,
@@ -202,7 +199,7 @@ TEST(CompiledSmolLM2Test, GreedyMatchesLlamaCppUpToTheFirstCloseCall) {
   for (const nlohmann::json& prompt : expected["prompts"]) {
     const std::vector<int32_t> prompt_ids = prompt["prompt_ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> want = prompt["generated_ids"].get<std::vector<int32_t>>();
-    runtime::Generator generator(**runner, (*executable)->kv_layout().block_size(), 8192);
+    runtime::Generator generator(**runner, 8192);
     sampling::SamplingParams greedy;
     greedy.temperature = 0;
     size_t step = 0;

@@ -11,6 +11,7 @@
 #include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/exec/KvxTypes.h"
 #include "runtime/schema/SchemaVersion.h"
 
 namespace kvjit::runtime {
@@ -39,6 +40,9 @@ class ExecutableTest : public ::testing::Test {
     uint64_t weight_file_size = 64;
     uint64_t weight_offset = 0;
     uint64_t arena_offset = 0;
+    uint64_t logits_offset = 0;
+    // FNV-1a of the 16 zero bytes the weight reads.
+    uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
   };
 
   // A one-instruction program (copy a weight's [4] floats into the arena)
@@ -53,15 +57,20 @@ class ExecutableTest : public ::testing::Test {
     auto arena_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.arena_offset, dims(4));
     auto instruction = kvx::CreateInstruction(b, kvx::OpCode::Copy, b.CreateVector({weight_ref}),
                                               b.CreateVector({arena_ref}));
-    auto logits = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, 0, dims(4));
+    std::vector<kvx::Dim> logits_shape = {kvx::Dim(kvx::DimKind::LogitsRows, 0),
+                                          kvx::Dim(kvx::DimKind::Static, 4)};
+    auto logits = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.logits_offset,
+                                       b.CreateVectorOfStructs(logits_shape));
     auto program = kvx::CreateProgram(b, b.CreateVector({instruction}), logits,
-                                      /*arena_bytes=*/16, /*max_tokens=*/8);
+                                      /*arena_bytes=*/128, /*max_tokens=*/8);
     auto file = kvx::CreateWeightFile(b, b.CreateString(weights_path_), knobs.weight_file_size);
     std::vector<int64_t> shape = {4};
     auto weight = kvx::CreateWeight(b, b.CreateString("w"), kvx::StorageType::F32,
-                                    b.CreateVector(shape), 0, knobs.weight_offset, 16);
-    auto config = kvx::CreateModelConfig(b, b.CreateString("llama"));
-    auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 512, 256, 32, 4);
+                                    b.CreateVector(shape), 0, knobs.weight_offset, 16,
+                                    knobs.checksum);
+    auto config = kvx::CreateModelConfig(b, b.CreateString("llama"), 0, /*vocab_size=*/4);
+    // 1 layer, 1 KV head of 8 f32, blocks of 16: slot 32 B, V at 512 B, block 1024 B.
+    auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4);
     auto root = kvx::CreateExecutable(b, knobs.schema_version, 0, config, 0,
                                       b.CreateVector({file}), b.CreateVector({weight}), kv, program);
     kvx::FinishExecutableBuffer(b, root);
@@ -119,8 +128,27 @@ TEST_F(ExecutableTest, RefusesAWeightPastTheEndOfItsFile) {
 
 TEST_F(ExecutableTest, RefusesAnArenaReferencePastTheArena) {
   Knobs knobs;
-  knobs.arena_offset = 8;
-  EXPECT_THAT(Message(Build(knobs)), HasSubstr("instruction 0 output: arena bytes [8, 24)"));
+  knobs.arena_offset = 120;
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("instruction 0 output: arena bytes [120, 136)"));
+}
+
+TEST_F(ExecutableTest, RefusesLogitsThatDoNotFitTheArenaForTheMostTokens) {
+  Knobs knobs;
+  knobs.logits_offset = 16;
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("logits: arena bytes [16, 144)"));
+}
+
+TEST_F(ExecutableTest, RefusesAnUnalignedArenaOffset) {
+  Knobs knobs;
+  knobs.arena_offset = 2;
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("arena offset 2 is not a multiple of 4"));
+}
+
+TEST_F(ExecutableTest, RefusesWeightsThatChangedSinceCompiling) {
+  Knobs knobs;
+  knobs.checksum = 42;
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("weight 'w' in"));
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("checksum mismatch"));
 }
 
 }  // namespace
