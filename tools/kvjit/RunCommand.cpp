@@ -110,6 +110,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
     std::fputs(decoder.Flush().c_str(), stdout);
   }
   std::fputs("\n", stdout);
+  std::fflush(stdout);
 
   if (absl::GetFlag(FLAGS_stats)) {
     const runtime::GenerationMetrics& m = result.metrics;

@@ -244,10 +244,10 @@ std::vector<float> DequantizeAll(const GgufTensor& tensor) {
   return values;
 }
 
-// all_types.gguf was written by a separate script (not by GgufWriter): one
+// all_types.gguf-case was written by a separate script (not by GgufWriter): one
 // pair per value type, alignment 64, one tensor per storage type.
 TEST(GgufFileTest, CommittedFileOfEveryType) {
-  absl::StatusOr<std::unique_ptr<GgufFile>> opened = GgufFile::Open(KVJIT_GGUF_DATA_DIR "/all_types.gguf");
+  absl::StatusOr<std::unique_ptr<GgufFile>> opened = GgufFile::Open(KVJIT_GGUF_DATA_DIR "/all_types.gguf-case");
   ASSERT_TRUE(opened.ok()) << opened.status();
   const GgufFile& file = **opened;
   EXPECT_EQ(file.alignment(), 64u);

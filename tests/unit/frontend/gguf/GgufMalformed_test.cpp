@@ -264,31 +264,32 @@ TEST(GgufMalformedTest, EveryTruncationIsRefused) {
   }
 }
 
-// The fuzzer's seed corpus: small malformed files, each refused with a known
+// The fuzzer's seed corpus: small malformed GGUF files (named .gguf-case so
+// that no one takes them for models), each refused with a known
 // message. A new file there needs a line here.
 TEST(GgufMalformedTest, FuzzCorpusIsRefused) {
   const std::map<std::string, std::string> expected = {
-      {"array_length_overflow.gguf", "cannot fit in the"},
-      {"bad_magic.gguf", "bad magic"},
-      {"big_endian.gguf", "big-endian GGUF"},
-      {"data_past_end.gguf", "runs past the end of the file"},
-      {"duplicate_key.gguf", "duplicate key 'a'"},
-      {"duplicate_tensor.gguf", "duplicate tensor name 'w'"},
-      {"empty.gguf", "truncated: the magic"},
-      {"huge_n_kv.gguf", "n_kv"},
-      {"huge_n_tensors.gguf", "n_tensors"},
-      {"misaligned_offset.gguf", "is not a multiple of the alignment"},
-      {"alignment_not_power_of_two.gguf", "is not a power of two"},
-      {"nested_arrays.gguf", "nested more than 8 arrays deep"},
-      {"n_dims_5.gguf", "n_dims 5 is more than 4"},
-      {"partial_block.gguf", "not a multiple of the block size 32"},
-      {"q2_k_tensor.gguf", "Q2_K is not supported"},
-      {"string_past_end.gguf", "truncated: string of"},
-      {"truncated_header.gguf", "truncated: the metadata count (n_kv)"},
-      {"unknown_tensor_type.gguf", "is not a known ggml type"},
-      {"unknown_value_type.gguf", "unknown value type"},
-      {"version_1.gguf", "GGUF version 1 is not supported"},
-      {"zero_dim.gguf", "dimension 1 is 0"},
+      {"array_length_overflow.gguf-case", "cannot fit in the"},
+      {"bad_magic.gguf-case", "bad magic"},
+      {"big_endian.gguf-case", "big-endian GGUF"},
+      {"data_past_end.gguf-case", "runs past the end of the file"},
+      {"duplicate_key.gguf-case", "duplicate key 'a'"},
+      {"duplicate_tensor.gguf-case", "duplicate tensor name 'w'"},
+      {"empty.gguf-case", "truncated: the magic"},
+      {"huge_n_kv.gguf-case", "n_kv"},
+      {"huge_n_tensors.gguf-case", "n_tensors"},
+      {"misaligned_offset.gguf-case", "is not a multiple of the alignment"},
+      {"alignment_not_power_of_two.gguf-case", "is not a power of two"},
+      {"nested_arrays.gguf-case", "nested more than 8 arrays deep"},
+      {"n_dims_5.gguf-case", "n_dims 5 is more than 4"},
+      {"partial_block.gguf-case", "not a multiple of the block size 32"},
+      {"q2_k_tensor.gguf-case", "Q2_K is not supported"},
+      {"string_past_end.gguf-case", "truncated: string of"},
+      {"truncated_header.gguf-case", "truncated: the metadata count (n_kv)"},
+      {"unknown_tensor_type.gguf-case", "is not a known ggml type"},
+      {"unknown_value_type.gguf-case", "unknown value type"},
+      {"version_1.gguf-case", "GGUF version 1 is not supported"},
+      {"zero_dim.gguf-case", "dimension 1 is 0"},
   };
   std::map<std::string, bool> seen;
   for (const auto& entry : std::filesystem::directory_iterator(KVJIT_GGUF_CORPUS_DIR)) {
