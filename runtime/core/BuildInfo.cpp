@@ -13,7 +13,7 @@ absl::string_view KvjitVersion() { return KVJIT_VERSION_STRING; }
 
 std::vector<BackendInfo> CompiledBackends() {
   std::vector<BackendInfo> backends;
-  backends.push_back({"cpu", "portable C++"});
+  backends.push_back({"cpu", "threaded; AVX2/FMA kernels where the CPU has them, portable otherwise"});
 #if KVJIT_HAVE_CUDA
   int nvrtc_major = 0;
   int nvrtc_minor = 0;
@@ -21,8 +21,9 @@ std::vector<BackendInfo> CompiledBackends() {
   if (nvrtcVersion(&nvrtc_major, &nvrtc_minor) == NVRTC_SUCCESS) {
     nvrtc = absl::StrCat("NVRTC ", nvrtc_major, ".", nvrtc_minor);
   }
-  backends.push_back({"cuda", absl::StrCat("CUDA toolkit ", KVJIT_CUDA_TOOLKIT_VERSION,
-                                           ", ", nvrtc, ", cuBLAS")});
+  backends.push_back({"cuda", absl::StrCat("CUDA toolkit ", KVJIT_CUDA_TOOLKIT_VERSION, ", ", nvrtc,
+                                           ", cuBLAS; no kernels yet: compile --target cuda is "
+                                           "refused")});
 #endif
   return backends;
 }
