@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdarg>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,7 +11,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
-#include "nlohmann/json.hpp"
 #include "passes/MemoryPlanChecker.h"
 #include "passes/Pipeline.h"
 #include "runtime/core/StatusMacros.h"
@@ -71,30 +69,6 @@ std::string DescribePlan(mlir::ModuleOp module) {
   return "no planned step function";
 }
 
-// GGUF's tokenizer.chat_template, or a Hugging Face directory's
-// tokenizer_config.json "chat_template"; empty where the model has none.
-absl::StatusOr<std::string> ChatTemplate(const model::ModelFile& model) {
-  if (model.gguf != nullptr) {
-    if (!model.gguf->Has("tokenizer.chat_template")) return std::string();
-    KVJIT_ASSIGN_OR_RETURN(absl::string_view chat_template,
-                           model.gguf->GetString("tokenizer.chat_template"));
-    return std::string(chat_template);
-  }
-  const std::string config_path = model.path + "/tokenizer_config.json";
-  std::ifstream config_file(config_path);
-  if (!config_file) return std::string();
-  nlohmann::json config = nlohmann::json::parse(config_file, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(config_path, ": not valid JSON"));
-  }
-  if (!config.is_object() || !config.contains("chat_template")) return std::string();
-  if (!config["chat_template"].is_string()) {
-    return absl::UnimplementedError(
-        absl::StrCat(config_path, ": chat_template is not a single template string"));
-  }
-  return config["chat_template"].get<std::string>();
-}
-
 }  // namespace
 
 absl::Status CompileModel(const std::string& model_path, const std::string& output_path,
@@ -115,7 +89,7 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
                          model::LoadTokenizer(model));
-  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, ChatTemplate(model));
+  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, model::LoadChatTemplate(model));
   // The builder loads the dialects it writes; each pass loads those it makes.
   mlir::MLIRContext context;
   // --dump_ir_after_all prints the whole module after each pass, which MLIR

@@ -1,6 +1,7 @@
 #include "frontend/model/ModelFile.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "frontend/model/GgufModel.h"
@@ -8,6 +9,7 @@
 #include "frontend/safetensors/HfConfig.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
 #include "frontend/tokenizer/HfVocabulary.h"
+#include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::model {
@@ -48,6 +50,28 @@ absl::StatusOr<ModelFile> OpenModelFile(const std::string& path) {
 absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const ModelFile& model) {
   if (model.gguf != nullptr) return tokenizer::LoadTokenizerFromGguf(*model.gguf);
   return tokenizer::LoadTokenizerFromHfDirectory(model.path);
+}
+
+absl::StatusOr<std::string> LoadChatTemplate(const ModelFile& model) {
+  if (model.gguf != nullptr) {
+    if (!model.gguf->Has("tokenizer.chat_template")) return std::string();
+    KVJIT_ASSIGN_OR_RETURN(absl::string_view chat_template,
+                           model.gguf->GetString("tokenizer.chat_template"));
+    return std::string(chat_template);
+  }
+  const std::string config_path = model.path + "/tokenizer_config.json";
+  std::ifstream config_file(config_path);
+  if (!config_file) return std::string();
+  nlohmann::json config = nlohmann::json::parse(config_file, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded()) {
+    return absl::InvalidArgumentError(absl::StrCat(config_path, ": not valid JSON"));
+  }
+  if (!config.is_object() || !config.contains("chat_template")) return std::string();
+  if (!config["chat_template"].is_string()) {
+    return absl::UnimplementedError(
+        absl::StrCat(config_path, ": chat_template is not a single template string"));
+  }
+  return config["chat_template"].get<std::string>();
 }
 
 }  // namespace kvjit::model

@@ -32,6 +32,11 @@ absl::StatusOr<ModelFile> OpenModelFile(const std::string& path);
 // Hugging Face directory's tokenizer.json.
 absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const ModelFile& model);
 
+// The chat template the model ships: GGUF's tokenizer.chat_template, or a
+// Hugging Face directory's tokenizer_config.json "chat_template"; empty
+// where it has none.
+absl::StatusOr<std::string> LoadChatTemplate(const ModelFile& model);
+
 }  // namespace kvjit::model
 
 #endif  // KVJIT_FRONTEND_MODEL_MODELFILE_H_

@@ -128,6 +128,27 @@ TEST_F(HfImportTest, RotateHalfCheckpointMatchesInterleavedGgufLayout) {
   }
 }
 
+TEST_F(HfImportTest, ChatTemplateComesFromTokenizerConfig) {
+  TempDir dir;
+  dir.WriteFile("config.json", kLlamaConfig);
+  dir.WriteFile("model.safetensors", safetensors::testing::SerializeSafetensors(
+                                         {{"model.norm.weight", "F32", {16}, F32Bytes(std::vector<float>(16))}}));
+  auto model = OpenModelFile(dir.path());
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto none = LoadChatTemplate(*model);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, "");
+  dir.WriteFile("tokenizer_config.json", R"({"chat_template": "<|im_start|>{{ x }}"})");
+  auto chat_template = LoadChatTemplate(*model);
+  ASSERT_TRUE(chat_template.ok()) << chat_template.status();
+  EXPECT_EQ(*chat_template, "<|im_start|>{{ x }}");
+  dir.WriteFile("tokenizer_config.json", R"({"chat_template": [{"name": "default"}]})");
+  auto several = LoadChatTemplate(*model);
+  ASSERT_FALSE(several.ok());
+  EXPECT_THAT(std::string(several.status().message()),
+              HasSubstr("chat_template is not a single template string"));
+}
+
 TEST_F(HfImportTest, CanonicalNames) {
   EXPECT_EQ(CanonicalWeightName("model.layers.12.mlp.down_proj.weight"), "blk.12.ffn_down.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.0.self_attn.k_proj.bias"), "blk.0.attn_k.bias");

@@ -39,6 +39,9 @@ TEST_F(SmolLM2Test, HyperParameters) {
   EXPECT_EQ(c.vocab_size, 49152);
   EXPECT_TRUE(c.tied_embeddings);
   EXPECT_EQ(c.KvCacheBytesPerToken(2), 2u * 30 * 3 * 64 * 2);
+  auto chat_template = LoadChatTemplate(*model);
+  ASSERT_TRUE(chat_template.ok()) << chat_template.status();
+  EXPECT_NE(chat_template->find("<|im_start|>"), std::string::npos);
 }
 
 TEST_F(SmolLM2Test, TokenizationEqualsLlamaCpp) {
