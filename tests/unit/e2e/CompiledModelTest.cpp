@@ -7,69 +7,19 @@
 #include <fstream>
 
 #include "codegen/Compiler.h"
-#include "codegen/ExecutableWriter.h"
-#include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
 #include "ir/Reference/ReferenceGeneration.h"
-#include "mlir/Pass/PassManager.h"
 #include "nlohmann/json.hpp"
-#include "passes/Pipeline.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "tests/unit/common/TestPaths.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "tests/unit/e2e/CompiledStoriesFixture.h"
 
 namespace kvjit {
 namespace {
-
-class CompiledStoriesTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string path = testing::SharedPath("models/stories260K.gguf");
-    if (path.empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR/models";
-    mlir::DialectRegistry registry;
-    RegisterKvjitDialects(registry);
-    context_.appendDialectRegistry(registry);
-    auto model = model::OpenModelFile(path);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::make_unique<model::ModelFile>(*std::move(model));
-    auto tokenizer = model::LoadTokenizer(*model_);
-    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-    tokenizer_ = std::move(*tokenizer);
-
-    auto module = model::BuildLlamaModule(context_, model_->config, *model_->weights);
-    ASSERT_TRUE(module.ok()) << module.status();
-    forward_ = std::move(*module);
-    mlir::OwningOpRef<mlir::ModuleOp> step = forward_->clone();
-    mlir::PassManager pm(&context_);
-    KvjitPipelineOptions options;
-    options.maxTokensPerStep = 64;
-    BuildKvjitPipeline(pm, options);
-    ASSERT_TRUE(mlir::succeeded(pm.run(*step)));
-    auto buffer = codegen::WriteExecutable(*step, *model_, tokenizer_->vocabulary(), "");
-    ASSERT_TRUE(buffer.ok()) << buffer.status();
-    kvx_path_ = (std::filesystem::temp_directory_path() /
-                 ("kvjit-e2e-" + std::to_string(::getpid()) + ".kvx"))
-                    .string();
-    ASSERT_TRUE(codegen::WriteExecutableFile(*buffer, kvx_path_).ok());
-    auto executable = runtime::Executable::Load(kvx_path_);
-    ASSERT_TRUE(executable.ok()) << executable.status();
-    executable_ = std::move(*executable);
-  }
-  void TearDown() override {
-    if (!kvx_path_.empty()) std::filesystem::remove(kvx_path_);
-  }
-
-  mlir::MLIRContext context_;
-  std::unique_ptr<model::ModelFile> model_;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
-  mlir::OwningOpRef<mlir::ModuleOp> forward_;
-  std::string kvx_path_;
-  std::unique_ptr<runtime::Executable> executable_;
-};
 
 TEST_F(CompiledStoriesTest, GreedyTextMatchesTheKnownContinuation) {
   auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/64, /*threads=*/2);
