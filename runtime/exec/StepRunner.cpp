@@ -331,6 +331,19 @@ absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const S
                                                " has no CPU kernel"));
 }
 
+absl::Status CpuStepRunner::CopyBlock(int64_t source, int64_t destination) {
+  if (source < 0 || source >= num_blocks_ || destination < 0 || destination >= num_blocks_) {
+    return absl::OutOfRangeError(absl::StrCat("copying KV block ", source, " to ", destination,
+                                              ": the pool has blocks 0 to ", num_blocks_ - 1));
+  }
+  const uint64_t block_bytes = executable_.kv_layout().bytes_per_block();
+  if (source != destination) {
+    std::memcpy(kv_pool_.data() + destination * block_bytes, kv_pool_.data() + source * block_bytes,
+                block_bytes);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inputs) {
   const Sizes sizes = {static_cast<int64_t>(inputs.tokens.size()),
                        static_cast<int64_t>(inputs.logits_rows.size()),

@@ -41,6 +41,11 @@ class CpuStepRunner {
   int64_t max_tokens_per_step() const { return executable_.program().max_tokens(); }
   int64_t block_size() const { return kv_layout_.block_size; }
 
+  // Copies every slot of KV block `source` into block `destination` (the
+  // copy-on-write of a block that forked sequences shared); run before the
+  // step that writes into `destination`.
+  absl::Status CopyBlock(int64_t source, int64_t destination);
+
   // Runs one step; the logits [L, vocab] stay valid until the next call.
   absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs);
 

@@ -83,6 +83,49 @@ TEST_F(CompiledStoriesTest, StepLogitsEqualTheReferenceEvaluator) {
   }
 }
 
+// A copied block serves attention exactly as its source does: what forked
+// sequences rely on when copy-on-write gives one of them a private block.
+TEST_F(CompiledStoriesTest, ACopiedKvBlockAttendsLikeItsSource) {
+  auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/8, /*threads=*/1);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  const int64_t block_size = executable_->kv_layout().block_size();
+  const std::vector<int32_t> tokens = {1, 403, 407, 261, 378};
+  auto step = [&](int32_t block, int64_t count) {
+    runtime::StepInputs inputs;
+    for (int64_t p = 0; p < count; ++p) {
+      inputs.tokens.push_back(tokens[p]);
+      inputs.positions.push_back(static_cast<int32_t>(p));
+      inputs.slot_mapping.push_back(static_cast<int32_t>(block * block_size + p));
+    }
+    inputs.seq_starts = {0, static_cast<int32_t>(count)};
+    inputs.context_lens = {static_cast<int32_t>(count)};
+    inputs.block_tables = {block};
+    inputs.max_blocks = 1;
+    inputs.logits_rows = {static_cast<int32_t>(count - 1)};
+    auto logits = (*runner)->Run(inputs);
+    return logits.ok() ? std::vector<float>(logits->begin(), logits->end()) : std::vector<float>();
+  };
+  // The whole prompt into block 2; then the last token again in block 5,
+  // whose first slots hold only what the copy put there.
+  const std::vector<float> in_source = step(2, 5);
+  ASSERT_FALSE(in_source.empty());
+  ASSERT_TRUE((*runner)->CopyBlock(2, 5).ok());
+  runtime::StepInputs last;
+  last.tokens = {tokens[4]};
+  last.positions = {4};
+  last.slot_mapping = {static_cast<int32_t>(5 * block_size + 4)};
+  last.seq_starts = {0, 1};
+  last.context_lens = {5};
+  last.block_tables = {5};
+  last.max_blocks = 1;
+  last.logits_rows = {0};
+  auto in_copy = (*runner)->Run(last);
+  ASSERT_TRUE(in_copy.ok()) << in_copy.status();
+  ASSERT_EQ(in_copy->size(), in_source.size());
+  for (size_t i = 0; i < in_source.size(); ++i) EXPECT_EQ((*in_copy)[i], in_source[i]) << i;
+  EXPECT_EQ((*runner)->CopyBlock(2, 8).code(), absl::StatusCode::kOutOfRange);
+}
+
 TEST_F(CompiledStoriesTest, APromptLongerThanTheContextIsRefused) {
   auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/64, /*threads=*/1);
   ASSERT_TRUE(runner.ok()) << runner.status();
