@@ -44,6 +44,41 @@ Arity ArityOf(kvx::OpCode op) {
   return {0, 0, 0};
 }
 
+bool SameDim(const kvx::Dim& a, const kvx::Dim& b) {
+  return a.kind() == b.kind() && (a.kind() != kvx::DimKind::Static || a.size() == b.size());
+}
+
+bool SameShape(const kvx::TensorRef& a, const kvx::TensorRef& b) {
+  if (a.shape()->size() != b.shape()->size()) return false;
+  for (size_t i = 0; i < a.shape()->size(); ++i) {
+    if (!SameDim(*a.shape()->Get(i), *b.shape()->Get(i))) return false;
+  }
+  return true;
+}
+
+// A reshape keeps the element count for every size of the step: the same
+// per-step dimensions, in order, and the same product of static ones.
+bool SameElementCount(const kvx::TensorRef& a, const kvx::TensorRef& b) {
+  auto summarize = [](const kvx::TensorRef& ref) {
+    std::pair<std::vector<kvx::DimKind>, int64_t> summary{{}, 1};
+    for (const kvx::Dim* dim : *ref.shape()) {
+      if (dim->kind() == kvx::DimKind::Static) {
+        summary.second *= dim->size();
+      } else {
+        summary.first.push_back(dim->kind());
+      }
+    }
+    return summary;
+  };
+  return summarize(a) == summarize(b);
+}
+
+// The static size of a reference's last dimension, or -1.
+int64_t LastStaticDim(const kvx::TensorRef& ref) {
+  const kvx::Dim* last = ref.shape()->Get(ref.shape()->size() - 1);
+  return last->kind() == kvx::DimKind::Static ? last->size() : -1;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(const std::string& path) {
@@ -216,6 +251,57 @@ absl::Status Executable::VerifyInstruction(const kvx::Instruction& instruction,
     if (ref->kind() != kvx::BufferKind::Arena) return invalid("an output is not in the arena");
   }
   const kvx::TensorRef& first = *instruction.inputs()->Get(0);
+  const auto& in = *instruction.inputs();
+  auto weight_dim = [&](const kvx::TensorRef& ref, size_t dim) -> int64_t {
+    const auto* shape = root_->weights()->Get(ref.index())->shape();
+    return dim < shape->size() ? shape->Get(dim) : -1;
+  };
+  // What the kernels write is sized by these; each must agree with the
+  // output references the arena was checked against.
+  if (outputs > 0) {
+    const kvx::TensorRef& out = *instruction.outputs()->Get(0);
+    bool fits = true;
+    switch (instruction.op()) {
+      case kvx::OpCode::Embedding:
+        fits = in[0]->kind() == kvx::BufferKind::Weight && LastStaticDim(out) == weight_dim(*in[0], 1);
+        break;
+      case kvx::OpCode::Linear:
+        fits = in[1]->kind() == kvx::BufferKind::Weight && weight_dim(*in[1], 1) > 0 &&
+               LastStaticDim(first) == weight_dim(*in[1], 1) &&
+               LastStaticDim(out) == weight_dim(*in[1], 0) &&
+               out.shape()->size() == first.shape()->size() &&
+               SameDim(*out.shape()->Get(0), *first.shape()->Get(0)) &&
+               (in.size() < 3 || LastStaticDim(*in[2]) == weight_dim(*in[1], 0));
+        break;
+      case kvx::OpCode::RmsNorm:
+      case kvx::OpCode::AddRmsNorm: {
+        const kvx::TensorRef& weight = *in[in.size() - 1];
+        fits = SameShape(out, first) && LastStaticDim(weight) == LastStaticDim(first) &&
+               (outputs < 2 || SameShape(*instruction.outputs()->Get(1), first)) &&
+               (in.size() < 3 || SameShape(*in[1], first));
+        break;
+      }
+      case kvx::OpCode::SwiGlu:
+        fits = SameShape(out, first) && SameShape(*in[1], first);
+        break;
+      case kvx::OpCode::Rope:
+      case kvx::OpCode::KvAttention:
+        fits = SameShape(out, first);
+        break;
+      case kvx::OpCode::Copy:
+        fits = SameElementCount(out, first);
+        break;
+      case kvx::OpCode::Elementwise:
+        for (const kvx::TensorRef* ref : in) fits = fits && SameShape(*ref, out);
+        break;
+      case kvx::OpCode::GatherRows:
+        fits = LastStaticDim(out) == LastStaticDim(first) && LastStaticDim(out) > 0;
+        break;
+      case kvx::OpCode::KvWrite:
+        break;
+    }
+    if (!fits) return invalid("the output's shape does not fit the inputs'");
+  }
   switch (instruction.op()) {
     case kvx::OpCode::Rope:
     case kvx::OpCode::KvAttention:

@@ -41,6 +41,7 @@ class ExecutableTest : public ::testing::Test {
     uint64_t weight_offset = 0;
     uint64_t arena_offset = 0;
     uint64_t logits_offset = 0;
+    int64_t copy_elements = 4;
     // FNV-1a of the 16 zero bytes the weight reads.
     uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
   };
@@ -54,7 +55,8 @@ class ExecutableTest : public ::testing::Test {
       return b.CreateVectorOfStructs(shape);
     };
     auto weight_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Weight, 0, 0, dims(4));
-    auto arena_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.arena_offset, dims(4));
+    auto arena_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.arena_offset,
+                                          dims(knobs.copy_elements));
     auto instruction = kvx::CreateInstruction(b, kvx::OpCode::Copy, b.CreateVector({weight_ref}),
                                               b.CreateVector({arena_ref}));
     std::vector<kvx::Dim> logits_shape = {kvx::Dim(kvx::DimKind::LogitsRows, 0),
@@ -142,6 +144,13 @@ TEST_F(ExecutableTest, RefusesAnUnalignedArenaOffset) {
   Knobs knobs;
   knobs.arena_offset = 2;
   EXPECT_THAT(Message(Build(knobs)), HasSubstr("arena offset 2 is not a multiple of 4"));
+}
+
+TEST_F(ExecutableTest, RefusesAnOutputOfAnotherSizeThanTheKernelWrites) {
+  Knobs knobs;
+  knobs.copy_elements = 3;
+  EXPECT_THAT(Message(Build(knobs)),
+              HasSubstr("instruction 0 (Copy): the output's shape does not fit the inputs'"));
 }
 
 TEST_F(ExecutableTest, RefusesWeightsThatChangedSinceCompiling) {
