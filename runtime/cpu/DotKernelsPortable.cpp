@@ -121,55 +121,30 @@ float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t
 // Q4_K: f16 d, f16 dmin, 12 bytes of scales/mins, 128 bytes of nibbles; each
 // 64 elements take 32 bytes, low nibbles first (sub-block 2g), then high
 // nibbles (2g + 1). Value = d * scale * q - dmin * min.
-float DotQ4_K(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
+// Q5_K: Q4_K with 32 bytes of fifth bits before the nibbles: bit 2g of qh[l]
+// tops element 64g + l, bit 2g + 1 element 64g + 32 + l.
+template <int64_t kBlockBytes, bool kHasFifthBits>
+float DotScaledMinK(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
   const auto* activations = static_cast<const Q8KBlock*>(activation_row);
   float acc[8] = {};
   float offset = 0.0f;
   for (int64_t b = 0; b < cols / 256; ++b) {
-    const uint8_t* block = weight_row + b * 144;
+    const uint8_t* block = weight_row + b * kBlockBytes;
     const Q8KBlock& a = activations[b];
     int32_t scales[8], mins[8];
     UnpackKScalesAndMins(block + 4, scales, mins);
-    const uint8_t* qs = block + 16;
+    const uint8_t* qh = block + 16;
+    const uint8_t* qs = block + (kHasFifthBits ? 48 : 16);
     int32_t lanes[8] = {};
     for (int g = 0; g < 4; ++g) {
       int32_t low[32], high[32], partial[8];
       for (int l = 0; l < 32; ++l) {
         low[l] = qs[32 * g + l] & 0x0f;
         high[l] = qs[32 * g + l] >> 4;
-      }
-      LaneSums32(low, a.q + 64 * g, partial);
-      for (int m = 0; m < 8; ++m) lanes[m] += scales[2 * g] * partial[m];
-      LaneSums32(high, a.q + 64 * g + 32, partial);
-      for (int m = 0; m < 8; ++m) lanes[m] += scales[2 * g + 1] * partial[m];
-    }
-    int32_t min_sum = 0;
-    for (int j = 0; j < 8; ++j) min_sum += mins[j] * a.sums32[j];
-    AccumulateLanes(LoadHalf(block) * a.scale, lanes, acc);
-    offset = std::fma(-(LoadHalf(block + 2) * a.scale), static_cast<float>(min_sum), offset);
-  }
-  return LaneSum(acc) + offset;
-}
-
-// Q5_K: Q4_K with 32 bytes of fifth bits before the nibbles: bit 2g of qh[l]
-// tops element 64g + l, bit 2g + 1 element 64g + 32 + l.
-float DotQ5_K(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
-  const auto* activations = static_cast<const Q8KBlock*>(activation_row);
-  float acc[8] = {};
-  float offset = 0.0f;
-  for (int64_t b = 0; b < cols / 256; ++b) {
-    const uint8_t* block = weight_row + b * 176;
-    const Q8KBlock& a = activations[b];
-    int32_t scales[8], mins[8];
-    UnpackKScalesAndMins(block + 4, scales, mins);
-    const uint8_t* qh = block + 16;
-    const uint8_t* qs = block + 48;
-    int32_t lanes[8] = {};
-    for (int g = 0; g < 4; ++g) {
-      int32_t low[32], high[32], partial[8];
-      for (int l = 0; l < 32; ++l) {
-        low[l] = (qs[32 * g + l] & 0x0f) | (((qh[l] >> (2 * g)) & 1) << 4);
-        high[l] = (qs[32 * g + l] >> 4) | (((qh[l] >> (2 * g + 1)) & 1) << 4);
+        if (kHasFifthBits) {
+          low[l] |= ((qh[l] >> (2 * g)) & 1) << 4;
+          high[l] |= ((qh[l] >> (2 * g + 1)) & 1) << 4;
+        }
       }
       LaneSums32(low, a.q + 64 * g, partial);
       for (int m = 0; m < 8; ++m) lanes[m] += scales[2 * g] * partial[m];
@@ -260,8 +235,8 @@ const DotKernels& PortableDotKernels() {
       DotBlocks32<Q4_1Format>,
       DotBlocks32<Q5_0Format>,
       DotBlocks32<Q5_1Format>,
-      DotQ4_K,
-      DotQ5_K,
+      DotScaledMinK<144, false>,
+      DotScaledMinK<176, true>,
       DotQ6_K,
   };
   return kKernels;
