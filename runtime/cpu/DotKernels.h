@@ -57,6 +57,22 @@ const DotKernels& PortableDotKernels();
 const DotKernels& Avx2DotKernels();
 #endif
 
+// One weight row against four activation rows at once, each result bit for
+// bit its RowDot's; for the 32-element block types, where unpacking a block
+// once for several tokens pays (prefill, batched decode).
+using RowDot4 = void (*)(const uint8_t* weight_row, const void* const activation_rows[4],
+                         int64_t cols, float out[4]);
+struct DotKernels4 {
+  RowDot4 q8_0;
+  RowDot4 q4_0;
+  RowDot4 q4_1;
+  RowDot4 q5_0;
+  RowDot4 q5_1;
+};
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const DotKernels4& Avx2DotKernels4();
+#endif
+
 // The numeric contract both implementations follow exactly, so that their
 // results agree bit for bit:
 //

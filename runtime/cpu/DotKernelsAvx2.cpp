@@ -2,8 +2,8 @@
 // those instructions enabled. It follows DotKernels.h's numeric contract, so
 // it computes what DotKernelsPortable.cpp computes, bit for bit.
 //
-// Nothing here may have external linkage except Avx2DotKernels() (see
-// DotKernels.h): no standard-library templates, no shared inline helpers, and
+// Nothing here may have external linkage except Avx2DotKernels() and
+// Avx2DotKernels4() (see DotKernels.h): no standard-library templates, no shared inline helpers, and
 // scalar FMAs through the builtin rather than std::fma.
 
 #include <immintrin.h>
@@ -35,11 +35,6 @@ __m256i UnsignedLaneSums(__m256i weights, __m256i activations) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(weights, activations), _mm256_set1_epi16(1));
 }
 
-// The byte multiply-add takes one unsigned operand: move the weights' signs
-// onto the activations.
-__m256i SignedLaneSums(__m256i weights, __m256i activations) {
-  return UnsignedLaneSums(_mm256_sign_epi8(weights, weights), _mm256_sign_epi8(activations, weights));
-}
 
 // Low nibbles of 16 bytes (elements 0..15) then their high nibbles (16..31).
 __m256i Nibbles(const uint8_t* qs) {
@@ -58,45 +53,68 @@ __m256i FifthBits(const uint8_t* p) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
+// A block's weights ready for byte multiply-adds, shared by every
+// activation row they meet: the unsigned operand, and (for signed formats)
+// the signs to move onto the activations.
+struct PreparedWeights {
+  __m256i magnitudes;
+  __m256i signs;
+};
+
+PreparedWeights Signed(__m256i weights) { return {_mm256_sign_epi8(weights, weights), weights}; }
+PreparedWeights Unsigned(__m256i weights) { return {weights, weights}; }
+
+// The byte multiply-add takes one unsigned operand: signed formats move the
+// weights' signs onto the activations.
+template <bool kSigned>
+__m256i LaneSumsOf(const PreparedWeights& w, __m256i activations) {
+  return UnsignedLaneSums(w.magnitudes, kSigned ? _mm256_sign_epi8(activations, w.signs) : activations);
+}
+
 struct Q8_0Format {
   static constexpr int64_t kBytes = 34;
   static constexpr bool kHasOffset = false;
+  static constexpr bool kSigned = true;
   static float Offset(const uint8_t*) { return 0.0f; }
-  static __m256i Lanes(const uint8_t* block, __m256i q) { return SignedLaneSums(Load256(block + 2), q); }
+  static PreparedWeights Prepare(const uint8_t* block) { return Signed(Load256(block + 2)); }
 };
 
 struct Q4_0Format {
   static constexpr int64_t kBytes = 18;
   static constexpr bool kHasOffset = false;
+  static constexpr bool kSigned = true;
   static float Offset(const uint8_t*) { return 0.0f; }
-  static __m256i Lanes(const uint8_t* block, __m256i q) {
-    return SignedLaneSums(_mm256_sub_epi8(Nibbles(block + 2), _mm256_set1_epi8(8)), q);
+  static PreparedWeights Prepare(const uint8_t* block) {
+    return Signed(_mm256_sub_epi8(Nibbles(block + 2), _mm256_set1_epi8(8)));
   }
 };
 
 struct Q4_1Format {
   static constexpr int64_t kBytes = 20;
   static constexpr bool kHasOffset = true;
+  static constexpr bool kSigned = false;
   static float Offset(const uint8_t* block) { return LoadHalf(block + 2); }
-  static __m256i Lanes(const uint8_t* block, __m256i q) { return UnsignedLaneSums(Nibbles(block + 4), q); }
+  static PreparedWeights Prepare(const uint8_t* block) { return Unsigned(Nibbles(block + 4)); }
 };
 
 struct Q5_0Format {
   static constexpr int64_t kBytes = 22;
   static constexpr bool kHasOffset = false;
+  static constexpr bool kSigned = true;
   static float Offset(const uint8_t*) { return 0.0f; }
-  static __m256i Lanes(const uint8_t* block, __m256i q) {
+  static PreparedWeights Prepare(const uint8_t* block) {
     const __m256i values = _mm256_or_si256(Nibbles(block + 6), FifthBits(block + 2));
-    return SignedLaneSums(_mm256_sub_epi8(values, _mm256_set1_epi8(16)), q);
+    return Signed(_mm256_sub_epi8(values, _mm256_set1_epi8(16)));
   }
 };
 
 struct Q5_1Format {
   static constexpr int64_t kBytes = 24;
   static constexpr bool kHasOffset = true;
+  static constexpr bool kSigned = false;
   static float Offset(const uint8_t* block) { return LoadHalf(block + 2); }
-  static __m256i Lanes(const uint8_t* block, __m256i q) {
-    return UnsignedLaneSums(_mm256_or_si256(Nibbles(block + 8), FifthBits(block + 4)), q);
+  static PreparedWeights Prepare(const uint8_t* block) {
+    return Unsigned(_mm256_or_si256(Nibbles(block + 8), FifthBits(block + 4)));
   }
 };
 
@@ -108,12 +126,36 @@ float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t
   for (int64_t b = 0; b < cols / 32; ++b) {
     const uint8_t* block = weight_row + b * Format::kBytes;
     const Q8Block32& a = activations[b];
-    const __m256i lanes = Format::Lanes(block, Load256(a.q));
+    const __m256i lanes = LaneSumsOf<Format::kSigned>(Format::Prepare(block), Load256(a.q));
     const float d = LoadHalf(block) * a.scale;
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
     if (Format::kHasOffset) offset = __builtin_fmaf(Format::Offset(block), a.scaled_sum, offset);
   }
   return FoldLanes(acc) + offset;
+}
+
+// DotBlocks32 for four activation rows at once: each block's weights are
+// unpacked once for the four. Every row's sums take exactly DotBlocks32's
+// operations in its order, so each result is bit for bit the single-row one.
+template <class Format>
+void DotBlocks32x4(const uint8_t* weight_row, const void* const activation_rows[4], int64_t cols,
+                   float out[4]) {
+  const Q8Block32* activations[4];
+  for (int r = 0; r < 4; ++r) activations[r] = static_cast<const Q8Block32*>(activation_rows[r]);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  float offset[4] = {};
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const uint8_t* block = weight_row + b * Format::kBytes;
+    const PreparedWeights weights = Format::Prepare(block);
+    const float weight_scale = LoadHalf(block);
+    for (int r = 0; r < 4; ++r) {
+      const Q8Block32& a = activations[r][b];
+      const __m256i lanes = LaneSumsOf<Format::kSigned>(weights, Load256(a.q));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(weight_scale * a.scale), _mm256_cvtepi32_ps(lanes), acc[r]);
+      if (Format::kHasOffset) offset[r] = __builtin_fmaf(Format::Offset(block), a.scaled_sum, offset[r]);
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = FoldLanes(acc[r]) + offset[r];
 }
 
 __m256i ShiftBytesRight(__m256i v, int bits) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(bits)); }
@@ -259,6 +301,14 @@ const DotKernels& Avx2DotKernels() {
       DotScaledMinK<144, false>,
       DotScaledMinK<176, true>,
       DotQ6_K,
+  };
+  return kKernels;
+}
+
+const DotKernels4& Avx2DotKernels4() {
+  static constexpr DotKernels4 kKernels = {
+      DotBlocks32x4<Q8_0Format>, DotBlocks32x4<Q4_0Format>, DotBlocks32x4<Q4_1Format>,
+      DotBlocks32x4<Q5_0Format>, DotBlocks32x4<Q5_1Format>,
   };
   return kKernels;
 }

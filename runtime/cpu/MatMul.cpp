@@ -58,6 +58,25 @@ RowDot RowDotFor(const DotKernels& kernels, StorageType type) {
   return kernels.f32;  // Unreachable: the switch covers every enumerator.
 }
 
+// The four-row kernel for `type` under `isa`, or null where there is none
+// (the rows then go one by one, with the same results).
+internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx2) {
+    const internal::DotKernels4& kernels = internal::Avx2DotKernels4();
+    switch (type) {
+      case StorageType::kQ8_0: return kernels.q8_0;
+      case StorageType::kQ4_0: return kernels.q4_0;
+      case StorageType::kQ4_1: return kernels.q4_1;
+      case StorageType::kQ5_0: return kernels.q5_0;
+      case StorageType::kQ5_1: return kernels.q5_1;
+      default: return nullptr;
+    }
+  }
+#endif
+  return nullptr;
+}
+
 const DotKernels& KernelsFor(CpuIsa isa) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa == CpuIsa::kAvx2) return internal::Avx2DotKernels();
@@ -229,6 +248,7 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   const uint8_t* activation_rows = activations.data();
 
   const RowDot dot = RowDotFor(KernelsFor(isa), w.type);
+  const internal::RowDot4 dot4 = RowDot4For(isa, w.type);
   const int64_t rows = w.rows;
   const int64_t cols = w.cols;
   const uint8_t* weights = w.bytes.data();
@@ -238,7 +258,15 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
       const int64_t tile_end = std::min(tokens, tile + kTokenTile);
       for (int64_t o = begin; o < end; ++o) {
         const uint8_t* weight_row = weights + static_cast<uint64_t>(o) * row_bytes;
-        for (int64_t t = tile; t < tile_end; ++t) {
+        int64_t t = tile;
+        for (; dot4 != nullptr && t + 4 <= tile_end; t += 4) {
+          const void* rows_of_four[4];
+          float results[4];
+          for (int r = 0; r < 4; ++r) rows_of_four[r] = activation_rows + (t + r) * activation_row_bytes;
+          dot4(weight_row, rows_of_four, cols, results);
+          for (int r = 0; r < 4; ++r) y[(t + r) * rows + o] = results[r];
+        }
+        for (; t < tile_end; ++t) {
           y[t * rows + o] = dot(weight_row, activation_rows + t * activation_row_bytes, cols);
         }
       }
