@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/engine/StepBuilder.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -20,19 +21,10 @@ absl::StatusOr<absl::Span<const float>> Generator::Step(kv::KvBlockManager& bloc
                                                         const int32_t* tokens, int64_t position,
                                                         int64_t count) {
   KVJIT_RETURN_IF_ERROR(blocks.Reserve(kSequence, count));
-  StepInputs inputs;
-  inputs.tokens.assign(tokens, tokens + count);
-  for (int64_t p = position; p < position + count; ++p) {
-    inputs.positions.push_back(static_cast<int32_t>(p));
-    KVJIT_ASSIGN_OR_RETURN(int32_t slot, blocks.SlotFor(kSequence, p));
-    inputs.slot_mapping.push_back(slot);
-  }
-  inputs.seq_starts = {0, static_cast<int32_t>(count)};
-  inputs.context_lens = {static_cast<int32_t>(position + count)};
-  const kv::BlockTable* table = blocks.FindSequence(kSequence);
-  inputs.block_tables.assign(table->blocks.begin(), table->blocks.end());
-  inputs.max_blocks = static_cast<int64_t>(table->blocks.size());
-  inputs.logits_rows = {static_cast<int32_t>(count - 1)};
+  StepBuilder builder(blocks);
+  KVJIT_RETURN_IF_ERROR(builder.AddSequence(kSequence, absl::MakeConstSpan(tokens, count), position,
+                                            /*wants_logits=*/true));
+  const StepInputs inputs = std::move(builder).Finish();
   return runner_.Run(inputs);
 }
 

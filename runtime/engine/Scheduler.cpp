@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/engine/StepBuilder.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -177,37 +178,14 @@ absl::StatusOr<std::vector<BatchScheduler::Request*>> BatchScheduler::ScheduleSt
 }
 
 absl::StatusOr<StepInputs> BatchScheduler::PackStep(const std::vector<Request*>& scheduled) const {
-  StepInputs inputs;
-  inputs.seq_starts.push_back(0);
-  for (const Request* request : scheduled) {
-    inputs.max_blocks = std::max<int64_t>(
-        inputs.max_blocks, static_cast<int64_t>(blocks_.FindSequence(request->id)->blocks.size()));
-  }
+  StepBuilder builder(blocks_);
   for (const Request* request : scheduled) {
     const int64_t first = request->cached_tokens;
-    const int64_t end = first + request->step_tokens;
-    for (int64_t position = first; position < end; ++position) {
-      inputs.tokens.push_back(request->history[position]);
-      inputs.positions.push_back(static_cast<int32_t>(position));
-      KVJIT_ASSIGN_OR_RETURN(int32_t slot, blocks_.SlotFor(request->id, position));
-      inputs.slot_mapping.push_back(slot);
-    }
-    inputs.seq_starts.push_back(static_cast<int32_t>(inputs.tokens.size()));
-    inputs.context_lens.push_back(static_cast<int32_t>(end));
-    // Rows past a sequence's context are never read; 0 pads them.
-    const std::vector<kv::BlockId>& table = blocks_.FindSequence(request->id)->blocks;
-    inputs.block_tables.insert(inputs.block_tables.end(), table.begin(), table.end());
-    inputs.block_tables.resize(inputs.context_lens.size() * inputs.max_blocks, 0);
-    if (request->step_tokens == request->uncached_tokens()) {
-      inputs.logits_rows.push_back(static_cast<int32_t>(inputs.tokens.size() - 1));
-    }
+    KVJIT_RETURN_IF_ERROR(builder.AddSequence(
+        request->id, absl::MakeConstSpan(request->history).subspan(first, request->step_tokens),
+        first, /*wants_logits=*/request->step_tokens == request->uncached_tokens()));
   }
-  // The runner computes at least one logits row. A step of prompt chunks
-  // alone, none ending its prompt, asks for the last token's row and ignores it.
-  if (inputs.logits_rows.empty()) {
-    inputs.logits_rows.push_back(static_cast<int32_t>(inputs.tokens.size() - 1));
-  }
-  return inputs;
+  return std::move(builder).Finish();
 }
 
 absl::Status BatchScheduler::Finish(Request& request, sampling::StopReason reason) {

@@ -1,0 +1,37 @@
+#ifndef KVJIT_RUNTIME_ENGINE_STEPBUILDER_H_
+#define KVJIT_RUNTIME_ENGINE_STEPBUILDER_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/exec/StepRunner.h"
+#include "runtime/kv/KvBlockManager.h"
+
+namespace kvjit::runtime {
+
+// Packs sequences' new tokens into one step's inputs, in the step contract's
+// layout, from the slots and block tables the KV manager holds for them.
+class StepBuilder {
+ public:
+  explicit StepBuilder(const kv::KvBlockManager& blocks) : blocks_(blocks) {}
+
+  // Adds `tokens`, the sequence's tokens from position `first` on, whose
+  // slots must be reserved; `wants_logits` asks for the last one's logits.
+  absl::Status AddSequence(kv::SequenceId sequence, absl::Span<const int32_t> tokens,
+                           int64_t first, bool wants_logits);
+
+  // The step, block tables padded to the longest; a step where no sequence
+  // wants logits asks for the last token's row (the runner computes at least
+  // one), which the caller ignores.
+  StepInputs Finish() &&;
+
+ private:
+  const kv::KvBlockManager& blocks_;
+  StepInputs inputs_;
+  std::vector<const kv::BlockTable*> tables_;
+};
+
+}  // namespace kvjit::runtime
+
+#endif  // KVJIT_RUNTIME_ENGINE_STEPBUILDER_H_
