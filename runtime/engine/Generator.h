@@ -33,7 +33,7 @@ struct GenerationResult {
 // decode step, each sampled from the step's logits.
 class Generator {
  public:
-  Generator(CpuStepRunner& runner, int64_t context_length)
+  Generator(StepRunner& runner, int64_t context_length)
       : runner_(runner), context_length_(context_length) {}
 
   // `on_token` sees each new token as soon as it is sampled and returns
@@ -54,7 +54,7 @@ class Generator {
   absl::StatusOr<absl::Span<const float>> Step(kv::KvBlockManager& blocks, const int32_t* tokens,
                                                int64_t position, int64_t count);
 
-  CpuStepRunner& runner_;
+  StepRunner& runner_;
   int64_t context_length_;
 };
 

@@ -22,7 +22,7 @@ absl::Status NameRequest(RequestId id, const absl::Status& status) {
 
 }  // namespace
 
-absl::StatusOr<BatchScheduler> BatchScheduler::Create(CpuStepRunner& runner,
+absl::StatusOr<BatchScheduler> BatchScheduler::Create(StepRunner& runner,
                                                       const BatchSchedulerOptions& options) {
   if (options.max_batch_tokens < 1 || options.max_batch_tokens > runner.max_tokens_per_step()) {
     return absl::InvalidArgumentError(

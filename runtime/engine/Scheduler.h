@@ -48,7 +48,7 @@ struct RequestResult {
   RequestMetrics metrics;
 };
 
-// In-flight (continuous) batching over one CpuStepRunner and its KV pool.
+// In-flight (continuous) batching over one step runner and its KV pool.
 // Each Step packs, in this order and under the token budget: one decode token
 // for every running request whose prompt is in the cache (oldest first), the
 // next prefill chunk of running requests part way through their prompts, then
@@ -65,7 +65,7 @@ struct RequestResult {
 // oldest running request always gets its tokens and every step makes progress.
 class BatchScheduler {
  public:
-  static absl::StatusOr<BatchScheduler> Create(CpuStepRunner& runner,
+  static absl::StatusOr<BatchScheduler> Create(StepRunner& runner,
                                                const BatchSchedulerOptions& options);
 
   // Queues a request, to join the batch at the next Step. An error names the
@@ -117,7 +117,7 @@ class BatchScheduler {
     }
   };
 
-  BatchScheduler(CpuStepRunner& runner, const BatchSchedulerOptions& options,
+  BatchScheduler(StepRunner& runner, const BatchSchedulerOptions& options,
                  kv::KvBlockManager blocks)
       : runner_(runner), options_(options), blocks_(std::move(blocks)) {}
 
@@ -140,7 +140,7 @@ class BatchScheduler {
                              absl::Span<const float> logits);
   absl::Status Finish(Request& request, sampling::StopReason reason);
 
-  CpuStepRunner& runner_;
+  StepRunner& runner_;
   BatchSchedulerOptions options_;
   kv::KvBlockManager blocks_;
   RequestId next_id_ = 0;

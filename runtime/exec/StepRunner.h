@@ -28,26 +28,41 @@ struct StepInputs {
   std::vector<int32_t> logits_rows;   // [L]
 };
 
-// Runs an executable's step program on the CPU: one activation arena sized by
-// the compiler's memory plan, one paged KV pool of `num_blocks` blocks in the
-// executable's layout, and the kernels of runtime/cpu.
-class CpuStepRunner {
+// Runs an executable's step program on one backend over its own paged KV
+// pool; the engines (generator, scheduler, beam search) drive any backend
+// through this interface.
+class StepRunner {
  public:
-  static absl::StatusOr<std::unique_ptr<CpuStepRunner>> Create(const Executable& executable,
-                                                               int64_t num_blocks, int threads);
+  virtual ~StepRunner() = default;
 
-  int64_t num_blocks() const { return num_blocks_; }
-  int64_t vocab_size() const { return vocab_size_; }
-  int64_t max_tokens_per_step() const { return executable_.program().max_tokens(); }
-  int64_t block_size() const { return kv_layout_.block_size; }
+  virtual int64_t num_blocks() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t max_tokens_per_step() const = 0;
+  virtual int64_t block_size() const = 0;
 
   // Copies every slot of KV block `source` into block `destination` (the
   // copy-on-write of a block that forked sequences shared); run before the
   // step that writes into `destination`.
-  absl::Status CopyBlock(int64_t source, int64_t destination);
+  virtual absl::Status CopyBlock(int64_t source, int64_t destination) = 0;
 
   // Runs one step; the logits [L, vocab] stay valid until the next call.
-  absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs);
+  virtual absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) = 0;
+};
+
+// Runs an executable's step program on the CPU: one activation arena sized by
+// the compiler's memory plan, one paged KV pool of `num_blocks` blocks in the
+// executable's layout, and the kernels of runtime/cpu.
+class CpuStepRunner final : public StepRunner {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuStepRunner>> Create(const Executable& executable,
+                                                               int64_t num_blocks, int threads);
+
+  int64_t num_blocks() const override { return num_blocks_; }
+  int64_t vocab_size() const override { return vocab_size_; }
+  int64_t max_tokens_per_step() const override { return executable_.program().max_tokens(); }
+  int64_t block_size() const override { return kv_layout_.block_size; }
+  absl::Status CopyBlock(int64_t source, int64_t destination) override;
+  absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) override;
 
  private:
   CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads);
