@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/StepBuilder.h"
@@ -21,6 +22,24 @@ absl::Status NameRequest(RequestId id, const absl::Status& status) {
 }
 
 }  // namespace
+
+absl::string_view FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone:
+      return "";
+    case FinishReason::kEos:
+      return "eos";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+  }
+  return "";
+}
+
+int64_t BatchScheduler::Sequence::generated_tokens() const {
+  return static_cast<int64_t>(history.size()) - request->prompt_tokens;
+}
 
 absl::StatusOr<BatchScheduler> BatchScheduler::Create(StepRunner& runner,
                                                       const BatchSchedulerOptions& options) {
@@ -42,7 +61,8 @@ absl::StatusOr<BatchScheduler> BatchScheduler::Create(StepRunner& runner,
 absl::StatusOr<RequestId> BatchScheduler::Submit(std::vector<int32_t> prompt,
                                                  sampling::SamplingParams params,
                                                  int64_t max_new_tokens,
-                                                 std::vector<int32_t> stop_token_ids) {
+                                                 std::vector<int32_t> stop_token_ids,
+                                                 int64_t num_samples) {
   const RequestId id = next_id_++;
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
   if (prompt_tokens == 0) {
@@ -57,6 +77,10 @@ absl::StatusOr<RequestId> BatchScheduler::Submit(std::vector<int32_t> prompt,
     return absl::InvalidArgumentError(
         absl::StrCat("request ", id, ": max_new_tokens must be at least 1, got ", max_new_tokens));
   }
+  if (num_samples < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request ", id, ": num_samples must be at least 1, got ", num_samples));
+  }
   max_new_tokens = std::min(max_new_tokens, options_.context_length - prompt_tokens);
   // The last generated token is never fed back, so never cached.
   const int64_t most_cached_tokens = prompt_tokens + max_new_tokens - 1;
@@ -69,50 +93,69 @@ absl::StatusOr<RequestId> BatchScheduler::Submit(std::vector<int32_t> prompt,
   auto sampler = sampling::Sampler::Create(params);
   if (!sampler.ok()) return NameRequest(id, sampler.status());
 
-  RequestMetrics metrics;
-  metrics.prompt_tokens = prompt_tokens;
   const Clock::time_point now = Clock::now();
-  auto request = std::make_unique<Request>(Request{id, prompt_tokens, max_new_tokens,
-                                                   std::move(stop_token_ids), *std::move(sampler),
-                                                   std::move(prompt), /*cached_tokens=*/0,
-                                                   /*step_tokens=*/0, now, now, now, metrics});
-  waiting_.push_back(std::move(request));
-  results_.emplace(id, std::nullopt);
+  auto request = std::make_unique<Request>(Request{id, prompt_tokens, max_new_tokens, num_samples,
+                                                   std::move(stop_token_ids), params, now,
+                                                   /*samples=*/{}, num_samples, RequestMetrics{}});
+  request->metrics.prompt_tokens = prompt_tokens;
+  request->samples.push_back(std::make_unique<Sequence>(
+      Sequence{next_sequence_id_++, request.get(), *std::move(sampler), std::move(prompt)}));
+  waiting_.push_back(request->samples.front().get());
+  unfinished_.emplace(id, std::move(request));
   return id;
 }
 
 absl::StatusOr<RequestResult> BatchScheduler::TakeResult(RequestId id) {
+  if (unfinished_.contains(id)) {
+    return absl::UnavailableError(absl::StrCat("request ", id, " has not finished"));
+  }
   auto it = results_.find(id);
   if (it == results_.end()) {
     return absl::NotFoundError(absl::StrCat("request ", id, " is unknown or its result was taken"));
   }
-  if (!it->second.has_value()) {
-    return absl::UnavailableError(absl::StrCat("request ", id, " has not finished"));
-  }
-  RequestResult result = *std::move(it->second);
+  RequestResult result = std::move(it->second);
   results_.erase(it);
   return result;
 }
 
+absl::Status BatchScheduler::Cancel(RequestId id) {
+  auto it = unfinished_.find(id);
+  if (it == unfinished_.end()) {
+    if (results_.contains(id)) return absl::OkStatus();
+    return absl::NotFoundError(
+        absl::StrCat("cannot cancel request ", id, ": it is unknown or its result was taken"));
+  }
+  Request& request = *it->second;
+  for (const auto& sample : request.samples) {
+    if (sample->finish_reason == FinishReason::kNone) {
+      KVJIT_RETURN_IF_ERROR(RemoveSample(*sample, FinishReason::kCancelled));
+    }
+  }
+  ++counters_.cancelled_requests;
+  CompleteRequest(request);
+  return absl::OkStatus();
+}
+
 absl::Status BatchScheduler::Preempt(size_t index) {
-  Request& request = *running_[index];
-  KVJIT_RETURN_IF_ERROR(NameRequest(request.id, blocks_.Free(request.id)));
-  request.cached_tokens = 0;
-  ++request.metrics.preemptions;
-  waiting_.push_front(std::move(running_[index]));
+  Sequence& sequence = *running_[index];
+  KVJIT_RETURN_IF_ERROR(NameRequest(sequence.request->id, blocks_.Free(sequence.id)));
+  sequence.cached_tokens = 0;
+  ++sequence.request->metrics.preemptions;
+  ++counters_.preemptions;
+  waiting_.push_front(&sequence);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   preempted_this_step_ = true;
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> BatchScheduler::ReserveForRunning(Request& request, int64_t count) {
+absl::StatusOr<bool> BatchScheduler::ReserveForRunning(Sequence& sequence, int64_t count) {
   while (true) {
-    KVJIT_ASSIGN_OR_RETURN(int64_t needed, blocks_.BlocksNeeded(request.id, count));
+    KVJIT_ASSIGN_OR_RETURN(int64_t needed, blocks_.BlocksNeeded(sequence.id, count));
     if (needed <= blocks_.num_free_blocks()) break;
-    // The newest running request that is not in the step; requests in the
+    // The newest running sequence that is not in the step; sequences in the
     // step are never taken back, so the step built so far stays valid.
     size_t victim = running_.size();
-    for (size_t i = running_.size(); i-- > 0 && running_[i].get() != &request;) {
+    for (size_t i = running_.size(); i-- > 0 && running_[i] != &sequence;) {
       if (running_[i]->step_tokens == 0) {
         victim = i;
         break;
@@ -121,126 +164,235 @@ absl::StatusOr<bool> BatchScheduler::ReserveForRunning(Request& request, int64_t
     if (victim == running_.size()) return false;
     KVJIT_RETURN_IF_ERROR(Preempt(victim));
   }
-  KVJIT_RETURN_IF_ERROR(AddToStep(request, count));
+  KVJIT_RETURN_IF_ERROR(AddToStep(sequence, count));
   return true;
 }
 
-absl::Status BatchScheduler::AddToStep(Request& request, int64_t count) {
-  KVJIT_RETURN_IF_ERROR(NameRequest(request.id, blocks_.Reserve(request.id, count)));
-  request.step_tokens = count;
+absl::Status BatchScheduler::AddToStep(Sequence& sequence, int64_t count) {
+  KVJIT_RETURN_IF_ERROR(NameRequest(sequence.request->id, blocks_.Reserve(sequence.id, count)));
+  sequence.step_tokens = count;
   step_budget_left_ -= count;
-  const kv::BlockTable* table = blocks_.FindSequence(request.id);
-  request.metrics.peak_kv_blocks =
-      std::max(request.metrics.peak_kv_blocks, static_cast<int32_t>(table->blocks.size()));
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<BatchScheduler::Request*>> BatchScheduler::ScheduleStep() {
+absl::StatusOr<bool> BatchScheduler::AdmitWaiting() {
+  Sequence& sequence = *waiting_.front();
+  // The last token is always computed: its logits pick the next one.
+  const absl::Span<const int32_t> reusable =
+      absl::MakeConstSpan(sequence.history).first(sequence.history.size() - 1);
+  const kv::PrefixMatch match =
+      options_.enable_prefix_caching ? blocks_.MatchPrefix(reusable) : kv::PrefixMatch{};
+  const int64_t count =
+      std::min(static_cast<int64_t>(sequence.history.size()) - match.num_tokens, step_budget_left_);
+  KVJIT_ASSIGN_OR_RETURN(int64_t needed, blocks_.BlocksNeeded(sequence.id, count));
+  if (match.num_evictable_blocks + needed > blocks_.num_free_blocks()) return false;
+  if (match.num_tokens > 0) {
+    KVJIT_ASSIGN_OR_RETURN(sequence.cached_tokens, blocks_.AdoptCachedPrefix(sequence.id, reusable));
+    sequence.request->metrics.prefix_cached_tokens += sequence.cached_tokens;
+  }
+  running_.push_back(&sequence);
+  waiting_.pop_front();
+  KVJIT_RETURN_IF_ERROR(AddToStep(sequence, count));
+  return true;
+}
+
+absl::StatusOr<std::vector<BatchScheduler::Sequence*>> BatchScheduler::ScheduleStep() {
   step_budget_left_ = options_.max_batch_tokens;
   preempted_this_step_ = false;
-  for (auto& request : running_) request->step_tokens = 0;
-  std::vector<Request*> scheduled;
+  for (Sequence* sequence : running_) sequence->step_tokens = 0;
+  std::vector<Sequence*> scheduled;
 
   // Decodes first, oldest first, so a long prefill never stalls them. A
-  // decode that finds no request newer than itself to preempt is the newest
-  // running request, and gives up its own blocks.
+  // decode that finds no sequence newer than itself to preempt is the newest
+  // running sequence, and gives up its own blocks.
   for (size_t i = 0; i < running_.size() && step_budget_left_ > 0; ++i) {
-    Request& request = *running_[i];
-    if (request.uncached_tokens() != 1) continue;
-    KVJIT_ASSIGN_OR_RETURN(bool reserved, ReserveForRunning(request, 1));
+    Sequence& sequence = *running_[i];
+    if (sequence.uncached_tokens() != 1) continue;
+    KVJIT_ASSIGN_OR_RETURN(bool reserved, ReserveForRunning(sequence, 1));
     if (!reserved) {
       KVJIT_RETURN_IF_ERROR(Preempt(i));
       break;
     }
-    scheduled.push_back(&request);
+    scheduled.push_back(&sequence);
   }
   // Then the prompts already under way: one without a block to grow into
   // waits for the decodes in the step to finish and free theirs.
   for (size_t i = 0; i < running_.size() && step_budget_left_ > 0; ++i) {
-    Request& request = *running_[i];
-    if (request.uncached_tokens() == 1) continue;
-    const int64_t count = std::min(request.uncached_tokens(), step_budget_left_);
-    KVJIT_ASSIGN_OR_RETURN(bool reserved, ReserveForRunning(request, count));
-    if (reserved) scheduled.push_back(&request);
+    Sequence& sequence = *running_[i];
+    if (sequence.uncached_tokens() == 1) continue;
+    const int64_t count = std::min(sequence.uncached_tokens(), step_budget_left_);
+    KVJIT_ASSIGN_OR_RETURN(bool reserved, ReserveForRunning(sequence, count));
+    if (reserved) scheduled.push_back(&sequence);
   }
-  // Then new requests, in line order, while their first chunk fits.
+  // Then waiting sequences, in line order, while their first chunk fits.
   while (!waiting_.empty() && step_budget_left_ > 0 && !preempted_this_step_) {
-    Request& request = *waiting_.front();
-    const int64_t count = std::min(request.uncached_tokens(), step_budget_left_);
-    KVJIT_ASSIGN_OR_RETURN(int64_t needed, blocks_.BlocksNeeded(request.id, count));
-    if (needed > blocks_.num_free_blocks()) break;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
-    KVJIT_RETURN_IF_ERROR(AddToStep(request, count));
-    scheduled.push_back(&request);
+    Sequence* next = waiting_.front();
+    KVJIT_ASSIGN_OR_RETURN(bool admitted, AdmitWaiting());
+    if (!admitted) break;
+    scheduled.push_back(next);
   }
   return scheduled;
 }
 
-absl::StatusOr<StepInputs> BatchScheduler::PackStep(const std::vector<Request*>& scheduled) const {
+absl::StatusOr<StepInputs> BatchScheduler::PackStep(const std::vector<Sequence*>& scheduled) const {
   StepBuilder builder(blocks_);
-  for (const Request* request : scheduled) {
-    const int64_t first = request->cached_tokens;
+  for (const Sequence* sequence : scheduled) {
+    const int64_t first = sequence->cached_tokens;
     KVJIT_RETURN_IF_ERROR(builder.AddSequence(
-        request->id, absl::MakeConstSpan(request->history).subspan(first, request->step_tokens),
-        first, /*wants_logits=*/request->step_tokens == request->uncached_tokens()));
+        sequence->id, absl::MakeConstSpan(sequence->history).subspan(first, sequence->step_tokens),
+        first, /*wants_logits=*/sequence->step_tokens == sequence->uncached_tokens()));
   }
   return std::move(builder).Finish();
 }
 
-absl::Status BatchScheduler::Finish(Request& request, sampling::StopReason reason) {
-  KVJIT_RETURN_IF_ERROR(NameRequest(request.id, blocks_.Free(request.id)));
-  RequestMetrics& metrics = request.metrics;
-  metrics.generated_tokens = request.generated_tokens();
-  metrics.time_to_first_token_s = SecondsBetween(request.submitted, request.first_token);
-  metrics.time_per_output_token_s =
-      metrics.generated_tokens > 1
-          ? SecondsBetween(request.first_token, request.last_token) / (metrics.generated_tokens - 1)
-          : 0;
+void BatchScheduler::UpdatePeakBlocks(const std::vector<Sequence*>& scheduled) {
+  absl::flat_hash_set<const Request*> counted;
+  absl::flat_hash_set<kv::BlockId> blocks;
+  for (const Sequence* sequence : scheduled) {
+    Request& request = *sequence->request;
+    if (!counted.insert(&request).second) continue;
+    blocks.clear();
+    for (const auto& sample : request.samples) {
+      const kv::BlockTable* table = blocks_.FindSequence(sample->id);
+      if (table != nullptr) blocks.insert(table->blocks.begin(), table->blocks.end());
+    }
+    request.metrics.peak_kv_blocks =
+        std::max(request.metrics.peak_kv_blocks, static_cast<int32_t>(blocks.size()));
+  }
+}
+
+void BatchScheduler::CompleteRequest(Request& request) {
   RequestResult result;
-  result.tokens.assign(request.history.begin() + request.prompt_tokens, request.history.end());
-  result.finish_reason = reason;
+  RequestMetrics& metrics = request.metrics;
+  double tpot_sum = 0;
+  int64_t tpot_samples = 0;
+  bool any_token = false;
+  Clock::time_point first_token = Clock::time_point::max();
+  for (const auto& sample : request.samples) {
+    const int64_t generated = sample->generated_tokens();
+    metrics.generated_tokens += generated;
+    if (generated > 0) {
+      any_token = true;
+      first_token = std::min(first_token, sample->first_token);
+    }
+    if (generated > 1) {
+      tpot_sum += SecondsBetween(sample->first_token, sample->last_token) / (generated - 1);
+      ++tpot_samples;
+    }
+    result.samples.push_back(
+        {std::vector<int32_t>(sample->history.begin() + request.prompt_tokens, sample->history.end()),
+         sample->finish_reason});
+  }
+  // A request cancelled before its prompt's logits gets its other samples,
+  // empty.
+  while (static_cast<int64_t>(result.samples.size()) < request.num_samples) {
+    result.samples.push_back({{}, FinishReason::kCancelled});
+  }
+  metrics.time_to_first_token_s = any_token ? SecondsBetween(request.submitted, first_token) : 0;
+  metrics.time_per_output_token_s = tpot_samples > 0 ? tpot_sum / tpot_samples : 0;
   result.metrics = metrics;
-  results_[request.id] = std::move(result);
-  auto it = std::find_if(running_.begin(), running_.end(),
-                         [&](const std::unique_ptr<Request>& r) { return r.get() == &request; });
-  running_.erase(it);
+  const RequestId id = request.id;
+  results_[id] = std::move(result);
+  unfinished_.erase(id);
+}
+
+absl::Status BatchScheduler::RemoveSample(Sequence& sequence, FinishReason reason) {
+  auto waiting = std::find(waiting_.begin(), waiting_.end(), &sequence);
+  if (waiting != waiting_.end()) {
+    // A waiting sequence holds no blocks: it is new, or preemption freed them.
+    waiting_.erase(waiting);
+  } else {
+    KVJIT_RETURN_IF_ERROR(NameRequest(sequence.request->id, blocks_.Free(sequence.id)));
+    running_.erase(std::find(running_.begin(), running_.end(), &sequence));
+  }
+  sequence.finish_reason = reason;
+  --sequence.request->unfinished_samples;
   return absl::OkStatus();
 }
 
-absl::Status BatchScheduler::ConsumeLogits(const std::vector<Request*>& scheduled,
+absl::Status BatchScheduler::FinishSample(Sequence& sequence, FinishReason reason) {
+  KVJIT_RETURN_IF_ERROR(RemoveSample(sequence, reason));
+  if (sequence.request->unfinished_samples == 0) CompleteRequest(*sequence.request);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<BatchScheduler::Sequence*>> BatchScheduler::ForkSamples(Sequence& first) {
+  Request& request = *first.request;
+  std::vector<Sequence*> forked;
+  for (int64_t index = 1; index < request.num_samples; ++index) {
+    sampling::SamplingParams params = request.params;
+    params.seed += static_cast<uint64_t>(index);
+    auto sampler = sampling::Sampler::Create(params);
+    if (!sampler.ok()) return NameRequest(request.id, sampler.status());
+    const kv::SequenceId id = next_sequence_id_++;
+    KVJIT_RETURN_IF_ERROR(NameRequest(request.id, blocks_.Fork(first.id, id)));
+    request.samples.push_back(std::make_unique<Sequence>(
+        Sequence{id, &request, *std::move(sampler), first.history, first.cached_tokens}));
+    forked.push_back(request.samples.back().get());
+    running_.push_back(forked.back());
+  }
+  return forked;
+}
+
+absl::Status BatchScheduler::AppendToken(Sequence& sequence, absl::Span<const float> logits) {
+  const int32_t token = sequence.sampler.Sample(logits, sequence.history);
+  sequence.history.push_back(token);
+  sequence.last_token = Clock::now();
+  if (sequence.generated_tokens() == 1) sequence.first_token = sequence.last_token;
+  const auto& stops = sequence.request->stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    return FinishSample(sequence, FinishReason::kEos);
+  }
+  if (sequence.generated_tokens() == sequence.request->max_new_tokens) {
+    return FinishSample(sequence, FinishReason::kLength);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchScheduler::ConsumeLogits(const std::vector<Sequence*>& scheduled,
                                            absl::Span<const float> logits) {
   const int64_t vocab = runner_.vocab_size();
   int64_t row = 0;
-  for (Request* request : scheduled) {
-    const bool ends_uncached = request->step_tokens == request->uncached_tokens();
-    request->cached_tokens += request->step_tokens;
-    request->step_tokens = 0;
-    if (!ends_uncached) continue;
-    const int32_t token =
-        request->sampler.Sample(logits.subspan(row++ * vocab, vocab), request->history);
-    request->history.push_back(token);
-    request->last_token = Clock::now();
-    if (request->generated_tokens() == 1) request->first_token = request->last_token;
-    const auto& stops = request->stop_token_ids;
-    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-      KVJIT_RETURN_IF_ERROR(Finish(*request, sampling::StopReason::kEos));
-    } else if (request->generated_tokens() == request->max_new_tokens) {
-      KVJIT_RETURN_IF_ERROR(Finish(*request, sampling::StopReason::kLength));
+  for (Sequence* sequence : scheduled) {
+    const bool ends_uncached = sequence->step_tokens == sequence->uncached_tokens();
+    sequence->cached_tokens += sequence->step_tokens;
+    sequence->step_tokens = 0;
+    if (options_.enable_prefix_caching) {
+      KVJIT_RETURN_IF_ERROR(NameRequest(
+          sequence->request->id,
+          blocks_.CacheFullBlocks(sequence->id, absl::MakeConstSpan(sequence->history)
+                                                    .first(sequence->cached_tokens))));
     }
+    if (!ends_uncached) continue;
+    const absl::Span<const float> row_logits = logits.subspan(row++ * vocab, vocab);
+    std::vector<Sequence*> sampling = {sequence};
+    const Request& request = *sequence->request;
+    if (static_cast<int64_t>(request.samples.size()) < request.num_samples) {
+      KVJIT_ASSIGN_OR_RETURN(std::vector<Sequence*> forked, ForkSamples(*sequence));
+      sampling.insert(sampling.end(), forked.begin(), forked.end());
+    }
+    // The last of a request's samples to finish completes the request and
+    // frees them all; none is touched after its own AppendToken.
+    for (Sequence* sample : sampling) KVJIT_RETURN_IF_ERROR(AppendToken(*sample, row_logits));
   }
   return absl::OkStatus();
 }
 
 absl::Status BatchScheduler::Step() {
   if (Idle()) return absl::OkStatus();
-  KVJIT_ASSIGN_OR_RETURN(std::vector<Request*> scheduled, ScheduleStep());
+  KVJIT_ASSIGN_OR_RETURN(std::vector<Sequence*> scheduled, ScheduleStep());
   if (scheduled.empty()) {
-    return absl::InternalError(absl::StrCat("no request of ", running_.size(), " running and ",
+    return absl::InternalError(absl::StrCat("no sequence of ", running_.size(), " running and ",
                                             waiting_.size(), " waiting could be scheduled"));
   }
+  for (const kv::BlockCopy& copy : blocks_.TakePendingCopies()) {
+    KVJIT_RETURN_IF_ERROR(runner_.CopyBlock(copy.source, copy.destination));
+  }
+  UpdatePeakBlocks(scheduled);
   KVJIT_ASSIGN_OR_RETURN(StepInputs inputs, PackStep(scheduled));
   KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner_.Run(inputs));
+  ++counters_.steps;
+  counters_.computed_tokens += static_cast<int64_t>(inputs.tokens.size());
   return ConsumeLogits(scheduled, logits);
 }
 

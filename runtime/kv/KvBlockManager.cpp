@@ -8,6 +8,27 @@
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::kv {
+namespace {
+
+// The hash a block's tokens chain onto when no block comes before them.
+constexpr uint64_t kEmptyPrefixHash = 0x6b766a6974707265;  // "kvjitpre"
+
+// splitmix64's finalizer: every input bit reaches every output bit.
+uint64_t Mix(uint64_t value) {
+  value ^= value >> 30;
+  value *= 0xbf58476d1ce4e5b9;
+  value ^= value >> 27;
+  value *= 0x94d049bb133111eb;
+  return value ^ (value >> 31);
+}
+
+uint64_t ChainedBlockHash(uint64_t prefix_hash, absl::Span<const int32_t> tokens) {
+  uint64_t hash = Mix(prefix_hash);
+  for (int32_t token : tokens) hash = Mix(hash ^ static_cast<uint32_t>(token));
+  return hash;
+}
+
+}  // namespace
 
 absl::StatusOr<int64_t> BlocksForBudget(int64_t budget_bytes, int64_t block_bytes) {
   if (block_bytes <= 0) {
@@ -62,6 +83,7 @@ absl::Status KvBlockManager::Reserve(SequenceId sequence, int64_t new_tokens) {
   // leaves no empty sequence behind.
   KVJIT_ASSIGN_OR_RETURN(const std::vector<BlockId> new_blocks,
                          pool_.Allocate(static_cast<int32_t>(blocks_needed)));
+  for (BlockId block : new_blocks) ForgetContents(block);
   BlockTable& table = tables_[sequence];
   auto next_block = new_blocks.begin();
   if (MustCopyLastBlock(table, new_tokens)) {
@@ -94,7 +116,10 @@ absl::Status KvBlockManager::Free(SequenceId sequence) {
   if (found == tables_.end()) return absl::NotFoundError(absl::StrCat("cannot free KV sequence ", sequence, ": no such sequence"));
   const BlockTable table = std::move(found->second);
   tables_.erase(found);
-  for (BlockId block : table.blocks) KVJIT_RETURN_IF_ERROR(pool_.Release(block));
+  // Last to first, so that a cached prefix's tail is evicted before its head.
+  for (auto block = table.blocks.rbegin(); block != table.blocks.rend(); ++block) {
+    KVJIT_RETURN_IF_ERROR(pool_.Release(*block));
+  }
   return absl::OkStatus();
 }
 
@@ -114,6 +139,93 @@ absl::Status KvBlockManager::Fork(SequenceId parent, SequenceId child) {
   return absl::OkStatus();
 }
 
+void KvBlockManager::ForgetContents(BlockId block) {
+  std::optional<uint64_t>& hash = block_hashes_[block];
+  if (!hash.has_value()) return;
+  auto cached = cached_blocks_.find(*hash);
+  if (cached != cached_blocks_.end() && cached->second == block) {
+    cached_blocks_.erase(cached);
+    ++blocks_evicted_;
+  }
+  hash.reset();
+}
+
+bool KvBlockManager::BlockHolds(BlockId block, absl::Span<const int32_t> tokens) const {
+  return std::equal(tokens.begin(), tokens.end(),
+                    block_tokens_.begin() + static_cast<size_t>(block) * block_size_);
+}
+
+std::vector<BlockId> KvBlockManager::FindCachedBlocks(absl::Span<const int32_t> tokens) const {
+  std::vector<BlockId> blocks;
+  uint64_t prefix_hash = kEmptyPrefixHash;
+  for (size_t start = 0; start + block_size_ <= tokens.size(); start += block_size_) {
+    const absl::Span<const int32_t> block_tokens = tokens.subspan(start, block_size_);
+    prefix_hash = ChainedBlockHash(prefix_hash, block_tokens);
+    auto cached = cached_blocks_.find(prefix_hash);
+    if (cached == cached_blocks_.end() || !BlockHolds(cached->second, block_tokens)) break;
+    blocks.push_back(cached->second);
+  }
+  return blocks;
+}
+
+PrefixMatch KvBlockManager::MatchPrefix(absl::Span<const int32_t> tokens) const {
+  const std::vector<BlockId> blocks = FindCachedBlocks(tokens);
+  PrefixMatch match;
+  match.num_tokens = static_cast<int64_t>(blocks.size()) * block_size_;
+  match.num_evictable_blocks =
+      std::count_if(blocks.begin(), blocks.end(), [&](BlockId block) { return pool_.IsEvictable(block); });
+  return match;
+}
+
+absl::StatusOr<int64_t> KvBlockManager::AdoptCachedPrefix(SequenceId sequence,
+                                                          absl::Span<const int32_t> tokens) {
+  if (tables_.contains(sequence)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("sequence ", sequence, " exists: only a new sequence can adopt a cached prefix"));
+  }
+  const std::vector<BlockId> blocks = FindCachedBlocks(tokens);
+  if (blocks.empty()) return 0;
+  for (BlockId block : blocks) {
+    KVJIT_RETURN_IF_ERROR(pool_.IsEvictable(block) ? pool_.Revive(block) : pool_.AddReference(block));
+  }
+  BlockTable& table = tables_[sequence];
+  table.blocks = blocks;
+  table.num_tokens = static_cast<int64_t>(blocks.size()) * block_size_;
+  table.num_hashed_blocks = static_cast<int64_t>(blocks.size());
+  prefix_hit_blocks_ += static_cast<int64_t>(blocks.size());
+  return table.num_tokens;
+}
+
+absl::Status KvBlockManager::CacheFullBlocks(SequenceId sequence, absl::Span<const int32_t> tokens) {
+  auto found = tables_.find(sequence);
+  if (found == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat("cannot cache the blocks of KV sequence ", sequence, ": no such sequence"));
+  }
+  BlockTable& table = found->second;
+  if (static_cast<int64_t>(tokens.size()) > table.num_tokens) {
+    return absl::OutOfRangeError(absl::StrCat("sequence ", sequence, ": cannot cache ", tokens.size(),
+                                              " tokens, it holds ", table.num_tokens));
+  }
+  const int64_t full_blocks = static_cast<int64_t>(tokens.size()) / block_size_;
+  for (int64_t index = table.num_hashed_blocks; index < full_blocks; ++index) {
+    const BlockId block = table.blocks[index];
+    const absl::Span<const int32_t> block_tokens = tokens.subspan(index * block_size_, block_size_);
+    const uint64_t prefix_hash =
+        index == 0 ? kEmptyPrefixHash : *block_hashes_[table.blocks[index - 1]];
+    const uint64_t hash = ChainedBlockHash(prefix_hash, block_tokens);
+    if (!block_hashes_[block].has_value()) {
+      block_hashes_[block] = hash;
+      std::copy(block_tokens.begin(), block_tokens.end(),
+                block_tokens_.begin() + static_cast<size_t>(block) * block_size_);
+    }
+    // A block computed twice (two sequences prefilling the same prompt at
+    // once) is cached once; the other copy is freed as usual.
+    if (cached_blocks_.try_emplace(hash, block).second) KVJIT_RETURN_IF_ERROR(pool_.MarkCacheable(block));
+  }
+  table.num_hashed_blocks = std::max(table.num_hashed_blocks, full_blocks);
+  return absl::OkStatus();
+}
+
 std::vector<BlockCopy> KvBlockManager::TakePendingCopies() { return std::exchange(pending_copies_, {}); }
 
 const BlockTable* KvBlockManager::FindSequence(SequenceId sequence) const {
@@ -126,7 +238,12 @@ KvBlockCounters KvBlockManager::counters() const {
   counters.blocks_in_use = pool_.num_in_use();
   counters.peak_blocks_in_use = pool_.peak_in_use();
   counters.blocks_shared = pool_.num_shared();
+  counters.peak_blocks_shared = pool_.peak_shared();
   counters.blocks_copied = blocks_copied_;
+  counters.blocks_cached = pool_.num_evictable();
+  counters.blocks_evicted = blocks_evicted_;
+  counters.prefix_hit_blocks = prefix_hit_blocks_;
+  counters.prefix_hit_tokens = prefix_hit_blocks_ * block_size_;
   return counters;
 }
 

@@ -2,11 +2,13 @@
 #define KVJIT_RUNTIME_KV_KVBLOCKMANAGER_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "runtime/kv/BlockPool.h"
 
 namespace kvjit::kv {
@@ -19,6 +21,8 @@ using SequenceId = int64_t;
 struct BlockTable {
   std::vector<BlockId> blocks;
   int64_t num_tokens = 0;
+  // Leading blocks the prefix cache has hashed (see CacheFullBlocks).
+  int64_t num_hashed_blocks = 0;
 };
 
 // A block the runtime must copy, whole, before the step's kernels write the
@@ -32,12 +36,32 @@ struct BlockCopy {
 };
 
 struct KvBlockCounters {
+  // Blocks some sequence holds; cached blocks no sequence holds count as free.
   int32_t blocks_in_use = 0;
   int32_t peak_blocks_in_use = 0;
-  // Blocks held by more than one sequence right now.
+  // Blocks held by more than one sequence right now, and at most at once.
   int32_t blocks_shared = 0;
+  int32_t peak_blocks_shared = 0;
   // Copy-on-write copies since the manager was created.
   int64_t blocks_copied = 0;
+  // Blocks no sequence holds whose contents the prefix cache keeps until
+  // the pool needs them.
+  int32_t blocks_cached = 0;
+  // Cached blocks given out again for other contents since creation.
+  int64_t blocks_evicted = 0;
+  // Prefix-cache hits since creation: blocks a new sequence took from the
+  // cache instead of computing them, and the tokens in them.
+  int64_t prefix_hit_blocks = 0;
+  int64_t prefix_hit_tokens = 0;
+};
+
+// What the prefix cache holds of a sequence's leading tokens.
+struct PrefixMatch {
+  // Tokens in the matched whole blocks (a multiple of the block size).
+  int64_t num_tokens = 0;
+  // Matched blocks that no sequence holds: adopting them takes them out of
+  // the free count.
+  int64_t num_evictable_blocks = 0;
 };
 
 // How many blocks of `block_bytes` fit in `budget_bytes` (rounded down); an
@@ -49,6 +73,18 @@ absl::StatusOr<int64_t> BlocksForBudget(int64_t budget_bytes, int64_t block_byte
 // `num_blocks` blocks of `block_size` token slots, and each sequence's block
 // table. Sequences forked from one another share blocks until one of them
 // writes into a shared, partly filled block, which it then copies.
+//
+// Prefix caching (vLLM's automatic prefix caching), used by callers that
+// report tokens through CacheFullBlocks: each whole block whose keys and
+// values are computed is known by a hash of its tokens chained with the hash
+// of the blocks before it, so a block stands for its whole prefix. A new
+// sequence whose leading tokens match cached blocks adopts them
+// (AdoptCachedPrefix) and computes only the rest. Cached blocks outlive their
+// sequences: once no sequence holds one it stays, counted as free, until the
+// pool has no blank block left and evicts it, least recently released first;
+// a freed sequence releases its blocks last to first, so a prefix's tail is
+// evicted before its head. Blocks are matched by the 64-bit chained hash and
+// the block's own tokens, compared exactly.
 class KvBlockManager {
  public:
   // num_blocks and block_size must be positive, and every slot id must fit
@@ -74,12 +110,28 @@ class KvBlockManager {
   absl::StatusOr<int32_t> SlotFor(SequenceId sequence, int64_t position) const;
 
   // Drops the sequence and its references to its blocks; blocks no other
-  // sequence holds return to the pool.
+  // sequence holds return to the pool (cached ones stay findable until
+  // evicted).
   absl::Status Free(SequenceId sequence);
 
   // Makes `child` a sequence with the same tokens as `parent`, sharing every
   // block (beam search, parallel samples). The child must not exist yet.
   absl::Status Fork(SequenceId parent, SequenceId child);
+
+  // The prefix cache's match for a new sequence whose leading tokens are
+  // `tokens`: the longest run of whole blocks of them that are cached.
+  PrefixMatch MatchPrefix(absl::Span<const int32_t> tokens) const;
+
+  // Starts `sequence`, which must not exist, with the cached blocks
+  // MatchPrefix(tokens) finds, and returns the tokens they hold (0, and no
+  // sequence, when none match). The caller computes the tokens after them.
+  absl::StatusOr<int64_t> AdoptCachedPrefix(SequenceId sequence, absl::Span<const int32_t> tokens);
+
+  // Tells the prefix cache that `sequence`'s leading tokens are `tokens` and
+  // that their keys and values are in the cache: every whole block among
+  // them becomes findable by MatchPrefix. `tokens` must not run past the
+  // sequence's reserved tokens.
+  absl::Status CacheFullBlocks(SequenceId sequence, absl::Span<const int32_t> tokens);
 
   // The copies queued by Reserve since the last call, in the order they must
   // run (a later copy may read a block an earlier one writes). Taking them
@@ -99,7 +151,17 @@ class KvBlockManager {
   int32_t ReferenceCount(BlockId block) const { return pool_.ReferenceCount(block); }
 
  private:
-  KvBlockManager(int32_t num_blocks, int32_t block_size) : pool_(num_blocks), block_size_(block_size) {}
+  KvBlockManager(int32_t num_blocks, int32_t block_size)
+      : pool_(num_blocks),
+        block_size_(block_size),
+        block_hashes_(num_blocks),
+        block_tokens_(static_cast<size_t>(num_blocks) * block_size) {}
+
+  // The cached blocks holding the leading whole blocks of `tokens`.
+  std::vector<BlockId> FindCachedBlocks(absl::Span<const int32_t> tokens) const;
+  bool BlockHolds(BlockId block, absl::Span<const int32_t> tokens) const;
+  // Drops what the prefix cache knew of a block Allocate handed out anew.
+  void ForgetContents(BlockId block);
 
   // Blocks Reserve takes for `new_tokens` more tokens after `table`,
   // counting the private copy of a shared, partly filled last block.
@@ -111,6 +173,13 @@ class KvBlockManager {
   absl::flat_hash_map<SequenceId, BlockTable> tables_;
   std::vector<BlockCopy> pending_copies_;
   int64_t blocks_copied_ = 0;
+  // Per block: the chained hash of its tokens once hashed, and the tokens.
+  std::vector<std::optional<uint64_t>> block_hashes_;
+  std::vector<int32_t> block_tokens_;
+  // The block MatchPrefix finds for a chained hash.
+  absl::flat_hash_map<uint64_t, BlockId> cached_blocks_;
+  int64_t blocks_evicted_ = 0;
+  int64_t prefix_hit_blocks_ = 0;
 };
 
 }  // namespace kvjit::kv

@@ -1,10 +1,15 @@
 // kvjit bench MODEL_OR_KVX: prefill and decode speed at batch 1 on the CPU
-// runtime, side by side with llama.cpp (through llama-cpp-python) in the same
-// run when --llamacpp_python names an interpreter that has it.
+// runtime, or with --requests / --requests_json a load run through the
+// in-flight batching scheduler; side by side with llama.cpp (through
+// llama-cpp-python) in the same run when --llamacpp_python names an
+// interpreter that has it.
+
+#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "absl/flags/flag.h"
@@ -14,11 +19,11 @@
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Generator.h"
-#include "runtime/engine/Scheduler.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
-#include "runtime/kv/KvBlockManager.h"
 #include "tools/kvjit/CompileOnTheFly.h"
+#include "tools/kvjit/KvxTokenizer.h"
+#include "tools/kvjit/LoadBench.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 
@@ -27,14 +32,31 @@ ABSL_FLAG(int64_t, gen_tokens, 64, "decode steps of one token each");
 ABSL_FLAG(int, bench_threads, 2, "CPU threads, for kvjit and llama.cpp alike");
 ABSL_FLAG(int, repeats, 3, "runs; the best is reported");
 ABSL_FLAG(int64_t, requests, 1,
-          "concurrent requests; above 1, a load run through the in-flight batching scheduler");
-ABSL_FLAG(int64_t, max_batch_tokens, 256, "tokens one step carries in a load run");
-ABSL_FLAG(int64_t, kv_pool_blocks, 0, "KV blocks for a load run (0: enough for every request)");
+          "concurrent requests; above 1, a load run through the in-flight batching scheduler: "
+          "every request submitted at once, each of --prompt_tokens made-up tokens and "
+          "--gen_tokens generated ones");
+ABSL_FLAG(std::string, requests_json, "",
+          "a load run of the requests in this file: a JSON array of objects, each with "
+          "\"max_new_tokens\" and either \"prompt_tokens\" (a count of made-up token ids) or "
+          "\"prompt\" (text, tokenized with BOS), optionally \"samples\"; e.g. "
+          "[{\"prompt_tokens\": 128, \"max_new_tokens\": 64}, {\"prompt\": \"Hi\", "
+          "\"max_new_tokens\": 16, \"samples\": 4}]");
+ABSL_FLAG(int64_t, samples, 1,
+          "samples per request in a load run (parallel sampling: the prompt is computed once)");
+ABSL_FLAG(double, sample_temperature, 0,
+          "sampling temperature of a load run; 0 is greedy (request r, sample i: seed 1000 r + i)");
+ABSL_FLAG(int64_t, shared_prefix_tokens, 0,
+          "in a --requests load run, leading prompt tokens every request shares (a system prompt)");
+ABSL_FLAG(bool, prefix_caching, true,
+          "in a load run, reuse the KV blocks of prompt beginnings already computed");
+ABSL_FLAG(int64_t, kv_pool_blocks, 0,
+          "KV blocks for a load run (0: enough for every sample of every request, unshared)");
+ABSL_FLAG(std::string, report_json, "", "also write the report, as JSON, to this file");
 ABSL_FLAG(std::string, llamacpp_python, "",
           "a python with llama-cpp-python (tools/scripts/reference_env.sh prints one); empty: "
           "kvjit alone");
 ABSL_FLAG(std::string, llamacpp_script, "tools/scripts/llamacpp_reference.py",
-          "the script whose `bench` subcommand measures llama.cpp");
+          "the script whose `bench` and `bench-load` subcommands measure llama.cpp");
 
 namespace kvjit::cli {
 namespace {
@@ -93,110 +115,117 @@ std::string ShellQuoted(const std::string& text) {
   return quoted + "'";
 }
 
-absl::StatusOr<Measurement> MeasureLlamaCpp(const std::string& model) {
-  const std::string command = absl::StrCat(
-      absl::GetFlag(FLAGS_llamacpp_python), " ", absl::GetFlag(FLAGS_llamacpp_script), " bench ",
-      ShellQuoted(model), " --prompt-tokens ", absl::GetFlag(FLAGS_prompt_tokens), " --gen-tokens ",
-      absl::GetFlag(FLAGS_gen_tokens), " --threads ", absl::GetFlag(FLAGS_bench_threads),
-      " --repeats ", absl::GetFlag(FLAGS_repeats));
+// Runs `command` and parses what it prints as one JSON object.
+absl::StatusOr<nlohmann::json> RunForJson(const std::string& command) {
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   if (pipe == nullptr) return absl::InternalError(absl::StrCat("cannot run: ", command));
   std::string output;
   char buffer[4096];
   while (size_t read = std::fread(buffer, 1, sizeof(buffer), pipe.get())) output.append(buffer, read);
   nlohmann::json parsed = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
-  bool complete = !parsed.is_discarded() && parsed.is_object();
-  for (const char* key : {"prefill_tokens_per_s", "decode_tokens_per_s", "ttft_ms", "tpot_ms"}) {
-    complete = complete && parsed.contains(key) && parsed[key].is_number();
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return absl::InternalError(absl::StrCat("printed no JSON result: ", command));
   }
-  if (!complete) {
-    return absl::InternalError(absl::StrCat("llama.cpp's bench printed no result: ", command));
+  return parsed;
+}
+
+absl::StatusOr<Measurement> MeasureLlamaCpp(const std::string& model) {
+  const std::string command = absl::StrCat(
+      absl::GetFlag(FLAGS_llamacpp_python), " ", absl::GetFlag(FLAGS_llamacpp_script), " bench ",
+      ShellQuoted(model), " --prompt-tokens ", absl::GetFlag(FLAGS_prompt_tokens), " --gen-tokens ",
+      absl::GetFlag(FLAGS_gen_tokens), " --threads ", absl::GetFlag(FLAGS_bench_threads),
+      " --repeats ", absl::GetFlag(FLAGS_repeats));
+  KVJIT_ASSIGN_OR_RETURN(nlohmann::json parsed, RunForJson(command));
+  for (const char* key : {"prefill_tokens_per_s", "decode_tokens_per_s", "ttft_ms", "tpot_ms"}) {
+    if (!parsed.contains(key) || !parsed[key].is_number()) {
+      return absl::InternalError(absl::StrCat("llama.cpp's bench printed no ", key, ": ", command));
+    }
   }
   return Measurement{parsed["prefill_tokens_per_s"], parsed["decode_tokens_per_s"],
                      parsed["ttft_ms"], parsed["tpot_ms"]};
 }
 
-double Percentile(std::vector<double> values, double fraction) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t index = static_cast<size_t>(fraction * (values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
+absl::Status WriteReport(const nlohmann::json& report) {
+  std::printf("%s\n", report.dump().c_str());
+  const std::string path = absl::GetFlag(FLAGS_report_json);
+  if (path.empty()) return absl::OkStatus();
+  std::ofstream file(path);
+  file << report.dump(2) << "\n";
+  if (!file) return absl::InternalError(absl::StrCat("cannot write the report to ", path));
+  return absl::OkStatus();
 }
 
-// N requests at once through the scheduler: TTFT and TPOT percentiles,
-// output tokens/s over the whole run, peak KV blocks.
-absl::Status RunLoad(const std::string& kvx_path) {
+// The same requests through llama.cpp's batched decoding: one sequence id
+// per sample, prompts fed in chunks under the same token budget.
+absl::StatusOr<nlohmann::json> MeasureLlamaCppLoad(const std::string& model,
+                                                   const std::vector<LoadRequest>& requests,
+                                                   int64_t max_batch_tokens) {
+  const std::string requests_path =
+      absl::StrCat(std::filesystem::temp_directory_path().string(), "/kvjit-load-", ::getpid(), ".json");
+  {
+    std::ofstream file(requests_path);
+    file << LoadRequestsToJson(requests).dump();
+    if (!file) return absl::InternalError(absl::StrCat("cannot write ", requests_path));
+  }
+  const std::string command = absl::StrCat(
+      absl::GetFlag(FLAGS_llamacpp_python), " ", absl::GetFlag(FLAGS_llamacpp_script),
+      " bench-load ", ShellQuoted(model), " --requests-file ", ShellQuoted(requests_path),
+      " --max-batch-tokens ", max_batch_tokens, " --threads ", absl::GetFlag(FLAGS_bench_threads));
+  absl::StatusOr<nlohmann::json> report = RunForJson(command);
+  std::filesystem::remove(requests_path);
+  return report;
+}
+
+// A load run: the requests through kvjit's scheduler, then (with
+// --llamacpp_python) through llama.cpp; a table and the JSON report.
+absl::Status RunLoad(const std::string& model, const std::string& kvx_path) {
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
                          runtime::Executable::Load(kvx_path));
-  const int64_t requests = absl::GetFlag(FLAGS_requests);
-  const int64_t prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
-  const int64_t gen_tokens = absl::GetFlag(FLAGS_gen_tokens);
-  const int64_t block_size = executable->kv_layout().block_size();
-  int64_t blocks = absl::GetFlag(FLAGS_kv_pool_blocks);
-  if (blocks <= 0) blocks = requests * ((prompt_tokens + gen_tokens) / block_size + 2);
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
-                         runtime::CpuStepRunner::Create(*executable, blocks,
-                                                        absl::GetFlag(FLAGS_bench_threads)));
-  runtime::BatchSchedulerOptions options;
-  options.max_batch_tokens = std::min(absl::GetFlag(FLAGS_max_batch_tokens),
-                                      runner->max_tokens_per_step());
-  options.context_length = executable->config().context_length();
-  KVJIT_ASSIGN_OR_RETURN(runtime::BatchScheduler scheduler,
-                         runtime::BatchScheduler::Create(*runner, options));
   const int64_t vocab = executable->config().vocab_size();
-  sampling::SamplingParams greedy;
-  greedy.temperature = 0;
-  std::vector<runtime::RequestId> ids;
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t r = 0; r < requests; ++r) {
-    std::vector<int32_t> prompt(prompt_tokens);
-    for (int64_t i = 0; i < prompt_tokens; ++i) {
-      prompt[i] = static_cast<int32_t>((17 + 31 * i + 7 * r) % vocab);
+  const int64_t samples = absl::GetFlag(FLAGS_samples);
+  std::vector<LoadRequest> requests;
+  if (!absl::GetFlag(FLAGS_requests_json).empty()) {
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+                           TokenizerFromExecutable(executable->root()));
+    KVJIT_ASSIGN_OR_RETURN(requests, ReadLoadRequests(absl::GetFlag(FLAGS_requests_json), *tokenizer,
+                                                      samples, vocab));
+  } else {
+    requests = SyntheticLoadRequests(absl::GetFlag(FLAGS_requests), absl::GetFlag(FLAGS_prompt_tokens),
+                                     absl::GetFlag(FLAGS_shared_prefix_tokens),
+                                     absl::GetFlag(FLAGS_gen_tokens), samples, vocab);
+  }
+  LoadRunOptions options;
+  options.threads = absl::GetFlag(FLAGS_bench_threads);
+  options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  options.kv_pool_blocks = absl::GetFlag(FLAGS_kv_pool_blocks);
+  options.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
+  options.temperature = static_cast<float>(absl::GetFlag(FLAGS_sample_temperature));
+  KVJIT_ASSIGN_OR_RETURN(nlohmann::json kvjit, RunKvjitLoad(*executable, requests, options));
+  std::vector<nlohmann::json> results = {kvjit};
+  if (!absl::GetFlag(FLAGS_llamacpp_python).empty()) {
+    if (absl::EndsWith(model, ".kvx")) {
+      return absl::InvalidArgumentError("comparing with llama.cpp needs the GGUF, not a .kvx");
     }
-    KVJIT_ASSIGN_OR_RETURN(runtime::RequestId id,
-                           scheduler.Submit(std::move(prompt), greedy, gen_tokens, {}));
-    ids.push_back(id);
+    KVJIT_ASSIGN_OR_RETURN(nlohmann::json llama,
+                           MeasureLlamaCppLoad(model, requests, kvjit["max_batch_tokens"].get<int64_t>()));
+    results.push_back(std::move(llama));
   }
-  while (!scheduler.Idle()) KVJIT_RETURN_IF_ERROR(scheduler.Step());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::vector<double> ttft_ms, tpot_ms;
-  int64_t generated = 0;
-  for (runtime::RequestId id : ids) {
-    KVJIT_ASSIGN_OR_RETURN(runtime::RequestResult result, scheduler.TakeResult(id));
-    ttft_ms.push_back(result.metrics.time_to_first_token_s * 1e3);
-    tpot_ms.push_back(result.metrics.time_per_output_token_s * 1e3);
-    generated += result.metrics.generated_tokens;
+  PrintLoadTable(results);
+  nlohmann::json report = {{"model", model}, {"mode", "load"}, {"results", results}};
+  if (results.size() == 2 && results[1].contains("output_tokens_per_s")) {
+    report["output_tokens_per_s_ratio"] =
+        kvjit["output_tokens_per_s"].get<double>() / results[1]["output_tokens_per_s"].get<double>();
   }
-  const int32_t peak_blocks = scheduler.kv_blocks().counters().peak_blocks_in_use;
-  std::printf("%lld requests x (%lld prompt + %lld generated tokens), %lld tokens per step\n",
-              static_cast<long long>(requests), static_cast<long long>(prompt_tokens),
-              static_cast<long long>(gen_tokens), static_cast<long long>(options.max_batch_tokens));
-  std::printf("TTFT p50 %.1f ms, p99 %.1f ms; TPOT p50 %.2f ms, p99 %.2f ms\n",
-              Percentile(ttft_ms, 0.5), Percentile(ttft_ms, 0.99), Percentile(tpot_ms, 0.5),
-              Percentile(tpot_ms, 0.99));
-  std::printf("output %.1f tokens/s; peak KV blocks %d of %lld\n", generated / seconds, peak_blocks,
-              static_cast<long long>(blocks));
-  nlohmann::json report = {{"model", kvx_path},
-                           {"requests", requests},
-                           {"prompt_tokens", prompt_tokens},
-                           {"gen_tokens", gen_tokens},
-                           {"max_batch_tokens", options.max_batch_tokens},
-                           {"ttft_ms_p50", Percentile(ttft_ms, 0.5)},
-                           {"ttft_ms_p99", Percentile(ttft_ms, 0.99)},
-                           {"tpot_ms_p50", Percentile(tpot_ms, 0.5)},
-                           {"tpot_ms_p99", Percentile(tpot_ms, 0.99)},
-                           {"output_tokens_per_s", generated / seconds},
-                           {"peak_kv_blocks", peak_blocks}};
-  std::printf("%s\n", report.dump().c_str());
-  return absl::OkStatus();
+  return WriteReport(report);
 }
 
 absl::Status RunBench(const std::vector<std::string>& arguments) {
   if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL_OR_KVX argument");
   KVJIT_ASSIGN_OR_RETURN(std::string kvx_path,
                          ExecutablePathFor(arguments[0], CompileOptionsFromFlags()));
-  if (absl::GetFlag(FLAGS_requests) > 1) return RunLoad(kvx_path);
+  if (absl::GetFlag(FLAGS_requests) > 1 || !absl::GetFlag(FLAGS_requests_json).empty()) {
+    return RunLoad(arguments[0], kvx_path);
+  }
   KVJIT_ASSIGN_OR_RETURN(Measurement kvjit, MeasureKvjit(kvx_path));
   nlohmann::json report = {{"model", arguments[0]},
                            {"threads", absl::GetFlag(FLAGS_bench_threads)},
@@ -222,19 +251,20 @@ absl::Status RunBench(const std::vector<std::string>& arguments) {
     report["decode_ratio"] = kvjit.decode_tokens_per_s / llama.decode_tokens_per_s;
     report["prefill_ratio"] = kvjit.prefill_tokens_per_s / llama.prefill_tokens_per_s;
   }
-  std::printf("%s\n", report.dump().c_str());
-  return absl::OkStatus();
+  return WriteReport(report);
 }
 
 }  // namespace
 
 Subcommand BenchCommand() {
   return {"bench",
-          "measure prefill and decode tokens/s at batch 1 (TTFT, TPOT), beside llama.cpp",
+          "measure prefill and decode tokens/s at batch 1 (TTFT, TPOT), or a load of many "
+          "requests, beside llama.cpp",
           "MODEL_OR_KVX [--prompt_tokens P] [--gen_tokens G] [--llamacpp_python PY] "
-          "[--requests N --max_batch_tokens B]",
+          "[--requests N | --requests_json FILE] [--samples S] [--max_batch_tokens B] "
+          "[--report_json FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          {"block_size", "cache_dtype", "max_tokens_per_step"}};
+          {"block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens"}};
 }
 
 }  // namespace kvjit::cli

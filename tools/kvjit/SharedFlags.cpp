@@ -11,6 +11,9 @@ ABSL_FLAG(int64_t, max_tokens_per_step, 512,
           "tokens one step may carry; sizes the activation arena");
 ABSL_FLAG(int64_t, kv_memory_mib, 1024,
           "the KV budget the compiler plans for, in MiB (kvjit run sizes its pool anew)");
+ABSL_FLAG(int64_t, max_batch_tokens, 256,
+          "new tokens one batched step may carry, decodes and prefill chunks together (at most "
+          "the executable's tokens per step, to which it is cut)");
 
 namespace kvjit::cli {
 

@@ -22,6 +22,12 @@ greedy: for every prompt, the prompt is tokenised with add_special = the model's
   an end-of-generation token unless --stop-at-eog is given. The top-k logits of
   every step are recorded too.
 
+bench: prefill and decode speed at batch 1 (`kvjit bench` runs it beside its own).
+
+bench-load: the requests of `kvjit bench --requests` (it writes them to a file) through
+  llama.cpp's batched decoding, one sequence id per sample, under the same per-step
+  token budget; TTFT / TPOT percentiles and output tokens/s as JSON.
+
 --cases: a JSON list of strings, or a text file with one case per line.
 --prompts: a JSON list of strings, or of objects {"name": ..., "text": ...}.
 """
@@ -399,6 +405,163 @@ def cmd_bench(args: argparse.Namespace) -> None:
     sys.stdout.write("\n")
 
 
+def cmd_bench_load(args: argparse.Namespace) -> None:
+    """Many requests at once through llama.cpp's batched decoding (as its `parallel`
+    example does): every sample has its own sequence id in one unified KV cache; each
+    llama_decode carries one token of every decoding sequence, then prompt chunks,
+    up to --max-batch-tokens tokens. A request of N samples prefills its prompt once,
+    on its first sequence, and copies that sequence's cache to the others
+    (llama_memory_seq_cp). Tokens are chosen by argmax (the work per token is that of
+    any sampler). Reports what `kvjit bench --requests` reports, as JSON."""
+    import time
+
+    import numpy as np
+
+    with open(args.requests_file, encoding="utf-8") as f:
+        requests = json.load(f)["requests"]
+    n_seq = sum(int(r.get("samples", 1)) for r in requests)
+    n_ctx = sum(int(r.get("samples", 1)) * (len(r["prompt"]) + int(r["max_new_tokens"])) for r in requests)
+    budget = args.max_batch_tokens
+
+    quiet_logs(args.verbose)
+    llama_cpp.llama_backend_init()
+    mparams = llama_cpp.llama_model_default_params()
+    mparams.n_gpu_layers = 0
+    model = llama_cpp.llama_model_load_from_file(args.model.encode(), mparams)
+    if not model:
+        sys.exit(f"llamacpp_reference.py: error: llama.cpp could not load {args.model}")
+    vocab = llama_cpp.llama_model_get_vocab(model)
+    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+    cparams = llama_cpp.llama_context_default_params()
+    cparams.n_ctx = n_ctx + 16
+    cparams.n_batch = budget
+    cparams.n_ubatch = budget
+    cparams.n_seq_max = n_seq
+    cparams.n_threads = args.threads
+    cparams.n_threads_batch = args.threads
+    if hasattr(cparams, "kv_unified"):
+        cparams.kv_unified = True
+    ctx = llama_cpp.llama_init_from_model(model, cparams)
+    if not ctx:
+        sys.exit("llamacpp_reference.py: error: llama_init_from_model failed")
+    memory = llama_cpp.llama_get_memory(ctx)
+    batch = llama_cpp.llama_batch_init(budget, 0, 1)
+
+    # Per request: its first sequence id, prompt progress, and per sample the
+    # generated tokens and their times.
+    states = []
+    next_seq = 0
+    for r in requests:
+        samples = int(r.get("samples", 1))
+        states.append(
+            {
+                "prompt": [int(t) for t in r["prompt"]],
+                "max_new": int(r["max_new_tokens"]),
+                "seqs": list(range(next_seq, next_seq + samples)),
+                "fed": 0,
+                "tokens": [[] for _ in range(samples)],
+                "times": [[] for _ in range(samples)],
+            }
+        )
+        next_seq += samples
+
+    start = time.perf_counter()
+    steps = 0
+    while True:
+        n = 0
+        rows = []  # (state, sample index or None for a prompt's last chunk)
+
+        def add(token: int, pos: int, seq: int, logits: bool) -> None:
+            nonlocal n
+            batch.token[n] = token
+            batch.pos[n] = pos
+            batch.n_seq_id[n] = 1
+            batch.seq_id[n][0] = seq
+            batch.logits[n] = logits
+            n += 1
+
+        for st in states:  # decodes first, as kvjit's scheduler does
+            if st["fed"] < len(st["prompt"]):
+                continue
+            for i, seq in enumerate(st["seqs"]):
+                toks = st["tokens"][i]
+                if 0 < len(toks) < st["max_new"] and n < budget:
+                    rows.append((st, i, n))
+                    add(toks[-1], len(st["prompt"]) + len(toks) - 1, seq, True)
+        for st in states:  # then prompt chunks, in request order
+            left = len(st["prompt"]) - st["fed"]
+            if left == 0 or n >= budget:
+                continue
+            count = min(left, budget - n)
+            for k in range(count):
+                pos = st["fed"] + k
+                last = pos == len(st["prompt"]) - 1
+                if last:
+                    rows.append((st, None, n))
+                add(st["prompt"][pos], pos, st["seqs"][0], last)
+            st["fed"] += count
+        if n == 0:
+            break
+        batch.n_tokens = n
+        rc = llama_cpp.llama_decode(ctx, batch)
+        if rc != 0:
+            sys.exit(f"llamacpp_reference.py: error: llama_decode returned {rc}")
+        steps += 1
+        now = time.perf_counter()
+        for st, sample, row in rows:
+            ptr = llama_cpp.llama_get_logits_ith(ctx, row)
+            token = int(np.argmax(np.ctypeslib.as_array(ptr, shape=(n_vocab,))))
+            if sample is None:  # the prompt is in: every sample takes its first token
+                for seq in st["seqs"][1:]:
+                    llama_cpp.llama_memory_seq_cp(memory, st["seqs"][0], seq, -1, -1)
+                for i in range(len(st["seqs"])):
+                    st["tokens"][i].append(token)
+                    st["times"][i].append(now)
+            else:
+                st["tokens"][sample].append(token)
+                st["times"][sample].append(now)
+    seconds = time.perf_counter() - start
+
+    ttft_ms, tpot_ms = [], []
+    generated = 0
+    for st in states:
+        ttft_ms.append((min(t[0] for t in st["times"]) - start) * 1e3)
+        per_sample = [(t[-1] - t[0]) / (len(t) - 1) * 1e3 for t in st["times"] if len(t) > 1]
+        tpot_ms.append(sum(per_sample) / len(per_sample) if per_sample else 0.0)
+        generated += sum(len(t) for t in st["tokens"])
+
+    def percentile(values: List[float], fraction: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(int(fraction * (len(ordered) - 1) + 0.5), len(ordered) - 1)]
+
+    json.dump(
+        {
+            "engine": "llama.cpp",
+            "llama_cpp_python_version": llama_cpp.__version__,
+            "model": os.path.basename(args.model),
+            "requests": len(requests),
+            "sequences": n_seq,
+            "prompt_tokens": sum(len(st["prompt"]) for st in states),
+            "generated_tokens": generated,
+            "max_batch_tokens": budget,
+            "threads": args.threads,
+            "seconds": seconds,
+            "ttft_ms_p50": percentile(ttft_ms, 0.5),
+            "ttft_ms_p99": percentile(ttft_ms, 0.99),
+            "tpot_ms_p50": percentile(tpot_ms, 0.5),
+            "tpot_ms_p99": percentile(tpot_ms, 0.99),
+            "output_tokens_per_s": generated / seconds,
+            "steps": steps,
+            "kv_cells": int(cparams.n_ctx),
+        },
+        sys.stdout,
+    )
+    sys.stdout.write("\n")
+    llama_cpp.llama_batch_free(batch)
+    llama_cpp.llama_free(ctx)
+    llama_cpp.llama_model_free(model)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -430,6 +593,18 @@ def main(argv: Optional[List[str]] = None) -> None:
     b.add_argument("--threads", type=int, default=2)
     b.add_argument("--repeats", type=int, default=3, help="the best of this many runs is reported")
     b.set_defaults(func=cmd_bench)
+
+    bl = sub.add_parser("bench-load", help="many requests at once, batched by sequence id, as JSON")
+    bl.add_argument("model")
+    bl.add_argument(
+        "--requests-file",
+        required=True,
+        help='JSON {"requests": [{"prompt": [token ids], "max_new_tokens": G, "samples": N}, ...]}',
+    )
+    bl.add_argument("--max-batch-tokens", type=int, default=256, help="tokens one llama_decode carries")
+    bl.add_argument("--threads", type=int, default=2)
+    bl.add_argument("--verbose", action="store_true")
+    bl.set_defaults(func=cmd_bench_load)
 
     args = ap.parse_args(argv)
     args.func(args)

@@ -86,5 +86,62 @@ TEST(BlockPoolTest, PeakInUseRemembersTheHighWaterMark) {
   EXPECT_EQ(pool.peak_in_use(), 3);
 }
 
+TEST(BlockPoolTest, CacheableBlockIsKeptEvictableAtCountZero) {
+  BlockPool pool(3);
+  ASSERT_TRUE(pool.Allocate(2).ok());
+  ASSERT_TRUE(pool.MarkCacheable(0).ok());
+  ASSERT_TRUE(pool.Release(0).ok());
+  EXPECT_TRUE(pool.IsEvictable(0));
+  EXPECT_EQ(pool.num_evictable(), 1);
+  EXPECT_EQ(pool.num_free(), 2);
+  EXPECT_EQ(pool.num_in_use(), 1);
+
+  ASSERT_TRUE(pool.Revive(0).ok());
+  EXPECT_EQ(pool.ReferenceCount(0), 1);
+  EXPECT_EQ(pool.num_evictable(), 0);
+  // Still cacheable: released again, it is kept again.
+  ASSERT_TRUE(pool.Release(0).ok());
+  EXPECT_TRUE(pool.IsEvictable(0));
+}
+
+TEST(BlockPoolTest, AllocateEvictsOnlyWhenNoBlankBlockIsLeftOldestFirst) {
+  BlockPool pool(4);
+  ASSERT_TRUE(pool.Allocate(3).ok());
+  for (BlockId block : {2, 0}) {
+    ASSERT_TRUE(pool.MarkCacheable(block).ok());
+    ASSERT_TRUE(pool.Release(block).ok());
+  }
+  absl::StatusOr<std::vector<BlockId>> blocks = pool.Allocate(2);
+  ASSERT_TRUE(blocks.ok()) << blocks.status();
+  EXPECT_THAT(*blocks, ElementsAre(3, 2));
+  EXPECT_FALSE(pool.IsEvictable(2));
+  EXPECT_TRUE(pool.IsEvictable(0));
+  // Evicted, block 2 lost its mark: released, it is blank.
+  ASSERT_TRUE(pool.Release(2).ok());
+  EXPECT_FALSE(pool.IsEvictable(2));
+  EXPECT_EQ(pool.num_evictable(), 1);
+}
+
+TEST(BlockPoolTest, OnlyAnEvictableBlockCanBeRevived) {
+  BlockPool pool(2);
+  ASSERT_TRUE(pool.Allocate(1).ok());
+  absl::Status in_use = pool.Revive(0);
+  EXPECT_EQ(in_use.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(in_use.message(), HasSubstr("KV block 0"));
+  EXPECT_EQ(pool.Revive(1).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(pool.Revive(7).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(pool.MarkCacheable(1).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(BlockPoolTest, PeakSharedRemembersTheMostSharedAtOnce) {
+  BlockPool pool(3);
+  ASSERT_TRUE(pool.Allocate(3).ok());
+  for (BlockId block : {0, 1}) ASSERT_TRUE(pool.AddReference(block).ok());
+  for (BlockId block : {0, 1}) ASSERT_TRUE(pool.Release(block).ok());
+  ASSERT_TRUE(pool.AddReference(2).ok());
+  EXPECT_EQ(pool.num_shared(), 1);
+  EXPECT_EQ(pool.peak_shared(), 2);
+}
+
 }  // namespace
 }  // namespace kvjit::kv

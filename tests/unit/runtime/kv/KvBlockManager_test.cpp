@@ -261,6 +261,140 @@ TEST(KvBlockManagerTest, FreeingAForkedFamilyLeavesThePoolEmpty) {
   for (BlockId block = 0; block < 16; ++block) EXPECT_EQ(manager.ReferenceCount(block), 0);
 }
 
+std::vector<int32_t> Iota(int32_t first, int32_t count) {
+  std::vector<int32_t> tokens(count);
+  for (int32_t i = 0; i < count; ++i) tokens[i] = first + i;
+  return tokens;
+}
+
+// Reserves `tokens` for a new sequence after its cached prefix, and reports
+// them all as computed.
+int64_t StartCached(KvBlockManager& manager, SequenceId sequence, const std::vector<int32_t>& tokens) {
+  absl::StatusOr<int64_t> adopted = manager.AdoptCachedPrefix(sequence, tokens);
+  EXPECT_TRUE(adopted.ok()) << adopted.status();
+  const int64_t reused = adopted.ok() ? *adopted : 0;
+  EXPECT_TRUE(manager.Reserve(sequence, static_cast<int64_t>(tokens.size()) - reused).ok());
+  EXPECT_TRUE(manager.CacheFullBlocks(sequence, tokens).ok());
+  return reused;
+}
+
+TEST(KvBlockManagerPrefixTest, ASecondSequenceSharesTheFirstsWholeBlocks) {
+  KvBlockManager manager = MakeManager(8, 4);
+  const std::vector<int32_t> prompt = Iota(100, 10);  // blocks 0, 1 whole; 2 partial
+  EXPECT_EQ(StartCached(manager, 1, prompt), 0);
+  EXPECT_EQ(manager.MatchPrefix(prompt).num_tokens, 8);
+  EXPECT_EQ(manager.MatchPrefix(prompt).num_evictable_blocks, 0);
+
+  EXPECT_EQ(StartCached(manager, 2, prompt), 8);
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1, 2));
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 1, 3));
+  EXPECT_EQ(TokensOf(manager, 2), 10);
+  const KvBlockCounters counters = manager.counters();
+  EXPECT_EQ(counters.blocks_shared, 2);
+  EXPECT_EQ(counters.blocks_in_use, 4);
+  EXPECT_EQ(counters.prefix_hit_blocks, 2);
+  EXPECT_EQ(counters.prefix_hit_tokens, 8);
+  EXPECT_EQ(counters.blocks_copied, 0);
+}
+
+TEST(KvBlockManagerPrefixTest, AMatchStopsAtTheFirstBlockThatDiffers) {
+  KvBlockManager manager = MakeManager(8, 4);
+  StartCached(manager, 1, Iota(0, 12));
+  std::vector<int32_t> other = Iota(0, 12);
+  other[5] = 99;  // the second block differs, so the third's prefix does too
+  EXPECT_EQ(manager.MatchPrefix(other).num_tokens, 4);
+  std::vector<int32_t> shifted = Iota(4, 8);  // block 1's tokens, but not at the start
+  EXPECT_EQ(manager.MatchPrefix(shifted).num_tokens, 0);
+  EXPECT_EQ(manager.MatchPrefix(Iota(0, 3)).num_tokens, 0);
+}
+
+TEST(KvBlockManagerPrefixTest, OnlyComputedWholeBlocksAreCached) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 10).ok());
+  const std::vector<int32_t> tokens = Iota(0, 10);
+  ASSERT_TRUE(manager.CacheFullBlocks(1, absl::MakeConstSpan(tokens).first(6)).ok());
+  EXPECT_EQ(manager.MatchPrefix(tokens).num_tokens, 4);
+  ASSERT_TRUE(manager.CacheFullBlocks(1, tokens).ok());
+  EXPECT_EQ(manager.MatchPrefix(tokens).num_tokens, 8);
+  EXPECT_EQ(manager.FindSequence(1)->num_hashed_blocks, 2);
+
+  absl::Status too_many = manager.CacheFullBlocks(1, Iota(0, 11));
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(too_many.message(), HasSubstr("sequence 1"));
+  EXPECT_EQ(manager.CacheFullBlocks(2, tokens).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(KvBlockManagerPrefixTest, FreedBlocksStayCachedAndFreeUntilEvicted) {
+  KvBlockManager manager = MakeManager(4, 4);
+  const std::vector<int32_t> prompt = Iota(0, 9);
+  StartCached(manager, 1, prompt);  // blocks 0, 1 cached; 2 partial
+  ASSERT_TRUE(manager.Free(1).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 4);
+  EXPECT_EQ(manager.counters().blocks_in_use, 0);
+  EXPECT_EQ(manager.counters().blocks_cached, 2);
+  EXPECT_EQ(manager.MatchPrefix(prompt).num_evictable_blocks, 2);
+
+  // Revived, the cached blocks leave the free count again.
+  EXPECT_EQ(StartCached(manager, 2, prompt), 8);
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 1, 2));
+  EXPECT_EQ(manager.num_free_blocks(), 1);
+  EXPECT_EQ(manager.counters().blocks_cached, 0);
+  ASSERT_TRUE(manager.Free(2).ok());
+
+  // Two blank blocks (2, 3), then the cached ones, the prefix's tail first.
+  ASSERT_TRUE(manager.Reserve(3, 12).ok());
+  EXPECT_THAT(BlocksOf(manager, 3), ElementsAre(2, 3, 1));
+  EXPECT_EQ(manager.counters().blocks_evicted, 1);
+  EXPECT_EQ(manager.MatchPrefix(prompt).num_tokens, 4);
+  ASSERT_TRUE(manager.Reserve(3, 4).ok());
+  EXPECT_EQ(manager.counters().blocks_evicted, 2);
+  EXPECT_EQ(manager.MatchPrefix(prompt).num_tokens, 0);
+  ASSERT_TRUE(manager.Free(3).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 4);
+}
+
+TEST(KvBlockManagerPrefixTest, AdoptingNeedsANewSequence) {
+  KvBlockManager manager = MakeManager(8, 4);
+  StartCached(manager, 1, Iota(0, 8));
+  absl::StatusOr<int64_t> existing = manager.AdoptCachedPrefix(1, Iota(0, 8));
+  EXPECT_EQ(existing.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(existing.status().message(), HasSubstr("sequence 1"));
+  absl::StatusOr<int64_t> nothing = manager.AdoptCachedPrefix(2, Iota(50, 8));
+  ASSERT_TRUE(nothing.ok()) << nothing.status();
+  EXPECT_EQ(*nothing, 0);
+  EXPECT_EQ(manager.FindSequence(2), nullptr);
+}
+
+TEST(KvBlockManagerPrefixTest, ABlockComputedTwiceIsCachedOnce) {
+  KvBlockManager manager = MakeManager(8, 4);
+  const std::vector<int32_t> prompt = Iota(0, 8);
+  // Both prefill before either is cached, as two requests in one step do.
+  ASSERT_TRUE(manager.Reserve(1, 8).ok());
+  ASSERT_TRUE(manager.Reserve(2, 8).ok());
+  ASSERT_TRUE(manager.CacheFullBlocks(1, prompt).ok());
+  ASSERT_TRUE(manager.CacheFullBlocks(2, prompt).ok());
+  ASSERT_TRUE(manager.Free(1).ok());
+  ASSERT_TRUE(manager.Free(2).ok());
+  EXPECT_EQ(manager.counters().blocks_cached, 2);
+  EXPECT_EQ(StartCached(manager, 3, Iota(0, 9)), 8);
+  // The duplicates went back blank; the last one freed is reused first.
+  EXPECT_THAT(BlocksOf(manager, 3), ElementsAre(0, 1, 2));
+}
+
+TEST(KvBlockManagerPrefixTest, AForkedChildExtendsTheCachedChain) {
+  KvBlockManager manager = MakeManager(8, 4);
+  StartCached(manager, 1, Iota(0, 6));
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  std::vector<int32_t> child = Iota(0, 6);
+  for (int32_t token : {70, 71}) child.push_back(token);
+  ASSERT_TRUE(manager.Reserve(2, 2).ok());  // copies the shared partial block
+  ASSERT_TRUE(manager.CacheFullBlocks(2, child).ok());
+  EXPECT_THAT(manager.TakePendingCopies(), ElementsAre(BlockCopy{1, 2}));
+  EXPECT_EQ(manager.MatchPrefix(child).num_tokens, 8);
+  std::vector<int32_t> parent = Iota(0, 8);
+  EXPECT_EQ(manager.MatchPrefix(parent).num_tokens, 4);
+}
+
 // Random Reserve / Fork / Free against a model that plays the device: every
 // token writes a unique stamp into its slot (after the pending copies run),
 // and every sequence must read back exactly the stamps of its own history.
@@ -392,6 +526,129 @@ TEST_F(KvBlockManagerStressTest, RandomReserveForkFreeMatchesTheModel) {
   EXPECT_EQ(manager_.num_free_blocks(), kNumBlocks);
   EXPECT_EQ(manager_.counters().blocks_shared, 0);
   for (BlockId block = 0; block < kNumBlocks; ++block) EXPECT_EQ(manager_.ReferenceCount(block), 0);
+}
+
+// Random sequences over a three-token alphabet (so prefixes recur) that
+// adopt cached prefixes, grow, fork and free, against a model of the
+// device: every slot holds a hash of its token's whole prefix, as real keys
+// and values depend on it. A sequence must read back its own prefixes'
+// hashes everywhere: a block matched to the wrong prefix, or evicted and
+// reused while still matched, would show another's.
+class KvBlockManagerPrefixStressTest : public ::testing::Test {
+ protected:
+  static constexpr int32_t kNumBlocks = 24;
+  static constexpr int32_t kBlockSize = 4;
+
+  static uint64_t PrefixHash(const std::vector<int32_t>& tokens, size_t end) {
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < end; ++i) hash = (hash ^ static_cast<uint64_t>(tokens[i] + 1)) * 1099511628211ull;
+    return hash;
+  }
+
+  // Computes (writes) tokens [first, end) of `sequence` and caches them.
+  void Compute(SequenceId sequence, size_t first) {
+    for (const BlockCopy& copy : manager_.TakePendingCopies()) {
+      for (int32_t offset = 0; offset < kBlockSize; ++offset) {
+        device_slots_[copy.destination * kBlockSize + offset] = device_slots_[copy.source * kBlockSize + offset];
+      }
+    }
+    const std::vector<int32_t>& tokens = tokens_[sequence];
+    for (size_t position = first; position < tokens.size(); ++position) {
+      device_slots_[*manager_.SlotFor(sequence, position)] = PrefixHash(tokens, position + 1);
+    }
+    ASSERT_TRUE(manager_.CacheFullBlocks(sequence, tokens).ok());
+  }
+
+  void Start(SequenceId sequence, std::vector<int32_t> tokens) {
+    const absl::Span<const int32_t> reusable = absl::MakeConstSpan(tokens).first(tokens.size() - 1);
+    const PrefixMatch match = manager_.MatchPrefix(reusable);
+    const int64_t needed = match.num_evictable_blocks + *manager_.BlocksNeeded(sequence, tokens.size() - match.num_tokens);
+    if (needed > manager_.num_free_blocks()) return;
+    absl::StatusOr<int64_t> adopted = manager_.AdoptCachedPrefix(sequence, reusable);
+    ASSERT_TRUE(adopted.ok()) << adopted.status();
+    ASSERT_EQ(*adopted, match.num_tokens);
+    ASSERT_TRUE(manager_.Reserve(sequence, static_cast<int64_t>(tokens.size()) - *adopted).ok());
+    tokens_[sequence] = std::move(tokens);
+    Compute(sequence, static_cast<size_t>(*adopted));
+  }
+
+  void Append(SequenceId sequence, std::vector<int32_t> more) {
+    if (*manager_.BlocksNeeded(sequence, more.size()) > manager_.num_free_blocks()) return;
+    ASSERT_TRUE(manager_.Reserve(sequence, more.size()).ok());
+    std::vector<int32_t>& tokens = tokens_[sequence];
+    const size_t first = tokens.size();
+    tokens.insert(tokens.end(), more.begin(), more.end());
+    Compute(sequence, first);
+  }
+
+  void CheckInvariants() {
+    std::vector<int32_t> holders(kNumBlocks, 0);
+    for (const auto& [sequence, tokens] : tokens_) {
+      for (BlockId block : BlocksOf(manager_, sequence)) ++holders[block];
+      for (size_t position = 0; position < tokens.size(); ++position) {
+        ASSERT_EQ(device_slots_[*manager_.SlotFor(sequence, position)], PrefixHash(tokens, position + 1))
+            << "sequence " << sequence << " position " << position;
+      }
+    }
+    int32_t in_use = 0;
+    for (BlockId block = 0; block < kNumBlocks; ++block) {
+      ASSERT_EQ(manager_.ReferenceCount(block), holders[block]) << "block " << block;
+      in_use += holders[block] > 0 ? 1 : 0;
+    }
+    ASSERT_EQ(manager_.counters().blocks_in_use, in_use);
+    ASSERT_EQ(manager_.num_free_blocks(), kNumBlocks - in_use);
+    ASSERT_LE(manager_.counters().blocks_cached, kNumBlocks - in_use);
+  }
+
+  KvBlockManager manager_ = MakeManager(kNumBlocks, kBlockSize);
+  std::vector<uint64_t> device_slots_ = std::vector<uint64_t>(kNumBlocks * kBlockSize, 0);
+  std::map<SequenceId, std::vector<int32_t>> tokens_;
+};
+
+TEST_F(KvBlockManagerPrefixStressTest, RandomSequencesReadTheirOwnPrefixesEverywhere) {
+  std::mt19937_64 random(20261202);
+  const auto below = [&random](uint64_t bound) { return static_cast<int64_t>(random() % bound); };
+  const auto random_tokens = [&](int64_t count) {
+    std::vector<int32_t> tokens(count);
+    for (int32_t& token : tokens) token = static_cast<int32_t>(below(3));
+    return tokens;
+  };
+  const std::vector<int32_t> system_prompt = random_tokens(9);
+  SequenceId next_sequence = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const int64_t action = below(20);
+    if (tokens_.empty() || action < 5) {
+      std::vector<int32_t> tokens = below(2) == 0 ? system_prompt : std::vector<int32_t>{};
+      const std::vector<int32_t> rest = random_tokens(1 + below(10));
+      tokens.insert(tokens.end(), rest.begin(), rest.end());
+      ASSERT_NO_FATAL_FAILURE(Start(next_sequence++, std::move(tokens)));
+    } else {
+      auto existing = tokens_.begin();
+      std::advance(existing, below(tokens_.size()));
+      const SequenceId sequence = existing->first;
+      if (action < 12) {
+        ASSERT_NO_FATAL_FAILURE(Append(sequence, random_tokens(below(4) == 0 ? 1 + below(8) : 1)));
+      } else if (action < 14) {
+        ASSERT_TRUE(manager_.Fork(sequence, next_sequence).ok());
+        tokens_[next_sequence] = tokens_[sequence];
+        ++next_sequence;
+      } else {
+        ASSERT_TRUE(manager_.Free(sequence).ok());
+        tokens_.erase(sequence);
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(CheckInvariants()) << "after step " << step;
+  }
+  const KvBlockCounters counters = manager_.counters();
+  EXPECT_GT(counters.prefix_hit_blocks, 1000);
+  EXPECT_GT(counters.blocks_evicted, 100);
+  EXPECT_GT(counters.blocks_copied, 100);
+  while (!tokens_.empty()) {
+    ASSERT_TRUE(manager_.Free(tokens_.begin()->first).ok());
+    tokens_.erase(tokens_.begin());
+  }
+  EXPECT_EQ(manager_.num_free_blocks(), kNumBlocks);
+  EXPECT_GT(manager_.counters().blocks_cached, 0);
 }
 
 }  // namespace
