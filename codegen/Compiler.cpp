@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdarg>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,7 +14,13 @@
 #include "mlir/Pass/PassManager.h"
 #include "passes/MemoryPlanChecker.h"
 #include "passes/Pipeline.h"
+#include "runtime/core/BuildConfig.h"
 #include "runtime/core/StatusMacros.h"
+
+#if KVJIT_HAVE_CUDA
+#include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/NvrtcCompiler.h"
+#endif
 
 namespace kvjit::codegen {
 namespace {
@@ -69,20 +76,66 @@ std::string DescribePlan(mlir::ModuleOp module) {
   return "no planned step function";
 }
 
+#if KVJIT_HAVE_CUDA
+// The CUDA kernels of the program in `cpu_executable` (the executable for
+// the CPU alone), compiled by NVRTC, then the executable again with them.
+absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
+    const flatbuffers::DetachedBuffer& cpu_executable, mlir::ModuleOp module,
+    const model::ModelFile& model, const tokenizer::Vocabulary& vocabulary,
+    const std::string& chat_template, const CompileOptions& options, std::FILE* progress) {
+  Clock::time_point start = Clock::now();
+  Progress(progress, "generating CUDA kernels…\n");
+  KVJIT_ASSIGN_OR_RETURN(cuda::CudaModuleSpec kernels,
+                         cuda::GenerateCudaModule(*kvx::GetExecutable(cpu_executable.data())));
+  Progress(progress, "  %zu kernels for %zu instructions, %zu bytes of CUDA C++ (%.2f s)\n",
+           kernels.kernel_names.size(), kernels.instructions.size(), kernels.source.size(),
+           SecondsSince(start));
+  if (!options.cuda_source_path.empty()) {
+    std::ofstream source(options.cuda_source_path, std::ios::binary | std::ios::trunc);
+    source << kernels.source;
+    if (!source.flush()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(options.cuda_source_path, ": cannot write the CUDA source"));
+    }
+    Progress(progress, "  source in %s\n", options.cuda_source_path.c_str());
+  }
+
+  start = Clock::now();
+  cuda::NvrtcOptions nvrtc;
+  nvrtc.arch = static_cast<uint32_t>(options.cuda_arch);
+  nvrtc.fast_math = options.cuda_fast_math;
+  const cuda::NvrtcCache cache(cuda::NvrtcCache::DefaultDirectory());
+  Progress(progress, "compiling them with NVRTC for sm_%lld…\n",
+           static_cast<long long>(options.cuda_arch));
+  KVJIT_ASSIGN_OR_RETURN(cuda::NvrtcResult compiled,
+                         cuda::CompileWithNvrtc(kernels.source, model.path, nvrtc, &cache));
+  const std::string origin =
+      compiled.cache_hit ? absl::StrCat("from the cache in ", cache.directory()) : "compiled";
+  Progress(progress, "  cubin %s, PTX %s (%s, %.2f s)\n", MiB(compiled.binary.cubin.size()).c_str(),
+           MiB(compiled.binary.ptx.size()).c_str(), origin.c_str(), SecondsSince(start));
+  const CudaSection section{kernels, compiled.binary};
+  return WriteExecutable(module, model, vocabulary, chat_template, &section);
+}
+#endif
+
 }  // namespace
 
 absl::Status CompileModel(const std::string& model_path, const std::string& output_path,
                           const CompileOptions& options, std::FILE* progress) {
-  if (options.target == "cuda") {
-    return absl::UnimplementedError("--target cuda: the CUDA backend is not built yet");
-  }
-  if (options.target != "cpu") {
+  if (options.target != "cpu" && options.target != "cuda") {
     return absl::InvalidArgumentError(
         absl::StrCat("--target must be cpu or cuda, got '", options.target, "'"));
   }
+  const bool for_cuda = options.target == "cuda";
+  if (for_cuda && !KVJIT_HAVE_CUDA) {
+    return absl::FailedPreconditionError(
+        "--target cuda: this kvjit was built without the CUDA toolkit (NVRTC was not found at "
+        "configure time); install CUDA and reconfigure, or compile for --target cpu");
+  }
   if (options.cache_dtype != "f32" && options.cache_dtype != "f16") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the CPU backend keeps the KV cache in f32 or f16, not '", options.cache_dtype, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", for_cuda ? "CUDA" : "CPU",
+                     " backend keeps the KV cache in f32 or f16, not '", options.cache_dtype, "'"));
   }
   Clock::time_point start = Clock::now();
   Progress(progress, "importing %s…\n", model_path.c_str());
@@ -128,10 +181,18 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   Progress(progress, "  %s (%.2f s)\n", DescribePlan(*module).c_str(), SecondsSince(start));
 
   start = Clock::now();
-  Progress(progress, "writing %s…\n", output_path.c_str());
   KVJIT_ASSIGN_OR_RETURN(
       flatbuffers::DetachedBuffer executable,
       WriteExecutable(*module, model, tokenizer->vocabulary(), chat_template));
+#if KVJIT_HAVE_CUDA
+  if (for_cuda) {
+    KVJIT_ASSIGN_OR_RETURN(executable, AddCudaModule(executable, *module, model,
+                                                     tokenizer->vocabulary(), chat_template,
+                                                     options, progress));
+    start = Clock::now();
+  }
+#endif
+  Progress(progress, "writing %s…\n", output_path.c_str());
   KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
   Progress(progress, "  %s (%zu bytes), weights stay in %s (%.2f s)\n",
                MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),

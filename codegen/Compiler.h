@@ -10,17 +10,26 @@
 namespace kvjit::codegen {
 
 struct CompileOptions {
-  std::string target = "cpu";
+  std::string target = "cpu";  // or "cuda": the CPU program plus its CUDA kernels
   int64_t block_size = 16;
   std::string cache_dtype = "f32";
   int64_t max_tokens_per_step = 512;
   int64_t kv_memory_mib = 1024;
   bool dump_ir_after_all = false;  // to stderr
+  // For --target cuda: the GPU architecture of the cubin (compute capability
+  // × 10; the PTX beside it serves newer GPUs) and NVRTC's --use_fast_math.
+  int64_t cuda_arch = 90;
+  bool cuda_fast_math = false;
+  // Where set, the generated CUDA C++ is also written to this file.
+  std::string cuda_source_path;
 };
 
 // A model file (GGUF, or a Hugging Face directory) through import, the pass
 // pipeline and the executable writer into `output_path`. Progress lines go to
-// `progress` where it is not null.
+// `progress` where it is not null. For the CUDA target the kernels are
+// generated and compiled with NVRTC (no GPU needed), through the cache in
+// NvrtcCache::DefaultDirectory(); a build without the CUDA toolkit refuses
+// the target with FailedPrecondition.
 absl::Status CompileModel(const std::string& model_path, const std::string& output_path,
                           const CompileOptions& options, std::FILE* progress);
 

@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "codegen/cuda/CudaModuleWriter.h"
 #include "ir/Kernel/KernelOps.h"
 #include "ir/Kv/KvOps.h"
 #include "ir/Kv/KvTypes.h"
@@ -220,7 +221,8 @@ class ExecutableBuilder {
 
   absl::StatusOr<flatbuffers::DetachedBuffer> Build(mlir::func::FuncOp step,
                                                     const tokenizer::Vocabulary& vocabulary,
-                                                    const std::string& chat_template) {
+                                                    const std::string& chat_template,
+                                                    const CudaSection* cuda) {
     KVJIT_RETURN_IF_ERROR(AddStepInputs(step));
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::Program> program, AddProgram(step));
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::KvLayout> kv_layout, AddKvLayout(step));
@@ -230,10 +232,17 @@ class ExecutableBuilder {
     for (const WeightFileTable::File& file : weight_files_.files()) {
       files.push_back(kvx::CreateWeightFileDirect(fbb_, file.path.c_str(), file.size_bytes));
     }
+    if (cuda != nullptr && cuda->module.instructions.size() != instructions_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the CUDA module has ", cuda->module.instructions.size(),
+          " instructions for a program of ", instructions_.size()));
+    }
+    Offset<kvx::CudaModule> cuda_module =
+        cuda != nullptr ? cuda::AddCudaModule(fbb_, cuda->module, cuda->binary) : 0;
     const std::string compiler_version(KvjitVersion());
     Offset<kvx::Executable> executable = kvx::CreateExecutableDirect(
         fbb_, kvx::kSchemaVersion, compiler_version.c_str(), config, tokenizer, &files,
-        &weights_, kv_layout, program);
+        &weights_, kv_layout, program, cuda_module);
     kvx::FinishExecutableBuffer(fbb_, executable);
     return fbb_.Release();
   }
@@ -809,13 +818,14 @@ absl::Status VerifyPlan(mlir::func::FuncOp step) {
 
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
-    const tokenizer::Vocabulary& vocabulary, const std::string& chat_template) {
+    const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
+    const CudaSection* cuda) {
   KVJIT_ASSIGN_OR_RETURN(mlir::func::FuncOp step, FindStepFunction(planned_module));
   KVJIT_RETURN_IF_ERROR(RequirePlan(step));
   KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
   KVJIT_ASSIGN_OR_RETURN(WeightFileTable weight_files, WeightFileTable::ForModel(model));
   ExecutableBuilder builder(model, std::move(weight_files));
-  return builder.Build(step, vocabulary, chat_template);
+  return builder.Build(step, vocabulary, chat_template, cuda);
 }
 
 absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,

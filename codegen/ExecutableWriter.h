@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codegen/cuda/CudaModuleSpec.h"
 #include "flatbuffers/flatbuffers.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/tokenizer/Vocabulary.h"
@@ -15,6 +16,14 @@
 // that speaks both the compiler's IR and the runtime's schema
 // (runtime/schema/kvx.fbs, whose comments are the contract).
 namespace kvjit::codegen {
+
+// The CUDA module of an executable: the kernels generated for the program
+// the writer writes (from the executable it wrote for the same module
+// without one) and NVRTC's output for them.
+struct CudaSection {
+  const cuda::CudaModuleSpec& module;
+  const cuda::CudaBinary& binary;
+};
 
 // Serialises the planned step function of `planned_module` (what
 // BuildKvjitPipeline leaves: one func with `kv.step_function` and plan-memory's
@@ -39,9 +48,13 @@ namespace kvjit::codegen {
 //     such a file (an in-memory WeightSource) is a FailedPrecondition error.
 // The buffer carries the file identifier "KVJX" and passes
 // kvx::VerifyExecutableBuffer.
+//
+// Where `cuda` is set, the executable also carries its CUDA module (an
+// InvalidArgument error where its instructions are not the program's).
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
-    const tokenizer::Vocabulary& vocabulary, const std::string& chat_template);
+    const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
+    const CudaSection* cuda = nullptr);
 
 // Writes `executable` to `path` through a temporary file beside it and a
 // rename, so that readers never see half a file; errors name the path.

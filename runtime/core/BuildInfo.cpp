@@ -22,8 +22,8 @@ std::vector<BackendInfo> CompiledBackends() {
     nvrtc = absl::StrCat("NVRTC ", nvrtc_major, ".", nvrtc_minor);
   }
   backends.push_back({"cuda", absl::StrCat("CUDA toolkit ", KVJIT_CUDA_TOOLKIT_VERSION, ", ", nvrtc,
-                                           ", cuBLAS; no kernels yet: compile --target cuda is "
-                                           "refused")});
+                                           ", cuBLAS; compile --target cuda, run --device cuda "
+                                           "(libcuda is loaded at run time)")});
 #endif
   return backends;
 }

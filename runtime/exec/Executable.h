@@ -1,6 +1,7 @@
 #ifndef KVJIT_RUNTIME_EXEC_EXECUTABLE_H_
 #define KVJIT_RUNTIME_EXEC_EXECUTABLE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,23 @@
 #include "runtime/schema/kvx_generated.h"
 
 namespace kvjit::runtime {
+
+// A step's sizes, as the per-step kinds of kvx::Dim name them.
+struct StepSizes {
+  int64_t tokens = 0;       // T
+  int64_t logits_rows = 0;  // L
+  int64_t sequences = 0;    // S
+  int64_t max_blocks = 0;   // block-table columns
+};
+
+// The product of `factors` (CUDA grid extents, scratch bytes, GEMM rows) for
+// a step of `sizes`: each factor is ceil(extent / divisor). Null or empty is
+// 1. Factors come from a loaded Executable, whose divisors are at least 1.
+int64_t SizeProduct(const flatbuffers::Vector<const kvx::SizeFactor*>* factors,
+                    const StepSizes& sizes);
+
+// The scratch bytes a CUDA path needs for a step of `sizes`.
+uint64_t ScratchBytes(const kvx::CudaPath& path, const StepSizes& sizes);
 
 // A .kvx file, verified once on load so that every later access is in
 // bounds: the FlatBuffer, its identifier and schema version, every tensor
@@ -29,12 +47,19 @@ class Executable {
   // The bytes of weights[index], inside its mapped file.
   absl::Span<const uint8_t> WeightBytes(uint32_t index) const { return weight_bytes_[index]; }
 
+  // The CUDA kernels and their launches (verified like the rest), or null for
+  // an executable compiled for the CPU alone.
+  const kvx::CudaModule* cuda() const { return root_->cuda(); }
+
  private:
   explicit Executable(std::string path) : path_(std::move(path)) {}
   absl::Status Verify();
   absl::Status MapWeights();
   absl::Status VerifyProgram() const;
   absl::Status VerifyInstruction(const kvx::Instruction& instruction, size_t index) const;
+  absl::Status VerifyCudaModule() const;
+  absl::Status VerifyCudaPath(const kvx::CudaPath* path, const kvx::Instruction& instruction,
+                              size_t index, const char* name) const;
   absl::Status VerifyTensorRef(const kvx::TensorRef* ref, size_t instruction,
                                const char* role) const;
 

@@ -19,6 +19,8 @@ config.substitutions.append(("%shared", config.kvjit_shared_dir))
 # Tests of the real model need the shared folder's copy of it.
 if os.path.exists(os.path.join(config.kvjit_shared_dir, "models", "stories260K.gguf")):
     config.available_features.add("stories260k")
+# `kvjit compile --target cuda` needs a build with the CUDA toolkit.
+config.available_features.add("cuda" if config.kvjit_have_cuda else "no-cuda")
 
 tool_dirs = [
     os.path.join(config.kvjit_tools_dir, "kvjit-opt"),

@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Generator.h"
+#include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "tools/kvjit/CompileOnTheFly.h"
@@ -83,9 +84,10 @@ absl::StatusOr<Measurement> MeasureKvjit(const std::string& kvx_path) {
   const int64_t gen_tokens = absl::GetFlag(FLAGS_gen_tokens);
   const int64_t block_size = executable->kv_layout().block_size();
   const int64_t blocks = (prompt_tokens + gen_tokens + block_size - 1) / block_size + 1;
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
-                         runtime::CpuStepRunner::Create(*executable, blocks,
-                                                        absl::GetFlag(FLAGS_bench_threads)));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
+                         runtime::CreateStepRunner(*executable, blocks,
+                                                   absl::GetFlag(FLAGS_bench_threads),
+                                                   DeviceFromFlags(*executable)));
   const int64_t vocab = executable->config().vocab_size();
   std::vector<int32_t> prompt(prompt_tokens);
   for (int64_t i = 0; i < prompt_tokens; ++i) prompt[i] = static_cast<int32_t>((17 + 31 * i) % vocab);
@@ -196,6 +198,7 @@ absl::Status RunLoad(const std::string& model, const std::string& kvx_path) {
   }
   LoadRunOptions options;
   options.threads = absl::GetFlag(FLAGS_bench_threads);
+  options.device = DeviceFromFlags(*executable);
   options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   options.kv_pool_blocks = absl::GetFlag(FLAGS_kv_pool_blocks);
   options.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
@@ -264,7 +267,7 @@ Subcommand BenchCommand() {
           "[--requests N | --requests_json FILE] [--samples S] [--max_batch_tokens B] "
           "[--report_json FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          {"block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens"}};
+          {"block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "device"}};
 }
 
 }  // namespace kvjit::cli

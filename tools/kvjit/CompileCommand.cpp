@@ -9,7 +9,18 @@
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 
-ABSL_FLAG(std::string, target, "cpu", "the backend to compile for: cpu (cuda is not built yet)");
+ABSL_FLAG(std::string, target, "cpu",
+          "the backend to compile for: cpu, or cuda (the CPU program plus CUDA kernels, compiled "
+          "by NVRTC; no GPU needed)");
+ABSL_FLAG(int, sm, 90,
+          "with --target cuda: the GPU architecture of the cubin as compute capability x 10 "
+          "(80: A100, 89: L4/RTX 40, 90: H100); newer GPUs JIT-compile the PTX beside it");
+ABSL_FLAG(bool, fast_math, false,
+          "with --target cuda: compile with NVRTC's --use_fast_math (faster exp, sqrt and "
+          "division; less accurate)");
+ABSL_FLAG(std::string, dump_cuda_source, "",
+          "with --target cuda: also write the generated CUDA C++ (one translation unit) to this "
+          "file");
 ABSL_FLAG(bool, dump_ir_after_all, false, "print the IR after every pass to stderr");
 
 namespace kvjit::cli {
@@ -23,6 +34,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
   }
   codegen::CompileOptions options = CompileOptionsFromFlags();
   options.target = absl::GetFlag(FLAGS_target);
+  options.cuda_arch = absl::GetFlag(FLAGS_sm);
+  options.cuda_fast_math = absl::GetFlag(FLAGS_fast_math);
+  options.cuda_source_path = absl::GetFlag(FLAGS_dump_cuda_source);
   options.dump_ir_after_all = absl::GetFlag(FLAGS_dump_ir_after_all);
   return codegen::CompileModel(arguments[0], output, options, stderr);
 }
@@ -31,7 +45,8 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
 
 Subcommand CompileCommand() {
   return {"compile", "compile a model (GGUF or Hugging Face directory) into a .kvx executable",
-          "MODEL -o FILE.kvx", "tools/kvjit/CompileCommand.cpp", RunCompile,
+          "MODEL -o FILE.kvx [--target cpu|cuda [--sm 90] [--fast_math] [--dump_cuda_source F]]",
+          "tools/kvjit/CompileCommand.cpp", RunCompile,
           {"o", "block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib"}};
 }
 

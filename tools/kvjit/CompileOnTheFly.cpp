@@ -42,7 +42,7 @@ std::string CacheKey(const std::filesystem::path& model, const codegen::CompileO
   }
   absl::StrAppend(&identity, "|", options.target, "|", options.block_size, "|",
                   options.cache_dtype, "|", options.max_tokens_per_step, "|",
-                  options.kv_memory_mib);
+                  options.kv_memory_mib, "|", options.cuda_arch, "|", options.cuda_fast_math);
   return absl::StrFormat("%016x", std::hash<std::string>()(identity));
 }
 

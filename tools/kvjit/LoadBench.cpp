@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/engine/RunnerFactory.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/exec/StepRunner.h"
 
@@ -107,8 +108,9 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
       blocks += request.num_samples * ((tokens + block_size - 1) / block_size);
     }
   }
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
-                         runtime::CpuStepRunner::Create(executable, blocks, options.threads));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
+                         runtime::CreateStepRunner(executable, blocks, options.threads,
+                                                   options.device));
   runtime::BatchSchedulerOptions scheduler_options;
   scheduler_options.max_batch_tokens = std::min(options.max_batch_tokens, runner->max_tokens_per_step());
   scheduler_options.context_length = executable.config().context_length();

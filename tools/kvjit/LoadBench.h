@@ -38,6 +38,8 @@ absl::StatusOr<std::vector<LoadRequest>> ReadLoadRequests(const std::string& pat
 
 struct LoadRunOptions {
   int threads = 2;
+  // cpu, cuda or cuda:N (runtime::CreateStepRunner's spelling).
+  std::string device = "cpu";
   // Per-step token budget; cut to the program's tokens per step.
   int64_t max_batch_tokens = 256;
   // 0: enough for every request's every sample without sharing.

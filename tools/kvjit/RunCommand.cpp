@@ -17,6 +17,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/BeamSearch.h"
 #include "runtime/engine/Generator.h"
+#include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
@@ -160,9 +161,10 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   KVJIT_ASSIGN_OR_RETURN(int64_t blocks,
                          kv::BlocksForBudget(absl::GetFlag(FLAGS_kv_pool_mib) << 20,
                                              layout.bytes_per_block()));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
-                         runtime::CpuStepRunner::Create(*executable, blocks,
-                                                        absl::GetFlag(FLAGS_threads)));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
+                         runtime::CreateStepRunner(*executable, blocks,
+                                                   absl::GetFlag(FLAGS_threads),
+                                                   DeviceFromFlags(*executable)));
 
   sampling::SamplingParams params;
   params.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
@@ -223,11 +225,11 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
 Subcommand RunCommand() {
   return {"run",
           "generate text from a compiled model (.kvx) or a GGUF / Hugging Face model, compiled on "
-          "the fly, with the CPU runtime",
+          "the fly, on the CPU or a GPU",
           "MODEL_OR_KVX -p PROMPT [-n N] [--temperature T | --beams K [--num_return N]] [--chat] "
           "[--stats]",
           "tools/kvjit/RunCommand.cpp", RunRun,
-          {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step"}};
+          {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step", "device"}};
 }
 
 }  // namespace kvjit::cli

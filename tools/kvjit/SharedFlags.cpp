@@ -1,6 +1,8 @@
 #include "tools/kvjit/SharedFlags.h"
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "runtime/engine/RunnerFactory.h"
 
 ABSL_FLAG(std::string, o, "-", "the output file ('-' for stdout where the command allows it)");
 ABSL_FLAG(std::string, p, "", "the prompt");
@@ -15,6 +17,10 @@ ABSL_FLAG(int64_t, max_batch_tokens, 256,
           "new tokens one batched step may carry, decodes and prefill chunks together (at most "
           "the executable's tokens per step, to which it is cut)");
 
+ABSL_FLAG(std::string, device, "",
+          "where steps run: cpu, cuda (the first GPU) or cuda:N; empty: cuda for an executable "
+          "compiled with --target cuda, else cpu");
+
 namespace kvjit::cli {
 
 codegen::CompileOptions CompileOptionsFromFlags() {
@@ -23,7 +29,14 @@ codegen::CompileOptions CompileOptionsFromFlags() {
   options.cache_dtype = absl::GetFlag(FLAGS_cache_dtype);
   options.max_tokens_per_step = absl::GetFlag(FLAGS_max_tokens_per_step);
   options.kv_memory_mib = absl::GetFlag(FLAGS_kv_memory_mib);
+  // A model compiled on the fly for --device cuda needs its kernels.
+  if (absl::StartsWith(absl::GetFlag(FLAGS_device), "cuda")) options.target = "cuda";
   return options;
+}
+
+std::string DeviceFromFlags(const runtime::Executable& executable) {
+  const std::string device = absl::GetFlag(FLAGS_device);
+  return device.empty() ? runtime::DefaultDevice(executable) : device;
 }
 
 }  // namespace kvjit::cli

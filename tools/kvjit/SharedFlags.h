@@ -6,6 +6,7 @@
 
 #include "absl/flags/declare.h"
 #include "codegen/Compiler.h"
+#include "runtime/exec/Executable.h"
 
 // Flags that more than one subcommand reads (absl flags are process-wide).
 ABSL_DECLARE_FLAG(std::string, o);
@@ -16,12 +17,16 @@ ABSL_DECLARE_FLAG(std::string, cache_dtype);
 ABSL_DECLARE_FLAG(int64_t, max_tokens_per_step);
 ABSL_DECLARE_FLAG(int64_t, kv_memory_mib);
 ABSL_DECLARE_FLAG(int64_t, max_batch_tokens);
+ABSL_DECLARE_FLAG(std::string, device);
 
 namespace kvjit::cli {
 
 // The compile options `kvjit compile` and the on-the-fly compile of
 // `kvjit run` / `kvjit bench` share.
 codegen::CompileOptions CompileOptionsFromFlags();
+
+// The device --device names, or the executable's default where it is empty.
+std::string DeviceFromFlags(const runtime::Executable& executable);
 
 }  // namespace kvjit::cli
 

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/ExecutableWriter.h"
+#include "codegen/cuda/CudaCodegen.h"
 #include "runtime/exec/KvxTypes.h"
 #include "frontend/model/HfModel.h"
 #include "frontend/model/LlamaBuilder.h"
@@ -353,6 +354,46 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   EXPECT_EQ(tokens->tokens()->size(), 512u);
   EXPECT_EQ(tokens->scores()->size(), 512u);
   EXPECT_EQ(tokens->bos_id(), (*tokenizer)->bos_id());
+}
+
+TEST_F(ExecutableWriterTest, CarriesTheCudaModuleOfItsProgram) {
+  const std::string path = testing::SharedPath("models/stories260K.gguf");
+  if (path.empty()) GTEST_SKIP() << "models/stories260K.gguf is not in the shared folder";
+  auto model = model::OpenModelFile(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto tokenizer = model::LoadTokenizer(*model);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto module = Planned(model->config, *model->weights);
+  ASSERT_TRUE(module);
+  auto cpu = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ(Verified(*cpu).cuda(), nullptr);
+
+  auto kernels = cuda::GenerateCudaModule(Verified(*cpu));
+  ASSERT_TRUE(kernels.ok()) << kernels.status();
+  cuda::CudaBinary binary;  // what NVRTC would give, for the writer's sake
+  binary.arch = 86;
+  binary.cubin = {0x7f, 'E', 'L', 'F'};
+  binary.ptx = ".target sm_86";
+  binary.nvrtc_version = 13000;
+  binary.options = {"-default-device"};
+  const CudaSection section{*kernels, binary};
+  auto with_cuda = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", &section);
+  ASSERT_TRUE(with_cuda.ok()) << with_cuda.status();
+  const kvx::CudaModule* cuda = Verified(*with_cuda).cuda();
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_EQ(cuda->arch(), 86u);
+  EXPECT_EQ(cuda->ptx()->str(), ".target sm_86");
+  EXPECT_EQ(cuda->source()->str(), kernels->source);
+  EXPECT_EQ(cuda->kernels()->size(), kernels->kernel_names.size());
+  EXPECT_EQ(cuda->instructions()->size(), Verified(*with_cuda).program()->instructions()->size());
+  EXPECT_EQ(cuda->prefill_min_rows(), kernels->prefill_min_rows);
+  EXPECT_EQ(cuda->options()->Get(0)->str(), "-default-device");
+
+  kernels->instructions.pop_back();
+  auto mismatched = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", &section);
+  ASSERT_FALSE(mismatched.ok());
+  EXPECT_THAT(mismatched.status().message(), HasSubstr("instructions for a program of"));
 }
 
 TEST_F(ExecutableWriterTest, TinyShardedCheckpoint) {

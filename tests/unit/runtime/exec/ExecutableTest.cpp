@@ -11,6 +11,7 @@
 #include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/cuda/KernelAbi.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/schema/SchemaVersion.h"
 
@@ -44,7 +45,52 @@ class ExecutableTest : public ::testing::Test {
     int64_t copy_elements = 4;
     // FNV-1a of the 16 zero bytes the weight reads.
     uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
+    // A CUDA module for the program, where set.
+    std::function<flatbuffers::Offset<kvx::CudaModule>(flatbuffers::FlatBufferBuilder&)> cuda;
   };
+
+  // What a valid CUDA module for Build's program says, to bend one way.
+  struct CudaKnobs {
+    uint32_t abi_version = cuda_abi::kKernelAbiVersion;
+    std::vector<uint8_t> cubin = {0x7f, 'E', 'L', 'F'};
+    std::string ptx = ".version 9.0";
+    std::vector<std::string> kernel_names = {"kvjit_copy_0"};
+    int instructions = 1;
+    uint32_t kernel = 0;
+    uint32_t block_threads = 256;
+    std::vector<kvx::SizeFactor> grid_x = {kvx::SizeFactor(kvx::DimKind::Tokens, 0, 1)};
+    std::vector<kvx::SizeFactor> grid_y = {};
+    bool gemm = false;
+    uint32_t prefill_min_rows = 32;
+  };
+
+  static std::function<flatbuffers::Offset<kvx::CudaModule>(flatbuffers::FlatBufferBuilder&)>
+  CudaModule(const CudaKnobs& knobs) {
+    return [knobs](flatbuffers::FlatBufferBuilder& b) {
+      auto launch = kvx::CreateCudaLaunchDirect(b, knobs.kernel, knobs.block_threads,
+                                                &knobs.grid_x, &knobs.grid_y);
+      flatbuffers::Offset<kvx::CudaGemm> gemm = 0;
+      if (knobs.gemm) {
+        std::vector<kvx::SizeFactor> m = {kvx::SizeFactor(kvx::DimKind::Tokens, 0, 1)};
+        gemm = kvx::CreateCudaGemmDirect(b, &m, 4, 4, 0, 256);
+      }
+      std::vector<flatbuffers::Offset<kvx::CudaLaunch>> launches = {launch};
+      std::vector<kvx::SizeFactor> scratch = {kvx::SizeFactor(kvx::DimKind::Tokens, 0, 1)};
+      auto path = kvx::CreateCudaPathDirect(b, &launches, gemm, nullptr, &scratch, 256);
+      std::vector<kvx::SizeFactor> rows = {kvx::SizeFactor(kvx::DimKind::Tokens, 0, 1)};
+      std::vector<flatbuffers::Offset<kvx::CudaInstruction>> instructions;
+      for (int i = 0; i < knobs.instructions; ++i) {
+        instructions.push_back(kvx::CreateCudaInstructionDirect(b, &rows, path, path));
+      }
+      std::vector<flatbuffers::Offset<kvx::CudaKernel>> kernels;
+      for (const std::string& name : knobs.kernel_names) {
+        kernels.push_back(kvx::CreateCudaKernelDirect(b, name.c_str()));
+      }
+      return kvx::CreateCudaModuleDirect(b, knobs.abi_version, 90, &knobs.cubin,
+                                         knobs.ptx.c_str(), "// source", 13000, nullptr,
+                                         &kernels, &instructions, knobs.prefill_min_rows);
+    };
+  }
 
   // A one-instruction program (copy a weight's [4] floats into the arena)
   // with `knobs` bent to make it wrong in one way.
@@ -73,8 +119,10 @@ class ExecutableTest : public ::testing::Test {
     auto config = kvx::CreateModelConfig(b, b.CreateString("llama"), 0, /*vocab_size=*/4);
     // 1 layer, 1 KV head of 8 f32, blocks of 16: slot 32 B, V at 512 B, block 1024 B.
     auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4);
+    flatbuffers::Offset<kvx::CudaModule> cuda = knobs.cuda ? knobs.cuda(b) : 0;
     auto root = kvx::CreateExecutable(b, knobs.schema_version, 0, config, 0,
-                                      b.CreateVector({file}), b.CreateVector({weight}), kv, program);
+                                      b.CreateVector({file}), b.CreateVector({weight}), kv, program,
+                                      cuda);
     kvx::FinishExecutableBuffer(b, root);
     return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
   }
@@ -158,6 +206,82 @@ TEST_F(ExecutableTest, RefusesWeightsThatChangedSinceCompiling) {
   knobs.checksum = 42;
   EXPECT_THAT(Message(Build(knobs)), HasSubstr("weight 'w' in"));
   EXPECT_THAT(Message(Build(knobs)), HasSubstr("checksum mismatch"));
+}
+
+TEST_F(ExecutableTest, LoadsACudaModuleAndExposesIt) {
+  Knobs knobs;
+  knobs.cuda = CudaModule({});
+  const std::string path = (directory_ / "model.kvx").string();
+  WriteFile(path, Build(knobs));
+  absl::StatusOr<std::unique_ptr<Executable>> loaded = Executable::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_NE((*loaded)->cuda(), nullptr);
+  EXPECT_EQ((*loaded)->cuda()->kernels()->Get(0)->name()->str(), "kvjit_copy_0");
+  const kvx::CudaPath& decode = *(*loaded)->cuda()->instructions()->Get(0)->decode();
+  const StepSizes sizes = {/*tokens=*/5, /*logits_rows=*/1, /*sequences=*/1, /*max_blocks=*/2};
+  EXPECT_EQ(SizeProduct(decode.launches()->Get(0)->grid_x(), sizes), 5);
+  EXPECT_EQ(SizeProduct(decode.launches()->Get(0)->grid_y(), sizes), 1);
+  EXPECT_EQ(ScratchBytes(decode, sizes), 256u + 5u);
+}
+
+TEST_F(ExecutableTest, CpuExecutablesHaveNoCudaModule) {
+  const std::string path = (directory_ / "model.kvx").string();
+  WriteFile(path, Build({}));
+  absl::StatusOr<std::unique_ptr<Executable>> loaded = Executable::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->cuda(), nullptr);
+}
+
+TEST(SizeProductTest, MultipliesCeilingsOfEachFactor) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<kvx::SizeFactor> factors = {kvx::SizeFactor(kvx::DimKind::Tokens, 0, 8),
+                                          kvx::SizeFactor(kvx::DimKind::Static, 3, 1),
+                                          kvx::SizeFactor(kvx::DimKind::SequencesPlusOne, 0, 1),
+                                          kvx::SizeFactor(kvx::DimKind::MaxBlocks, 0, 4)};
+  b.Finish(b.CreateVectorOfStructs(factors));
+  const auto* vector =
+      flatbuffers::GetRoot<flatbuffers::Vector<const kvx::SizeFactor*>>(b.GetBufferPointer());
+  const StepSizes sizes = {/*tokens=*/17, /*logits_rows=*/2, /*sequences=*/2, /*max_blocks=*/9};
+  // ceil(17 / 8) * 3 * (2 + 1) * ceil(9 / 4)
+  EXPECT_EQ(SizeProduct(vector, sizes), 3 * 3 * 3 * 3);
+  EXPECT_EQ(SizeProduct(nullptr, sizes), 1);
+}
+
+TEST_F(ExecutableTest, RefusesMalformedCudaModules) {
+  struct Case {
+    const char* expected;
+    std::function<void(CudaKnobs&)> bend;
+  };
+  const std::vector<Case> cases = {
+      {"kernel ABI version 99", [](CudaKnobs& k) { k.abi_version = 99; }},
+      {"neither a cubin nor PTX", [](CudaKnobs& k) { k.cubin.clear(); k.ptx.clear(); }},
+      {"the cubin is not an ELF image", [](CudaKnobs& k) { k.cubin = {'P', 'T', 'X', '!'}; }},
+      {"has no kernels", [](CudaKnobs& k) { k.kernel_names.clear(); }},
+      {"kernel name 'kvjit_copy_0' is empty or repeated",
+       [](CudaKnobs& k) { k.kernel_names.push_back("kvjit_copy_0"); }},
+      {"2 instructions for a program of 1", [](CudaKnobs& k) { k.instructions = 2; }},
+      {"0 instructions for a program of 1", [](CudaKnobs& k) { k.instructions = 0; }},
+      {"decode path, launch 0: kernel 1 of 1", [](CudaKnobs& k) { k.kernel = 1; }},
+      {"0 threads per block", [](CudaKnobs& k) { k.block_threads = 0; }},
+      {"2048 threads per block", [](CudaKnobs& k) { k.block_threads = 2048; }},
+      {"grid x divides by 0",
+       [](CudaKnobs& k) { k.grid_x = {kvx::SizeFactor(kvx::DimKind::Tokens, 0, 0)}; }},
+      {"grid x has a negative size",
+       [](CudaKnobs& k) { k.grid_x = {kvx::SizeFactor(kvx::DimKind::Static, -1, 1)}; }},
+      {"grid y reaches 70000",
+       [](CudaKnobs& k) { k.grid_y = {kvx::SizeFactor(kvx::DimKind::Static, 70000, 1)}; }},
+      {"only a Linear has a GEMM", [](CudaKnobs& k) { k.gemm = true; }},
+      {"prefill_min_rows is zero", [](CudaKnobs& k) { k.prefill_min_rows = 0; }},
+  };
+  for (const Case& c : cases) {
+    CudaKnobs cuda;
+    c.bend(cuda);
+    Knobs knobs;
+    knobs.cuda = CudaModule(cuda);
+    const std::string message = Message(Build(knobs));
+    EXPECT_THAT(message, HasSubstr(c.expected));
+    EXPECT_THAT(message, HasSubstr("model.kvx"));
+  }
 }
 
 }  // namespace

@@ -1,0 +1,371 @@
+// KvAttention: causal attention of each new token over its sequence's paged
+// cache, as runtime/cpu/PagedAttention.cpp computes it: token t at position
+// p attends to keys 0..p of its sequence; query head h reads kv head
+// h / (heads / kv_heads). Scores are scale · (q · k), folded by an online
+// softmax in f32.
+//
+// Decode path (split-K "flash decoding"): one block per (token, kv head,
+// split of kSplitKeys keys), the GQA group's query heads sharing each key
+// and value read; each split leaves its running max, denominator and
+// unnormalised output in scratch, and a reduce kernel folds the splits in
+// order. Split z always covers keys [z·kSplitKeys, (z+1)·kSplitKeys), and a
+// split past a token's keys leaves (-inf, 0, 0), which adds exact zeros: a
+// token's result depends on its sequence alone, not on the step's widest
+// block table.
+//
+// Prefill path: one block per (tile of consecutive packed rows, kv head);
+// tiles of keys and values pass through shared memory once for all the
+// tile's rows and query heads of that sequence (rows of several sequences
+// in one tile take one pass per sequence).
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cuda/KernelEmitter.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::codegen::cuda {
+namespace {
+
+constexpr uint32_t kAttentionThreads = 128;  // 4 warps
+constexpr int64_t kSplitKeysTarget = 128;
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+
+// Shared by both paths: the online-softmax step of one query head for one
+// key, in each lane's share of the head dimensions (d = lane + 32c).
+constexpr char kCommonConstants[] = R"cuda(@POOL_CONSTANTS@  constexpr int kHeads = @HEADS@;
+  constexpr int kGroup = kHeads / kKvHeads;
+  constexpr int kDimsPerLane = (kHeadDim + 31) / 32;
+  constexpr int kWarps = @THREADS@ / 32;
+  constexpr float kScale = @SCALE@;
+  const float* query = static_cast<const float*>(args.buffers[0]);
+  const int32_t* positions = static_cast<const int32_t*>(args.buffers[1]);
+  const int32_t* seq_starts = static_cast<const int32_t*>(args.buffers[2]);
+  const int32_t* block_tables = static_cast<const int32_t*>(args.buffers[4]);
+  const uint8_t* pool = static_cast<const uint8_t*>(args.buffers[@POOL@]);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+)cuda";
+
+constexpr char kDecode[] = R"cuda(
+// KvAttention, decode path: @HEADS@ query heads over a @ELEMENT@ cache, scale @SCALE_TEXT@.
+@ELEMENT_FUNCTIONS@extern "C" __global__ void __launch_bounds__(@THREADS@)
+KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
+@COMMON@  constexpr int kSplitKeys = @SPLIT_KEYS@;
+  constexpr int kBlocksPerSplit = kSplitKeys / kBlockSize;
+  float* scratch = static_cast<float*>(args.buffers[@SCRATCH@]);
+  const int token = blockIdx.x / kKvHeads, kv_head = blockIdx.x % kKvHeads;
+  const int split = blockIdx.y;
+  const int splits = (args.max_blocks + kBlocksPerSplit - 1) / kBlocksPerSplit;
+  const int sequence = find_sequence(seq_starts, args.sequences, token);
+  const int32_t* table = block_tables + static_cast<int64_t>(sequence) * args.max_blocks;
+  const int first_key = split * kSplitKeys;
+  const int end_key = min(positions[token] + 1, first_key + kSplitKeys);
+
+  __shared__ float q_shared[kGroup][kHeadDim];
+  __shared__ float warp_max[kWarps][kGroup];
+  __shared__ float warp_denominator[kWarps][kGroup];
+  __shared__ float warp_output[kWarps][kGroup][kHeadDim];
+  for (int i = threadIdx.x; i < kGroup * kHeadDim; i += blockDim.x) {
+    q_shared[i / kHeadDim][i % kHeadDim] =
+        query[(static_cast<int64_t>(token) * kHeads + kv_head * kGroup) * kHeadDim + i];
+  }
+  __syncthreads();
+
+  float running_max[kGroup], denominator[kGroup], output[kGroup][kDimsPerLane];
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g) {
+    running_max[g] = negative_infinity();
+    denominator[g] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kDimsPerLane; ++c) output[g][c] = 0.0f;
+  }
+  for (int key = first_key + warp; key < end_key; key += kWarps) {
+    const uint8_t* key_row = pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes +
+                             static_cast<uint64_t>(key % kBlockSize) * kSlotStride +
+                             static_cast<uint64_t>(kv_head) * kHeadDim * kElementBytes;
+    const uint8_t* value_row = key_row + kValueOffset;
+    float k[kDimsPerLane], v[kDimsPerLane];
+#pragma unroll
+    for (int c = 0; c < kDimsPerLane; ++c) {
+      const int d = lane + 32 * c;
+      k[c] = d < kHeadDim ? KVJIT_KERNEL_load_kv(key_row, d) : 0.0f;
+      v[c] = d < kHeadDim ? KVJIT_KERNEL_load_kv(value_row, d) : 0.0f;
+    }
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      float partial = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kDimsPerLane; ++c) {
+        const int d = lane + 32 * c;
+        if (d < kHeadDim) partial += q_shared[g][d] * k[c];
+      }
+      const float score = kScale * warp_sum(partial);
+      if (score > running_max[g]) {
+        const float correction = expf(running_max[g] - score);
+        denominator[g] *= correction;
+#pragma unroll
+        for (int c = 0; c < kDimsPerLane; ++c) output[g][c] *= correction;
+        running_max[g] = score;
+      }
+      const float weight = expf(score - running_max[g]);
+      denominator[g] += weight;
+#pragma unroll
+      for (int c = 0; c < kDimsPerLane; ++c) output[g][c] += weight * v[c];
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g) {
+    if (lane == 0) {
+      warp_max[warp][g] = running_max[g];
+      warp_denominator[warp][g] = denominator[g];
+    }
+#pragma unroll
+    for (int c = 0; c < kDimsPerLane; ++c) {
+      const int d = lane + 32 * c;
+      if (d < kHeadDim) warp_output[warp][g][d] = output[g][c];
+    }
+  }
+  __syncthreads();
+  // Fold the warps in order; a warp that saw no key adds nothing.
+  for (int i = threadIdx.x; i < kGroup * kHeadDim; i += blockDim.x) {
+    const int g = i / kHeadDim, d = i % kHeadDim;
+    float max = negative_infinity();
+    for (int w = 0; w < kWarps; ++w) max = fmaxf(max, warp_max[w][g]);
+    float sum = 0.0f, value = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      if (warp_max[w][g] == negative_infinity()) continue;
+      const float factor = expf(warp_max[w][g] - max);
+      sum += warp_denominator[w][g] * factor;
+      value += warp_output[w][g][d] * factor;
+    }
+    const int64_t head = static_cast<int64_t>(token) * kHeads + kv_head * kGroup + g;
+    float* partial = scratch + (head * splits + split) * (kHeadDim + 2);
+    partial[d] = value;
+    if (d == 0) {
+      partial[kHeadDim] = max;
+      partial[kHeadDim + 1] = sum;
+    }
+  }
+}
+)cuda";
+
+constexpr char kReduce[] = R"cuda(
+// KvAttention, decode path: folds the splits of @HEADS@ heads x @HEAD_DIM@ in order.
+extern "C" __global__ void __launch_bounds__(@THREADS@)
+KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
+  constexpr int kHeadDim = @HEAD_DIM@;
+  constexpr int kBlocksPerSplit = @BLOCKS_PER_SPLIT@;
+  const int splits = (args.max_blocks + kBlocksPerSplit - 1) / kBlocksPerSplit;
+  const int64_t row = blockIdx.x;  // token * heads + head
+  const float* partials =
+      static_cast<const float*>(args.buffers[@SCRATCH@]) + row * splits * (kHeadDim + 2);
+  float* out = static_cast<float*>(args.buffers[@OUT@]) + row * kHeadDim;
+  for (int d = threadIdx.x; d < kHeadDim; d += blockDim.x) {
+    float max = negative_infinity();
+    for (int z = 0; z < splits; ++z) max = fmaxf(max, partials[z * (kHeadDim + 2) + kHeadDim]);
+    float sum = 0.0f, value = 0.0f;
+    for (int z = 0; z < splits; ++z) {
+      const float* partial = partials + z * (kHeadDim + 2);
+      if (partial[kHeadDim] == negative_infinity()) continue;
+      const float factor = expf(partial[kHeadDim] - max);
+      sum += partial[kHeadDim + 1] * factor;
+      value += partial[d] * factor;
+    }
+    out[d] = value * (1.0f / sum);
+  }
+}
+)cuda";
+
+constexpr char kPrefill[] = R"cuda(
+// KvAttention, prefill path: @HEADS@ query heads over a @ELEMENT@ cache, scale @SCALE_TEXT@,
+// tiles of @ROWS@ rows and @TILE_KEYS@ keys.
+@ELEMENT_FUNCTIONS@extern "C" __global__ void __launch_bounds__(@THREADS@)
+KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
+@COMMON@  constexpr int kRows = @ROWS@;
+  constexpr int kTileKeys = @TILE_KEYS@;
+  constexpr int kPairs = kRows * kGroup;  // (row, query head of the group)
+  constexpr int kPairsPerWarp = (kPairs + kWarps - 1) / kWarps;
+  float* out = static_cast<float*>(args.buffers[@OUT@]);
+  const int first_row = blockIdx.x * kRows;
+  const int end_row = min(args.tokens, first_row + kRows);
+  const int kv_head = blockIdx.y;
+
+  __shared__ float key_tile[kTileKeys][kHeadDim];
+  __shared__ float value_tile[kTileKeys][kHeadDim];
+
+  // Pair i of this warp is pair warp + kWarps * i of the tile.
+  int row_of[kPairsPerWarp], sequence_of[kPairsPerWarp], visible[kPairsPerWarp];
+  float q[kPairsPerWarp][kDimsPerLane], output[kPairsPerWarp][kDimsPerLane];
+  float running_max[kPairsPerWarp], denominator[kPairsPerWarp];
+#pragma unroll
+  for (int i = 0; i < kPairsPerWarp; ++i) {
+    const int pair = warp + kWarps * i;
+    const int row = first_row + pair / kGroup;
+    row_of[i] = pair < kPairs && row < end_row ? row : -1;
+    sequence_of[i] = row_of[i] >= 0 ? find_sequence(seq_starts, args.sequences, row) : -1;
+    visible[i] = row_of[i] >= 0 ? positions[row] + 1 : 0;
+    running_max[i] = negative_infinity();
+    denominator[i] = 0.0f;
+    const int64_t head = kv_head * kGroup + pair % kGroup;
+#pragma unroll
+    for (int c = 0; c < kDimsPerLane; ++c) {
+      const int d = lane + 32 * c;
+      const bool inside = row_of[i] >= 0 && d < kHeadDim;
+      q[i][c] = inside ? query[(row * static_cast<int64_t>(kHeads) + head) * kHeadDim + d] : 0.0f;
+      output[i][c] = 0.0f;
+    }
+  }
+
+  const int first_sequence = find_sequence(seq_starts, args.sequences, first_row);
+  const int last_sequence = find_sequence(seq_starts, args.sequences, end_row - 1);
+  for (int sequence = first_sequence; sequence <= last_sequence; ++sequence) {
+    const int rows_begin = max(first_row, seq_starts[sequence]);
+    const int rows_end = min(end_row, seq_starts[sequence + 1]);
+    int key_end = 0;
+    for (int row = rows_begin; row < rows_end; ++row) key_end = max(key_end, positions[row] + 1);
+    const int32_t* table = block_tables + static_cast<int64_t>(sequence) * args.max_blocks;
+    for (int tile_start = 0; tile_start < key_end; tile_start += kTileKeys) {
+      const int tile_keys = min(kTileKeys, key_end - tile_start);
+      __syncthreads();  // the previous tile is no longer read
+      for (int i = threadIdx.x; i < tile_keys * kHeadDim; i += blockDim.x) {
+        const int j = i / kHeadDim, d = i % kHeadDim, key = tile_start + j;
+        const uint8_t* key_row =
+            pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes +
+            static_cast<uint64_t>(key % kBlockSize) * kSlotStride +
+            static_cast<uint64_t>(kv_head) * kHeadDim * kElementBytes;
+        key_tile[j][d] = KVJIT_KERNEL_load_kv(key_row, d);
+        value_tile[j][d] = KVJIT_KERNEL_load_kv(key_row + kValueOffset, d);
+      }
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < kPairsPerWarp; ++i) {
+        if (sequence_of[i] != sequence) continue;  // the same for the whole warp
+        const int keys = min(tile_keys, visible[i] - tile_start);
+        for (int j = 0; j < keys; ++j) {
+          float partial = 0.0f;
+#pragma unroll
+          for (int c = 0; c < kDimsPerLane; ++c) {
+            const int d = lane + 32 * c;
+            if (d < kHeadDim) partial += q[i][c] * key_tile[j][d];
+          }
+          const float score = kScale * warp_sum(partial);
+          if (score > running_max[i]) {
+            const float correction = expf(running_max[i] - score);
+            denominator[i] *= correction;
+#pragma unroll
+            for (int c = 0; c < kDimsPerLane; ++c) output[i][c] *= correction;
+            running_max[i] = score;
+          }
+          const float weight = expf(score - running_max[i]);
+          denominator[i] += weight;
+#pragma unroll
+          for (int c = 0; c < kDimsPerLane; ++c) {
+            const int d = lane + 32 * c;
+            if (d < kHeadDim) output[i][c] += weight * value_tile[j][d];
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPairsPerWarp; ++i) {
+    if (row_of[i] < 0) continue;
+    const int64_t head = kv_head * kGroup + (warp + kWarps * i) % kGroup;
+    float* row_out = out + (row_of[i] * static_cast<int64_t>(kHeads) + head) * kHeadDim;
+    const float inverse = 1.0f / denominator[i];
+#pragma unroll
+    for (int c = 0; c < kDimsPerLane; ++c) {
+      const int d = lane + 32 * c;
+      if (d < kHeadDim) row_out[d] = output[i][c] * inverse;
+    }
+  }
+}
+)cuda";
+
+}  // namespace
+
+absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
+  const kvx::KvLayout& layout = *context.executable.kv_layout();
+  const kvx::Instruction& instruction = context.instruction;
+  if (instruction.layer() >= layout.num_layers()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", instruction.layer(), " of a KV layout of ", layout.num_layers()));
+  }
+  KVJIT_ASSIGN_OR_RETURN(std::string pool_constants, KvPoolConstants(layout));
+  const kvx::TensorRef& query = *instruction.inputs()->Get(0);
+  KVJIT_ASSIGN_OR_RETURN(int64_t heads, StaticDim(query, 1, "the query's heads"));
+  const int64_t kv_heads = layout.num_kv_heads(), head_dim = layout.head_dim();
+  if (heads <= 0 || heads % kv_heads != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(heads, " query heads are not a positive multiple of ", kv_heads, " kv heads"));
+  }
+  const int64_t group = heads / kv_heads;
+  const int64_t dims_per_lane = (head_dim + 31) / 32;
+  const int64_t warps = kAttentionThreads / 32;
+  // Keep the decode kernel's registers and shared memory bounded.
+  const int64_t decode_shared = 4 * (group * head_dim * (1 + warps) + 2 * warps * group);
+  if (group * dims_per_lane > 64 || decode_shared > kMaxStaticSharedBytes) {
+    return absl::UnimplementedError(
+        absl::StrCat("attention with ", group, " query heads per kv head and head_dim ", head_dim,
+                     " exceeds the CUDA kernels' registers or shared memory"));
+  }
+  const int64_t split_keys =
+      std::max<int64_t>(1, kSplitKeysTarget / layout.block_size()) * layout.block_size();
+  const int64_t blocks_per_split = split_keys / layout.block_size();
+  // Up to 32 (row, head) pairs per block, 8 per warp; key tiles in 32 KiB.
+  const int64_t tile_rows = std::max<int64_t>(1, 32 / group);
+  const int64_t tile_keys = std::clamp<int64_t>(4096 / head_dim, 1, 64);
+
+  const std::string element_name = layout.element_type() == kvx::StorageType::F32 ? "f32" : "f16";
+  const std::string common =
+      Fill(kCommonConstants, {{"POOL_CONSTANTS", pool_constants},
+                              {"HEADS", absl::StrCat(heads)},
+                              {"THREADS", absl::StrCat(kAttentionThreads)},
+                              {"SCALE", FloatLiteral(instruction.scale())},
+                              {"POOL", absl::StrCat(KvPoolBuffer(instruction))}});
+  auto fill = [&](const char* text, uint32_t threads) {
+    return Fill(text, {{"COMMON", common},
+                       {"ELEMENT_FUNCTIONS", KvElementFunctions(layout)},
+                       {"ELEMENT", element_name},
+                       {"HEADS", absl::StrCat(heads)},
+                       {"HEAD_DIM", absl::StrCat(head_dim)},
+                       {"SCALE_TEXT", absl::StrCat(instruction.scale())},
+                       {"THREADS", absl::StrCat(threads)},
+                       {"SPLIT_KEYS", absl::StrCat(split_keys)},
+                       {"BLOCKS_PER_SPLIT", absl::StrCat(blocks_per_split)},
+                       {"ROWS", absl::StrCat(tile_rows)},
+                       {"TILE_KEYS", absl::StrCat(tile_keys)},
+                       {"SCRATCH", absl::StrCat(ScratchBuffer(instruction))},
+                       {"OUT", absl::StrCat(OutputBuffer(instruction, 0))}});
+  };
+  const uint32_t reduce_threads = RowThreads(head_dim);
+  const uint32_t decode_kernel =
+      context.kernels.Add("attention_decode", fill(kDecode, kAttentionThreads));
+  const uint32_t reduce_kernel =
+      context.kernels.Add("attention_reduce", fill(kReduce, reduce_threads));
+  const uint32_t prefill_kernel =
+      context.kernels.Add("attention_prefill", fill(kPrefill, kAttentionThreads));
+
+  const SizeExpr splits = {
+      kvx::SizeFactor(kvx::DimKind::MaxBlocks, 0, static_cast<uint32_t>(blocks_per_split))};
+  SizeExpr token_kv_heads = StepTokens();
+  token_kv_heads.emplace_back(kvx::DimKind::Static, kv_heads, 1);
+  SizeExpr token_heads = StepTokens();
+  token_heads.emplace_back(kvx::DimKind::Static, heads, 1);
+
+  InstructionSpec spec;
+  spec.rows = StepTokens();
+  spec.decode.launches.push_back(Launch(decode_kernel, kAttentionThreads, token_kv_heads, splits));
+  spec.decode.launches.push_back(Launch(reduce_kernel, reduce_threads, token_heads));
+  spec.decode.scratch_bytes = StepTokens();
+  spec.decode.scratch_bytes.emplace_back(kvx::DimKind::Static,
+                                         heads * (head_dim + 2) * int64_t{sizeof(float)}, 1);
+  spec.decode.scratch_bytes.push_back(splits.front());
+  spec.prefill.launches.push_back(
+      Launch(prefill_kernel, kAttentionThreads,
+             {kvx::SizeFactor(kvx::DimKind::Tokens, 0, static_cast<uint32_t>(tile_rows))},
+             Static(kv_heads)));
+  return spec;
+}
+
+}  // namespace kvjit::codegen::cuda

@@ -1,0 +1,105 @@
+#ifndef KVJIT_CODEGEN_CUDA_KERNELEMITTER_H_
+#define KVJIT_CODEGEN_CUDA_KERNELEMITTER_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codegen/cuda/CudaModuleSpec.h"
+#include "codegen/cuda/KernelTable.h"
+#include "runtime/schema/kvx_generated.h"
+
+// Kernel emitters: each turns one instruction of a verified program into
+// kernels (added to the module's KernelTable) and the launches that run
+// them. The kernels compute what runtime/exec/StepRunner.cpp and
+// runtime/cpu compute for the same instruction; every shape, constant and
+// weight format the instruction fixes is baked into the kernel's text.
+namespace kvjit::codegen::cuda {
+
+struct EmitContext {
+  const kvx::Executable& executable;
+  const kvx::Instruction& instruction;
+  KernelTable& kernels;
+};
+
+absl::StatusOr<InstructionSpec> EmitEmbedding(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitLinear(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitRmsNorm(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitAddRmsNorm(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitSwiGlu(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitRope(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitKvWrite(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitGatherRows(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitCopy(const EmitContext& context);
+
+// ---- Helpers shared by the emitters ----
+
+// `text` with each `@KEY@` replaced by its value.
+std::string Fill(absl::string_view text,
+                 std::initializer_list<std::pair<absl::string_view, std::string>> values);
+
+// A float as an exact C++ literal (hexadecimal), e.g. 0x1.4f8b58p-17f.
+std::string FloatLiteral(float value);
+
+// Dimensions [begin, end) of a reference: the product as a C++ int64_t
+// expression over `args` (the kernel's LaunchArgs), and as size factors.
+std::string ExtentExpr(const kvx::TensorRef& ref, size_t begin, size_t end);
+SizeExpr ExtentFactors(const kvx::TensorRef& ref, size_t begin, size_t end);
+
+// The static size of a reference's dimension, or an error naming it.
+absl::StatusOr<int64_t> StaticDim(const kvx::TensorRef& ref, size_t dim, absl::string_view what);
+
+// `factors` with the first divided by `divisor` (ceil): enough blocks of
+// `divisor` threads for the product's elements.
+SizeExpr DivideFirst(SizeExpr factors, uint32_t divisor);
+SizeExpr Static(int64_t size);
+SizeExpr StepTokens();
+
+// `static_cast<const T*>(args.buffers[index])`, T a C++ type name.
+std::string Buffer(int index, absl::string_view type);
+
+// A C++ expression loading element `index` of input `input` as a float:
+// arena and f32 weights directly, f16 and bf16 weights converted. Quantized
+// weights are an error (they are matrices, read by dequant_<type>).
+absl::StatusOr<std::string> ElementLoad(const EmitContext& context, int input,
+                                        absl::string_view index);
+
+// The buffer index of output `output`, and those of the KV pool and scratch.
+int OutputBuffer(const kvx::Instruction& instruction, int output);
+int KvPoolBuffer(const kvx::Instruction& instruction);
+int ScratchBuffer(const kvx::Instruction& instruction);
+
+// dequant_<type> of the prelude and the bytes of one row of `cols` elements.
+absl::StatusOr<std::string> DequantFunction(kvx::StorageType storage);
+absl::StatusOr<uint64_t> WeightRowBytes(kvx::StorageType storage, int64_t cols);
+
+// The weight an input refers to, or an error.
+absl::StatusOr<const kvx::Weight*> WeightOf(const EmitContext& context, int input);
+
+// Threads for a block that walks a row of `width`: a multiple of 32 up to 256.
+uint32_t RowThreads(int64_t width);
+
+// The paged KV pool for a kernel's body: constexpr kKvHeads, kHeadDim,
+// kBlockSize, kBlockBytes, kSlotStride, kValueOffset (bytes; see kvx.fbs
+// KvLayout) and kElementBytes. Kernels get the pool already advanced to
+// their instruction's layer (runtime/cuda/KernelAbi.h). An element type
+// other than f32 or f16 is an error.
+absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout);
+
+// Device functions KVJIT_KERNEL_load_kv(row, d) and KVJIT_KERNEL_store_kv(row,
+// d, value) for the pool's element type (f16 rounds to nearest even).
+std::string KvElementFunctions(const kvx::KvLayout& layout);
+
+// One launch; an instruction whose decode and prefill paths are the same.
+LaunchSpec Launch(uint32_t kernel, uint32_t threads, SizeExpr grid_x, SizeExpr grid_y = {},
+                  SizeExpr grid_z = {});
+InstructionSpec SamePaths(SizeExpr rows, PathSpec path);
+
+}  // namespace kvjit::codegen::cuda
+
+#endif  // KVJIT_CODEGEN_CUDA_KERNELEMITTER_H_

@@ -1,0 +1,148 @@
+// Rope: rotary position embedding, both pairings, with linear and Llama 3
+// frequency scaling, as runtime/cpu/Rope.cpp computes it.
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/cuda/KernelEmitter.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::codegen::cuda {
+namespace {
+
+constexpr char kRope[] = R"cuda(
+// Rope (@STYLE@): rotary_dim @ROTARY@ of head_dim @HEAD_DIM@, theta @THETA@, scaling @SCALING@.
+__constant__ float KVJIT_KERNEL_inverse_frequency[@PAIRS@] = {@FREQUENCIES@};
+extern "C" __global__ void __launch_bounds__(@THREADS@)
+KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
+  constexpr int kHeads = @HEADS@;
+  constexpr int kHeadDim = @HEAD_DIM@;
+  constexpr int kPairs = @PAIRS@;
+  constexpr int kSecondOffset = @SECOND_OFFSET@;
+  constexpr int kPairStride = @PAIR_STRIDE@;
+  const int64_t token = blockIdx.x;
+  const float position = static_cast<float>(static_cast<const int32_t*>(args.buffers[1])[token]);
+  const float* x = static_cast<const float*>(args.buffers[0]) + token * kHeads * kHeadDim;
+  float* out = static_cast<float*>(args.buffers[@OUT@]) + token * kHeads * kHeadDim;
+  for (int item = threadIdx.x; item < kHeads * kPairs; item += blockDim.x) {
+    const int pair = item % kPairs;
+    const int first = (item / kPairs) * kHeadDim + pair * kPairStride;
+    float sine, cosine;
+    sincosf(position * KVJIT_KERNEL_inverse_frequency[pair], &sine, &cosine);
+    const float x0 = x[first];
+    const float x1 = x[first + kSecondOffset];
+    // Contracted as ggml (and runtime/cpu/Rope.cpp) contract it.
+    out[first] = fmaf(x0, cosine, -__fmul_rn(x1, sine));
+    out[first + kSecondOffset] = fmaf(x0, sine, __fmul_rn(x1, cosine));
+  }
+@PASS_THROUGH@}
+)cuda";
+
+// The dimensions past rotary_dim, copied where the output is not the input.
+constexpr char kPassThrough[] = R"cuda(  if (out != x) {
+    constexpr int kRotary = 2 * kPairs;
+    constexpr int kPass = kHeadDim - kRotary;
+    for (int item = threadIdx.x; item < kHeads * kPass; item += blockDim.x) {
+      const int i = (item / kPass) * kHeadDim + kRotary + item % kPass;
+      out[i] = x[i];
+    }
+  }
+)cuda";
+
+// The angle per position of each pair: freq_scale * theta^(-2i/rotary_dim)
+// / divisor_i, with Llama 3.1's divisors (high frequencies kept, low ones
+// divided by `factor`, the band between blended).
+std::vector<float> InverseFrequencies(const kvx::RopeParams& rope, int64_t rotary_dim) {
+  const int64_t pairs = rotary_dim / 2;
+  const kvx::RopeScaling* scaling = rope.scaling();
+  const kvx::RopeScalingKind kind = scaling ? scaling->kind() : kvx::RopeScalingKind::None;
+  const double pi = std::acos(-1.0);
+  std::vector<float> frequencies;
+  for (int64_t i = 0; i < pairs; ++i) {
+    const double frequency = std::pow(static_cast<double>(rope.theta()), -2.0 * i / rotary_dim);
+    double divisor = 1.0;
+    if (kind == kvx::RopeScalingKind::Linear) divisor = scaling->factor();
+    if (kind == kvx::RopeScalingKind::Llama3) {
+      const double original = scaling->original_context();
+      const double wavelength = 2.0 * pi / frequency;
+      if (wavelength > original / scaling->low_freq_factor()) {
+        divisor = scaling->factor();
+      } else if (wavelength >= original / scaling->high_freq_factor()) {
+        const double smooth = (original / wavelength - scaling->low_freq_factor()) /
+                              (scaling->high_freq_factor() - scaling->low_freq_factor());
+        divisor = 1.0 / ((1.0 - smooth) / scaling->factor() + smooth);
+      }
+    }
+    frequencies.push_back(static_cast<float>(frequency / divisor));
+  }
+  return frequencies;
+}
+
+absl::Status CheckRope(const kvx::RopeParams* rope, int64_t rotary_dim, int64_t head_dim) {
+  if (rope == nullptr)
+    return absl::InvalidArgumentError("a Rope instruction without rope parameters");
+  if (rotary_dim < 2 || rotary_dim % 2 != 0 || rotary_dim > head_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rotary_dim ", rotary_dim, " must be even and within 2..head_dim (", head_dim, ")"));
+  }
+  if (!(rope->theta() > 0.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rope theta ", rope->theta(), " is not positive"));
+  }
+  const kvx::RopeScaling* scaling = rope->scaling();
+  if (scaling == nullptr || scaling->kind() == kvx::RopeScalingKind::None) return absl::OkStatus();
+  if (!(scaling->factor() > 0.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rope scaling factor ", scaling->factor(), " is not positive"));
+  }
+  if (scaling->kind() == kvx::RopeScalingKind::Llama3 &&
+      (!(scaling->low_freq_factor() > 0.0f) ||
+       !(scaling->high_freq_factor() > scaling->low_freq_factor()) ||
+       scaling->original_context() == 0)) {
+    return absl::InvalidArgumentError(
+        "llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and an original context");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<InstructionSpec> EmitRope(const EmitContext& context) {
+  const kvx::TensorRef& x = *context.instruction.inputs()->Get(0);
+  KVJIT_ASSIGN_OR_RETURN(int64_t heads, StaticDim(x, 1, "the rope input's heads"));
+  KVJIT_ASSIGN_OR_RETURN(int64_t head_dim, StaticDim(x, 2, "the rope input's head_dim"));
+  const kvx::RopeParams* rope = context.instruction.rope();
+  const int64_t rotary_dim =
+      rope != nullptr && rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
+  KVJIT_RETURN_IF_ERROR(CheckRope(rope, rotary_dim, head_dim));
+  const int64_t pairs = rotary_dim / 2;
+  const bool neox = rope->style() == kvx::RopeStyle::NeoX;
+  std::vector<std::string> literals;
+  for (float frequency : InverseFrequencies(*rope, rotary_dim)) {
+    literals.push_back(FloatLiteral(frequency));
+  }
+  const kvx::RopeScaling* scaling = rope->scaling();
+  const uint32_t threads = RowThreads(heads * pairs);
+  const uint32_t kernel = context.kernels.Add(
+      "rope", Fill(kRope, {{"STYLE", neox ? "neox" : "interleaved"},
+                           {"ROTARY", absl::StrCat(rotary_dim)},
+                           {"HEAD_DIM", absl::StrCat(head_dim)},
+                           {"THETA", absl::StrCat(rope->theta())},
+                           {"SCALING", kvx::EnumNameRopeScalingKind(
+                                           scaling ? scaling->kind() : kvx::RopeScalingKind::None)},
+                           {"PAIRS", absl::StrCat(pairs)},
+                           {"FREQUENCIES", absl::StrJoin(literals, ", ")},
+                           {"THREADS", absl::StrCat(threads)},
+                           {"HEADS", absl::StrCat(heads)},
+                           {"SECOND_OFFSET", absl::StrCat(neox ? pairs : 1)},
+                           {"PAIR_STRIDE", absl::StrCat(neox ? 1 : 2)},
+                           {"PASS_THROUGH", rotary_dim < head_dim ? kPassThrough : ""},
+                           {"OUT", absl::StrCat(OutputBuffer(context.instruction, 0))}}));
+  PathSpec path;
+  path.launches.push_back(Launch(kernel, threads, ExtentFactors(x, 0, 1)));
+  return SamePaths(StepTokens(), path);
+}
+
+}  // namespace kvjit::codegen::cuda

@@ -1,0 +1,139 @@
+#ifndef KVJIT_RUNTIME_CUDA_CUDASTEPRUNNER_H_
+#define KVJIT_RUNTIME_CUDA_CUDASTEPRUNNER_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/cuda/CublasGemm.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/DecodePadding.h"
+#include "runtime/cuda/KernelAbi.h"
+#include "runtime/cuda/StepValidation.h"
+#include "runtime/exec/Executable.h"
+#include "runtime/exec/StepRunner.h"
+
+namespace kvjit::cuda {
+
+struct CudaRunnerOptions {
+  int device_ordinal = 0;
+  // Replay pure decode steps of up to this many sequences from CUDA graphs
+  // (one per power-of-two batch bucket, captured on first use); 0 runs every
+  // step launch by launch.
+  int64_t largest_graph_batch = 64;
+  // Waits for each instruction and reports the first that fails, by index and
+  // opcode (kernel faults are otherwise reported by the step's last call);
+  // for debugging, and slower. Turns graphs off.
+  bool synchronize_each_instruction = false;
+};
+
+// Runs an executable's step program on one GPU, through the CUDA module the
+// compiler wrote into it (`kvjit compile --target cuda`): every kernel and
+// launch size comes from there (see kvx.fbs, CudaModule, and KernelAbi.h).
+//
+// Device memory is one allocation (PoolLayout): the weights, uploaded once,
+// byte for byte as in their files; the activation arena of the memory plan;
+// one fixed buffer per step input, sized for the program's tokens per step;
+// the scratch of the largest path; and the paged KV pool of `num_blocks`
+// blocks plus one padding block (see DecodePadding.h). A step uploads its
+// inputs into the fixed buffers, runs each instruction's decode path (few
+// rows) or prefill path (cuBLAS GEMM), and copies the logits back.
+class CudaStepRunner final : public runtime::StepRunner {
+ public:
+  static absl::StatusOr<std::unique_ptr<CudaStepRunner>> Create(
+      const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options);
+  ~CudaStepRunner() override;
+
+  int64_t num_blocks() const override { return num_blocks_; }
+  int64_t vocab_size() const override { return limits_.vocab_size; }
+  int64_t max_tokens_per_step() const override { return limits_.max_tokens; }
+  int64_t block_size() const override { return limits_.block_size; }
+  absl::Status CopyBlock(int64_t source, int64_t destination) override;
+  absl::StatusOr<absl::Span<const float>> Run(const runtime::StepInputs& inputs) override;
+
+  const CudaDevice& device() const { return *device_; }
+  // Decode steps served by replaying a graph, and graphs captured so far.
+  int64_t graph_replays() const { return graph_replays_; }
+  int64_t graphs_captured() const { return static_cast<int64_t>(graphs_.size()); }
+  // The batch buckets whose decode steps replay graphs (empty without graphs).
+  const std::vector<int64_t>& graph_buckets() const { return graph_buckets_.buckets(); }
+
+ private:
+  // Buffer pointers of one instruction's LaunchArgs; the sizes and the
+  // scratch pointer are filled per step.
+  struct PreparedInstruction {
+    const kvx::CudaInstruction* cuda;
+    cuda_abi::LaunchArgs args;
+    int scratch_index;
+    CUdeviceptr first_output;  // where a GEMM writes
+  };
+
+  CudaStepRunner(const runtime::Executable& executable, int64_t num_blocks,
+                 const CudaRunnerOptions& options);
+  absl::Status Initialize();
+  absl::Status LoadKernels();
+  absl::Status PlanAndAllocate();
+  absl::Status UploadWeights();
+  absl::Status PrepareInstructions();
+  // The largest bucket whose decode steps take no GEMM path (cuBLAS is not
+  // captured into graphs), within the options and the program.
+  int64_t LargestGraphBucket() const;
+  const kvx::CudaPath& PathFor(const PreparedInstruction& prepared,
+                               const runtime::StepSizes& sizes) const;
+
+  // Uploads a validated step, enqueues it (from a graph where one serves)
+  // and the copy of its logits.
+  absl::Status EnqueueStep(const runtime::StepInputs& inputs);
+  absl::Status UploadInputs(const runtime::StepInputs& inputs);
+  // Enqueues every instruction for a step of `sizes` on the stream.
+  absl::Status EnqueueProgram(const runtime::StepSizes& sizes);
+  absl::Status EnqueuePath(const kvx::CudaPath& path, PreparedInstruction& prepared,
+                           const runtime::StepSizes& sizes);
+  absl::Status EnqueueLaunches(
+      const flatbuffers::Vector<flatbuffers::Offset<kvx::CudaLaunch>>* launches,
+      cuda_abi::LaunchArgs& args, const runtime::StepSizes& sizes);
+  absl::Status RunGraph(int64_t bucket, const runtime::StepSizes& sizes);
+
+  const runtime::Executable& executable_;
+  const kvx::CudaModule& module_;
+  int64_t num_blocks_;
+  CudaRunnerOptions options_;
+  StepLimits limits_;
+  DecodeBuckets graph_buckets_{0};
+
+  std::unique_ptr<CudaDevice> device_;
+  std::unique_ptr<CublasGemm> gemm_;  // from the first GEMM on
+  LoadedModule kernels_module_;
+  std::vector<CUfunction> kernels_;
+
+  DeviceAllocation memory_;
+  std::vector<CUdeviceptr> weights_;  // per weight index
+  CUdeviceptr arena_ = 0;
+  CUdeviceptr scratch_ = 0;
+  uint64_t scratch_capacity_ = 0;
+  CUdeviceptr kv_pool_ = 0;
+  // Per StepInput, its fixed device buffer and capacity in int32s.
+  std::array<CUdeviceptr, 7> input_buffers_{};
+  std::array<int64_t, 7> input_capacity_{};
+  // Page-locked copies of the step's inputs (a region per input)
+  // and of the logits, so that copies are asynchronous DMA.
+  PinnedBuffer staging_;
+  std::array<uint64_t, 7> staging_offset_{};
+  PinnedBuffer logits_;
+
+  std::vector<PreparedInstruction> instructions_;
+  std::map<int64_t, GraphExec> graphs_;  // by bucket
+  int64_t graph_replays_ = 0;
+};
+
+// The factory the engines use: a CudaStepRunner as a StepRunner.
+absl::StatusOr<std::unique_ptr<runtime::StepRunner>> CreateCudaStepRunner(
+    const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options);
+
+}  // namespace kvjit::cuda
+
+#endif  // KVJIT_RUNTIME_CUDA_CUDASTEPRUNNER_H_

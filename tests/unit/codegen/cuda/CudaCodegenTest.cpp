@@ -1,0 +1,187 @@
+// Kernel generation from programs: one kernel per distinct specialisation,
+// launches that name them, and the paths the launch contract
+// (runtime/schema/kvx.fbs, runtime/cuda/KernelAbi.h) describes. NVRTC
+// compiles the same modules in NvrtcCompileTest.
+
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/KernelEmitter.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/unit/codegen/cuda/CudaTestExecutables.h"
+#include "tests/unit/common/TestPaths.h"
+
+namespace kvjit::codegen::cuda {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const kvx::Executable& Parse(const std::string& bytes) { return *kvx::GetExecutable(bytes.data()); }
+
+// Every launch names a kernel of the module, and every kernel is an entry of
+// the source that some launch runs.
+void ExpectLaunchesNameKernels(const CudaModuleSpec& module) {
+  std::set<uint32_t> launched;
+  auto check = [&](const std::vector<LaunchSpec>& launches) {
+    for (const LaunchSpec& launch : launches) {
+      ASSERT_LT(launch.kernel, module.kernel_names.size());
+      EXPECT_GE(launch.block_threads, 32u);
+      EXPECT_LE(launch.block_threads, 1024u);
+      EXPECT_EQ(launch.block_threads % 32, 0u);
+      launched.insert(launch.kernel);
+    }
+  };
+  for (const InstructionSpec& instruction : module.instructions) {
+    for (const PathSpec* path : {&instruction.decode, &instruction.prefill}) {
+      check(path->launches);
+      check(path->epilogue);
+    }
+  }
+  EXPECT_EQ(launched.size(), module.kernel_names.size());
+  std::set<std::string> names(module.kernel_names.begin(), module.kernel_names.end());
+  EXPECT_EQ(names.size(), module.kernel_names.size());
+  for (const std::string& name : module.kernel_names) {
+    EXPECT_THAT(module.source,
+                HasSubstr(absl::StrCat("\n", name, "(const kvjit::cuda_abi::LaunchArgs args) {")));
+  }
+  EXPECT_THAT(module.source, Not(HasSubstr(KernelTable::kNamePlaceholder)));
+  EXPECT_THAT(module.source, Not(HasSubstr("@")));  // every placeholder filled
+}
+
+TEST(CudaCodegenTest, Stories260KLayersShareKernels) {
+  const std::string path = kvjit::testing::SharedPath("models/stories260K.gguf");
+  if (path.empty()) GTEST_SKIP() << "models/stories260K.gguf is not in the shared folder";
+  absl::StatusOr<std::string> bytes = testing::CompiledExecutable(path, "f32");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  const kvx::Executable& executable = Parse(*bytes);
+  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(executable);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const auto& instructions = *executable.program()->instructions();
+  ASSERT_EQ(module->instructions.size(), instructions.size());
+  ExpectLaunchesNameKernels(*module);
+  // The five layers' instructions differ only in their buffers, which come
+  // at run time: each kind of kernel is generated once.
+  EXPECT_LT(module->kernel_names.size(), instructions.size() / 3);
+  int attention_kernels = 0;
+  for (const std::string& name : module->kernel_names) {
+    attention_kernels += name.find("attention_decode") != std::string::npos;
+  }
+  EXPECT_EQ(attention_kernels, 1);
+  EXPECT_EQ(module->prefill_min_rows, kDefaultPrefillMinRows);
+
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const kvx::Instruction& instruction = *instructions[i];
+    const InstructionSpec& spec = module->instructions[i];
+    SCOPED_TRACE(absl::StrCat("instruction ", i, " ", kvx::EnumNameOpCode(instruction.op())));
+    switch (instruction.op()) {
+      case kvx::OpCode::Linear: {
+        const kvx::Weight* weight =
+            executable.weights()->Get(instruction.inputs()->Get(1)->index());
+        EXPECT_FALSE(spec.decode.gemm.has_value());
+        ASSERT_TRUE(spec.prefill.gemm.has_value());
+        EXPECT_EQ(spec.prefill.gemm->n, weight->shape()->Get(0));
+        EXPECT_EQ(spec.prefill.gemm->k, weight->shape()->Get(1));
+        EXPECT_EQ(spec.prefill.gemm->activation_offset % 256, 0u);
+        EXPECT_GE(spec.prefill.gemm->activation_offset,
+                  uint64_t{spec.prefill.gemm->n} * spec.prefill.gemm->k * 2);
+        EXPECT_EQ(spec.prefill.scratch_fixed_bytes, spec.prefill.gemm->activation_offset);
+        EXPECT_EQ(spec.prefill.launches.size(), 2u);
+        break;
+      }
+      case kvx::OpCode::KvAttention:
+        EXPECT_EQ(spec.decode.launches.size(), 2u);  // split-K, then the reduce
+        EXPECT_FALSE(spec.decode.scratch_bytes.empty());
+        EXPECT_EQ(spec.decode.launches[0].grid_y.size(), 1u);
+        EXPECT_EQ(spec.decode.launches[0].grid_y[0].kind(), kvx::DimKind::MaxBlocks);
+        EXPECT_EQ(spec.prefill.launches.size(), 1u);
+        EXPECT_TRUE(spec.prefill.scratch_bytes.empty());
+        break;
+      default:
+        EXPECT_FALSE(spec.decode.gemm || spec.prefill.gemm);
+        EXPECT_LE(spec.decode.launches.size(), 1u);
+        break;
+    }
+  }
+  // Constants are baked in: stories260K's rms_norm epsilon, as an exact literal.
+  EXPECT_THAT(module->source, HasSubstr(FloatLiteral(executable.config()->rms_norm_eps())));
+}
+
+TEST(CudaCodegenTest, SyntheticProgramReachesEveryVariant) {
+  const std::string bytes = testing::SyntheticExecutable(kvx::StorageType::F16);
+  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(Parse(bytes));
+  ASSERT_TRUE(module.ok()) << module.status();
+  ExpectLaunchesNameKernels(*module);
+  for (const char* dequant : {"dequant_f32(", "dequant_f16(", "dequant_bf16(", "dequant_q8_0(",
+                              "dequant_q4_0(", "dequant_q4_1(", "dequant_q5_0(", "dequant_q5_1(",
+                              "dequant_q4_k(", "dequant_q5_k(", "dequant_q6_k("}) {
+    // Once in the prelude's definition, and at least once in a kernel.
+    const std::string& source = module->source;
+    const size_t first = source.find(dequant);
+    ASSERT_NE(first, std::string::npos) << dequant;
+    EXPECT_NE(source.find(dequant, first + 1), std::string::npos) << dequant << " is never called";
+  }
+  for (const char* piece :
+       {"gelu_tanh(step", "gelu_erf(step", "silu(step", "* 0x1p-1f",
+        "Rope (neox): rotary_dim 64 of head_dim 80", "Rope (interleaved)", "scaling Llama3",
+        "scaling Linear", "half_to_float(static_cast<const uint16_t*>", "bf16_to_float(",
+        "kvjit_linear_add_bias", "float_to_half(value)", "kvjit_attention_prefill"}) {
+    EXPECT_THAT(module->source, HasSubstr(piece));
+  }
+  // The Linear over logits rows chooses its path by L, the others by T.
+  const InstructionSpec& logits_head = module->instructions[12];
+  ASSERT_EQ(logits_head.rows.size(), 1u);
+  EXPECT_EQ(logits_head.rows[0].kind(), kvx::DimKind::LogitsRows);
+  EXPECT_EQ(logits_head.prefill.epilogue.size(), 1u);  // its bias
+}
+
+TEST(CudaCodegenTest, GenerationIsDeterministic) {
+  const std::string bytes = testing::SyntheticExecutable(kvx::StorageType::F32);
+  absl::StatusOr<CudaModuleSpec> first = GenerateCudaModule(Parse(bytes));
+  absl::StatusOr<CudaModuleSpec> second = GenerateCudaModule(Parse(bytes));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->source, second->source);
+  EXPECT_EQ(first->kernel_names, second->kernel_names);
+}
+
+TEST(CudaCodegenTest, CacheOfAnotherElementTypeIsNamed) {
+  const std::string bytes = testing::SyntheticExecutable(kvx::StorageType::BF16);
+  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(Parse(bytes));
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(module.status().message(), HasSubstr("(KvWrite)"));
+  EXPECT_THAT(module.status().message(), HasSubstr("f32 or f16, not BF16"));
+}
+
+TEST(CudaCodegenTest, CopyInPlaceLaunchesNothing) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<kvx::Dim> flat = {kvx::Dim(kvx::DimKind::Tokens, 0),
+                                kvx::Dim(kvx::DimKind::Static, 8)};
+  std::vector<kvx::Dim> split = {kvx::Dim(kvx::DimKind::Tokens, 0),
+                                 kvx::Dim(kvx::DimKind::Static, 2),
+                                 kvx::Dim(kvx::DimKind::Static, 4)};
+  auto in = kvx::CreateTensorRefDirect(b, kvx::BufferKind::Arena, 0, 64, &flat);
+  auto out = kvx::CreateTensorRefDirect(b, kvx::BufferKind::Arena, 0, 64, &split);
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> inputs = {in}, outputs = {out};
+  std::vector<flatbuffers::Offset<kvx::Instruction>> instructions = {
+      kvx::CreateInstructionDirect(b, kvx::OpCode::Copy, &inputs, &outputs)};
+  auto program = kvx::CreateProgramDirect(b, &instructions, out, 4096, 8);
+  auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4);
+  std::vector<flatbuffers::Offset<kvx::Weight>> weights;
+  auto root = kvx::CreateExecutableDirect(b, 0, nullptr, kvx::CreateModelConfigDirect(b), 0,
+                                          nullptr, &weights, kv, program);
+  kvx::FinishExecutableBuffer(b, root);
+  absl::StatusOr<CudaModuleSpec> module =
+      GenerateCudaModule(*kvx::GetExecutable(b.GetBufferPointer()));
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_EQ(module->instructions.size(), 1u);
+  EXPECT_TRUE(module->instructions[0].decode.launches.empty());
+  EXPECT_TRUE(module->instructions[0].prefill.launches.empty());
+  EXPECT_TRUE(module->kernel_names.empty());
+}
+
+}  // namespace
+}  // namespace kvjit::codegen::cuda

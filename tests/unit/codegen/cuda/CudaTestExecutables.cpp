@@ -1,0 +1,190 @@
+#include "tests/unit/codegen/cuda/CudaTestExecutables.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/Compiler.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::codegen::cuda::testing {
+namespace {
+
+using flatbuffers::Offset;
+
+constexpr int64_t kHidden = 256;
+constexpr int64_t kFeatures = 8;
+constexpr int64_t kHeads = 6;
+constexpr int64_t kKvHeads = 2;
+constexpr int64_t kHeadDim = 80;
+constexpr int64_t kBlockSize = 16;
+
+class SyntheticBuilder {
+ public:
+  std::string Build(kvx::StorageType cache) {
+    const kvx::Dim tokens(kvx::DimKind::Tokens, 0);
+    const kvx::Dim logits_rows(kvx::DimKind::LogitsRows, 0);
+    auto hidden = [&](kvx::Dim rows) { return Arena({rows, Static(kHidden)}); };
+
+    for (kvx::StorageType storage :
+         {kvx::StorageType::F32, kvx::StorageType::F16, kvx::StorageType::BF16,
+          kvx::StorageType::Q8_0, kvx::StorageType::Q4_0, kvx::StorageType::Q4_1,
+          kvx::StorageType::Q5_0, kvx::StorageType::Q5_1, kvx::StorageType::Q4_K,
+          kvx::StorageType::Q5_K, kvx::StorageType::Q6_K}) {
+      Add(kvx::OpCode::Linear, {hidden(tokens), Weight(storage, {kFeatures, kHidden})},
+          {Arena({tokens, Static(kFeatures)})});
+    }
+    Add(kvx::OpCode::Linear,
+        {hidden(tokens), Weight(kvx::StorageType::Q8_0, {kFeatures, kHidden}),
+         Weight(kvx::StorageType::F32, {kFeatures})},
+        {Arena({tokens, Static(kFeatures)})});
+    Add(kvx::OpCode::Linear,
+        {hidden(logits_rows), Weight(kvx::StorageType::Q4_K, {kFeatures, kHidden}),
+         Weight(kvx::StorageType::F16, {kFeatures})},
+        {Arena({logits_rows, Static(kFeatures)})});
+    Add(kvx::OpCode::Embedding,
+        {Weight(kvx::StorageType::Q6_K, {32, kHidden}), Input(kvx::StepInput::Tokens, {tokens})},
+        {hidden(tokens)});
+    Add(kvx::OpCode::RmsNorm, {hidden(tokens), Weight(kvx::StorageType::F16, {kHidden})},
+        {hidden(tokens)}, [](kvx::InstructionBuilder& b) { b.add_epsilon(1e-6f); });
+    Add(kvx::OpCode::AddRmsNorm,
+        {hidden(tokens), hidden(tokens), Weight(kvx::StorageType::BF16, {kHidden})},
+        {hidden(tokens), hidden(tokens)}, [](kvx::InstructionBuilder& b) { b.add_epsilon(1e-5f); });
+    Add(kvx::OpCode::SwiGlu, {hidden(tokens), hidden(tokens)}, {hidden(tokens)});
+
+    auto heads = [&](int64_t count) { return Arena({tokens, Static(count), Static(kHeadDim)}); };
+    const auto positions = Input(kvx::StepInput::Positions, {tokens});
+    Add(kvx::OpCode::Rope, {heads(kHeads), positions}, {heads(kHeads)}, {},
+        Rope(kvx::RopeStyle::NeoX, 500000.0f, 64, kvx::RopeScalingKind::Llama3));
+    Add(kvx::OpCode::Rope, {heads(kKvHeads), positions}, {heads(kKvHeads)}, {},
+        Rope(kvx::RopeStyle::Interleaved, 10000.0f, 0, kvx::RopeScalingKind::Linear));
+
+    const std::vector<kvx::ElementwiseStep> steps = {
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::Add, 0, 1, 0.0f),
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::Mul, -1, 0, 0.0f),
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::Scale, -2, -2, 0.5f),
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::Silu, -3, -3, 0.0f),
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::Gelu, -4, -4, 0.0f),
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::GeluTanh, -5, -5, 0.0f)};
+    Add(kvx::OpCode::Elementwise, {hidden(tokens), hidden(tokens)}, {hidden(tokens)}, {}, 0,
+        &steps);
+
+    Add(kvx::OpCode::KvWrite,
+        {heads(kKvHeads), heads(kKvHeads), Input(kvx::StepInput::SlotMapping, {tokens})}, {},
+        [](kvx::InstructionBuilder& b) { b.add_layer(1); });
+    const kvx::Dim sequences(kvx::DimKind::Sequences, 0);
+    Add(kvx::OpCode::KvAttention,
+        {heads(kHeads), positions,
+         Input(kvx::StepInput::SeqStarts, {kvx::Dim(kvx::DimKind::SequencesPlusOne, 0)}),
+         Input(kvx::StepInput::ContextLens, {sequences}),
+         Input(kvx::StepInput::BlockTables, {sequences, kvx::Dim(kvx::DimKind::MaxBlocks, 0)})},
+        {heads(kHeads)}, [](kvx::InstructionBuilder& b) {
+          b.add_layer(1);
+          b.add_scale(1.0f / std::sqrt(static_cast<float>(kHeadDim)));
+        });
+    Add(kvx::OpCode::GatherRows, {hidden(tokens), Input(kvx::StepInput::LogitsRows, {logits_rows})},
+        {hidden(logits_rows)});
+    Add(kvx::OpCode::Copy, {hidden(tokens)}, {Arena({tokens, Static(2), Static(kHidden / 2)})});
+
+    auto logits = Arena({logits_rows, Static(kFeatures)});
+    auto program = kvx::CreateProgramDirect(fbb_, &instructions_, logits, arena_end_, 64);
+    const int64_t element = cache == kvx::StorageType::F32 ? 4 : 2;
+    const uint64_t slot_stride = kKvHeads * kHeadDim * element;
+    const uint64_t value_offset = slot_stride * kBlockSize;
+    auto kv = kvx::CreateKvLayout(fbb_, 2, kKvHeads, kHeadDim, kBlockSize, cache, 4 * value_offset,
+                                  2 * value_offset, value_offset, slot_stride, 16);
+    auto config = kvx::CreateModelConfigDirect(fbb_, "llama", "synthetic", kFeatures);
+    auto root =
+        kvx::CreateExecutableDirect(fbb_, 0, nullptr, config, 0, nullptr, &weights_, kv, program);
+    kvx::FinishExecutableBuffer(fbb_, root);
+    return std::string(reinterpret_cast<const char*>(fbb_.GetBufferPointer()), fbb_.GetSize());
+  }
+
+ private:
+  static kvx::Dim Static(int64_t size) { return kvx::Dim(kvx::DimKind::Static, size); }
+
+  // A fresh stretch of arena for each reference, so that no Copy is in place.
+  Offset<kvx::TensorRef> Arena(const std::vector<kvx::Dim>& shape) {
+    const uint64_t offset = arena_end_;
+    arena_end_ += 1 << 20;
+    return kvx::CreateTensorRefDirect(fbb_, kvx::BufferKind::Arena, 0, offset, &shape);
+  }
+
+  Offset<kvx::TensorRef> Input(kvx::StepInput input, const std::vector<kvx::Dim>& shape) {
+    return kvx::CreateTensorRefDirect(fbb_, kvx::BufferKind::Input, static_cast<uint32_t>(input), 0,
+                                      &shape);
+  }
+
+  Offset<kvx::TensorRef> Weight(kvx::StorageType storage, const std::vector<int64_t>& shape) {
+    const uint32_t index = static_cast<uint32_t>(weights_.size());
+    weights_.push_back(
+        kvx::CreateWeightDirect(fbb_, absl::StrCat("w", index).c_str(), storage, &shape));
+    std::vector<kvx::Dim> dims;
+    for (int64_t size : shape) dims.push_back(Static(size));
+    return kvx::CreateTensorRefDirect(fbb_, kvx::BufferKind::Weight, index, 0, &dims);
+  }
+
+  Offset<kvx::RopeParams> Rope(kvx::RopeStyle style, float theta, uint32_t rotary_dim,
+                               kvx::RopeScalingKind scaling) {
+    auto scaling_table = kvx::CreateRopeScaling(fbb_, scaling, 8.0f, 1.0f, 4.0f, 8192);
+    return kvx::CreateRopeParams(fbb_, style, theta, rotary_dim, scaling_table);
+  }
+
+  void Add(kvx::OpCode op, const std::vector<Offset<kvx::TensorRef>>& inputs,
+           const std::vector<Offset<kvx::TensorRef>>& outputs,
+           const std::function<void(kvx::InstructionBuilder&)>& extra = {},
+           Offset<kvx::RopeParams> rope = 0,
+           const std::vector<kvx::ElementwiseStep>* steps = nullptr) {
+    auto input_vector = fbb_.CreateVector(inputs);
+    auto output_vector = fbb_.CreateVector(outputs);
+    auto step_vector = steps ? fbb_.CreateVectorOfStructs(*steps) : 0;
+    kvx::InstructionBuilder builder(fbb_);
+    builder.add_op(op);
+    builder.add_inputs(input_vector);
+    builder.add_outputs(output_vector);
+    if (!rope.IsNull()) builder.add_rope(rope);
+    if (steps) builder.add_elementwise(step_vector);
+    if (extra) extra(builder);
+    instructions_.push_back(builder.Finish());
+  }
+
+  flatbuffers::FlatBufferBuilder fbb_;
+  std::vector<Offset<kvx::Weight>> weights_;
+  std::vector<Offset<kvx::Instruction>> instructions_;
+  uint64_t arena_end_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> CompiledExecutable(const std::string& model_path,
+                                               const std::string& cache_dtype) {
+  static std::mutex mutex;
+  static auto* compiled = new std::map<std::pair<std::string, std::string>, std::string>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = compiled->find({model_path, cache_dtype});
+  if (found != compiled->end()) return found->second;
+
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      absl::StrCat("kvjit-cuda-codegen-test-", getpid(), "-", compiled->size(), ".kvx");
+  CompileOptions options;
+  options.cache_dtype = cache_dtype;
+  KVJIT_RETURN_IF_ERROR(CompileModel(model_path, path.string(), options, nullptr));
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  return compiled->emplace(std::make_pair(model_path, cache_dtype), std::move(bytes)).first->second;
+}
+
+std::string SyntheticExecutable(kvx::StorageType cache) { return SyntheticBuilder().Build(cache); }
+
+}  // namespace kvjit::codegen::cuda::testing

@@ -1,0 +1,364 @@
+// The CUDA step runner's orchestration, checked on any machine against a
+// stand-in driver (FakeCudaDriver.h) that records kernel launches instead of
+// running them: which kernels run in which order with which grids, the
+// buffers and sizes every kernel gets, the weights uploaded byte for byte,
+// the padding and replay of decode graphs, block copies, and the errors of
+// failing calls. The kernels' numbers are the GPU tests' business.
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/Compiler.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/cuda/CudaStepRunner.h"
+#include "runtime/cuda/KernelAbi.h"
+#include "runtime/exec/Executable.h"
+#include "tests/unit/common/TestPaths.h"
+#include "tests/unit/runtime/cuda/FakeCudaDriver.h"
+
+namespace kvjit::cuda {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Before any test asks for the driver.
+const bool kUsesTheFakeDriver = [] {
+  return ::setenv("KVJIT_CUDA_DRIVER", KVJIT_FAKE_CUDA_DRIVER, /*overwrite=*/1) == 0;
+}();
+
+cuda_abi::LaunchArgs ArgsOf(const FakeCudaLaunch& launch) {
+  cuda_abi::LaunchArgs args;
+  std::memcpy(&args, launch.args, sizeof(args));
+  return args;
+}
+
+const int32_t* Ints(void* pointer) { return static_cast<const int32_t*>(pointer); }
+
+class CudaStepRunnerFakeDriverTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kBlocks = 16;
+
+  void SetUp() override {
+    ASSERT_TRUE(kUsesTheFakeDriver);
+    const std::string model = testing::SharedPath("models/stories260K.gguf");
+    if (model.empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR/models";
+    executable_ = Compile(model, /*cuda_arch=*/90);
+    ASSERT_NE(executable_, nullptr);
+    block_size_ = executable_->kv_layout().block_size();
+    FakeCuda_SetMemoryLimit(size_t{1} << 40);
+    FakeCuda_FailLaunch(-1);
+    auto runner = CudaStepRunner::Create(*executable_, kBlocks, CudaRunnerOptions());
+    ASSERT_TRUE(runner.ok()) << runner.status();
+    runner_ = *std::move(runner);
+    FakeCuda_ClearLaunches();
+  }
+
+  // stories260K for the CUDA target, compiled once per architecture.
+  static const runtime::Executable* Compile(const std::string& model, int arch) {
+    static std::map<int, std::unique_ptr<runtime::Executable>> compiled;
+    auto found = compiled.find(arch);
+    if (found != compiled.end()) return found->second.get();
+    codegen::CompileOptions options;
+    options.target = "cuda";
+    options.cuda_arch = arch;
+    options.max_tokens_per_step = 64;
+    const std::string kvx =
+        (std::filesystem::temp_directory_path() /
+         ("kvjit-fake-driver-" + std::to_string(::getpid()) + "-" + std::to_string(arch) + ".kvx"))
+            .string();
+    absl::Status status = codegen::CompileModel(model, kvx, options, nullptr);
+    EXPECT_TRUE(status.ok()) << status;
+    if (!status.ok()) return nullptr;
+    auto executable = runtime::Executable::Load(kvx);
+    std::filesystem::remove(kvx);
+    EXPECT_TRUE(executable.ok()) << executable.status();
+    if (!executable.ok()) return nullptr;
+    return (compiled[arch] = *std::move(executable)).get();
+  }
+
+  // `count` tokens of one sequence from position `first`, in blocks 3, 1, 2.
+  runtime::StepInputs Step(int64_t first, int64_t count) const {
+    const std::vector<int32_t> table = {3, 1, 2};
+    runtime::StepInputs step;
+    for (int64_t p = first; p < first + count; ++p) {
+      step.tokens.push_back(static_cast<int32_t>(10 + p));
+      step.positions.push_back(static_cast<int32_t>(p));
+      step.slot_mapping.push_back(
+          static_cast<int32_t>(table[p / block_size_] * block_size_ + p % block_size_));
+    }
+    step.seq_starts = {0, static_cast<int32_t>(count)};
+    step.context_lens = {static_cast<int32_t>(first + count)};
+    step.block_tables = table;
+    step.max_blocks = 3;
+    step.logits_rows = {static_cast<int32_t>(count - 1)};
+    return step;
+  }
+
+  // The launches the program makes for a step of `sizes`, in order: each
+  // instruction's path, as the runner must choose it.
+  struct Expected {
+    size_t instruction;
+    const kvx::CudaLaunch* launch;
+    const kvx::CudaPath* path;
+  };
+  std::vector<Expected> ExpectedLaunches(const runtime::StepSizes& sizes) const {
+    std::vector<Expected> expected;
+    const kvx::CudaModule& module = *executable_->cuda();
+    for (size_t i = 0; i < module.instructions()->size(); ++i) {
+      const kvx::CudaInstruction& instruction = *module.instructions()->Get(i);
+      const kvx::CudaPath* path =
+          runtime::SizeProduct(instruction.rows(), sizes) < module.prefill_min_rows()
+              ? instruction.decode()
+              : instruction.prefill();
+      EXPECT_EQ(path->gemm(), nullptr) << "instruction " << i << " takes a GEMM path";
+      if (path->launches() == nullptr) continue;
+      for (const kvx::CudaLaunch* launch : *path->launches()) {
+        if (runtime::SizeProduct(launch->grid_x(), sizes) == 0 ||
+            runtime::SizeProduct(launch->grid_y(), sizes) == 0 ||
+            runtime::SizeProduct(launch->grid_z(), sizes) == 0) {
+          continue;
+        }
+        expected.push_back({i, launch, path});
+      }
+    }
+    return expected;
+  }
+
+  // Checks the recorded launches from `first` on against the program for a
+  // step of `sizes` whose inputs are `inputs`; returns the KV pool base the
+  // layer-0 cache instructions got (0 when none).
+  uintptr_t ExpectProgramLaunches(int first, const runtime::StepSizes& sizes,
+                                  const runtime::StepInputs& inputs, bool from_graph) {
+    const std::vector<Expected> expected = ExpectedLaunches(sizes);
+    EXPECT_GT(expected.size(), executable_->program().instructions()->size() / 2);
+    EXPECT_EQ(FakeCuda_LaunchCount() - first, static_cast<int>(expected.size()));
+    const kvx::CudaModule& module = *executable_->cuda();
+    const auto& program = *executable_->program().instructions();
+    const kvx::KvLayout& kv = executable_->kv_layout();
+    uintptr_t arena_base = 0;
+    uintptr_t kv_base = 0;
+    for (size_t j = 0; j < expected.size() && first + static_cast<int>(j) < FakeCuda_LaunchCount();
+         ++j) {
+      const FakeCudaLaunch& launch = *FakeCuda_Launch(first + static_cast<int>(j));
+      const Expected& want = expected[j];
+      const kvx::Instruction& instruction = *program[want.instruction];
+      const std::string where =
+          "launch " + std::to_string(j) + " (instruction " + std::to_string(want.instruction) + ")";
+      EXPECT_STREQ(launch.kernel, module.kernels()->Get(want.launch->kernel())->name()->c_str())
+          << where;
+      EXPECT_EQ(launch.from_graph, from_graph ? 1 : 0) << where;
+      EXPECT_EQ(launch.grid[0], runtime::SizeProduct(want.launch->grid_x(), sizes)) << where;
+      EXPECT_EQ(launch.grid[1], runtime::SizeProduct(want.launch->grid_y(), sizes)) << where;
+      EXPECT_EQ(launch.grid[2], runtime::SizeProduct(want.launch->grid_z(), sizes)) << where;
+      EXPECT_EQ(launch.block[0], want.launch->block_threads()) << where;
+      const cuda_abi::LaunchArgs args = ArgsOf(launch);
+      EXPECT_EQ(args.tokens, sizes.tokens) << where;
+      EXPECT_EQ(args.logits_rows, sizes.logits_rows) << where;
+      EXPECT_EQ(args.sequences, sizes.sequences) << where;
+      EXPECT_EQ(args.max_blocks, sizes.max_blocks) << where;
+      const int inputs_count = static_cast<int>(instruction.inputs()->size());
+      const int outputs_count = static_cast<int>(instruction.outputs()->size());
+      int slot = 0;
+      auto expect_arena = [&](const kvx::TensorRef& ref) {
+        const uintptr_t pointer = reinterpret_cast<uintptr_t>(args.buffers[slot]);
+        if (arena_base == 0) arena_base = pointer - ref.offset();
+        EXPECT_EQ(pointer, arena_base + ref.offset()) << where << ", buffer " << slot;
+      };
+      for (const kvx::TensorRef* ref : *instruction.inputs()) {
+        if (ref->kind() == kvx::BufferKind::Arena) {
+          expect_arena(*ref);
+        } else if (ref->kind() == kvx::BufferKind::Weight) {
+          // Uploaded byte for byte.
+          const absl::Span<const uint8_t> bytes = executable_->WeightBytes(ref->index());
+          EXPECT_EQ(reinterpret_cast<uintptr_t>(args.buffers[slot]) % 16, 0u) << where;
+          EXPECT_EQ(std::memcmp(args.buffers[slot], bytes.data(), bytes.size()), 0) << where;
+        } else if (ref->kind() == kvx::BufferKind::Input &&
+                   ref->index() == static_cast<uint32_t>(kvx::StepInput::Tokens)) {
+          for (size_t t = 0; t < inputs.tokens.size(); ++t) {
+            EXPECT_EQ(Ints(args.buffers[slot])[t], inputs.tokens[t]) << where;
+          }
+        } else if (ref->kind() == kvx::BufferKind::Input &&
+                   ref->index() == static_cast<uint32_t>(kvx::StepInput::SlotMapping)) {
+          for (size_t t = 0; t < inputs.slot_mapping.size(); ++t) {
+            EXPECT_EQ(Ints(args.buffers[slot])[t], inputs.slot_mapping[t]) << where;
+          }
+        } else if (ref->kind() == kvx::BufferKind::Input &&
+                   ref->index() == static_cast<uint32_t>(kvx::StepInput::BlockTables)) {
+          for (size_t k = 0; k < inputs.block_tables.size(); ++k) {
+            EXPECT_EQ(Ints(args.buffers[slot])[k], inputs.block_tables[k]) << where;
+          }
+        }
+        ++slot;
+      }
+      for (const kvx::TensorRef* ref : *instruction.outputs()) {
+        expect_arena(*ref);
+        ++slot;
+      }
+      void* kv_pool = args.buffers[cuda_abi::KvPoolBuffer(inputs_count, outputs_count)];
+      if (instruction.op() == kvx::OpCode::KvWrite ||
+          instruction.op() == kvx::OpCode::KvAttention) {
+        const uintptr_t layer_offset = instruction.layer() * kv.layer_stride_bytes();
+        if (kv_base == 0) kv_base = reinterpret_cast<uintptr_t>(kv_pool) - layer_offset;
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(kv_pool), kv_base + layer_offset) << where;
+      } else {
+        EXPECT_EQ(kv_pool, nullptr) << where;
+      }
+      void* scratch = args.buffers[cuda_abi::ScratchBuffer(inputs_count, outputs_count)];
+      EXPECT_EQ(scratch != nullptr, runtime::ScratchBytes(*want.path, sizes) > 0) << where;
+      if (scratch != nullptr) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(scratch) % cuda_abi::kScratchAlignment, 0u);
+      }
+      for (int b = cuda_abi::ScratchBuffer(inputs_count, outputs_count) + 1;
+           b < cuda_abi::kMaxLaunchBuffers; ++b) {
+        EXPECT_EQ(args.buffers[b], nullptr) << where << ", buffer " << b;
+      }
+    }
+    return kv_base;
+  }
+
+  const runtime::Executable* executable_ = nullptr;
+  int64_t block_size_ = 0;
+  std::unique_ptr<CudaStepRunner> runner_;
+};
+
+TEST_F(CudaStepRunnerFakeDriverTest, AStepLaunchesEveryInstructionsKernelsWithItsBuffers) {
+  ASSERT_GT(executable_->cuda()->prefill_min_rows(), 5u);
+  const runtime::StepInputs step = Step(0, 5);
+  auto logits = runner_->Run(step);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  EXPECT_EQ(logits->size(), static_cast<size_t>(runner_->vocab_size()));
+  ExpectProgramLaunches(0, {5, 1, 1, 3}, step, /*from_graph=*/false);
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, DecodeStepsReplayOneGraphOverPaddedInputs) {
+  ASSERT_FALSE(runner_->graph_buckets().empty());
+  ASSERT_TRUE(runner_->Run(Step(0, 5)).ok());
+  // Three sequences decoding together take the bucket of 4.
+  runtime::StepInputs step;
+  step.tokens = {7, 8, 9};
+  step.positions = {5, 2, 0};
+  step.seq_starts = {0, 1, 2, 3};
+  step.context_lens = {6, 3, 1};
+  step.slot_mapping = {static_cast<int32_t>(3 * block_size_ + 5),
+                       static_cast<int32_t>(4 * block_size_ + 2),
+                       static_cast<int32_t>(6 * block_size_)};
+  step.block_tables = {3, 4, 6};
+  step.max_blocks = 1;
+  step.logits_rows = {0, 1, 2};
+  const int64_t columns = std::min<int64_t>(
+      (executable_->config().context_length() + block_size_ - 1) / block_size_, kBlocks);
+  const runtime::StepInputs padded =
+      PadDecodeStep(step, 4, columns, static_cast<int32_t>(kBlocks), block_size_);
+  for (int run = 0; run < 2; ++run) {
+    FakeCuda_ClearLaunches();
+    auto logits = runner_->Run(step);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    EXPECT_EQ(logits->size(), 3 * static_cast<size_t>(runner_->vocab_size()));
+    ExpectProgramLaunches(0, {4, 4, 4, columns}, padded, /*from_graph=*/true);
+  }
+  EXPECT_EQ(runner_->graphs_captured(), 1);
+  EXPECT_EQ(runner_->graph_replays(), 1);
+  EXPECT_EQ(FakeCuda_GraphsInstantiated() >= 1, true);
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, WithoutGraphsDecodeStepsLaunchOneByOne) {
+  CudaRunnerOptions options;
+  options.largest_graph_batch = 0;
+  auto runner = CudaStepRunner::Create(*executable_, kBlocks, options);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  FakeCuda_ClearLaunches();
+  const runtime::StepInputs step = Step(5, 1);
+  ASSERT_TRUE((*runner)->Run(step).ok());
+  ExpectProgramLaunches(0, {1, 1, 1, 3}, step, /*from_graph=*/false);
+  EXPECT_EQ((*runner)->graphs_captured(), 0);
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, CopyBlockCopiesTheWholeBlock) {
+  const runtime::StepInputs step = Step(0, 5);
+  ASSERT_TRUE(runner_->Run(step).ok());
+  const uintptr_t kv_base = ExpectProgramLaunches(0, {5, 1, 1, 3}, step, false);
+  ASSERT_NE(kv_base, 0u);
+  const uint64_t block_bytes = executable_->kv_layout().bytes_per_block();
+  auto* pool = reinterpret_cast<uint8_t*>(kv_base);
+  for (uint64_t i = 0; i < block_bytes; ++i)
+    pool[2 * block_bytes + i] = static_cast<uint8_t>(i * 7);
+  ASSERT_TRUE(runner_->CopyBlock(2, 5).ok());
+  EXPECT_EQ(std::memcmp(pool + 5 * block_bytes, pool + 2 * block_bytes, block_bytes), 0);
+  EXPECT_EQ(runner_->CopyBlock(-1, 5).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(runner_->CopyBlock(2, kBlocks).code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, AFailingLaunchNamesTheInstructionAndTheKernel) {
+  FakeCuda_FailLaunch(3);
+  auto logits = runner_->Run(Step(0, 5));
+  FakeCuda_FailLaunch(-1);
+  ASSERT_FALSE(logits.ok());
+  const std::vector<Expected> expected = ExpectedLaunches({5, 1, 1, 3});
+  const kvx::CudaModule& module = *executable_->cuda();
+  EXPECT_THAT(logits.status().message(),
+              HasSubstr("instruction " + std::to_string(expected[3].instruction) + " ("));
+  EXPECT_THAT(logits.status().message(),
+              HasSubstr("kernel '" +
+                        module.kernels()->Get(expected[3].launch->kernel())->name()->str() + "'"));
+  EXPECT_THAT(logits.status().message(), HasSubstr("CUDA_ERROR_LAUNCH_FAILED"));
+  // The next step runs.
+  EXPECT_TRUE(runner_->Run(Step(0, 5)).ok());
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, ABadStepIsRefusedBeforeAnyLaunch) {
+  runtime::StepInputs step = Step(0, 5);
+  step.block_tables[0] = static_cast<int32_t>(kBlocks);
+  auto logits = runner_->Run(step);
+  ASSERT_FALSE(logits.ok());
+  EXPECT_THAT(logits.status().message(), HasSubstr("outside the pool's 16 blocks"));
+  EXPECT_EQ(FakeCuda_LaunchCount(), 0);
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, APrefillStepTakesTheGemmPathThroughCublas) {
+  // cuBLAS runs on the real driver: where there is one, it would take the
+  // stand-in's host pointers for device memory.
+  if (void* real = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+    ::dlclose(real);
+    GTEST_SKIP() << "this machine has an NVIDIA driver, which cuBLAS would use";
+  }
+  const int64_t rows = executable_->cuda()->prefill_min_rows();
+  if (rows > runner_->max_tokens_per_step()) GTEST_SKIP() << "no prefill path below 64 tokens";
+  // Without a driver, cuBLAS cannot start, and the step says so.
+  auto logits = runner_->Run(Step(0, std::min<int64_t>(rows, 3 * block_size_)));
+  ASSERT_FALSE(logits.ok());
+  EXPECT_THAT(logits.status().message(), HasSubstr("cublasCreate failed"));
+  EXPECT_THAT(logits.status().message(), HasSubstr("(Linear)"));
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, OutOfMemoryNamesTheRegions) {
+  FakeCuda_SetMemoryLimit(1 << 20);
+  auto runner = CudaStepRunner::Create(*executable_, 4096, CudaRunnerOptions());
+  FakeCuda_SetMemoryLimit(size_t{1} << 40);
+  ASSERT_FALSE(runner.ok());
+  EXPECT_EQ(runner.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(runner.status().message(), HasSubstr("Fake GPU"));
+  EXPECT_THAT(runner.status().message(), HasSubstr("weights"));
+  EXPECT_THAT(runner.status().message(), HasSubstr("KV cache"));
+}
+
+TEST_F(CudaStepRunnerFakeDriverTest, TheCubinLoadsOnItsArchitectureAndPtxElsewhere) {
+  EXPECT_EQ(FakeCuda_LastModuleImage(), 'c');  // sm_90 kernels on the sm_90 stand-in
+  const runtime::Executable* sm80 =
+      Compile(testing::SharedPath("models/stories260K.gguf"), /*cuda_arch=*/80);
+  ASSERT_NE(sm80, nullptr);
+  auto runner = CudaStepRunner::Create(*sm80, 4, CudaRunnerOptions());
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  EXPECT_EQ(FakeCuda_LastModuleImage(), 'p');
+}
+
+}  // namespace
+}  // namespace kvjit::cuda
