@@ -42,8 +42,6 @@ ABSL_FLAG(std::string, requests_json, "",
           "\"prompt\" (text, tokenized with BOS), optionally \"samples\"; e.g. "
           "[{\"prompt_tokens\": 128, \"max_new_tokens\": 64}, {\"prompt\": \"Hi\", "
           "\"max_new_tokens\": 16, \"samples\": 4}]");
-ABSL_FLAG(int64_t, samples, 1,
-          "samples per request in a load run (parallel sampling: the prompt is computed once)");
 ABSL_FLAG(double, sample_temperature, 0,
           "sampling temperature of a load run; 0 is greedy (request r, sample i: seed 1000 r + i)");
 ABSL_FLAG(int64_t, shared_prefix_tokens, 0,
@@ -267,7 +265,7 @@ Subcommand BenchCommand() {
           "[--requests N | --requests_json FILE] [--samples S] [--max_batch_tokens B] "
           "[--report_json FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          {"block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "device"}};
+          {"block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "samples", "device"}};
 }
 
 }  // namespace kvjit::cli

@@ -1,8 +1,8 @@
 // kvjit run MODEL_OR_KVX -p PROMPT: generate text with the CPU runtime over a
 // paged KV cache. stdout carries only the continuation, streamed as it is
 // generated; --stats reports TTFT, TPOT, tokens/s and KV blocks on stderr.
-// With --beams K above 1 it runs beam search instead and prints the best
-// hypotheses once the search ends.
+// With --beams K above 1 it runs beam search instead, and with --samples N
+// above 1 draws N samples at once; both print their sequences at the end.
 
 #include <chrono>
 #include <cstdio>
@@ -24,6 +24,7 @@
 #include "runtime/sampling/StopChecker.h"
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "tools/kvjit/KvxTokenizer.h"
+#include "tools/kvjit/MultiSequenceOutput.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 
@@ -64,76 +65,6 @@ std::string ApplyChatTemplate(const std::string& chat_template, const std::strin
   }
   absl::StrAppend(&text, "<|im_start|>user\n", prompt, "<|im_end|>\n<|im_start|>assistant\n");
   return text;
-}
-
-// A hypothesis' text as streaming would have shown it: the end token's text
-// left out, and cut before the first stop string (which does not steer the
-// search).
-absl::StatusOr<std::string> HypothesisText(const tokenizer::Tokenizer& tokenizer,
-                                           sampling::StopConditions conditions,
-                                           const std::vector<int32_t>& tokens) {
-  conditions.max_tokens.reset();
-  KVJIT_ASSIGN_OR_RETURN(sampling::StopChecker stop, sampling::StopChecker::Create(conditions));
-  tokenizer::StreamingDecoder decoder(tokenizer);
-  std::string text;
-  for (int32_t token : tokens) {
-    sampling::StopDecision decision = stop.Append(token, decoder.Push(token));
-    text += decision.text_to_emit;
-    if (decision.stop) return text;
-  }
-  text += stop.TakeHeldText();
-  text += decoder.Flush();
-  return text;
-}
-
-absl::Status RunBeamSearch(runtime::StepRunner& runner, int64_t context_length,
-                           const tokenizer::Tokenizer& tokenizer,
-                           const std::vector<int32_t>& prompt_ids,
-                           const sampling::StopConditions& conditions, int64_t block_size) {
-  runtime::BeamSearchParams params;
-  params.request_id = "kvjit run --beams";
-  params.num_beams = absl::GetFlag(FLAGS_beams);
-  params.num_return_sequences = absl::GetFlag(FLAGS_num_return);
-  params.length_penalty = absl::GetFlag(FLAGS_length_penalty);
-  KVJIT_ASSIGN_OR_RETURN(params.early_stopping,
-                         runtime::ParseEarlyStopping(absl::GetFlag(FLAGS_early_stopping)));
-  params.max_new_tokens = absl::GetFlag(FLAGS_n);
-  params.eos_token_ids = conditions.stop_token_ids;
-
-  runtime::BeamSearch search(runner, context_length);
-  const auto start = std::chrono::steady_clock::now();
-  KVJIT_ASSIGN_OR_RETURN(runtime::BeamSearchResult result, search.Search(prompt_ids, params));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  const std::vector<runtime::BeamHypothesis>& hypotheses = result.hypotheses;
-  for (size_t i = 0; i < hypotheses.size(); ++i) {
-    KVJIT_ASSIGN_OR_RETURN(std::string text,
-                           HypothesisText(tokenizer, conditions, hypotheses[i].tokens));
-    if (params.num_return_sequences > 1) {
-      std::printf(
-          "=== hypothesis %zu of %zu: score %.4f, log-probability %.4f, %zu tokens, %s ===\n",
-          i + 1, hypotheses.size(), hypotheses[i].score, hypotheses[i].sum_logprobs,
-          hypotheses[i].tokens.size(),
-          std::string(sampling::StopReasonName(hypotheses[i].finish_reason)).c_str());
-    }
-    std::printf("%s\n", text.c_str());
-  }
-  std::fflush(stdout);
-
-  if (absl::GetFlag(FLAGS_stats)) {
-    const runtime::BeamSearchStats& s = result.stats;
-    std::fprintf(stderr,
-                 "prompt tokens %lld, %d beams, %lld decode steps in %.2f s\n"
-                 "KV blocks peak %d of %lld (%lld tokens each); %d without sharing; %d shared at "
-                 "most; %lld copied on write\n",
-                 static_cast<long long>(s.prompt_tokens), params.num_beams,
-                 static_cast<long long>(s.decode_steps), seconds, s.peak_kv_blocks,
-                 static_cast<long long>(runner.num_blocks()), static_cast<long long>(block_size),
-                 s.peak_kv_blocks_unshared, s.peak_blocks_shared,
-                 static_cast<long long>(s.blocks_copied));
-  }
-  return absl::OkStatus();
 }
 
 absl::Status RunRun(const std::vector<std::string>& arguments) {
@@ -183,9 +114,25 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   conditions.max_tokens = absl::GetFlag(FLAGS_n);
   KVJIT_ASSIGN_OR_RETURN(sampling::StopChecker stop, sampling::StopChecker::Create(conditions));
 
+  const int64_t context_length = executable->config().context_length();
+  const bool stats = absl::GetFlag(FLAGS_stats);
   if (absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1) {
-    return RunBeamSearch(*runner, executable->config().context_length(), *tokenizer, prompt_ids,
-                         conditions, layout.block_size());
+    runtime::BeamSearchParams beam_params;
+    beam_params.request_id = "kvjit run --beams";
+    beam_params.num_beams = absl::GetFlag(FLAGS_beams);
+    beam_params.num_return_sequences = absl::GetFlag(FLAGS_num_return);
+    beam_params.length_penalty = absl::GetFlag(FLAGS_length_penalty);
+    KVJIT_ASSIGN_OR_RETURN(beam_params.early_stopping,
+                           runtime::ParseEarlyStopping(absl::GetFlag(FLAGS_early_stopping)));
+    beam_params.max_new_tokens = absl::GetFlag(FLAGS_n);
+    beam_params.eos_token_ids = conditions.stop_token_ids;
+    return PrintBeamSearch(*runner, context_length, *tokenizer, prompt_ids, beam_params,
+                           conditions, stats);
+  }
+  if (absl::GetFlag(FLAGS_samples) != 1) {
+    return PrintParallelSamples(*runner, context_length, *tokenizer, prompt_ids, params,
+                                absl::GetFlag(FLAGS_samples), absl::GetFlag(FLAGS_max_batch_tokens),
+                                conditions, stats);
   }
 
   tokenizer::StreamingDecoder decoder(*tokenizer);
@@ -226,10 +173,11 @@ Subcommand RunCommand() {
   return {"run",
           "generate text from a compiled model (.kvx) or a GGUF / Hugging Face model, compiled on "
           "the fly, on the CPU or a GPU",
-          "MODEL_OR_KVX -p PROMPT [-n N] [--temperature T | --beams K [--num_return N]] [--chat] "
-          "[--stats]",
+          "MODEL_OR_KVX -p PROMPT [-n N] [--temperature T [--samples N] | --beams K [--num_return N]] "
+          "[--chat] [--stats] [--device cpu|cuda]",
           "tools/kvjit/RunCommand.cpp", RunRun,
-          {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step", "device"}};
+          {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "samples",
+           "device"}};
 }
 
 }  // namespace kvjit::cli

@@ -17,6 +17,9 @@ ABSL_FLAG(int64_t, max_batch_tokens, 256,
           "new tokens one batched step may carry, decodes and prefill chunks together (at most "
           "the executable's tokens per step, to which it is cut)");
 
+ABSL_FLAG(int64_t, samples, 1,
+          "samples per prompt (parallel sampling; sample i uses seed + i): the prompt is computed "
+          "once and its KV blocks shared by all");
 ABSL_FLAG(std::string, device, "",
           "where steps run: cpu, cuda (the first GPU) or cuda:N; empty: cuda for an executable "
           "compiled with --target cuda, else cpu");

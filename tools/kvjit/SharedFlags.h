@@ -17,6 +17,7 @@ ABSL_DECLARE_FLAG(std::string, cache_dtype);
 ABSL_DECLARE_FLAG(int64_t, max_tokens_per_step);
 ABSL_DECLARE_FLAG(int64_t, kv_memory_mib);
 ABSL_DECLARE_FLAG(int64_t, max_batch_tokens);
+ABSL_DECLARE_FLAG(int64_t, samples);
 ABSL_DECLARE_FLAG(std::string, device);
 
 namespace kvjit::cli {
