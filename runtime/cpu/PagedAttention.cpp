@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/cpu/DotKernels.h"
+#include "runtime/cpu/FastExp.h"
+#include "runtime/cpu/HalfDot.h"
 #include "runtime/quant/Half.h"
 
 namespace kvjit::cpu {
@@ -27,21 +29,11 @@ absl::Status CheckLayout(absl::string_view kernel, const PagedKvLayout& layout, 
   return absl::OkStatus();
 }
 
-// Copies one kv head's row of `count` consecutive slots to f32.
+// Copies one kv head's row of `count` consecutive slots of an f32 cache.
 void LoadHeadRows(const uint8_t* first_slot, const PagedKvLayout& layout, int64_t count, float* out) {
-  const int64_t head_dim = layout.head_dim;
   for (int64_t s = 0; s < count; ++s) {
-    const uint8_t* row = first_slot + s * layout.SlotStride();
-    float* dst = out + s * head_dim;
-    if (layout.element_type == KvElementType::kF32) {
-      std::memcpy(dst, row, static_cast<size_t>(head_dim) * sizeof(float));
-    } else {
-      for (int64_t d = 0; d < head_dim; ++d) {
-        uint16_t bits;
-        std::memcpy(&bits, row + 2 * d, sizeof bits);
-        dst[d] = quant::HalfToFloat(bits);
-      }
-    }
+    std::memcpy(out + s * layout.head_dim, first_slot + s * layout.SlotStride(),
+                static_cast<size_t>(layout.head_dim) * sizeof(float));
   }
 }
 
@@ -64,6 +56,68 @@ struct SoftmaxState {
   float denominator;
   float* output;  // head_dim running weighted sum of values
 };
+
+// Where the f16 path reads one kv head's cache of one sequence.
+struct HalfHeadCache {
+  const uint8_t* layer_base;  // the pool, advanced to the layer and the kv head
+  const int32_t* block_table;
+  const PagedKvLayout* layout;
+
+  const uint8_t* Key(int64_t position) const {
+    return layer_base + block_table[position / layout->block_size] * layout->BlockBytes() +
+           position % layout->block_size * layout->SlotStride();
+  }
+  const uint8_t* Value(int64_t position) const { return Key(position) + layout->ValueOffset(); }
+};
+
+// One thread's buffers for the f16 path.
+struct HalfScratch {
+  std::vector<float> query;    // [head_dim], rounded to f16
+  std::vector<float> weights;  // [visible rounded up to 8]: scores, then their exp, then probabilities
+  std::vector<float> lanes;    // [HalfDotLanes, head_dim]: the probability-weighted sum of values
+};
+
+// One query head over `visible` cached positions, as ggml's non-flash
+// attention computes it on AVX2 (see PagedAttention.h).
+void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t visible, float scale, HalfDotOrder order,
+                    HalfScratch& scratch, float* out) {
+  const int64_t head_dim = cache.layout->head_dim;
+  RoundToHalfRow(query, scratch.query.data(), head_dim);
+  float* weights = scratch.weights.data();
+  float max = -std::numeric_limits<float>::infinity();
+  const int64_t block_size = cache.layout->block_size;
+  for (int64_t first = 0; first < visible; first += block_size) {
+    HalfDotRows(order, cache.Key(first), cache.layout->SlotStride(), std::min(block_size, visible - first),
+                scratch.query.data(), head_dim, weights + first);
+  }
+  for (int64_t j = 0; j < visible; ++j) {
+    weights[j] *= scale;
+    max = std::max(max, weights[j]);
+  }
+  for (int64_t j = 0; j < visible; ++j) weights[j] -= max;
+  FastExpRow(weights, weights, visible);
+  // ggml sums the exponentials a register of 8 at a time, each folded in f32
+  // and added to a double; its rows are padded with masked keys, whose
+  // exponentials are 0.
+  const int64_t padded = (visible + 7) / 8 * 8;
+  std::fill(weights + visible, weights + padded, 0.0f);
+  double sum = 0.0;
+  for (int64_t j = 0; j < padded; j += 8) sum += static_cast<double>(SumEightLanes(weights + j, 1));
+  const float inverse = static_cast<float>(1.0 / sum);
+  // The weighted sum of values as `order`'s dot product of each value column
+  // with the probabilities (rounded to f16, ggml's operand type): position j
+  // feeds lane j % lanes of every column. ggml's padded positions have
+  // probability 0 and add nothing.
+  for (int64_t j = 0; j < visible; ++j) weights[j] *= inverse;
+  RoundToHalfRow(weights, weights, visible);
+  const int lanes = HalfDotLanes(order);
+  std::fill(scratch.lanes.begin(), scratch.lanes.begin() + lanes * head_dim, 0.0f);
+  for (int64_t first = 0; first < visible; first += block_size) {
+    HalfAxpyRows(cache.Value(first), cache.layout->SlotStride(), std::min(block_size, visible - first),
+                 weights + first, head_dim, scratch.lanes.data(), lanes, first);
+  }
+  FoldHalfDotLaneRows(order, scratch.lanes.data(), head_dim, out);
+}
 
 absl::Status CheckBatch(const PagedAttentionBatch& batch, int64_t tokens, const PagedKvLayout& layout,
                         int64_t num_blocks) {
@@ -177,8 +231,35 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
 
   const int64_t head_dim = layout.head_dim;
   const int64_t group = heads / layout.kv_heads;
+  if (layout.element_type == KvElementType::kF16) {
+    int64_t max_context = 0;
+    for (int64_t s = 0; s < batch.num_sequences; ++s) max_context = std::max<int64_t>(max_context, batch.context_lens[s]);
+    pool.ParallelFor(tokens * layout.kv_heads, [&](int64_t begin, int64_t end) {
+      HalfScratch scratch{std::vector<float>(static_cast<size_t>(head_dim)),
+                          std::vector<float>(static_cast<size_t>((max_context + 7) / 8 * 8)),
+                          std::vector<float>(static_cast<size_t>(HalfDotLanes(HalfDotOrder::kVecDot) * head_dim))};
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t t = item / layout.kv_heads;
+        const int64_t kv_head = item % layout.kv_heads;
+        const int32_t sequence = sequence_of_token[t];
+        const HalfHeadCache cache{kv_pool + layer * layout.LayerStride() + kv_head * head_dim * layout.ElementBytes(),
+                                  batch.block_tables + sequence * batch.max_blocks_per_sequence, &layout};
+        // The sequence's own row count picks the order, as llama.cpp's batch
+        // size does for a batch of one sequence: other sequences in the step
+        // change nothing.
+        const bool decode = batch.seq_starts[sequence + 1] - batch.seq_starts[sequence] == 1;
+        const HalfDotOrder order = decode ? HalfDotOrder::kVecDot : HalfDotOrder::kTinyBlas;
+        for (int64_t g = 0; g < group; ++g) {
+          const int64_t row = (t * heads + kv_head * group + g) * head_dim;
+          AttendHalfHead(query + row, cache, static_cast<int64_t>(batch.positions[t]) + 1, scale, order, scratch,
+                         out + row);
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
   // A work item is one token's query heads sharing a kv head: each cached
-  // block is converted to f32 once for the whole group. Every head still
+  // block is copied out once for the whole group. Every head still
   // visits its keys in order, so the split changes no result.
   pool.ParallelFor(tokens * layout.kv_heads, [&](int64_t begin, int64_t end) {
     std::vector<float> keys(static_cast<size_t>(layout.block_size * head_dim));

@@ -57,12 +57,30 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // of sequence s attends to that sequence's keys 0..p, found through its block
 // table row. Query head h reads kv head h / (heads / kv_heads) (GQA).
 //
-// For each (token, head), scores scale * dot(q, k) are accumulated (f32, a
-// fixed 8-lane order) and folded by an online softmax in key order, f32
-// running max / denominator / output: the result depends on that token's
-// query and its sequence's cache alone, not on the batch or thread count.
-// Work is split over (token, kv head) pairs, so that the query heads of a
-// GQA group share one f32 conversion of each cached block.
+// The arithmetic depends on the cache's element type:
+//
+// f32: for each (token, head), scores scale * dot(q, k) are accumulated (f32,
+// a fixed 8-lane order) and folded by an online softmax in key order, f32
+// running max / denominator / output.
+//
+// f16: exactly what llama.cpp's CPU backend computes (AVX2 build, no flash
+// attention), bit for bit. Each step of a quantized model re-quantizes its
+// activations to 8 bits, which turns a 1-ulp difference anywhere into
+// different logits, often a different greedy token; an f16 cache is what
+// llama.cpp uses, so kvjit follows its rounding there. The query is rounded
+// to f16; score_j = dot(k_j, q) * scale; e_j = FastExp(score_j - max);
+// the denominator sums e in registers of 8 (SumEightLanes) added in double;
+// p_j = f16(e_j * float(1 / denominator)); out = dot(v column, p). The
+// dot products' summation order is llama.cpp's for the batch size: kVecDot
+// for a sequence with one row in the step (decode), kTinyBlas for several
+// (prefill), see HalfDot.h. kvjit picks it per sequence, by that sequence's
+// rows, where llama.cpp picks it per batch, so that a sequence's result never
+// depends on the other sequences in the step.
+//
+// Either way the result depends on that token's query, its sequence's cache
+// and (f16) its sequence's row count alone, not on the rest of the batch or
+// the thread count. Work is split over (token, kv head) pairs, so the query
+// heads of a GQA group read each cached block together.
 //
 // Every index is checked before any work: seq_starts must run from 0 to
 // tokens without decreasing, each position must be below its sequence's

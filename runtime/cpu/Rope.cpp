@@ -91,8 +91,12 @@ absl::Status Rope(const float* x, int64_t tokens, int64_t heads, int64_t head_di
           const int64_t first = i * pair_stride;
           const float x0 = in[first];
           const float x1 = in[first + second_offset];
-          rotated[first] = x0 * cosines[i] - x1 * sines[i];
-          rotated[first + second_offset] = x0 * sines[i] + x1 * cosines[i];
+          // One product rounded, the other fused: the contraction ggml's
+          // build makes of its rotation, so the rotated q and k (and with them
+          // the 8-bit quantized activations downstream) match llama.cpp's
+          // bits. It is no less accurate than rounding both products.
+          rotated[first] = std::fma(x0, cosines[i], -(x1 * sines[i]));
+          rotated[first + second_offset] = std::fma(x0, sines[i], x1 * cosines[i]);
         }
         if (rotated != in) {
           for (int64_t i = params.rotary_dim; i < head_dim; ++i) rotated[i] = in[i];

@@ -46,7 +46,9 @@ struct RopeParams {
 // angle's absolute error ~ p * i * 6e-8 radians), but equal to what llama.cpp
 // computes, which matters more for matching its greedy outputs. Llama 3
 // divisors are computed in double and rounded to f32 (GGUF files store them
-// as an f32 tensor computed the same way).
+// as an f32 tensor computed the same way). The rotation is, as ggml's build
+// contracts it, out0 = fma(x0, cos, -(x1 * sin)) and
+// out1 = fma(x0, sin, x1 * cos).
 absl::Status Rope(const float* x, int64_t tokens, int64_t heads, int64_t head_dim, const int32_t* positions,
                   const RopeParams& params, float* out, ThreadPool& pool);
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/FastExp.h"
 #include "runtime/quant/Dequantize.h"
 
 namespace kvjit::cpu {
@@ -47,17 +48,37 @@ void RmsNormRow(const float* x, const float* weight, float eps, int64_t width, f
   for (int64_t i = 0; i < width; ++i) out[i] = (x[i] * scale) * weight[i];
 }
 
-float SiluValue(float v) { return v / (1.0f + std::exp(-v)); }
+// SiLU a chunk at a time, so that FastExpRow can take eight exps at once.
+constexpr int64_t kSiluChunk = 256;
+
+template <class Store>
+void SiluChunks(const float* x, int64_t begin, int64_t end, const Store& store) {
+  float exps[kSiluChunk];
+  for (int64_t first = begin; first < end; first += kSiluChunk) {
+    const int64_t count = std::min(kSiluChunk, end - first);
+    for (int64_t i = 0; i < count; ++i) exps[i] = -x[first + i];
+    FastExpRow(exps, exps, count);
+    for (int64_t i = 0; i < count; ++i) store(first + i, x[first + i] / (1.0f + exps[i]));
+  }
+}
+
+// Checks an element-wise kernel's arguments, then runs range(begin, end)
+// over a split of 0..n.
+template <class Range>
+absl::Status ElementRanges(absl::string_view kernel, int64_t n, std::initializer_list<const void*> pointers,
+                           ThreadPool& pool, const Range& range) {
+  if (n < 0) return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative element count ", n));
+  KVJIT_RETURN_IF_ERROR(CheckPointers(kernel, n, pointers));
+  pool.ParallelFor(n, kMinElementsPerChunk, range);
+  return absl::OkStatus();
+}
 
 template <class Function>
 absl::Status ElementWise(absl::string_view kernel, int64_t n, std::initializer_list<const void*> pointers,
                          ThreadPool& pool, const Function& function) {
-  if (n < 0) return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative element count ", n));
-  KVJIT_RETURN_IF_ERROR(CheckPointers(kernel, n, pointers));
-  pool.ParallelFor(n, kMinElementsPerChunk, [&](int64_t begin, int64_t end) {
+  return ElementRanges(kernel, n, pointers, pool, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) function(i);
   });
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -88,11 +109,15 @@ absl::Status AddRmsNorm(float* residual, const float* delta, const float* weight
 }
 
 absl::Status SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool) {
-  return ElementWise("SwiGlu", n, {gate, up, out}, pool, [&](int64_t i) { out[i] = SiluValue(gate[i]) * up[i]; });
+  return ElementRanges("SwiGlu", n, {gate, up, out}, pool, [&](int64_t begin, int64_t end) {
+    SiluChunks(gate, begin, end, [&](int64_t i, float silu) { out[i] = silu * up[i]; });
+  });
 }
 
 absl::Status Silu(const float* x, float* out, int64_t n, ThreadPool& pool) {
-  return ElementWise("Silu", n, {x, out}, pool, [&](int64_t i) { out[i] = SiluValue(x[i]); });
+  return ElementRanges("Silu", n, {x, out}, pool, [&](int64_t begin, int64_t end) {
+    SiluChunks(x, begin, end, [&](int64_t i, float silu) { out[i] = silu; });
+  });
 }
 
 absl::Status Add(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool) {

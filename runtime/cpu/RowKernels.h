@@ -5,8 +5,11 @@
 // row-major; `out` may alias the input it replaces element for element (not
 // for Softmax's or GatherRows' other rows). Arithmetic follows llama.cpp's
 // scalar definitions (sums of squares and softmax denominators in double,
-// everything else f32), except that exp is the C library's expf where ggml's
-// AVX2 build uses its own vectorized approximation (agreeing to ~1 ulp).
+// everything else f32). SiLU's exp is FastExp, ggml's vectorized exp, so that
+// SwiGlu matches llama.cpp bit for bit (ggml takes the C library's expf for
+// the last width % 8 elements of a row, kvjit FastExp throughout); Softmax's
+// is the C library's expf (ggml's AVX2 build uses FastExp's there too; they
+// agree to ~1 ulp).
 // Rows are split across the pool's threads; no result depends on how.
 // Errors are InvalidArgument naming the kernel and the sizes.
 
@@ -28,7 +31,7 @@ absl::Status RmsNorm(const float* x, const float* weight, float eps, int64_t row
 absl::Status AddRmsNorm(float* residual, const float* delta, const float* weight, float eps, int64_t rows,
                         int64_t width, float* normed_out, ThreadPool& pool);
 
-// out = silu(gate) * up, silu(v) = v / (1 + exp(-v)).
+// out = silu(gate) * up, silu(v) = v / (1 + FastExp(-v)).
 absl::Status SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool);
 absl::Status Silu(const float* x, float* out, int64_t n, ThreadPool& pool);
 absl::Status Add(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool);

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/cpu/FastExp.h"
 #include "runtime/quant/Half.h"
 
 namespace kvjit::cpu {
@@ -135,7 +136,9 @@ std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const s
       const int32_t visible = step.positions[t] + 1;
       for (int64_t h = 0; h < kHeads; ++h) {
         const int64_t g = h / (kHeads / kKvHeads);
-        const float* q = step.query.data() + (t * kHeads + h) * kHeadDim;
+        std::vector<float> q(step.query.begin() + (t * kHeads + h) * kHeadDim,
+                             step.query.begin() + (t * kHeads + h + 1) * kHeadDim);
+        for (float& x : q) x = AsStored(x, cache.layout.element_type);  // an f16 cache's query is f16 too
         std::vector<double> scores(visible);
         double max = -INFINITY;
         for (int32_t j = 0; j < visible; ++j) {
@@ -157,19 +160,107 @@ std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const s
   return out;
 }
 
+// A dot product of f16 values summed as ggml's AVX2 code does: for one-token
+// batches ggml_vec_dot_f16 (lane i % 32 of 4 x 8 FMA accumulators, folded
+// (a0 + a2) + (a1 + a3), then (t0 + t1) + (t2 + t3) with t_i = v_i + v_{i+4},
+// the n % 32 rest added in double), else tinyBLAS (lane i % 8 of one
+// accumulator, then (t0 + t2) + (t1 + t3)). x is read with a stride.
+float GgmlDot(bool vec_dot, const float* x, int64_t stride, const float* y, int64_t n) {
+  if (!vec_dot && n % 8 == 0) {
+    float acc[8] = {};
+    for (int64_t i = 0; i < n; ++i) acc[i % 8] = std::fma(x[i * stride], y[i], acc[i % 8]);
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  }
+  float acc[4][8] = {};
+  const int64_t full = n / 32 * 32;
+  for (int64_t i = 0; i < full; ++i) acc[i % 32 / 8][i % 8] = std::fma(x[i * stride], y[i], acc[i % 32 / 8][i % 8]);
+  float v[8];
+  for (int l = 0; l < 8; ++l) v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  double sum = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+  for (int64_t i = full; i < n; ++i) sum += static_cast<double>(x[i * stride] * y[i]);
+  return static_cast<float>(sum);
+}
+
+float RoundToHalf(float x) { return quant::HalfToFloat(quant::FloatToHalf(x)); }
+
+// llama.cpp's non-flash attention on an f16 cache (AVX2), from the
+// sequences' contiguous copies: q and the probabilities rounded to f16, the
+// exp sums per 8 folded in f32 and added in double, rows padded with zeros to
+// a multiple of 32. `vec_dot(rows)` picks the dot order for a sequence with
+// that many rows in the step.
+template <class Order>
+std::vector<float> GgmlAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which, float scale,
+                                 const Order& vec_dot) {
+  std::vector<float> out(step.query.size());
+  for (size_t i = 0; i < which.size(); ++i) {
+    const std::vector<float>& k = cache.keys[which[i]];
+    const std::vector<float>& v = cache.values[which[i]];
+    const bool order = vec_dot(step.seq_starts[i + 1] - step.seq_starts[i]);
+    for (int32_t t = step.seq_starts[i]; t < step.seq_starts[i + 1]; ++t) {
+      const int64_t visible = step.positions[t] + 1;
+      const int64_t padded = (visible + 31) / 32 * 32;
+      for (int64_t h = 0; h < kHeads; ++h) {
+        const int64_t g = h / (kHeads / kKvHeads);
+        std::vector<float> q(kHeadDim);
+        for (int64_t d = 0; d < kHeadDim; ++d) q[d] = RoundToHalf(step.query[(t * kHeads + h) * kHeadDim + d]);
+        std::vector<float> e(padded, 0.0f);
+        float max = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          e[j] = GgmlDot(order, &k[(j * kKvHeads + g) * kHeadDim], 1, q.data(), kHeadDim) * scale;
+          max = std::max(max, e[j]);
+        }
+        for (int64_t j = 0; j < visible; ++j) e[j] = FastExp(e[j] - max);
+        double sum = 0.0;
+        for (int64_t j = 0; j < padded; j += 8) {
+          sum += ((e[j] + e[j + 4]) + (e[j + 2] + e[j + 6])) + ((e[j + 1] + e[j + 5]) + (e[j + 3] + e[j + 7]));
+        }
+        const float inverse = static_cast<float>(1.0 / sum);
+        std::vector<float> p(padded, 0.0f), padded_v(padded * kKvHeads * kHeadDim, 0.0f);
+        for (int64_t j = 0; j < visible; ++j) p[j] = RoundToHalf(e[j] * inverse);
+        std::copy(v.begin(), v.begin() + visible * kKvHeads * kHeadDim, padded_v.begin());
+        for (int64_t d = 0; d < kHeadDim; ++d) {
+          out[(t * kHeads + h) * kHeadDim + d] =
+              GgmlDot(order, &padded_v[g * kHeadDim + d], kKvHeads * kHeadDim, p.data(), padded);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 const std::vector<size_t> kAllSequences = {0, 1, 2, 3};
+
+// Decodes (one row) sum as ggml_vec_dot_f16, prefills as tinyBLAS: llama.cpp's
+// bits for either batch. The swapped orders give other bits, so the test
+// tells the two apart (kHeadDim = 40 also exercises ggml_vec_dot_f16's tail).
+TEST(PagedAttentionF16Test, FollowsGgmlsOrderForDecodeAndPrefill) {
+  const Cache cache = BuildCache(KvElementType::kF16, 4);
+  const Step step = MakeStep(cache, kAllSequences, 300);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  const std::vector<float> out = Attend(cache, step, scale, 2);
+  EXPECT_EQ(out, GgmlAttention(cache, step, kAllSequences, scale, [](int32_t rows) { return rows == 1; }));
+  const std::vector<float> swapped =
+      GgmlAttention(cache, step, kAllSequences, scale, [](int32_t rows) { return rows != 1; });
+  for (size_t s : kAllSequences) {
+    const auto begin = step.seq_starts[s] * kHeads * kHeadDim, end = step.seq_starts[s + 1] * kHeads * kHeadDim;
+    EXPECT_FALSE(std::equal(out.begin() + begin, out.begin() + end, swapped.begin() + begin)) << "sequence " << s;
+  }
+}
 
 class PagedAttentionTest : public ::testing::TestWithParam<KvElementType> {};
 
 // The f32 online softmax rounds a few times per key; with <= 70 keys of
 // N(0, 1) values the output error stays far below 2e-5 (values are O(1)).
+// The f16 path rounds each probability to f16 (2^-11 relative), as llama.cpp
+// does: the output moves by up to 2^-11 * max |v|, so about 1e-3.
 TEST_P(PagedAttentionTest, MatchesContiguousNaiveAttention) {
   const Cache cache = BuildCache(GetParam(), 1);
   const Step step = MakeStep(cache, kAllSequences, 100);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const std::vector<float> out = Attend(cache, step, scale, 3);
   const std::vector<double> expected = NaiveAttention(cache, step, kAllSequences, scale);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 2e-5) << "element " << i;
+  const double tolerance = GetParam() == KvElementType::kF32 ? 2e-5 : 1e-3;
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], tolerance) << "element " << i;
 }
 
 TEST_P(PagedAttentionTest, ResultsDoNotDependOnThreadsOrBatch) {

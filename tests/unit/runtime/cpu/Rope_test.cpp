@@ -1,6 +1,7 @@
 #include "runtime/cpu/Rope.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -133,6 +134,33 @@ TEST(RopeTest, RejectsBadRotaryDims) {
   const int32_t position = 0;
   EXPECT_THAT(Rope(x, 1, 1, 8, &position, params, x, pool).message(),
               HasSubstr("Rope: rotary_dim 7 must be even and within 2..head_dim (8)"));
+}
+
+// llama.cpp's bits: the first product rounded, the second fused
+// (out0 = fma(x0, cos, -(x1 sin)), out1 = fma(x0, sin, x1 cos)), with glibc's
+// cosf / sinf of the position (one pair: its angle is the position itself).
+// Computed with exactly rounded f32 operations in Python; the starred
+// entries are where rounding both products gives other bits.
+TEST(RopeTest, RotationHasGgmlsContraction) {
+  const std::vector<int32_t> positions = {2, 3, 7};
+  const std::vector<float> x = {1.5f, 2.25f, -0.40625f, 0.9375f, 3.0f, 0.1875f};  // 3 heads of one pair
+  const std::vector<uint32_t> want = {
+      0xc02ae391, 0x3edaf073, 0xbf2ef3be, 0xbf427132, 0xbfb59f9f, 0x40299762,   // position 2: head 0*
+      0xbfe6b89b, 0xc00102eb, 0x3e8a2e4b, 0xbf7c4652, 0xc03fc5a2, 0x3e73712d,   // position 3: heads 1*, 2*
+      0xbeb1da05, 0x402ba1f5, 0xbf6c1527, 0x3ee13849, 0x4008dd8a, 0x40073031};  // position 7: heads 0*, 2*
+  std::vector<float> in;
+  for (size_t t = 0; t < positions.size(); ++t) in.insert(in.end(), x.begin(), x.end());
+  RopeParams params;
+  params.style = RopeStyle::kInterleaved;
+  params.rotary_dim = 2;
+  ThreadPool pool(1);
+  std::vector<float> out(in.size());
+  ASSERT_TRUE(Rope(in.data(), 3, 3, 2, positions.data(), params, out.data(), pool).ok());
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &out[i], sizeof bits);
+    EXPECT_EQ(bits, want[i]) << "element " << i;
+  }
 }
 
 }  // namespace

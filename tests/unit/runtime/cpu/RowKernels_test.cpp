@@ -111,6 +111,25 @@ TEST(ElementWiseTest, SiluAndSwiGluMatchDoublePrecision) {
   ExpectClose(out, swiglu, kFewUlps, 1e-30);
 }
 
+// silu(v) = v / (1 + FastExp(-v)), llama.cpp's bits: computed with exactly
+// rounded f32 operations (Python fractions) from the exp algorithm.
+TEST(ElementWiseTest, SiluHasGgmlsBits) {
+  const std::vector<float> gate = {-4.0f, -1.5f, -0.25f, 0.125f, 2.0f, 6.5f};
+  const std::vector<uint32_t> want = {0xbd9357d2, 0xbe8c1a52, 0xbde02a67, 0x3d87fd57, 0x3fe17bec, 0x40cfb010};
+  const std::vector<float> up(gate.size(), 1.0f);
+  ThreadPool pool(1);
+  std::vector<float> silu(gate.size()), swiglu(gate.size());
+  ASSERT_TRUE(Silu(gate.data(), silu.data(), static_cast<int64_t>(gate.size()), pool).ok());
+  ASSERT_TRUE(SwiGlu(gate.data(), up.data(), swiglu.data(), static_cast<int64_t>(gate.size()), pool).ok());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    uint32_t silu_bits, swiglu_bits;
+    std::memcpy(&silu_bits, &silu[i], sizeof silu_bits);
+    std::memcpy(&swiglu_bits, &swiglu[i], sizeof swiglu_bits);
+    EXPECT_EQ(silu_bits, want[i]) << "silu(" << gate[i] << ")";
+    EXPECT_EQ(swiglu_bits, want[i]) << "swiglu(" << gate[i] << ", 1)";
+  }
+}
+
 // One correctly rounded f32 operation each: exactly the double result rounded.
 TEST(ElementWiseTest, AddMulScaleAreExactlyRounded) {
   const int64_t n = 40001;

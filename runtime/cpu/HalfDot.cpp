@@ -1,0 +1,219 @@
+#include "runtime/cpu/HalfDot.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "runtime/cpu/CpuIsa.h"
+#include "runtime/quant/Half.h"
+
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+#include <immintrin.h>
+#endif
+
+namespace kvjit::cpu {
+namespace {
+
+constexpr int kVecDotLanes = 32;
+constexpr int kTinyBlasLanes = 8;
+
+float LoadHalf(const uint8_t* x, int64_t i) {
+  uint16_t bits;
+  std::memcpy(&bits, x + 2 * i, sizeof bits);
+  return quant::HalfToFloat(bits);
+}
+
+// kVecDot's tail: the n % 32 elements after the lanes, added in double to
+// the folded lanes, as ggml_vec_dot_f16 does.
+float AddVecDotTail(float folded, const uint8_t* x, const float* y, int64_t begin, int64_t n) {
+  double sum = folded;
+  for (int64_t i = begin; i < n; ++i) sum += static_cast<double>(LoadHalf(x, i) * y[i]);
+  return static_cast<float>(sum);
+}
+
+HalfDotOrder EffectiveOrder(HalfDotOrder order, int64_t n) {
+  return order == HalfDotOrder::kTinyBlas && n % kTinyBlasLanes != 0 ? HalfDotOrder::kVecDot : order;
+}
+
+float PortableHalfDot(HalfDotOrder order, const uint8_t* x, const float* y, int64_t n) {
+  const int lanes = HalfDotLanes(order);
+  float acc[kVecDotLanes] = {};
+  const int64_t full = n / lanes * lanes;
+  for (int64_t i = 0; i < full; ++i) acc[i % lanes] = std::fma(LoadHalf(x, i), y[i], acc[i % lanes]);
+  const float folded = FoldHalfDotLanes(order, acc, 1);
+  return order == HalfDotOrder::kVecDot ? AddVecDotTail(folded, x, y, full, n) : folded;
+}
+
+void PortableHalfDotRows(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y,
+                         int64_t n, float* out) {
+  order = EffectiveOrder(order, n);
+  for (int64_t r = 0; r < rows; ++r) out[r] = PortableHalfDot(order, x + r * row_bytes, y, n);
+}
+
+void PortableHalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t n, float* lanes,
+                          int lane_count, int64_t first_element) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* lane = lanes + (first_element + r) % lane_count * n;
+    for (int64_t i = 0; i < n; ++i) lane[i] = std::fma(LoadHalf(x + r * row_bytes, i), a[r], lane[i]);
+  }
+}
+
+void PortableRoundToHalfRow(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = quant::HalfToFloat(quant::FloatToHalf(x[i]));
+}
+
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+__attribute__((target("avx2,fma,f16c"))) __m256 LoadHalf8(const uint8_t* x) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+}
+
+// FoldHalfDotLanes' additions on registers: lo + hi halves gives
+// t_i = v_i + v_{i+4}; two horizontal adds then give (t0 + t1) + (t2 + t3)
+// (kVecDot), movehl and movehdup adds (t0 + t2) + (t1 + t3) (kTinyBlas).
+__attribute__((target("avx2,fma,f16c"))) float Avx2VecDotFold(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 v = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pairs = _mm_hadd_ps(t, t);
+  return _mm_cvtss_f32(_mm_hadd_ps(pairs, pairs));
+}
+
+__attribute__((target("avx2,fma,f16c"))) float Avx2TinyBlasFold(__m256 v) {
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pairs = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+}
+
+__attribute__((target("avx2,fma,f16c"))) float Avx2HalfDot(HalfDotOrder order, const uint8_t* x, const float* y,
+                                                          int64_t n) {
+  if (order == HalfDotOrder::kTinyBlas) {
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += kTinyBlasLanes) sum = _mm256_fmadd_ps(LoadHalf8(x + 2 * i), _mm256_loadu_ps(y + i), sum);
+    return Avx2TinyBlasFold(sum);
+  }
+  __m256 sums[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  const int64_t full = n / kVecDotLanes * kVecDotLanes;
+  for (int64_t i = 0; i < full; i += kVecDotLanes) {
+    for (int j = 0; j < 4; ++j) sums[j] = _mm256_fmadd_ps(LoadHalf8(x + 2 * (i + 8 * j)), _mm256_loadu_ps(y + i + 8 * j), sums[j]);
+  }
+  const float folded = Avx2VecDotFold(sums[0], sums[1], sums[2], sums[3]);
+  return full == n ? folded : AddVecDotTail(folded, x, y, full, n);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void Avx2HalfDotRows(HalfDotOrder order, const uint8_t* x, int64_t row_bytes,
+                                                             int64_t rows, const float* y, int64_t n, float* out) {
+  order = EffectiveOrder(order, n);
+  int64_t r = 0;
+  if (order == HalfDotOrder::kTinyBlas) {
+    // Four rows side by side: each row's sum is one chain of dependent FMAs,
+    // so interleaving them hides the latency without changing any sum.
+    for (; r + 4 <= rows; r += 4) {
+      const uint8_t* row = x + r * row_bytes;
+      __m256 sums[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+      for (int64_t i = 0; i < n; i += kTinyBlasLanes) {
+        const __m256 y8 = _mm256_loadu_ps(y + i);
+        for (int k = 0; k < 4; ++k) sums[k] = _mm256_fmadd_ps(LoadHalf8(row + k * row_bytes + 2 * i), y8, sums[k]);
+      }
+      for (int k = 0; k < 4; ++k) out[r + k] = Avx2TinyBlasFold(sums[k]);
+    }
+  }
+  for (; r < rows; ++r) out[r] = Avx2HalfDot(order, x + r * row_bytes, y, n);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows,
+                                                              const float* a, int64_t n, float* lanes, int lane_count,
+                                                              int64_t first_element) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = x + r * row_bytes;
+    float* lane = lanes + (first_element + r) % lane_count * n;
+    const __m256 factor = _mm256_set1_ps(a[r]);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(lane + i, _mm256_fmadd_ps(LoadHalf8(row + 2 * i), factor, _mm256_loadu_ps(lane + i)));
+    }
+    for (; i < n; ++i) lane[i] = std::fma(LoadHalf(row, i), a[r], lane[i]);
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void Avx2RoundToHalfRow(const float* x, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(halves));
+  }
+  PortableRoundToHalfRow(x + i, out + i, n - i);
+}
+#endif
+
+const internal::HalfDotKernels& Kernels() {
+  static const internal::HalfDotKernels& kernels =
+      internal::Avx2HalfDotKernels() != nullptr ? *internal::Avx2HalfDotKernels() : internal::PortableHalfDotKernels();
+  return kernels;
+}
+
+}  // namespace
+
+int HalfDotLanes(HalfDotOrder order) { return order == HalfDotOrder::kVecDot ? kVecDotLanes : kTinyBlasLanes; }
+
+float SumEightLanes(const float* v, int64_t stride) {
+  float t[4];
+  for (int i = 0; i < 4; ++i) t[i] = v[i * stride] + v[(i + 4) * stride];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+float FoldHalfDotLanes(HalfDotOrder order, const float* lanes, int64_t stride) {
+  if (order == HalfDotOrder::kTinyBlas) return SumEightLanes(lanes, stride);
+  // Lane l of accumulator j is lanes[(8 * j + l) * stride].
+  float v[8];
+  for (int l = 0; l < 8; ++l) {
+    v[l] = (lanes[l * stride] + lanes[(16 + l) * stride]) + (lanes[(8 + l) * stride] + lanes[(24 + l) * stride]);
+  }
+  float t[4];
+  for (int i = 0; i < 4; ++i) t[i] = v[i] + v[i + 4];
+  return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+void FoldHalfDotLaneRows(HalfDotOrder order, const float* lanes, int64_t n, float* out) {
+  // The same additions as FoldHalfDotLanes, a row of columns at a time so
+  // that they vectorize.
+  const auto row = [&](int lane) { return lanes + lane * n; };
+  if (order == HalfDotOrder::kTinyBlas) {
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = ((row(0)[i] + row(4)[i]) + (row(2)[i] + row(6)[i])) + ((row(1)[i] + row(5)[i]) + (row(3)[i] + row(7)[i]));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float v[8];
+    for (int l = 0; l < 8; ++l) v[l] = (row(l)[i] + row(16 + l)[i]) + (row(8 + l)[i] + row(24 + l)[i]);
+    out[i] = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+  }
+}
+
+void HalfDotRows(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t n,
+                 float* out) {
+  Kernels().dot_rows(order, x, row_bytes, rows, y, n, out);
+}
+
+void HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t n, float* lanes,
+                  int lane_count, int64_t first_element) {
+  Kernels().axpy_rows(x, row_bytes, rows, a, n, lanes, lane_count, first_element);
+}
+
+void RoundToHalfRow(const float* x, float* out, int64_t n) { Kernels().round_to_half(x, out, n); }
+
+namespace internal {
+
+const HalfDotKernels& PortableHalfDotKernels() {
+  static constexpr HalfDotKernels kKernels = {PortableHalfDotRows, PortableHalfAxpyRows, PortableRoundToHalfRow};
+  return kKernels;
+}
+
+const HalfDotKernels* Avx2HalfDotKernels() {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows, Avx2HalfAxpyRows, Avx2RoundToHalfRow};
+  if (CpuSupports(CpuIsa::kAvx2)) return &kKernels;
+#endif
+  return nullptr;
+}
+
+}  // namespace internal
+}  // namespace kvjit::cpu

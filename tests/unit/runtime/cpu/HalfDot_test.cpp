@@ -1,0 +1,182 @@
+#include "runtime/cpu/HalfDot.h"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/quant/Half.h"
+
+namespace kvjit::cpu {
+namespace {
+
+struct Operands {
+  std::vector<uint16_t> x;  // f16 bits
+  std::vector<float> y;     // f16 values
+};
+
+Operands RandomOperands(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  Operands operands;
+  for (int64_t i = 0; i < n; ++i) {
+    operands.x.push_back(quant::FloatToHalf(normal(rng)));
+    operands.y.push_back(quant::HalfToFloat(quant::FloatToHalf(normal(rng))));
+  }
+  return operands;
+}
+
+const uint8_t* Bytes(const std::vector<uint16_t>& halves) { return reinterpret_cast<const uint8_t*>(halves.data()); }
+
+// ggml_vec_dot_f16 on AVX2, written out register by register.
+float ReferenceVecDot(const Operands& o) {
+  const int64_t n = static_cast<int64_t>(o.x.size());
+  const int64_t full = n / 32 * 32;
+  float acc[4][8] = {};
+  for (int64_t i = 0; i < full; i += 32) {
+    for (int j = 0; j < 4; ++j) {
+      for (int l = 0; l < 8; ++l) {
+        const int64_t e = i + 8 * j + l;
+        acc[j][l] = std::fma(quant::HalfToFloat(o.x[e]), o.y[e], acc[j][l]);
+      }
+    }
+  }
+  float v[8];
+  for (int l = 0; l < 8; ++l) v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  const float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
+  double sum = (t0 + t1) + (t2 + t3);
+  for (int64_t e = full; e < n; ++e) sum += static_cast<double>(quant::HalfToFloat(o.x[e]) * o.y[e]);
+  return static_cast<float>(sum);
+}
+
+// llamafile's tinyBLAS on AVX2: one register of 8 lanes.
+float ReferenceTinyBlas(const Operands& o) {
+  float acc[8] = {};
+  for (size_t e = 0; e < o.x.size(); ++e) acc[e % 8] = std::fma(quant::HalfToFloat(o.x[e]), o.y[e], acc[e % 8]);
+  const float t0 = acc[0] + acc[4], t1 = acc[1] + acc[5], t2 = acc[2] + acc[6], t3 = acc[3] + acc[7];
+  return (t0 + t2) + (t1 + t3);
+}
+
+std::vector<const internal::HalfDotKernels*> AllKernels() {
+  std::vector<const internal::HalfDotKernels*> kernels = {&internal::PortableHalfDotKernels()};
+  if (internal::Avx2HalfDotKernels() != nullptr) kernels.push_back(internal::Avx2HalfDotKernels());
+  return kernels;
+}
+
+TEST(HalfDotTest, FollowsGgmlsOrdersBitForBit) {
+  int orders_disagree = 0;
+  for (int64_t n : {8, 32, 40, 64, 100, 128, 264}) {
+    for (uint32_t seed = 0; seed < 5; ++seed) {
+      const Operands o = RandomOperands(n, seed * 1000 + static_cast<uint32_t>(n));
+      const float vec_dot = ReferenceVecDot(o);
+      // tinyBLAS takes only multiples of 8; ggml then uses ggml_vec_dot_f16.
+      const float tiny_blas = n % 8 == 0 ? ReferenceTinyBlas(o) : vec_dot;
+      orders_disagree += vec_dot != tiny_blas;
+      for (const internal::HalfDotKernels* kernels : AllKernels()) {
+        float got[2];
+        kernels->dot_rows(HalfDotOrder::kVecDot, Bytes(o.x), 0, 1, o.y.data(), n, &got[0]);
+        kernels->dot_rows(HalfDotOrder::kTinyBlas, Bytes(o.x), 0, 1, o.y.data(), n, &got[1]);
+        EXPECT_EQ(got[0], vec_dot) << "n " << n;
+        EXPECT_EQ(got[1], tiny_blas) << "n " << n;
+      }
+    }
+  }
+  // The orders must matter on random data, or the comparisons above show nothing.
+  EXPECT_GT(orders_disagree, 5);
+}
+
+TEST(HalfDotTest, TinyBlasFallsBackToVecDotOffMultiplesOfEight) {
+  const Operands o = RandomOperands(37, 3);
+  float got;
+  HalfDotRows(HalfDotOrder::kTinyBlas, Bytes(o.x), 0, 1, o.y.data(), 37, &got);
+  EXPECT_EQ(got, ReferenceVecDot(o));
+}
+
+// Rows at a byte stride (here 3 rows of 64 values, 80 values apart), each
+// against the same y.
+TEST(HalfDotTest, RowsAreReadAtTheirStride) {
+  const Operands o = RandomOperands(240, 5);
+  for (HalfDotOrder order : {HalfDotOrder::kVecDot, HalfDotOrder::kTinyBlas}) {
+    float all[3];
+    HalfDotRows(order, Bytes(o.x), 160, 3, o.y.data(), 64, all);
+    for (int r = 0; r < 3; ++r) {
+      float one;
+      HalfDotRows(order, Bytes(o.x) + 160 * r, 0, 1, o.y.data(), 64, &one);
+      EXPECT_EQ(all[r], one) << "row " << r;
+      Operands row;
+      row.x.assign(o.x.begin() + 80 * r, o.x.begin() + 80 * r + 64);
+      row.y.assign(o.y.begin(), o.y.begin() + 64);
+      EXPECT_EQ(one, order == HalfDotOrder::kVecDot ? ReferenceVecDot(row) : ReferenceTinyBlas(row)) << "row " << r;
+    }
+  }
+}
+
+// Rows 5, 6, 7 of a product go to lanes 5 % 3 = 2, 0 and 1, one FMA each.
+TEST(HalfDotTest, AxpyRowsFeedTheirElementsLanes) {
+  constexpr int64_t kN = 43, kRowBytes = 2 * 50;
+  const Operands o = RandomOperands(150, 9);
+  const float a[3] = {0.3125f, -1.5f, 2.0f};
+  for (const internal::HalfDotKernels* kernels : AllKernels()) {
+    std::vector<float> lanes(3 * kN);
+    for (size_t i = 0; i < lanes.size(); ++i) lanes[i] = o.y[i];
+    kernels->axpy_rows(Bytes(o.x), kRowBytes, 3, a, kN, lanes.data(), 3, 5);
+    for (int r = 0; r < 3; ++r) {
+      const int64_t lane = (5 + r) % 3;
+      for (int64_t i = 0; i < kN; ++i) {
+        ASSERT_EQ(lanes[lane * kN + i], std::fma(quant::HalfToFloat(o.x[50 * r + i]), a[r], o.y[lane * kN + i]))
+            << "row " << r << ", element " << i;
+      }
+    }
+  }
+}
+
+// Ties, f16 subnormals, overflow and lengths off a multiple of 8: every
+// kernel rounds as the KV cache's FloatToHalf does.
+TEST(HalfDotTest, RoundToHalfRoundsToNearestEven) {
+  std::vector<float> x = {1.0f + 1.0f / 2048,  1.0f + 3.0f / 2048, 65504.0f, 65520.0f, 1e6f,   -1e6f,
+                          std::ldexp(1.0f, -24), std::ldexp(3.0f, -26), 1e-9f,  -0.0f,   0.1f, -2.71828f};
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (int i = 0; i < 101; ++i) x.push_back(normal(rng));
+  for (const internal::HalfDotKernels* kernels : AllKernels()) {
+    std::vector<float> out(x.size());
+    kernels->round_to_half(x.data(), out.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(quant::FloatBits(out[i]), quant::FloatBits(quant::HalfToFloat(quant::FloatToHalf(x[i])))) << x[i];
+    }
+  }
+}
+
+TEST(HalfDotTest, FoldsMatchTheDocumentedPairings) {
+  // Powers of two far apart make every pairing's rounding visible.
+  float lanes[32];
+  for (int i = 0; i < 32; ++i) lanes[i] = std::ldexp(1.0f, (i * 7) % 32 - 8) * (i % 3 == 0 ? -1.0f : 1.0f);
+  const float t[4] = {lanes[0] + lanes[4], lanes[1] + lanes[5], lanes[2] + lanes[6], lanes[3] + lanes[7]};
+  EXPECT_EQ(SumEightLanes(lanes, 1), (t[0] + t[2]) + (t[1] + t[3]));
+  EXPECT_EQ(FoldHalfDotLanes(HalfDotOrder::kTinyBlas, lanes, 1), SumEightLanes(lanes, 1));
+  float v[8];
+  for (int l = 0; l < 8; ++l) v[l] = (lanes[l] + lanes[16 + l]) + (lanes[8 + l] + lanes[24 + l]);
+  const float u[4] = {v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]};
+  EXPECT_EQ(FoldHalfDotLanes(HalfDotOrder::kVecDot, lanes, 1), (u[0] + u[1]) + (u[2] + u[3]));
+  float strided[64];
+  for (int i = 0; i < 32; ++i) strided[2 * i] = lanes[i];
+  EXPECT_EQ(FoldHalfDotLanes(HalfDotOrder::kVecDot, strided, 2),
+            FoldHalfDotLanes(HalfDotOrder::kVecDot, lanes, 1));
+  for (HalfDotOrder order : {HalfDotOrder::kVecDot, HalfDotOrder::kTinyBlas}) {
+    // Two columns: `lanes` and its negation, folded side by side.
+    float rows[64], folded[2];
+    for (int i = 0; i < HalfDotLanes(order); ++i) {
+      rows[2 * i] = lanes[i];
+      rows[2 * i + 1] = -lanes[i];
+    }
+    FoldHalfDotLaneRows(order, rows, 2, folded);
+    EXPECT_EQ(folded[0], FoldHalfDotLanes(order, lanes, 1));
+    EXPECT_EQ(folded[1], -FoldHalfDotLanes(order, lanes, 1));
+  }
+  EXPECT_EQ(HalfDotLanes(HalfDotOrder::kVecDot), 32);
+  EXPECT_EQ(HalfDotLanes(HalfDotOrder::kTinyBlas), 8);
+}
+
+}  // namespace
+}  // namespace kvjit::cpu
