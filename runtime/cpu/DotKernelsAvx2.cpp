@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "runtime/cpu/DotKernels.h"
@@ -37,9 +38,13 @@ __m256i UnsignedLaneSums(__m256i weights, __m256i activations) {
 
 
 // Low nibbles of 16 bytes (elements 0..15) then their high nibbles (16..31).
+// The bytes are broadcast to both halves by the load and the upper half is
+// shifted by a per-lane count, which keeps the shuffle port free (the
+// decode GEMVs are bound by it).
 __m256i Nibbles(const uint8_t* qs) {
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
+  const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
 // 0x10 in byte i where bit i of the 32-bit little-endian word at p is set.
@@ -75,7 +80,6 @@ struct Q8_0Format {
   static constexpr int64_t kBytes = 34;
   static constexpr bool kHasOffset = false;
   static constexpr bool kSigned = true;
-  static float Offset(const uint8_t*) { return 0.0f; }
   static PreparedWeights Prepare(const uint8_t* block) { return Signed(Load256(block + 2)); }
 };
 
@@ -83,7 +87,6 @@ struct Q4_0Format {
   static constexpr int64_t kBytes = 18;
   static constexpr bool kHasOffset = false;
   static constexpr bool kSigned = true;
-  static float Offset(const uint8_t*) { return 0.0f; }
   static PreparedWeights Prepare(const uint8_t* block) {
     return Signed(_mm256_sub_epi8(Nibbles(block + 2), _mm256_set1_epi8(8)));
   }
@@ -93,7 +96,6 @@ struct Q4_1Format {
   static constexpr int64_t kBytes = 20;
   static constexpr bool kHasOffset = true;
   static constexpr bool kSigned = false;
-  static float Offset(const uint8_t* block) { return LoadHalf(block + 2); }
   static PreparedWeights Prepare(const uint8_t* block) { return Unsigned(Nibbles(block + 4)); }
 };
 
@@ -101,7 +103,6 @@ struct Q5_0Format {
   static constexpr int64_t kBytes = 22;
   static constexpr bool kHasOffset = false;
   static constexpr bool kSigned = true;
-  static float Offset(const uint8_t*) { return 0.0f; }
   static PreparedWeights Prepare(const uint8_t* block) {
     const __m256i values = _mm256_or_si256(Nibbles(block + 6), FifthBits(block + 2));
     return Signed(_mm256_sub_epi8(values, _mm256_set1_epi8(16)));
@@ -112,26 +113,48 @@ struct Q5_1Format {
   static constexpr int64_t kBytes = 24;
   static constexpr bool kHasOffset = true;
   static constexpr bool kSigned = false;
-  static float Offset(const uint8_t* block) { return LoadHalf(block + 2); }
   static PreparedWeights Prepare(const uint8_t* block) {
     return Unsigned(_mm256_or_si256(Nibbles(block + 8), FifthBits(block + 4)));
   }
 };
 
+// Every 32-element block starts with its f16 scale d, and the offset formats
+// follow it with their f16 m: one 8-byte load converts both (lanes 0 and 1;
+// lanes 2 and 3 hold whatever follows and are never read). Against the
+// activation block's (scale, scaled_sum) pair, lane 0 of the product is
+// d * scale and lane 1 of the FMA is fma(m, scaled_sum, offset) -- the
+// contract's operations, without a scalar f16 conversion or insert per value.
+__m128 BlockHalves(const uint8_t* block) {
+  return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block)));
+}
+__m128 ScalePair(const Q8Block32& a) {
+  static_assert(offsetof(Q8Block32, scaled_sum) == offsetof(Q8Block32, scale) + sizeof(float));
+  return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(&a.scale)));
+}
+
+// A GEMV reads each weight byte once, and a decode step's weights (tens of
+// megabytes) come from L3 or memory: the hardware prefetcher stops at page
+// boundaries, so each block asks for the bytes this far ahead (a few rows;
+// past a thread's last row the request is only wasted).
+constexpr int64_t kWeightPrefetchBytes = 2048;
+
 template <class Format>
 float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
   const auto* activations = static_cast<const Q8Block32*>(activation_row);
   __m256 acc = _mm256_setzero_ps();
-  float offset = 0.0f;
+  __m128 offset = _mm_setzero_ps();  // lane 1
   for (int64_t b = 0; b < cols / 32; ++b) {
     const uint8_t* block = weight_row + b * Format::kBytes;
     const Q8Block32& a = activations[b];
+    _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);
     const __m256i lanes = LaneSumsOf<Format::kSigned>(Format::Prepare(block), Load256(a.q));
-    const float d = LoadHalf(block) * a.scale;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), acc);
-    if (Format::kHasOffset) offset = __builtin_fmaf(Format::Offset(block), a.scaled_sum, offset);
+    const __m128 halves = BlockHalves(block);
+    const __m128 scales = ScalePair(a);
+    const __m256 d = _mm256_broadcastss_ps(_mm_mul_ps(halves, scales));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc);
+    if (Format::kHasOffset) offset = _mm_fmadd_ps(halves, scales, offset);
   }
-  return FoldLanes(acc) + offset;
+  return FoldLanes(acc) + _mm_cvtss_f32(_mm_movehdup_ps(offset));
 }
 
 // DotBlocks32 for four activation rows at once: each block's weights are
@@ -143,19 +166,22 @@ void DotBlocks32x4(const uint8_t* weight_row, const void* const activation_rows[
   const Q8Block32* activations[4];
   for (int r = 0; r < 4; ++r) activations[r] = static_cast<const Q8Block32*>(activation_rows[r]);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  float offset[4] = {};
+  __m128 offset[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};  // lane 1
   for (int64_t b = 0; b < cols / 32; ++b) {
     const uint8_t* block = weight_row + b * Format::kBytes;
+    _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);
     const PreparedWeights weights = Format::Prepare(block);
-    const float weight_scale = LoadHalf(block);
+    const __m128 halves = BlockHalves(block);
     for (int r = 0; r < 4; ++r) {
       const Q8Block32& a = activations[r][b];
       const __m256i lanes = LaneSumsOf<Format::kSigned>(weights, Load256(a.q));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(weight_scale * a.scale), _mm256_cvtepi32_ps(lanes), acc[r]);
-      if (Format::kHasOffset) offset[r] = __builtin_fmaf(Format::Offset(block), a.scaled_sum, offset[r]);
+      const __m128 scales = ScalePair(a);
+      const __m256 d = _mm256_broadcastss_ps(_mm_mul_ps(halves, scales));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
+      if (Format::kHasOffset) offset[r] = _mm_fmadd_ps(halves, scales, offset[r]);
     }
   }
-  for (int r = 0; r < 4; ++r) out[r] = FoldLanes(acc[r]) + offset[r];
+  for (int r = 0; r < 4; ++r) out[r] = FoldLanes(acc[r]) + _mm_cvtss_f32(_mm_movehdup_ps(offset[r]));
 }
 
 __m256i ShiftBytesRight(__m256i v, int bits) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(bits)); }

@@ -36,6 +36,17 @@ int ResolveThreadCount(int requested) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+constexpr uint64_t kChunkMask = 0xffff;
+constexpr int64_t kMaxChunks = static_cast<int64_t>(kChunkMask);
+
+uint64_t ClaimWord(uint32_t generation, int64_t chunks, int64_t next) {
+  return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(chunks) << 16) |
+         static_cast<uint64_t>(next);
+}
+uint32_t GenerationOf(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
+int64_t ChunksOf(uint64_t word) { return static_cast<int64_t>((word >> 16) & kChunkMask); }
+int64_t NextChunkOf(uint64_t word) { return static_cast<int64_t>(word & kChunkMask); }
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(ResolveThreadCount(num_threads)) {
@@ -45,10 +56,8 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(ResolveThreadCount(num_th
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(job_mutex_);
-    stopping_ = true;
-    ++generation_;
-    posted_generation_.store(generation_, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    stopping_.store(true);
   }
   job_posted_.notify_all();
   for (std::thread& worker : workers_) worker.join();
@@ -59,7 +68,7 @@ void ThreadPool::ParallelFor(int64_t n, const RangeFunction& body) { ParallelFor
 void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk, const RangeFunction& body) {
   if (n <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
-  const int64_t chunks = std::min<int64_t>(num_threads_, (n + min_chunk - 1) / min_chunk);
+  const int64_t chunks = std::min<int64_t>({num_threads_, (n + min_chunk - 1) / min_chunk, kMaxChunks});
   if (chunks <= 1 || inside_parallel_body) {
     ParallelBodyScope scope;
     body(0, n);
@@ -67,19 +76,21 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk, const RangeFunction& 
   }
 
   std::lock_guard<std::mutex> call_lock(call_mutex_);
-  {
-    std::lock_guard<std::mutex> lock(job_mutex_);
-    body_ = &body;
-    n_ = n;
-    num_chunks_ = chunks;
-    next_chunk_ = 0;
-    finished_chunks_.store(0, std::memory_order_relaxed);
-    ++generation_;
-    posted_generation_.store(generation_, std::memory_order_release);
+  // No chunk of the previous job is claimable or running (its caller waited
+  // for them all), so the fields are free to reuse.
+  body_ = &body;
+  n_ = n;
+  finished_chunks_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = GenerationOf(claim_.load(std::memory_order_relaxed)) + 1;
+  claim_.store(ClaimWord(generation, chunks, 0), std::memory_order_seq_cst);
+  // Pairs with the sleeper's increment before its last look at claim_: either
+  // it sees the new job or this sees it asleep.
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(sleep_mutex_); }
+    job_posted_.notify_all();
   }
-  job_posted_.notify_all();
 
-  RunChunks();
+  RunChunks(generation);
   // Every chunk is claimed by now; wait for the workers still running theirs.
   for (int spins = 0; finished_chunks_.load(std::memory_order_acquire) < chunks; ++spins) {
     if (spins < kSpinIterations) {
@@ -88,47 +99,47 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk, const RangeFunction& 
       std::this_thread::yield();
     }
   }
-  std::lock_guard<std::mutex> lock(job_mutex_);
-  body_ = nullptr;
 }
 
-void ThreadPool::RunChunks() {
+void ThreadPool::RunChunks(uint32_t generation) {
   ParallelBodyScope scope;
+  uint64_t word = claim_.load(std::memory_order_acquire);
   for (;;) {
-    const RangeFunction* body;
-    int64_t begin, end;
-    {
-      std::lock_guard<std::mutex> lock(job_mutex_);
-      if (body_ == nullptr || next_chunk_ >= num_chunks_) return;
-      const int64_t chunk = next_chunk_++;
-      body = body_;
-      begin = chunk * n_ / num_chunks_;
-      end = (chunk + 1) * n_ / num_chunks_;
+    if (GenerationOf(word) != generation || NextChunkOf(word) >= ChunksOf(word)) return;
+    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      continue;
     }
-    (*body)(begin, end);
+    const int64_t chunks = ChunksOf(word);
+    const int64_t chunk = NextChunkOf(word);
+    (*body_)(chunk * n_ / chunks, (chunk + 1) * n_ / chunks);
     finished_chunks_.fetch_add(1, std::memory_order_release);
+    word = claim_.load(std::memory_order_acquire);
   }
 }
 
-void ThreadPool::WaitForWork(uint64_t seen_generation) {
+uint32_t ThreadPool::WaitForWork(uint32_t seen_generation) {
   for (int spins = 0; spins < kSpinIterations; ++spins) {
-    if (posted_generation_.load(std::memory_order_acquire) != seen_generation) return;
+    const uint32_t generation = GenerationOf(claim_.load(std::memory_order_acquire));
+    if (generation != seen_generation || stopping_.load(std::memory_order_relaxed)) return generation;
     CpuRelax();
   }
-  std::unique_lock<std::mutex> lock(job_mutex_);
-  job_posted_.wait(lock, [&] { return generation_ != seen_generation; });
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  uint32_t generation;
+  job_posted_.wait(lock, [&] {
+    generation = GenerationOf(claim_.load(std::memory_order_seq_cst));
+    return generation != seen_generation || stopping_.load();
+  });
+  sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  return generation;
 }
 
 void ThreadPool::WorkerLoop() {
-  uint64_t seen_generation = 0;
+  uint32_t seen_generation = 0;
   for (;;) {
-    WaitForWork(seen_generation);
-    {
-      std::lock_guard<std::mutex> lock(job_mutex_);
-      if (stopping_) return;
-      seen_generation = generation_;
-    }
-    RunChunks();
+    seen_generation = WaitForWork(seen_generation);
+    if (stopping_.load()) return;
+    RunChunks(seen_generation);
   }
 }
 

@@ -21,7 +21,9 @@ namespace kvjit::cpu {
 // not depend on the number of threads.
 //
 // Idle workers spin briefly (decode steps come back-to-back, and waking a
-// blocked thread costs tens of microseconds) and then block.
+// blocked thread costs tens of microseconds) and then block. Posting a job
+// and claiming its chunks take no lock (a decode step makes a few hundred
+// calls, and a contended mutex puts a thread to sleep in the kernel).
 class ThreadPool {
  public:
   using RangeFunction = std::function<void(int64_t begin, int64_t end)>;
@@ -45,9 +47,11 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
-  // Claims and runs chunks of the current job until none are left.
-  void RunChunks();
-  void WaitForWork(uint64_t seen_generation);
+  // Claims and runs chunks of the job posted as `generation` until none are
+  // left (or a later job has replaced it).
+  void RunChunks(uint32_t generation);
+  // Returns the generation of the next job posted after seen_generation.
+  uint32_t WaitForWork(uint32_t seen_generation);
 
   const int num_threads_;
   std::vector<std::thread> workers_;
@@ -55,21 +59,24 @@ class ThreadPool {
   // Serializes ParallelFor calls made from different outside threads.
   std::mutex call_mutex_;
 
-  // The current job; guarded by job_mutex_. Chunks are claimed under the
-  // mutex (a few per call), so a worker that wakes late never sees a job
-  // half-written.
-  std::mutex job_mutex_;
-  std::condition_variable job_posted_;
+  // The current job. Its claim word packs the job's generation (high 32
+  // bits), its chunk count (bits 16..31) and the next chunk to hand out (low
+  // 16 bits); chunks are claimed by compare-and-swap, so no thread ever
+  // blocks on another to take work. body_ and n_ are written before the
+  // word is published and read only by a thread whose claim succeeded: the
+  // job is then unfinished, and its caller does not touch them again until
+  // every claimed chunk has finished.
+  std::atomic<uint64_t> claim_{0};
   const RangeFunction* body_ = nullptr;
   int64_t n_ = 0;
-  int64_t num_chunks_ = 0;
-  int64_t next_chunk_ = 0;
-  bool stopping_ = false;
-  uint64_t generation_ = 0;
-
-  // Mirrors generation_ so that spinning workers need not take the mutex.
-  std::atomic<uint64_t> posted_generation_{0};
   std::atomic<int64_t> finished_chunks_{0};
+
+  // Workers spin on claim_ for a while and then sleep here; a poster takes
+  // the mutex and notifies only when someone sleeps.
+  std::mutex sleep_mutex_;
+  std::condition_variable job_posted_;
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace kvjit::cpu

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -71,6 +72,22 @@ TEST(ThreadPoolTest, UsesSeveralThreads) {
   });
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_NE(ids[0], ids[1]);
+}
+
+// Workers that have stopped spinning and gone to sleep must be woken by the
+// next call: each chunk here can finish only once another thread runs the
+// other chunk, so a worker left asleep would hang the test.
+TEST(ThreadPoolTest, SleepingWorkersWakeForTheNextCall) {
+  ThreadPool pool(2);
+  for (int call = 0; call < 5; ++call) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::atomic<int> arrived{0};
+    pool.ParallelFor(2, [&](int64_t, int64_t) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+    });
+    EXPECT_EQ(arrived.load(), 2);
+  }
 }
 
 TEST(ThreadPoolTest, NestedCallsRunInline) {
