@@ -1,8 +1,10 @@
 #include "runtime/cuda/CudaDevice.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -188,9 +190,16 @@ absl::StatusOr<LoadedModule> CudaDevice::LoadModule(absl::Span<const uint8_t> cu
                                                     absl::string_view ptx, int ptx_arch) const {
   KVJIT_ASSIGN_OR_RETURN(ModuleImage image, ChooseModuleImage(arch_, cubin.empty() ? 0 : cubin_arch,
                                                               ptx.empty() ? 0 : ptx_arch));
-  // The driver reads a PTX image up to its NUL.
+  // The driver reads a PTX image up to its NUL, and a cubin as an ELF64
+  // image, whose headers hold 8-byte fields: inside the executable the cubin
+  // is only 4-byte aligned, so it is loaded from an aligned copy.
   const std::string ptx_text(image == ModuleImage::kPtx ? ptx : absl::string_view());
-  const void* data = image == ModuleImage::kCubin ? static_cast<const void*>(cubin.data())
+  std::vector<uint64_t> aligned_cubin;
+  if (image == ModuleImage::kCubin) {
+    aligned_cubin.resize((cubin.size() + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    std::memcpy(aligned_cubin.data(), cubin.data(), cubin.size());
+  }
+  const void* data = image == ModuleImage::kCubin ? static_cast<const void*>(aligned_cubin.data())
                                                   : static_cast<const void*>(ptx_text.c_str());
   char log[8192] = {};
   CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};

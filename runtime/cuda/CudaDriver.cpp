@@ -54,7 +54,7 @@ absl::Status CudaDriver::Check(CUresult result, absl::string_view call) const {
   const char* description = nullptr;
   if (cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
   if (cuGetErrorString(result, &description) != CUDA_SUCCESS) description = nullptr;
-  return CuResultToStatus(result, name, description, call.substr(0, call.find('(')));
+  return CuResultToStatus(result, name, description, call);
 }
 
 absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load(const std::string& library) {
@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load(const std::string& 
     const char* reason = ::dlerror();
     return absl::FailedPreconditionError(absl::StrCat(
         "no NVIDIA driver: ", library, " not found (", reason != nullptr ? reason : "dlopen failed",
-        "); the CPU backend (--target cpu) still works"));
+        "); run on the CPU instead (--device cpu)"));
   }
   std::unique_ptr<CudaDriver> driver(new CudaDriver(handle));
   // Each entry point under the symbol name cuda.h maps it to.
@@ -76,7 +76,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load(const std::string& 
                      ": the NVIDIA driver is older than this build's CUDA ", CUDA_VERSION / 1000, \
                      ".", CUDA_VERSION % 1000 / 10,                                               \
                      " needs (or the library is not libcuda); update the driver, "                \
-                     "or use the CPU backend (--target cpu)"));                                   \
+                     "or run on the CPU (--device cpu)"));                                        \
   }
   KVJIT_CUDA_DRIVER_FUNCTIONS(KVJIT_CUDA_DRIVER_RESOLVE)
 #undef KVJIT_CUDA_DRIVER_RESOLVE
@@ -99,7 +99,7 @@ absl::StatusOr<const CudaDriver*> CudaDriver::Get() {
     if (!init.ok()) {
       return new absl::StatusOr<const CudaDriver*>(absl::FailedPreconditionError(
           absl::StrCat("the NVIDIA driver cannot start: ", init.message(),
-                       "; the CPU backend (--target cpu) still works")));
+                       "; run on the CPU instead (--device cpu)")));
     }
     return new absl::StatusOr<const CudaDriver*>(instance.release());
   }();

@@ -74,9 +74,9 @@ class CudaDriver {
   CudaDriver(const CudaDriver&) = delete;
   CudaDriver& operator=(const CudaDriver&) = delete;
 
-  // OK for CUDA_SUCCESS, otherwise an error naming the function `call`
-  // starts with (the text up to its first parenthesis) and the result's name
-  // and description.
+  // OK for CUDA_SUCCESS, otherwise an error naming `call` (what was
+  // attempted, as the message should say it) and the result's name and
+  // description.
   absl::Status Check(CUresult result, absl::string_view call) const;
 
 #define KVJIT_CUDA_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
@@ -97,11 +97,18 @@ class CudaDriver {
 absl::Status CuResultToStatus(CUresult result, const char* name, const char* description,
                               absl::string_view call);
 
+// "cuMemAlloc" for the call text "cuMemAlloc(&pointer, bytes)".
+inline absl::string_view CalledFunction(absl::string_view call) {
+  return call.substr(0, call.find('('));
+}
+
 }  // namespace kvjit::cuda
 
-// Calls a driver entry point and returns its error from the enclosing
-// function: KVJIT_CU_RETURN_IF_ERROR(driver, cuMemAlloc(&pointer, bytes)).
+// Calls a driver entry point and returns its error, naming the entry point,
+// from the enclosing function:
+// KVJIT_CU_RETURN_IF_ERROR(driver, cuMemAlloc(&pointer, bytes)).
 #define KVJIT_CU_RETURN_IF_ERROR(driver, call) \
-  KVJIT_RETURN_IF_ERROR((driver).Check((driver).call, #call))
+  KVJIT_RETURN_IF_ERROR(                       \
+      (driver).Check((driver).call, ::kvjit::cuda::CalledFunction(#call)))
 
 #endif  // KVJIT_RUNTIME_CUDA_CUDADRIVER_H_

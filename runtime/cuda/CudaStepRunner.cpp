@@ -284,11 +284,18 @@ const kvx::CudaPath& CudaStepRunner::PathFor(const PreparedInstruction& prepared
 int64_t CudaStepRunner::LargestGraphBucket() const {
   if (options_.synchronize_each_instruction) return 0;
   const int64_t limit = std::min(options_.largest_graph_batch, limits_.max_tokens);
+  // A bucket serves steps of 1 to `bucket` sequences, which must take the
+  // paths that it takes: the decode and prefill paths reduce a row in
+  // different orders, and a padded step must compute what the unpadded one
+  // would. Path choice grows with the step, so comparing with one sequence
+  // covers every step in between.
+  const StepSizes one = {1, 1, 1, limits_.max_columns};
   int64_t largest = 0;
   for (int64_t bucket = 1; bucket <= limit; bucket *= 2) {
     const StepSizes sizes = {bucket, bucket, bucket, limits_.max_columns};
     for (const PreparedInstruction& prepared : instructions_) {
-      if (PathFor(prepared, sizes).gemm() != nullptr) return largest;
+      const kvx::CudaPath& path = PathFor(prepared, sizes);
+      if (path.gemm() != nullptr || &path != &PathFor(prepared, one)) return largest;
     }
     largest = bucket;
   }

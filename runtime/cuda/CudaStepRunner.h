@@ -80,7 +80,8 @@ class CudaStepRunner final : public runtime::StepRunner {
   absl::Status UploadWeights();
   absl::Status PrepareInstructions();
   // The largest bucket whose decode steps take no GEMM path (cuBLAS is not
-  // captured into graphs), within the options and the program.
+  // captured into graphs) and the same paths as a single sequence, within
+  // the options and the program.
   int64_t LargestGraphBucket() const;
   const kvx::CudaPath& PathFor(const PreparedInstruction& prepared,
                                const runtime::StepSizes& sizes) const;

@@ -58,7 +58,7 @@ struct BatchResult {
 absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, int64_t batch, int64_t prompt,
                                      int64_t generate) {
   const int64_t block_size = runner.block_size();
-  const int64_t blocks_each = (prompt + generate + 2 + block_size - 1) / block_size;
+  const int64_t blocks_each = (prompt + generate + 1 + block_size - 1) / block_size;
   auto slot = [&](int64_t sequence, int64_t position) {
     return static_cast<int32_t>((sequence * blocks_each + position / block_size) * block_size +
                                 position % block_size);
@@ -165,7 +165,7 @@ absl::Status Main(const std::string& path) {
                      executable->config().context_length()));
   }
   const int64_t block_size = executable->kv_layout().block_size();
-  const int64_t blocks_each = (prompt + generate + 2 + block_size - 1) / block_size;
+  const int64_t blocks_each = (prompt + generate + 1 + block_size - 1) / block_size;
   CudaRunnerOptions options;
   options.device_ordinal = absl::GetFlag(FLAGS_device);
   options.largest_graph_batch = absl::GetFlag(FLAGS_largest_graph_batch);

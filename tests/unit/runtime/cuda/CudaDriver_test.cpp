@@ -18,7 +18,7 @@ TEST(CudaDriverTest, AMissingLibraryMeansNoDriverAndPointsToTheCpuBackend) {
   EXPECT_EQ(driver.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(driver.status().message(), HasSubstr("no NVIDIA driver"));
   EXPECT_THAT(driver.status().message(), HasSubstr("libkvjit-no-such-driver.so.1 not found"));
-  EXPECT_THAT(driver.status().message(), HasSubstr("--target cpu"));
+  EXPECT_THAT(driver.status().message(), HasSubstr("--device cpu"));
 }
 
 TEST(CudaDriverTest, ALibraryWithoutTheDriverApiIsRefusedNamingTheMissingEntryPoint) {
@@ -34,10 +34,15 @@ TEST(CudaDriverTest, TheProcessDriverIsAnErrorWhereLibcudaIsAbsent) {
   // Either no library, or a driver that cannot start (no GPU): both say the
   // CPU backend still works.
   EXPECT_EQ(driver.status().code(), absl::StatusCode::kFailedPrecondition) << driver.status();
-  EXPECT_THAT(driver.status().message(), HasSubstr("--target cpu"));
+  EXPECT_THAT(driver.status().message(), HasSubstr("--device cpu"));
   EXPECT_TRUE(absl::StartsWith(driver.status().message(), "no NVIDIA driver: libcuda.so.1") ||
               absl::StartsWith(driver.status().message(), "the NVIDIA driver cannot start"))
       << driver.status();
+}
+
+TEST(CalledFunctionTest, IsTheCallTextUpToItsArguments) {
+  EXPECT_EQ(CalledFunction("cuMemAlloc(&pointer, bytes)"), "cuMemAlloc");
+  EXPECT_EQ(CalledFunction("cuInit"), "cuInit");
 }
 
 TEST(CuResultToStatusTest, SuccessIsOk) {

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "runtime/cuda/CudaStepRunner.h"
 #include "runtime/cuda/KernelAbi.h"
+#include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/runtime/cuda/FakeCudaDriver.h"
@@ -270,6 +271,40 @@ TEST_F(CudaStepRunnerFakeDriverTest, DecodeStepsReplayOneGraphOverPaddedInputs) 
   EXPECT_EQ(FakeCuda_GraphsInstantiated() >= 1, true);
 }
 
+// A bucket serves every step of up to its many sequences, so each of its
+// instructions takes the path a single sequence takes: padding must not move
+// a real row onto the prefill path, which reduces in another order.
+TEST_F(CudaStepRunnerFakeDriverTest, GraphBucketsTakeTheDecodePathsOfOneSequence) {
+  ASSERT_FALSE(runner_->graph_buckets().empty());
+  const int64_t largest = runner_->graph_buckets().back();
+  const int64_t columns = std::min<int64_t>(
+      (executable_->config().context_length() + block_size_ - 1) / block_size_, kBlocks);
+  const kvx::CudaModule& module = *executable_->cuda();
+  auto path_of = [&](const kvx::CudaInstruction& instruction, int64_t sequences) {
+    const runtime::StepSizes sizes = {sequences, sequences, sequences, columns};
+    return runtime::SizeProduct(instruction.rows(), sizes) < module.prefill_min_rows()
+               ? instruction.decode()
+               : instruction.prefill();
+  };
+  for (size_t i = 0; i < module.instructions()->size(); ++i) {
+    const kvx::CudaInstruction& instruction = *module.instructions()->Get(i);
+    EXPECT_EQ(path_of(instruction, largest), path_of(instruction, 1)) << "instruction " << i;
+    EXPECT_EQ(path_of(instruction, largest)->gemm(), nullptr) << "instruction " << i;
+  }
+  // The next bucket would not serve: some instruction changes path or
+  // needs cuBLAS there, or the step or the options end the buckets.
+  const int64_t next = 2 * largest;
+  if (next <= std::min<int64_t>(CudaRunnerOptions().largest_graph_batch,
+                                runner_->max_tokens_per_step())) {
+    bool changes = false;
+    for (const kvx::CudaInstruction* instruction : *module.instructions()) {
+      changes = changes || path_of(*instruction, next) != path_of(*instruction, 1) ||
+                path_of(*instruction, next)->gemm() != nullptr;
+    }
+    EXPECT_TRUE(changes) << "bucket " << next << " would serve too";
+  }
+}
+
 TEST_F(CudaStepRunnerFakeDriverTest, WithoutGraphsDecodeStepsLaunchOneByOne) {
   CudaRunnerOptions options;
   options.largest_graph_batch = 0;
@@ -358,6 +393,31 @@ TEST_F(CudaStepRunnerFakeDriverTest, TheCubinLoadsOnItsArchitectureAndPtxElsewhe
   auto runner = CudaStepRunner::Create(*sm80, 4, CudaRunnerOptions());
   ASSERT_TRUE(runner.ok()) << runner.status();
   EXPECT_EQ(FakeCuda_LastModuleImage(), 'p');
+}
+
+TEST(CudaStepRunnerRefusalTest, AnExecutableWithoutCudaKernelsIsRefused) {
+  ASSERT_TRUE(kUsesTheFakeDriver);
+  const std::string model = testing::SharedPath("models/stories260K.gguf");
+  if (model.empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR/models";
+  codegen::CompileOptions options;
+  options.target = "cpu";
+  options.max_tokens_per_step = 64;
+  const std::string kvx = (std::filesystem::temp_directory_path() /
+                           ("kvjit-fake-driver-" + std::to_string(::getpid()) + "-cpu.kvx"))
+                              .string();
+  ASSERT_TRUE(codegen::CompileModel(model, kvx, options, nullptr).ok());
+  auto executable = runtime::Executable::Load(kvx);
+  std::filesystem::remove(kvx);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  auto runner = CudaStepRunner::Create(**executable, 8, CudaRunnerOptions());
+  ASSERT_FALSE(runner.ok());
+  EXPECT_EQ(runner.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(runner.status().message(), HasSubstr("compile the model with --target cuda"));
+  EXPECT_EQ(runtime::DefaultDevice(**executable), "cpu");
+  auto through_factory = runtime::CreateStepRunner(**executable, 8, 1, "cuda:0");
+  ASSERT_FALSE(through_factory.ok());
+  EXPECT_THAT(through_factory.status().message(), HasSubstr("--target cuda"));
+  EXPECT_TRUE(runtime::CreateStepRunner(**executable, 8, 1, "cpu").ok());
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // .kvx carries the program both run, and the CUDA kernels): logits of
 // prefill steps on either CUDA path, of decode steps alone and batched
 // (replayed from CUDA graphs), of copied KV blocks, and greedy text. Skips
-// with a message where there is no NVIDIA driver or GPU; the refusals at the
-// end run everywhere.
+// with a message where there is no NVIDIA driver or GPU (the refusals that
+// need none are in CudaStepRunner_fake_driver_test.cpp).
 //
 // Tolerances, as the largest |cuda - cpu| over a step's logits relative to
 // its largest |cpu| logit:
@@ -19,25 +19,26 @@
 // Greedy ids must be equal to the CPU's; for SmolLM2 up to the first step
 // where the CPU's top two logits lie closer than kCloseCall, where summation
 // order may decide.
-
-#include <unistd.h>
+//
+// The executables are compiled beforehand, by `scripts/gpu_check.sh
+// prepare`, into $KVJIT_CUDA_TEST_KVX_DIR: this test links the runtime alone,
+// so that it runs on GPU machines that have no compiler toolchain (LLVM,
+// MLIR). Each test skips, naming the file, when its executable is absent.
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "codegen/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "runtime/cuda/CudaStepRunner.h"
 #include "runtime/engine/Generator.h"
-#include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "tests/unit/common/TestPaths.h"
@@ -67,37 +68,28 @@ absl::StatusOr<int> GpuArch() {
     if (!GpuArch().ok()) GTEST_SKIP() << "no usable GPU: " << GpuArch().status(); \
   } while (false)
 
-// A model compiled once per process for `target`, loaded; null with `error`
-// set when the model is absent or does not compile.
-const runtime::Executable* Compiled(const std::string& model, const std::string& target,
-                                    const std::string& cache_dtype, int64_t max_tokens,
-                                    std::string* error) {
+// The executable `file_name` of $KVJIT_CUDA_TEST_KVX_DIR, loaded once per
+// process; null with `error` set when it is absent or does not load.
+const runtime::Executable* Prepared(const std::string& file_name, std::string* error) {
   static std::map<std::string, std::unique_ptr<runtime::Executable>> cache;
-  const std::string key = model + "|" + target + "|" + cache_dtype;
-  auto found = cache.find(key);
+  auto found = cache.find(file_name);
   if (found != cache.end()) return found->second.get();
-  codegen::CompileOptions options;
-  options.target = target;
-  options.cache_dtype = cache_dtype;
-  options.max_tokens_per_step = max_tokens;
-  // The cubin for the GPU at hand (the refusal test compiles for the CPU).
-  if (GpuArch().ok()) options.cuda_arch = *GpuArch();
-  const std::string kvx =
-      (std::filesystem::temp_directory_path() / ("kvjit-cuda-test-" + std::to_string(::getpid()) +
-                                                 "-" + std::to_string(cache.size()) + ".kvx"))
-          .string();
-  absl::Status compiled = codegen::CompileModel(model, kvx, options, nullptr);
-  if (!compiled.ok()) {
-    *error = std::string(compiled.message());
+  const char* directory = std::getenv("KVJIT_CUDA_TEST_KVX_DIR");
+  if (directory == nullptr || *directory == '\0') {
+    *error = "$KVJIT_CUDA_TEST_KVX_DIR is not set (scripts/gpu_check.sh prepare makes it)";
     return nullptr;
   }
-  auto executable = runtime::Executable::Load(kvx);
-  std::filesystem::remove(kvx);  // mapped; the mapping outlives the name
+  const std::string path = std::string(directory) + "/" + file_name;
+  if (!std::ifstream(path).good()) {
+    *error = path + " not found (scripts/gpu_check.sh prepare compiles it)";
+    return nullptr;
+  }
+  auto executable = runtime::Executable::Load(path);
   if (!executable.ok()) {
     *error = std::string(executable.status().message());
     return nullptr;
   }
-  return (cache[key] = *std::move(executable)).get();
+  return (cache[file_name] = *std::move(executable)).get();
 }
 
 // One sequence's step over `count` tokens from position `first`, in the
@@ -132,9 +124,7 @@ double RelativeDifference(absl::Span<const float> a, absl::Span<const float> b) 
 
 struct ModelUnderTest {
   std::string name;
-  std::string path;
-  std::string cache_dtype;
-  int64_t max_tokens;
+  std::string kvx;  // in $KVJIT_CUDA_TEST_KVX_DIR
   bool quantized;
 };
 
@@ -145,10 +135,10 @@ class CudaStepRunnerTest : public ::testing::TestWithParam<ModelUnderTest> {
   void SetUp() override {
     SKIP_WITHOUT_GPU();
     const ModelUnderTest& model = GetParam();
-    if (model.path.empty()) GTEST_SKIP() << model.name << " not found";
     std::string error;
-    executable_ = Compiled(model.path, "cuda", model.cache_dtype, model.max_tokens, &error);
-    ASSERT_NE(executable_, nullptr) << error;
+    executable_ = Prepared(model.kvx, &error);
+    if (executable_ == nullptr) GTEST_SKIP() << model.name << ": " << error;
+    ASSERT_NE(executable_->cuda(), nullptr) << model.kvx << " was not compiled for CUDA";
     block_size_ = executable_->kv_layout().block_size();
     prefill_min_rows_ = executable_->cuda()->prefill_min_rows();
     auto cpu = runtime::CpuStepRunner::Create(*executable_, kBlocks, /*threads=*/2);
@@ -386,32 +376,15 @@ TEST_P(CudaStepRunnerTest, GreedyIdsEqualTheCpus) {
   RecordProperty("compared_tokens", compared);
 }
 
+// Compiled with --target cuda: stories260K with --cache_dtype f32
+// --max_tokens_per_step 64, SmolLM2 (Q4_1) with --cache_dtype f16
+// --max_tokens_per_step 128.
 std::vector<ModelUnderTest> Models() {
-  return {{"stories260K", testing::SharedPath("models/stories260K.gguf"), "f32", 64, false},
-          {"SmolLM2", testing::DownloadedModelPath("SmolLM2-135M-Instruct.Q4_1.gguf"), "f16", 128,
-           true}};
+  return {{"stories260K", "stories260K-cuda.kvx", false}, {"SmolLM2", "SmolLM2-cuda.kvx", true}};
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaStepRunnerTest, ::testing::ValuesIn(Models()),
                          [](const auto& info) { return info.param.name; });
-
-// Refusals that need no GPU.
-TEST(CudaStepRunnerRefusalTest, AnExecutableWithoutCudaKernelsIsRefused) {
-  const std::string model = testing::SharedPath("models/stories260K.gguf");
-  if (model.empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR/models";
-  std::string error;
-  const runtime::Executable* executable = Compiled(model, "cpu", "f32", 64, &error);
-  ASSERT_NE(executable, nullptr) << error;
-  auto runner = CudaStepRunner::Create(*executable, 8, CudaRunnerOptions());
-  ASSERT_FALSE(runner.ok());
-  EXPECT_EQ(runner.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(runner.status().message(), HasSubstr("compile the model with --target cuda"));
-  EXPECT_EQ(runtime::DefaultDevice(*executable), "cpu");
-  auto through_factory = runtime::CreateStepRunner(*executable, 8, 1, "cuda:0");
-  ASSERT_FALSE(through_factory.ok());
-  EXPECT_THAT(through_factory.status().message(), HasSubstr("--target cuda"));
-  EXPECT_TRUE(runtime::CreateStepRunner(*executable, 8, 1, "cpu").ok());
-}
 
 }  // namespace
 }  // namespace kvjit::cuda

@@ -98,6 +98,8 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
 
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int,
                                     CUjit_option*, void**) {
+  // An ELF64 image is read with 8-byte loads.
+  if (reinterpret_cast<uintptr_t>(image) % 8 != 0) return CUDA_ERROR_INVALID_IMAGE;
   last_image = std::memcmp(image,
                            "\x7f"
                            "ELF",
@@ -142,7 +144,10 @@ CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
   *free = *total = memory_limit;
   return CUDA_SUCCESS;
 }
+// Allocations are among the calls a stream capture (in the global or
+// thread-local mode) forbids.
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
+  if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (bytes > memory_limit) return CUDA_ERROR_OUT_OF_MEMORY;
   void* memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -154,6 +159,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr pointer) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemAllocHost(void** pointer, size_t bytes) {
+  if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   *pointer = std::malloc(bytes);
   return *pointer != nullptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
