@@ -2,7 +2,8 @@
 // prompts: time to first token and prefill tokens/s, then decode tokens/s and
 // time per output token at each batch size (every sequence decoding one
 // token per step, as continuous batching does at steady state). A table on
-// stderr and one JSON object per batch size on stdout.
+// stderr and one JSON object per batch size on stdout, with the share of the
+// memory bandwidth a decode step uses (--peak_bandwidth_tb_s).
 //
 // Runtime only (no compiler): compile the model first with
 // `kvjit compile MODEL --target cuda -o MODEL.kvx`.
@@ -28,6 +29,8 @@ ABSL_FLAG(int64_t, prompt_tokens, 128, "tokens in each sequence's prompt");
 ABSL_FLAG(int64_t, gen_tokens, 64, "decode steps timed, one token per sequence each");
 ABSL_FLAG(std::string, batch, "1,64", "batch sizes (sequences decoding together), comma-separated");
 ABSL_FLAG(int, device, 0, "the GPU (cuda:N)");
+ABSL_FLAG(double, peak_bandwidth_tb_s, 4.8,
+          "the GPU's memory bandwidth in TB/s (H200: 4.8), for the share of it a decode step uses");
 ABSL_FLAG(int64_t, largest_graph_batch, 64,
           "replay decode steps of up to this many sequences from CUDA graphs; 0: launch by launch");
 
@@ -51,12 +54,23 @@ struct BatchResult {
   double tpot_s = 0;  // mean decode step
   double decode_tokens_per_s = 0;
   bool decode_from_graphs = false;  // every timed decode step replayed a graph
+  // What a timed decode step must read at least: every weight once, and each
+  // sequence's cached keys and values (its mean context over the timed steps).
+  double bytes_per_decode_step = 0;
+  double bandwidth_share = 0;  // bytes_per_decode_step / tpot ÷ peak bandwidth
 };
+
+// Bytes of all the executable's weights: a decode step reads each once.
+double WeightBytes(const runtime::Executable& executable) {
+  double bytes = 0;
+  for (const kvx::Weight* weight : *executable.root().weights()) bytes += weight->size_bytes();
+  return bytes;
+}
 
 // `batch` sequences in disjoint block ranges: every prompt prefilled (packed
 // into steps of at most the program's tokens), then gen_tokens decode steps.
-absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, int64_t batch, int64_t prompt,
-                                     int64_t generate) {
+absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, const runtime::Executable& executable,
+                                     int64_t batch, int64_t prompt, int64_t generate) {
   const int64_t block_size = runner.block_size();
   const int64_t blocks_each = (prompt + generate + 1 + block_size - 1) / block_size;
   auto slot = [&](int64_t sequence, int64_t position) {
@@ -142,6 +156,14 @@ absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, int64_t batch, int6
   result.tpot_s = decode_s / generate;
   result.decode_tokens_per_s = batch * generate / decode_s;
   result.decode_from_graphs = runner.graph_replays() - replays_before == generate;
+  const kvx::KvLayout& layout = executable.kv_layout();
+  const double kv_bytes_per_token =
+      static_cast<double>(layout.bytes_per_block()) / layout.block_size();
+  const double mean_context = prompt + 1 + (generate + 1) / 2.0;
+  result.bytes_per_decode_step =
+      WeightBytes(executable) + batch * mean_context * kv_bytes_per_token;
+  result.bandwidth_share = result.bytes_per_decode_step / result.tpot_s /
+                           (absl::GetFlag(FLAGS_peak_bandwidth_tb_s) * 1e12);
   return result;
 }
 
@@ -178,22 +200,26 @@ absl::Status Main(const std::string& path) {
       path.c_str(), runner->device().Describe().c_str(), static_cast<long long>(prompt),
       static_cast<long long>(generate),
       static_cast<long long>(runner->graph_buckets().empty() ? 0 : runner->graph_buckets().back()));
-  std::fprintf(stderr, "%8s %10s %14s %10s %14s %7s\n", "batch", "TTFT ms", "prefill tok/s",
-               "TPOT ms", "decode tok/s", "graphs");
+  std::fprintf(stderr, "%8s %10s %14s %10s %14s %7s %10s\n", "batch", "TTFT ms", "prefill tok/s",
+               "TPOT ms", "decode tok/s", "graphs", "bandwidth");
   for (int64_t batch : batches) {
-    KVJIT_ASSIGN_OR_RETURN(BatchResult result, RunBatch(*runner, batch, prompt, generate));
-    std::fprintf(stderr, "%8lld %10.2f %14.0f %10.3f %14.0f %7s\n", static_cast<long long>(batch),
-                 result.ttft_s * 1e3, result.prefill_tokens_per_s, result.tpot_s * 1e3,
-                 result.decode_tokens_per_s, result.decode_from_graphs ? "yes" : "no");
+    KVJIT_ASSIGN_OR_RETURN(BatchResult result,
+                           RunBatch(*runner, *executable, batch, prompt, generate));
+    std::fprintf(stderr, "%8lld %10.2f %14.0f %10.3f %14.0f %7s %9.1f%%\n",
+                 static_cast<long long>(batch), result.ttft_s * 1e3, result.prefill_tokens_per_s,
+                 result.tpot_s * 1e3, result.decode_tokens_per_s,
+                 result.decode_from_graphs ? "yes" : "no", result.bandwidth_share * 100);
     std::printf("%s\n",
                 absl::StrFormat(
                     "{\"model\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"prompt_tokens\": %d, "
                     "\"gen_tokens\": %d, \"decode_from_graphs\": %s, \"ttft_ms\": %.3f, "
                     "\"prefill_tokens_per_s\": %.1f, "
-                    "\"tpot_ms\": %.4f, \"decode_tokens_per_s\": %.1f}",
+                    "\"tpot_ms\": %.4f, \"decode_tokens_per_s\": %.1f, "
+                    "\"bytes_per_decode_step\": %.0f, \"bandwidth_share\": %.4f}",
                     path, runner->device().Describe(), batch, prompt, generate,
                     result.decode_from_graphs ? "true" : "false", result.ttft_s * 1e3,
-                    result.prefill_tokens_per_s, result.tpot_s * 1e3, result.decode_tokens_per_s)
+                    result.prefill_tokens_per_s, result.tpot_s * 1e3, result.decode_tokens_per_s,
+                    result.bytes_per_decode_step, result.bandwidth_share)
                     .c_str());
   }
   return absl::OkStatus();
