@@ -1,6 +1,7 @@
 #include "runtime/cuda/CudaStepRunner.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 
@@ -180,12 +181,27 @@ absl::Status CudaStepRunner::PlanAndAllocate() {
     staging_offset_[k] = staging_bytes;
     staging_bytes += (bytes + 63) / 64 * 64;
   }
-  // One scratch serves every path: the largest any needs at the largest step.
-  const StepSizes largest = {tokens, tokens, tokens, limits_.max_columns};
+  // One scratch serves every path: the largest any needs at the largest step
+  // that takes it. A decode path only runs below prefill_min_rows rows, and
+  // its scratch (split-K attention's partial sums) grows with the rows, so
+  // sizing it at the largest step would waste memory in proportion to
+  // max_tokens / prefill_min_rows. The candidates are the largest step, and
+  // the largest with its logits rows (the logits head's rows), or all of
+  // T, L and S, just under the switch.
+  const int64_t below_switch =
+      std::min<int64_t>(tokens, std::max<int64_t>(1, module_.prefill_min_rows() - 1));
+  const std::array<StepSizes, 3> candidates = {
+      StepSizes{tokens, tokens, tokens, limits_.max_columns},
+      StepSizes{tokens, below_switch, tokens, limits_.max_columns},
+      StepSizes{below_switch, below_switch, below_switch, limits_.max_columns}};
   uint64_t scratch_bytes = 0;
   for (const kvx::CudaInstruction* instruction : *module_.instructions()) {
-    for (const kvx::CudaPath* path : {instruction->decode(), instruction->prefill()}) {
-      scratch_bytes = std::max(scratch_bytes, runtime::ScratchBytes(*path, largest));
+    for (const StepSizes& sizes : candidates) {
+      const int64_t rows = runtime::SizeProduct(instruction->rows(), sizes);
+      const kvx::CudaPath& path = rows < static_cast<int64_t>(module_.prefill_min_rows())
+                                      ? *instruction->decode()
+                                      : *instruction->prefill();
+      scratch_bytes = std::max(scratch_bytes, runtime::ScratchBytes(path, sizes));
     }
   }
   KVJIT_ASSIGN_OR_RETURN(uint64_t scratch, layout.Reserve("scratch", scratch_bytes));

@@ -1,0 +1,694 @@
+// The generated CUDA kernels, run without a GPU: the translation unit
+// generated for stories260K is compiled by the host C++ compiler against
+// SimtEmulator.h (each CUDA thread a fiber, real __syncthreads and warp
+// shuffles), its launches are run as the contract says (grids from the
+// size factors, buffers in LaunchArgs order, the KV pool advanced to the
+// layer, the GEMM of the prefill paths done here), and the logits of every
+// step are compared with the CPU runtime's over the same steps: prefill
+// of several sequences in one step, decode of one and of several tokens per
+// sequence, prefill over a cached context, and decode over more than one
+// attention split, with scattered block tables.
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "codegen/cuda/CudaCodegen.h"
+#include "gtest/gtest.h"
+#include "runtime/cpu/PagedAttention.h"
+#include "runtime/cpu/Rope.h"
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/cuda/KernelAbi.h"
+#include "runtime/exec/Executable.h"
+#include "runtime/exec/KvxTypes.h"
+#include "runtime/exec/StepRunner.h"
+#include "runtime/quant/Dequantize.h"
+#include "runtime/quant/Half.h"
+#include "runtime/quant/StorageType.h"
+#include "tests/unit/codegen/cuda/CudaTestExecutables.h"
+#include "tests/unit/common/TestPaths.h"
+
+namespace kvjit::codegen::cuda {
+namespace {
+
+using KernelFunction = void (*)(cuda_abi::LaunchArgs);
+using LaunchFunction = int (*)(KernelFunction, const unsigned*, unsigned,
+                               const cuda_abi::LaunchArgs*, char*, int);
+
+// What lets the host compiler read the generated source: <cstdint>'s
+// integer types instead of the prelude's, and the f16 conversions in C++
+// instead of PTX. Each must be found, or the prelude changed under the test.
+constexpr std::pair<const char*, const char*> kHostReplacements[] = {
+    {"typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
+     "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+     "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n",
+     ""},
+    {R"(asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(bits));)",
+     "value = ::simt::HalfToFloat(bits);"},
+    {R"(asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(value));)",
+     "bits = ::simt::FloatToHalf(value);"},
+};
+
+constexpr char kLauncher[] = R"(
+extern "C" int kvjit_simt_launch(void (*kernel)(kvjit::cuda_abi::LaunchArgs),
+                                 const unsigned* grid, unsigned threads,
+                                 const kvjit::cuda_abi::LaunchArgs* args, char* error,
+                                 int error_bytes) {
+  const std::string message = ::simt::Run([&] { kernel(*args); }, grid, threads);
+  std::snprintf(error, error_bytes, "%s", message.c_str());
+  return message.empty() ? 0 : 1;
+}
+)";
+
+// The module's kernels as a shared library of host code.
+class EmulatedKernels {
+ public:
+  ~EmulatedKernels() {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+
+  std::string Build(std::string source, const std::string& directory) {
+    for (const auto& [from, to] : kHostReplacements) {
+      if (source.find(from) == std::string::npos) return absl::StrCat("not in the source: ", from);
+      source = absl::StrReplaceAll(source, {{from, to}});
+    }
+    absl::StrAppend(&source, kLauncher);
+    const std::string source_path = directory + "/kernels.cc";
+    const std::string library_path = directory + "/kernels.so";
+    std::ofstream(source_path) << source;
+    const std::string command = absl::StrCat(
+        KVJIT_TEST_CXX_COMPILER, " -std=c++20 -O1 -fPIC -shared -U_FORTIFY_SOURCE -w -include ",
+        KVJIT_TEST_SIMT_EMULATOR, " ", source_path, " -o ", library_path, " 2>&1");
+    if (std::system(command.c_str()) != 0) return absl::StrCat("compiling failed: ", command);
+    handle_ = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) return dlerror();
+    launch_ = reinterpret_cast<LaunchFunction>(dlsym(handle_, "kvjit_simt_launch"));
+    return launch_ == nullptr ? "no kvjit_simt_launch" : "";
+  }
+
+  KernelFunction Kernel(const std::string& name) const {
+    return reinterpret_cast<KernelFunction>(dlsym(handle_, name.c_str()));
+  }
+
+  std::string Launch(KernelFunction kernel, const unsigned grid[3], unsigned threads,
+                     const cuda_abi::LaunchArgs& args) const {
+    char error[256] = {};
+    launch_(kernel, grid, threads, &args, error, sizeof error);
+    return error;
+  }
+
+ private:
+  void* handle_ = nullptr;
+  LaunchFunction launch_ = nullptr;
+};
+
+int64_t Product(const SizeExpr& factors, const runtime::StepSizes& sizes) {
+  int64_t product = 1;
+  for (const kvx::SizeFactor& factor : factors) {
+    int64_t extent = factor.size();
+    switch (factor.kind()) {
+      case kvx::DimKind::Static:
+        break;
+      case kvx::DimKind::Tokens:
+        extent = sizes.tokens;
+        break;
+      case kvx::DimKind::LogitsRows:
+        extent = sizes.logits_rows;
+        break;
+      case kvx::DimKind::Sequences:
+        extent = sizes.sequences;
+        break;
+      case kvx::DimKind::MaxBlocks:
+        extent = sizes.max_blocks;
+        break;
+      case kvx::DimKind::SequencesPlusOne:
+        extent = sizes.sequences + 1;
+        break;
+    }
+    product *= (extent + factor.divisor() - 1) / factor.divisor();
+  }
+  return product;
+}
+
+// Runs `launches` with `args`; false (after reporting) on the first misuse.
+bool LaunchAll(const EmulatedKernels& kernels, const CudaModuleSpec& module,
+               const std::vector<LaunchSpec>& launches, const cuda_abi::LaunchArgs& args,
+               const runtime::StepSizes& sizes) {
+  for (const LaunchSpec& launch : launches) {
+    const std::string& name = module.kernel_names[launch.kernel];
+    const int64_t grid[3] = {Product(launch.grid_x, sizes), Product(launch.grid_y, sizes),
+                             Product(launch.grid_z, sizes)};
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) continue;
+    EXPECT_LE(grid[1], 65535) << name;
+    EXPECT_LE(grid[2], 65535) << name;
+    const unsigned dims[3] = {static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                              static_cast<unsigned>(grid[2])};
+    KernelFunction kernel = kernels.Kernel(name);
+    if (kernel == nullptr) {
+      ADD_FAILURE() << "no kernel " << name;
+      return false;
+    }
+    const std::string error = kernels.Launch(kernel, dims, launch.block_threads, args);
+    if (!error.empty()) {
+      ADD_FAILURE() << name << ": " << error;
+      return false;
+    }
+  }
+  return true;
+}
+
+// One path of an instruction whose `inputs` and `outputs` buffers are set in
+// `args` (its KV pool too, where it has one): scratch, launches, the GEMM
+// (y[m, n] = x[m, k] · W[n, k]ᵀ over the f16 operands in scratch, into
+// output 0) and the epilogue.
+bool RunPath(const EmulatedKernels& kernels, const CudaModuleSpec& module, const PathSpec& path,
+             int inputs, int outputs, cuda_abi::LaunchArgs args, const runtime::StepSizes& sizes) {
+  const uint64_t scratch_bytes =
+      path.scratch_fixed_bytes +
+      (path.scratch_bytes.empty() ? 0 : Product(path.scratch_bytes, sizes));
+  // Poisoned, as a GPU's scratch holds another instruction's bytes.
+  std::vector<float> scratch(scratch_bytes / sizeof(float) + 64, std::nanf(""));
+  if (scratch_bytes > 0) args.buffers[cuda_abi::ScratchBuffer(inputs, outputs)] = scratch.data();
+  if (!LaunchAll(kernels, module, path.launches, args, sizes)) return false;
+  if (!path.gemm) return true;
+  const GemmSpec& gemm = *path.gemm;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(scratch.data());
+  const auto* w = reinterpret_cast<const uint16_t*>(bytes + gemm.weight_offset);
+  const auto* x = reinterpret_cast<const uint16_t*>(bytes + gemm.activation_offset);
+  auto* y = static_cast<float*>(args.buffers[inputs]);
+  const int64_t m = Product(gemm.m, sizes);
+  for (int64_t row = 0; row < m; ++row) {
+    for (int64_t n = 0; n < gemm.n; ++n) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < gemm.k; ++k) {
+        sum += quant::HalfToFloat(w[n * gemm.k + k]) * quant::HalfToFloat(x[row * gemm.k + k]);
+      }
+      y[row * gemm.n + n] = sum;
+    }
+  }
+  return LaunchAll(kernels, module, path.epilogue, args, sizes);
+}
+
+// CudaStepRunner's protocol over host memory.
+class EmulatedRunner {
+ public:
+  EmulatedRunner(const runtime::Executable& executable, const CudaModuleSpec& module,
+                 const EmulatedKernels& kernels, int64_t num_blocks)
+      : executable_(executable), module_(module), kernels_(kernels) {
+    arena_.assign(executable.program().arena_bytes() / sizeof(float) + 64, 0.0f);
+    kv_pool_.assign(num_blocks * executable.kv_layout().bytes_per_block() / sizeof(float) + 64, 0);
+  }
+
+  // The logits of the step, or an empty vector after a failure (reported).
+  std::vector<float> Run(const runtime::StepInputs& inputs) {
+    const runtime::StepSizes sizes = {
+        static_cast<int64_t>(inputs.tokens.size()), static_cast<int64_t>(inputs.logits_rows.size()),
+        static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
+    const std::vector<int32_t>* step_inputs[] = {
+        &inputs.tokens,       &inputs.positions,    &inputs.seq_starts, &inputs.context_lens,
+        &inputs.slot_mapping, &inputs.block_tables, &inputs.logits_rows};
+    const auto& program = *executable_.program().instructions();
+    for (size_t i = 0; i < program.size(); ++i) {
+      SCOPED_TRACE(
+          absl::StrCat("instruction ", i, " (", kvx::EnumNameOpCode(program[i]->op()), ")"));
+      const kvx::Instruction& instruction = *program[i];
+      const InstructionSpec& spec = module_.instructions[i];
+      const PathSpec& path =
+          Product(spec.rows, sizes) < module_.prefill_min_rows ? spec.decode : spec.prefill;
+      cuda_abi::LaunchArgs args = {};
+      args.tokens = static_cast<int32_t>(sizes.tokens);
+      args.logits_rows = static_cast<int32_t>(sizes.logits_rows);
+      args.sequences = static_cast<int32_t>(sizes.sequences);
+      args.max_blocks = static_cast<int32_t>(sizes.max_blocks);
+      int slot = 0;
+      for (const kvx::TensorRef* ref : *instruction.inputs()) {
+        switch (ref->kind()) {
+          case kvx::BufferKind::Arena:
+            args.buffers[slot] = Arena(ref->offset());
+            break;
+          case kvx::BufferKind::Weight:
+            args.buffers[slot] = const_cast<uint8_t*>(executable_.WeightBytes(ref->index()).data());
+            break;
+          case kvx::BufferKind::Input:
+            args.buffers[slot] = const_cast<int32_t*>(step_inputs[ref->index()]->data());
+            break;
+        }
+        ++slot;
+      }
+      const int inputs_count = slot;
+      for (const kvx::TensorRef* ref : *instruction.outputs()) {
+        args.buffers[slot++] = Arena(ref->offset());
+      }
+      if (instruction.op() == kvx::OpCode::KvWrite ||
+          instruction.op() == kvx::OpCode::KvAttention) {
+        args.buffers[cuda_abi::KvPoolBuffer(inputs_count, slot - inputs_count)] =
+            reinterpret_cast<uint8_t*>(kv_pool_.data()) +
+            instruction.layer() * executable_.kv_layout().layer_stride_bytes();
+      }
+      if (!RunPath(kernels_, module_, path, inputs_count, slot - inputs_count, args, sizes)) {
+        return {};
+      }
+    }
+    const float* logits = Arena(executable_.program().logits()->offset());
+    return std::vector<float>(logits,
+                              logits + sizes.logits_rows * executable_.config().vocab_size());
+  }
+
+ private:
+  float* Arena(uint64_t offset) { return arena_.data() + offset / sizeof(float); }
+
+  const runtime::Executable& executable_;
+  const CudaModuleSpec& module_;
+  const EmulatedKernels& kernels_;
+  std::vector<float> arena_, kv_pool_;
+};
+
+// Sequences growing over steps, their blocks taken from a shuffled free list.
+class Batch {
+ public:
+  Batch(int64_t num_blocks, int64_t block_size, int32_t vocab)
+      : block_size_(block_size), vocab_(vocab) {
+    for (int64_t b = 0; b < num_blocks; ++b) free_.push_back(static_cast<int32_t>(b));
+    std::shuffle(free_.begin(), free_.end(), random_);
+  }
+
+  // One step: `counts[s]` new tokens of sequence `order[s]`; logits for
+  // every row when `all_logits`, else for each sequence's last row.
+  runtime::StepInputs Step(const std::vector<std::pair<int, int>>& order_and_counts,
+                           bool all_logits) {
+    runtime::StepInputs step;
+    step.seq_starts.push_back(0);
+    std::vector<int> sequences;
+    for (const auto& [sequence, count] : order_and_counts) {
+      if (sequence >= static_cast<int>(lengths_.size())) {
+        lengths_.resize(sequence + 1, 0);
+        blocks_.resize(sequence + 1);
+      }
+      for (int i = 0; i < count; ++i) {
+        const int32_t position = lengths_[sequence]++;
+        if (position % block_size_ == 0) {
+          blocks_[sequence].push_back(free_.back());
+          free_.pop_back();
+        }
+        step.tokens.push_back(static_cast<int32_t>(random_() % vocab_));
+        step.positions.push_back(position);
+        step.slot_mapping.push_back(static_cast<int32_t>(
+            blocks_[sequence][position / block_size_] * block_size_ + position % block_size_));
+        if (all_logits) step.logits_rows.push_back(static_cast<int32_t>(step.tokens.size() - 1));
+      }
+      if (!all_logits) step.logits_rows.push_back(static_cast<int32_t>(step.tokens.size() - 1));
+      step.seq_starts.push_back(static_cast<int32_t>(step.tokens.size()));
+      step.context_lens.push_back(lengths_[sequence]);
+      sequences.push_back(sequence);
+      step.max_blocks = std::max<int64_t>(step.max_blocks, blocks_[sequence].size());
+    }
+    for (int sequence : sequences) {
+      std::vector<int32_t> row = blocks_[sequence];
+      row.resize(step.max_blocks, -1);
+      step.block_tables.insert(step.block_tables.end(), row.begin(), row.end());
+    }
+    return step;
+  }
+
+ private:
+  int64_t block_size_;
+  int32_t vocab_;
+  std::mt19937 random_{7};
+  std::vector<int32_t> free_;
+  std::vector<int32_t> lengths_;
+  std::vector<std::vector<int32_t>> blocks_;
+};
+
+class CudaKernelEmulationTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaKernelEmulationTest, Stories260KMatchesTheCpuRuntime) {
+  const std::string model = kvjit::testing::SharedPath("models/stories260K.gguf");
+  if (model.empty()) GTEST_SKIP() << "models/stories260K.gguf is not in the shared folder";
+  const std::string cache = GetParam();
+  const std::string directory =
+      absl::StrCat(::testing::TempDir(), "/kvjit_emulation_", cache, "_", getpid());
+  std::filesystem::create_directories(directory);
+  absl::StatusOr<std::string> bytes = testing::CompiledExecutable(model, cache);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  const std::string kvx_path = directory + "/stories.kvx";
+  std::ofstream(kvx_path, std::ios::binary) << *bytes;
+  absl::StatusOr<std::unique_ptr<runtime::Executable>> executable =
+      runtime::Executable::Load(kvx_path);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule((*executable)->root());
+  ASSERT_TRUE(module.ok()) << module.status();
+
+  EmulatedKernels kernels;
+  const std::string built = kernels.Build(module->source, directory);
+  ASSERT_EQ(built, "");
+
+  constexpr int64_t kBlocks = 48;
+  absl::StatusOr<std::unique_ptr<runtime::CpuStepRunner>> cpu =
+      runtime::CpuStepRunner::Create(**executable, kBlocks, 1);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EmulatedRunner gpu(**executable, *module, kernels, kBlocks);
+  const int32_t vocab = static_cast<int32_t>((*executable)->config().vocab_size());
+  Batch batch(kBlocks, (*executable)->kv_layout().block_size(), vocab);
+
+  // (sequence, new tokens) per step; T >= 32 takes the prefill paths.
+  const std::vector<std::pair<std::vector<std::pair<int, int>>, bool>> steps = {
+      {{{0, 70}, {1, 25}}, true},         // prefill of two sequences; every row's logits
+      {{{0, 1}, {1, 1}}, false},          // decode
+      {{{1, 6}, {0, 1}}, false},          // decode path, several tokens of one sequence
+      {{{1, 40}, {0, 1}}, false},         // prefill over a cached context, beside a decode
+      {{{0, 62}}, false},                 // one sequence past one attention split (128 keys)
+      {{{2, 3}, {0, 1}, {1, 1}}, false},  // decode over two splits
+  };
+  for (size_t s = 0; s < steps.size(); ++s) {
+    SCOPED_TRACE(absl::StrCat("step ", s));
+    const runtime::StepInputs inputs = batch.Step(steps[s].first, steps[s].second);
+    absl::StatusOr<absl::Span<const float>> expected = (*cpu)->Run(inputs);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    const std::vector<float> actual = gpu.Run(inputs);
+    ASSERT_EQ(actual.size(), expected->size());
+    // The prefill GEMM rounds its operands to f16; the rest differs from
+    // the CPU in summation order and exp.
+    double largest = 0.0, worst = 0.0;
+    size_t worst_index = 0;
+    for (size_t i = 0; i < actual.size(); ++i) {
+      largest = std::max(largest, std::fabs(double{(*expected)[i]}));
+      const double error = std::fabs(double{actual[i]} - (*expected)[i]);
+      if (!(error <= worst)) {
+        worst = error;
+        worst_index = i;
+      }
+    }
+    EXPECT_LE(worst, 1e-2 * largest) << "logit " << worst_index << ": " << actual[worst_index]
+                                     << " vs the CPU's " << (*expected)[worst_index];
+  }
+  std::filesystem::remove_all(directory);
+}
+
+// Rows of `storage` with random payloads and moderate scales (random f16
+// scale bits would be NaN or huge): the f16 fields of each block, by type.
+struct BlockFormat {
+  kvx::StorageType storage;
+  int block_bytes;
+  std::vector<int> scale_offsets;
+};
+const BlockFormat kBlockFormats[] = {
+    {kvx::StorageType::Q8_0, 34, {0}},     {kvx::StorageType::Q4_0, 18, {0}},
+    {kvx::StorageType::Q4_1, 20, {0, 2}},  {kvx::StorageType::Q5_0, 22, {0}},
+    {kvx::StorageType::Q5_1, 24, {0, 2}},  {kvx::StorageType::Q4_K, 144, {0, 2}},
+    {kvx::StorageType::Q5_K, 176, {0, 2}}, {kvx::StorageType::Q6_K, 210, {208}},
+};
+
+std::vector<uint8_t> RandomWeight(kvx::StorageType storage, int64_t elements,
+                                  std::mt19937& random) {
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  std::vector<uint8_t> bytes;
+  auto append = [&](const void* data, size_t size) {
+    const auto* begin = static_cast<const uint8_t*>(data);
+    bytes.insert(bytes.end(), begin, begin + size);
+  };
+  for (int64_t i = 0; storage == kvx::StorageType::F32 && i < elements; ++i) {
+    const float value = normal(random);
+    append(&value, 4);
+  }
+  for (int64_t i = 0; storage == kvx::StorageType::F16 && i < elements; ++i) {
+    const uint16_t value = quant::FloatToHalf(normal(random));
+    append(&value, 2);
+  }
+  for (int64_t i = 0; storage == kvx::StorageType::BF16 && i < elements; ++i) {
+    const float value = normal(random);
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    const uint16_t top = static_cast<uint16_t>(bits >> 16);
+    append(&top, 2);
+  }
+  for (const BlockFormat& format : kBlockFormats) {
+    if (format.storage != storage) continue;
+    const int64_t elements_per_block = format.block_bytes > 100 ? 256 : 32;
+    std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+    for (int64_t block = 0; block < elements / elements_per_block; ++block) {
+      std::vector<uint8_t> bits(format.block_bytes);
+      for (uint8_t& byte : bits) byte = static_cast<uint8_t>(random());
+      for (int offset : format.scale_offsets) {
+        const uint16_t value = quant::FloatToHalf(scale(random));
+        std::memcpy(bits.data() + offset, &value, 2);
+      }
+      bytes.insert(bytes.end(), bits.begin(), bits.end());
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> RandomFloats(int64_t count, float spread, std::mt19937& random) {
+  std::normal_distribution<float> normal(0.0f, spread);
+  std::vector<float> values(count);
+  for (float& value : values) value = normal(random);
+  return values;
+}
+
+// The synthetic program's Linear (every storage type, biases, logits rows)
+// and Rope (NeoX with partial rotation and Llama 3 scaling; interleaved
+// with linear scaling) instructions on both paths, against the CPU's
+// weights (quant::DequantizeRow) and runtime/cpu/Rope.cpp.
+TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
+  const std::string bytes = testing::SyntheticExecutable(kvx::StorageType::F32);
+  const kvx::Executable& executable = *kvx::GetExecutable(bytes.data());
+  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(executable);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::string directory =
+      absl::StrCat(::testing::TempDir(), "/kvjit_emulation_synthetic_", getpid());
+  std::filesystem::create_directories(directory);
+  EmulatedKernels kernels;
+  ASSERT_EQ(kernels.Build(module->source, directory), "");
+  std::mt19937 random(11);
+  cpu::ThreadPool pool(1);
+  int linears = 0, ropes = 0;
+
+  const auto& instructions = *executable.program()->instructions();
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const kvx::Instruction& instruction = *instructions[i];
+    const InstructionSpec& spec = module->instructions[i];
+    const int inputs = static_cast<int>(instruction.inputs()->size());
+    SCOPED_TRACE(absl::StrCat("instruction ", i, " (", kvx::EnumNameOpCode(instruction.op()), ")"));
+    if (instruction.op() == kvx::OpCode::Linear) {
+      ++linears;
+      const kvx::Weight& weight = *executable.weights()->Get(instruction.inputs()->Get(1)->index());
+      const int64_t n = weight.shape()->Get(0), k = weight.shape()->Get(1);
+      SCOPED_TRACE(kvx::EnumNameStorageType(weight.storage()));
+      absl::StatusOr<quant::StorageType> storage = runtime::FromKvxStorage(weight.storage());
+      ASSERT_TRUE(storage.ok());
+      const std::vector<uint8_t> w = RandomWeight(weight.storage(), n * k, random);
+      ASSERT_EQ(w.size(), *quant::RowBytes(*storage, k) * n);
+      std::vector<float> dequantized(n * k);
+      ASSERT_TRUE(quant::DequantizeRow(*storage, w, absl::MakeSpan(dequantized)).ok());
+      std::vector<uint8_t> bias_bytes;
+      std::vector<float> bias(n, 0.0f);
+      if (inputs > 2) {
+        const kvx::Weight& bias_weight =
+            *executable.weights()->Get(instruction.inputs()->Get(2)->index());
+        bias_bytes = RandomWeight(bias_weight.storage(), n, random);
+        ASSERT_TRUE(quant::DequantizeRow(*runtime::FromKvxStorage(bias_weight.storage()),
+                                         bias_bytes, absl::MakeSpan(bias))
+                        .ok());
+      }
+      for (int64_t rows : {5, 40}) {  // the decode path, then the prefill path
+        SCOPED_TRACE(absl::StrCat(rows, " rows"));
+        const std::vector<float> x = RandomFloats(rows * k, 1.0f, random);
+        std::vector<float> y(rows * n, std::nanf(""));
+        cuda_abi::LaunchArgs args = {};
+        args.tokens = args.logits_rows = static_cast<int32_t>(rows);
+        args.sequences = args.max_blocks = 1;
+        args.buffers[0] = const_cast<float*>(x.data());
+        args.buffers[1] = const_cast<uint8_t*>(w.data());
+        if (inputs > 2) args.buffers[2] = bias_bytes.data();
+        args.buffers[inputs] = y.data();
+        const runtime::StepSizes sizes = {rows, rows, 1, 1};
+        const PathSpec& path =
+            Product(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
+        ASSERT_TRUE(RunPath(kernels, *module, path, inputs, 1, args, sizes));
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t o = 0; o < n; ++o) {
+            double sum = bias[o], magnitude = std::fabs(bias[o]);
+            for (int64_t c = 0; c < k; ++c) {
+              sum += double{dequantized[o * k + c]} * x[r * k + c];
+              magnitude += std::fabs(double{dequantized[o * k + c]} * x[r * k + c]);
+            }
+            // The prefill path's f16 operands carry 11 bits.
+            const double tolerance = (path.gemm ? 2e-3 : 1e-5) * magnitude;
+            ASSERT_NEAR(y[r * n + o], sum, tolerance) << "row " << r << ", output " << o;
+          }
+        }
+      }
+    } else if (instruction.op() == kvx::OpCode::Rope) {
+      ++ropes;
+      const kvx::TensorRef& x_ref = *instruction.inputs()->Get(0);
+      const int64_t heads = x_ref.shape()->Get(1)->size(), head_dim = x_ref.shape()->Get(2)->size();
+      const kvx::RopeParams& rope = *instruction.rope();
+      cpu::RopeParams params;
+      params.style = rope.style() == kvx::RopeStyle::NeoX ? cpu::RopeStyle::kNeox
+                                                          : cpu::RopeStyle::kInterleaved;
+      params.theta = rope.theta();
+      params.rotary_dim = rope.rotary_dim() > 0 ? rope.rotary_dim() : head_dim;
+      const kvx::RopeScaling& scaling = *rope.scaling();
+      params.scaling.kind =
+          scaling.kind() == kvx::RopeScalingKind::Llama3   ? cpu::RopeScaling::Kind::kLlama3
+          : scaling.kind() == kvx::RopeScalingKind::Linear ? cpu::RopeScaling::Kind::kLinear
+                                                           : cpu::RopeScaling::Kind::kNone;
+      params.scaling.factor = scaling.factor();
+      params.scaling.low_freq_factor = scaling.low_freq_factor();
+      params.scaling.high_freq_factor = scaling.high_freq_factor();
+      params.scaling.original_max_positions = scaling.original_context();
+      constexpr int64_t kTokens = 6;
+      const std::vector<float> x = RandomFloats(kTokens * heads * head_dim, 1.0f, random);
+      const std::vector<int32_t> positions = {0, 1, 17, 300, 2047, 5000};
+      std::vector<float> expected(x.size()), actual(x.size(), std::nanf(""));
+      ASSERT_TRUE(cpu::Rope(x.data(), kTokens, heads, head_dim, positions.data(), params,
+                            expected.data(), pool)
+                      .ok());
+      cuda_abi::LaunchArgs args = {};
+      args.tokens = args.logits_rows = kTokens;
+      args.sequences = args.max_blocks = 1;
+      args.buffers[0] = const_cast<float*>(x.data());
+      args.buffers[1] = const_cast<int32_t*>(positions.data());
+      args.buffers[2] = actual.data();
+      const runtime::StepSizes sizes = {kTokens, kTokens, 1, 1};
+      ASSERT_TRUE(RunPath(kernels, *module, spec.decode, 2, 1, args, sizes));
+      for (size_t e = 0; e < x.size(); ++e) {
+        // Angles of thousands of radians, rounded in another order.
+        ASSERT_NEAR(actual[e], expected[e], 2e-3) << "element " << e;
+      }
+    }
+  }
+  EXPECT_EQ(linears, 13);
+  EXPECT_EQ(ropes, 2);
+  std::filesystem::remove_all(directory);
+}
+
+// The synthetic program's KvWrite and KvAttention (3 query heads per kv
+// head, head_dim 80: lanes past the head in the last 32) on both paths,
+// over both caches, against runtime/cpu/PagedAttention.cpp: a prefill of
+// three sequences (one past an attention split), then a decode step of
+// one and of several tokens per sequence.
+class CudaSyntheticAttentionEmulationTest : public ::testing::TestWithParam<kvx::StorageType> {};
+
+TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
+  const kvx::StorageType cache = GetParam();
+  const std::string bytes = testing::SyntheticExecutable(cache);
+  const kvx::Executable& executable = *kvx::GetExecutable(bytes.data());
+  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(executable);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const std::string directory = absl::StrCat(::testing::TempDir(), "/kvjit_emulation_attention_",
+                                             kvx::EnumNameStorageType(cache), "_", getpid());
+  std::filesystem::create_directories(directory);
+  EmulatedKernels kernels;
+  ASSERT_EQ(kernels.Build(module->source, directory), "");
+
+  const auto& instructions = *executable.program()->instructions();
+  int write_index = -1, attention_index = -1;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    if (instructions[i]->op() == kvx::OpCode::KvWrite) write_index = static_cast<int>(i);
+    if (instructions[i]->op() == kvx::OpCode::KvAttention) attention_index = static_cast<int>(i);
+  }
+  ASSERT_GE(write_index, 0);
+  ASSERT_GE(attention_index, 0);
+  const kvx::Instruction& attention = *instructions[attention_index];
+  const kvx::KvLayout& kv = *executable.kv_layout();
+  const int64_t heads = attention.inputs()->Get(0)->shape()->Get(1)->size();
+  const cpu::PagedKvLayout layout = {
+      kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(),
+      cache == kvx::StorageType::F32 ? cpu::KvElementType::kF32 : cpu::KvElementType::kF16};
+  ASSERT_EQ(static_cast<uint64_t>(layout.BlockBytes()), kv.bytes_per_block());
+  constexpr int64_t kBlocks = 32;
+  std::vector<float> cpu_pool(kBlocks * kv.bytes_per_block() / sizeof(float), 0.0f);
+  std::vector<float> gpu_pool(cpu_pool.size(), 0.0f);
+  cpu::ThreadPool pool(1);
+  std::mt19937 random(5);
+  Batch batch(kBlocks, kv.block_size(), 1);
+
+  for (const std::vector<std::pair<int, int>>& step : std::vector<std::vector<std::pair<int, int>>>{
+           {{0, 140}, {1, 20}, {2, 5}}, {{1, 1}, {0, 1}, {2, 4}}}) {
+    const runtime::StepInputs inputs = batch.Step(step, false);
+    const int64_t tokens = static_cast<int64_t>(inputs.tokens.size());
+    SCOPED_TRACE(absl::StrCat(tokens, " tokens"));
+    const runtime::StepSizes sizes = {tokens, static_cast<int64_t>(inputs.logits_rows.size()),
+                                      static_cast<int64_t>(inputs.context_lens.size()),
+                                      inputs.max_blocks};
+    const std::vector<float> key =
+        RandomFloats(tokens * kv.num_kv_heads() * kv.head_dim(), 1.0f, random);
+    const std::vector<float> value = RandomFloats(key.size(), 1.0f, random);
+    const std::vector<float> query = RandomFloats(tokens * heads * kv.head_dim(), 1.0f, random);
+
+    uint8_t* gpu_layer = reinterpret_cast<uint8_t*>(gpu_pool.data()) +
+                         instructions[write_index]->layer() * kv.layer_stride_bytes();
+    cuda_abi::LaunchArgs write = {};
+    write.tokens = static_cast<int32_t>(tokens);
+    write.logits_rows = static_cast<int32_t>(sizes.logits_rows);
+    write.sequences = static_cast<int32_t>(sizes.sequences);
+    write.max_blocks = static_cast<int32_t>(sizes.max_blocks);
+    cuda_abi::LaunchArgs attend = write;
+    write.buffers[0] = const_cast<float*>(key.data());
+    write.buffers[1] = const_cast<float*>(value.data());
+    write.buffers[2] = const_cast<int32_t*>(inputs.slot_mapping.data());
+    write.buffers[cuda_abi::KvPoolBuffer(3, 0)] = gpu_layer;
+    const InstructionSpec& write_spec = module->instructions[write_index];
+    ASSERT_TRUE(RunPath(kernels, *module, write_spec.prefill, 3, 0, write, sizes));
+
+    std::vector<float> actual(query.size(), std::nanf("")), expected(query.size());
+    attend.buffers[0] = const_cast<float*>(query.data());
+    attend.buffers[1] = const_cast<int32_t*>(inputs.positions.data());
+    attend.buffers[2] = const_cast<int32_t*>(inputs.seq_starts.data());
+    attend.buffers[3] = const_cast<int32_t*>(inputs.context_lens.data());
+    attend.buffers[4] = const_cast<int32_t*>(inputs.block_tables.data());
+    attend.buffers[5] = actual.data();
+    attend.buffers[cuda_abi::KvPoolBuffer(5, 1)] = gpu_layer;
+    const InstructionSpec& spec = module->instructions[attention_index];
+    const PathSpec& path =
+        Product(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
+    ASSERT_TRUE(RunPath(kernels, *module, path, 5, 1, attend, sizes));
+
+    auto* cpu_bytes = reinterpret_cast<uint8_t*>(cpu_pool.data());
+    ASSERT_TRUE(cpu::WriteKv(key.data(), value.data(), tokens, inputs.slot_mapping.data(), layout,
+                             instructions[write_index]->layer(), cpu_bytes, kBlocks, pool)
+                    .ok());
+    cpu::PagedAttentionBatch cpu_batch = {
+        inputs.positions.data(),    inputs.seq_starts.data(), inputs.context_lens.data(),
+        inputs.block_tables.data(), sizes.sequences,          sizes.max_blocks};
+    ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout, attention.layer(),
+                                    cpu_bytes, kBlocks, cpu_batch, attention.scale(),
+                                    expected.data(), pool)
+                    .ok());
+    ASSERT_EQ(std::memcmp(cpu_pool.data(), gpu_pool.data(), cpu_pool.size() * sizeof(float)), 0)
+        << "the caches differ";
+    // The CPU's f16 path rounds the query and the probabilities to f16, as
+    // ggml does; the kernels keep them in f32.
+    const double tolerance = cache == kvx::StorageType::F32 ? 2e-5 : 2e-2;
+    for (size_t e = 0; e < actual.size(); ++e) {
+      ASSERT_NEAR(actual[e], expected[e], tolerance)
+          << "token " << e / (heads * kv.head_dim()) << ", head " << e / kv.head_dim() % heads
+          << ", dimension " << e % kv.head_dim();
+    }
+  }
+  std::filesystem::remove_all(directory);
+}
+
+INSTANTIATE_TEST_SUITE_P(Caches, CudaSyntheticAttentionEmulationTest,
+                         ::testing::Values(kvx::StorageType::F32, kvx::StorageType::F16),
+                         [](const ::testing::TestParamInfo<kvx::StorageType>& info) {
+                           return std::string(kvx::EnumNameStorageType(info.param));
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Caches, CudaKernelEmulationTest, ::testing::Values("f32", "f16"));
+
+}  // namespace
+}  // namespace kvjit::codegen::cuda
