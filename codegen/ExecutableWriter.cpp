@@ -1,9 +1,6 @@
 #include "codegen/ExecutableWriter.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -23,6 +20,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
 #include "passes/MemoryPlanChecker.h"
+#include "runtime/core/AtomicFile.h"
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
@@ -830,35 +828,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
 
 absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,
                                  const std::string& path) {
-  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
-  auto failure = [&](absl::string_view what) {
-    const int error = errno;
-    unlink(temporary.c_str());
-    return absl::ErrnoToStatus(error, absl::StrCat(path, ": ", what));
-  };
-  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return failure("cannot create the temporary file");
-  const uint8_t* data = executable.data();
-  size_t left = executable.size();
-  while (left > 0) {
-    const ssize_t written = write(fd, data, left);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) {
-      close(fd);
-      return failure("cannot write");
-    }
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
-  // Without fsync a crash after the rename could leave an empty file under
-  // the final name.
-  if (fsync(fd) != 0) {
-    close(fd);
-    return failure("cannot flush");
-  }
-  if (close(fd) != 0) return failure("cannot close");
-  if (rename(temporary.c_str(), path.c_str()) != 0) return failure("cannot rename into place");
-  return absl::OkStatus();
+  return WriteFileAtomically(path, absl::MakeConstSpan(executable.data(), executable.size()));
 }
 
 }  // namespace kvjit::codegen

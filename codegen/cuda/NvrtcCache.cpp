@@ -1,22 +1,19 @@
 #include "codegen/cuda/NvrtcCache.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <random>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SHA256.h"
+#include "runtime/core/AtomicFile.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -102,30 +99,11 @@ absl::Status NvrtcCache::Store(const std::string& key, const CudaBinary& binary)
   bytes.append(binary.cubin.begin(), binary.cubin.end());
   bytes.append(binary.ptx);
 
-  const std::string path = PathFor(key);
-  std::random_device random;
-  const std::string temporary = absl::StrCat(path, ".tmp.", getpid(), ".", random());
-  auto failure = [&](absl::string_view what) {
-    const int saved = errno;
-    unlink(temporary.c_str());
-    return absl::ErrnoToStatus(saved, absl::StrCat("NVRTC cache: ", path, ": ", what));
-  };
-  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return failure("cannot create a temporary file");
-  const char* data = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t written = write(fd, data, left);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) {
-      close(fd);
-      return failure("cannot write");
-    }
-    data += written;
-    left -= static_cast<size_t>(written);
+  const absl::Status written = WriteFileAtomically(
+      PathFor(key), absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  if (!written.ok()) {
+    return absl::Status(written.code(), absl::StrCat("NVRTC cache: ", written.message()));
   }
-  if (close(fd) != 0) return failure("cannot close");
-  if (rename(temporary.c_str(), path.c_str()) != 0) return failure("cannot rename into place");
   return absl::OkStatus();
 }
 
