@@ -120,7 +120,8 @@ struct Q5_1Format {
 
 // Every 32-element block starts with its f16 scale d, and the offset formats
 // follow it with their f16 m: one 8-byte load converts both (lanes 0 and 1;
-// lanes 2 and 3 hold whatever follows and are never read). Against the
+// lanes 2 and 3 hold whatever follows; their products are computed and
+// discarded). Against the
 // activation block's (scale, scaled_sum) pair, lane 0 of the product is
 // d * scale and lane 1 of the FMA is fma(m, scaled_sum, offset) -- the
 // contract's operations, without a scalar f16 conversion or insert per value.

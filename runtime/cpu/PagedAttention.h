@@ -80,7 +80,9 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // Either way the result depends on that token's query, its sequence's cache
 // and (f16) its sequence's row count alone, not on the rest of the batch or
 // the thread count. Work is split over (token, kv head) pairs, so the query
-// heads of a GQA group read each cached block together.
+// heads of a GQA group share one thread's cached copy of their K and V rows
+// (the f32 path reads each block once for them all; the f16 path makes one
+// pass per head over the same rows).
 //
 // Every index is checked before any work: seq_starts must run from 0 to
 // tokens without decreasing, each position must be below its sequence's

@@ -6,8 +6,9 @@
 // for Softmax's or GatherRows' other rows). Arithmetic follows llama.cpp's
 // scalar definitions (sums of squares and softmax denominators in double,
 // everything else f32). SiLU's exp is FastExp, ggml's vectorized exp, so that
-// SwiGlu matches llama.cpp bit for bit (ggml takes the C library's expf for
-// the last width % 8 elements of a row, kvjit FastExp throughout); Softmax's
+// SwiGlu matches llama.cpp bit for bit for widths that are multiples of 8
+// (ggml takes the C library's expf for the last width % 8 elements of a row,
+// kvjit FastExp throughout); Softmax's
 // is the C library's expf (ggml's AVX2 build uses FastExp's there too; they
 // agree to ~1 ulp).
 // Rows are split across the pool's threads; no result depends on how.

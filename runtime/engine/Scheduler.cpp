@@ -1,6 +1,7 @@
 #include "runtime/engine/Scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -52,6 +53,12 @@ absl::StatusOr<BatchScheduler> BatchScheduler::Create(StepRunner& runner,
     return absl::InvalidArgumentError(absl::StrCat(
         "the context must hold a prompt token and a generated one, got ", options.context_length));
   }
+  if (runner.num_blocks() > std::numeric_limits<int32_t>::max() ||
+      runner.block_size() > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("a pool of ", runner.num_blocks(), " blocks of ",
+                                                   runner.block_size(),
+                                                   " tokens is more than the KV manager can count"));
+  }
   KVJIT_ASSIGN_OR_RETURN(kv::KvBlockManager blocks,
                          kv::KvBlockManager::Create(static_cast<int32_t>(runner.num_blocks()),
                                                     static_cast<int32_t>(runner.block_size())));
@@ -80,6 +87,15 @@ absl::StatusOr<RequestId> BatchScheduler::Submit(std::vector<int32_t> prompt,
   if (num_samples < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("request ", id, ": num_samples must be at least 1, got ", num_samples));
+  }
+  // Checked here, not by the step that would embed it: a failed step leaves
+  // every request in it stuck.
+  for (int64_t i = 0; i < prompt_tokens; ++i) {
+    if (prompt[i] < 0 || prompt[i] >= runner_.vocab_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("request ", id, ": prompt token ", i, " is ",
+                                                     prompt[i], ", outside the vocabulary of ",
+                                                     runner_.vocab_size()));
+    }
   }
   max_new_tokens = std::min(max_new_tokens, options_.context_length - prompt_tokens);
   // The last generated token is never fed back, so never cached.
@@ -391,6 +407,12 @@ absl::Status BatchScheduler::Step() {
   UpdatePeakBlocks(scheduled);
   KVJIT_ASSIGN_OR_RETURN(StepInputs inputs, PackStep(scheduled));
   KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner_.Run(inputs));
+  const size_t expected = inputs.logits_rows.size() * static_cast<size_t>(runner_.vocab_size());
+  if (logits.size() != expected) {
+    return absl::InternalError(absl::StrCat("the runner returned ", logits.size(), " logits for ",
+                                            inputs.logits_rows.size(), " rows of ",
+                                            runner_.vocab_size()));
+  }
   ++counters_.steps;
   counters_.computed_tokens += static_cast<int64_t>(inputs.tokens.size());
   return ConsumeLogits(scheduled, logits);

@@ -120,6 +120,13 @@ absl::Status KvBlockManager::Free(SequenceId sequence) {
   for (auto block = table.blocks.rbegin(); block != table.blocks.rend(); ++block) {
     KVJIT_RETURN_IF_ERROR(pool_.Release(*block));
   }
+  // A copy still queued into a block nobody holds now would write into
+  // whatever sequence gets that block next.
+  pending_copies_.erase(std::remove_if(pending_copies_.begin(), pending_copies_.end(),
+                                       [&](const BlockCopy& copy) {
+                                         return pool_.ReferenceCount(copy.destination) == 0;
+                                       }),
+                        pending_copies_.end());
   return absl::OkStatus();
 }
 

@@ -111,7 +111,7 @@ class KvBlockManager {
 
   // Drops the sequence and its references to its blocks; blocks no other
   // sequence holds return to the pool (cached ones stay findable until
-  // evicted).
+  // evicted), and queued copies into them are dropped.
   absl::Status Free(SequenceId sequence);
 
   // Makes `child` a sequence with the same tokens as `parent`, sharing every
@@ -139,7 +139,7 @@ class KvBlockManager {
   std::vector<BlockCopy> TakePendingCopies();
 
   // Null when the sequence does not exist; valid until the next Reserve,
-  // Fork or Free.
+  // Fork, AdoptCachedPrefix or Free (each may move the tables).
   const BlockTable* FindSequence(SequenceId sequence) const;
 
   KvBlockCounters counters() const;

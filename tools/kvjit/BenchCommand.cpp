@@ -201,19 +201,21 @@ absl::Status RunLoad(const std::string& model, const std::string& kvx_path) {
   options.kv_pool_blocks = absl::GetFlag(FLAGS_kv_pool_blocks);
   options.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   options.temperature = static_cast<float>(absl::GetFlag(FLAGS_sample_temperature));
+  const bool with_llamacpp = !absl::GetFlag(FLAGS_llamacpp_python).empty();
+  if (with_llamacpp && absl::EndsWith(model, ".kvx")) {
+    return absl::InvalidArgumentError("comparing with llama.cpp needs the GGUF, not a .kvx");
+  }
   KVJIT_ASSIGN_OR_RETURN(nlohmann::json kvjit, RunKvjitLoad(*executable, requests, options));
   std::vector<nlohmann::json> results = {kvjit};
-  if (!absl::GetFlag(FLAGS_llamacpp_python).empty()) {
-    if (absl::EndsWith(model, ".kvx")) {
-      return absl::InvalidArgumentError("comparing with llama.cpp needs the GGUF, not a .kvx");
-    }
+  if (with_llamacpp) {
     KVJIT_ASSIGN_OR_RETURN(nlohmann::json llama,
                            MeasureLlamaCppLoad(model, requests, kvjit["max_batch_tokens"].get<int64_t>()));
     results.push_back(std::move(llama));
   }
   PrintLoadTable(results);
   nlohmann::json report = {{"model", model}, {"mode", "load"}, {"results", results}};
-  if (results.size() == 2 && results[1].contains("output_tokens_per_s")) {
+  if (results.size() == 2 && results[1].contains("output_tokens_per_s") &&
+      results[1]["output_tokens_per_s"].is_number()) {
     report["output_tokens_per_s_ratio"] =
         kvjit["output_tokens_per_s"].get<double>() / results[1]["output_tokens_per_s"].get<double>();
   }

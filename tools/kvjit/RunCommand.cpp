@@ -116,7 +116,12 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
 
   const int64_t context_length = executable->config().context_length();
   const bool stats = absl::GetFlag(FLAGS_stats);
-  if (absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1) {
+  const bool beam_search = absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1;
+  if (beam_search && absl::GetFlag(FLAGS_samples) != 1) {
+    return absl::InvalidArgumentError(
+        "--beams/--num_return and --samples are different searches; ask for one of them");
+  }
+  if (beam_search) {
     runtime::BeamSearchParams beam_params;
     beam_params.request_id = "kvjit run --beams";
     beam_params.num_beams = absl::GetFlag(FLAGS_beams);
@@ -136,7 +141,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   }
 
   tokenizer::StreamingDecoder decoder(*tokenizer);
-  runtime::Generator generator(*runner, executable->config().context_length());
+  runtime::Generator generator(*runner, context_length);
   KVJIT_ASSIGN_OR_RETURN(
       runtime::GenerationResult result,
       generator.Generate(prompt_ids, params, absl::GetFlag(FLAGS_n), [&](int32_t token) {
@@ -152,7 +157,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   std::fputs("\n", stdout);
   std::fflush(stdout);
 
-  if (absl::GetFlag(FLAGS_stats)) {
+  if (stats) {
     const runtime::GenerationMetrics& m = result.metrics;
     std::fprintf(stderr,
                  "prompt tokens %lld, generated %lld\nTTFT %.2f ms (prefill %.1f tokens/s)\n"

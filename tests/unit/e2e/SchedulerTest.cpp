@@ -204,6 +204,27 @@ TEST_F(SchedulerTest, AStopTokenEndsTheRequestWithIt) {
   EXPECT_EQ(scheduler->TakeResult(*id).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(SchedulerTest, APromptTokenOutsideTheVocabularyIsRefusedBeforeAnyStep) {
+  auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/64, /*threads=*/1);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  auto scheduler = MakeScheduler(**runner, (*runner)->max_tokens_per_step());
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  ASSERT_TRUE(scheduler->Submit(Encode("Once upon a time"), Greedy(), 4, {}).ok());
+  std::vector<int32_t> prompt = Encode("Once upon a time");
+  prompt[2] = static_cast<int32_t>((*runner)->vocab_size());
+  auto refused = scheduler->Submit(prompt, Greedy(), 4, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.status().message())
+                .find("request 1: prompt token 2 is " + std::to_string((*runner)->vocab_size()) +
+                      ", outside the vocabulary"),
+            std::string::npos)
+      << refused.status();
+  // Had it been admitted, its step would fail, and every step after it.
+  while (!scheduler->Idle()) ASSERT_TRUE(scheduler->Step().ok());
+  EXPECT_EQ(scheduler->kv_blocks().num_free_blocks(), scheduler->kv_blocks().num_blocks());
+}
+
 TEST_F(SchedulerTest, APromptLongerThanTheContextIsRefusedNamingTheRequest) {
   auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/64, /*threads=*/1);
   ASSERT_TRUE(runner.ok()) << runner.status();

@@ -196,6 +196,19 @@ TEST(KvBlockManagerTest, ChildAppendingToSharedPartialBlockCopiesIt) {
   EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1));
 }
 
+TEST(KvBlockManagerTest, FreeingTheCopysOwnerDropsTheQueuedCopy) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  ASSERT_TRUE(manager.Fork(1, 3).ok());
+  ASSERT_TRUE(manager.Reserve(2, 1).ok());  // queues 1 -> 2
+  ASSERT_TRUE(manager.Reserve(3, 1).ok());  // queues 1 -> 3
+  // Freed before its copy ran (a step that failed to form): block 2 goes back
+  // to the pool, and a copy into it would corrupt its next owner.
+  ASSERT_TRUE(manager.Free(2).ok());
+  EXPECT_THAT(manager.TakePendingCopies(), ElementsAre(BlockCopy{1, 3}));
+}
+
 TEST(KvBlockManagerTest, ParentAppendingToSharedPartialBlockCopiesIt) {
   KvBlockManager manager = MakeManager(8, 4);
   ASSERT_TRUE(manager.Reserve(1, 6).ok());
