@@ -39,7 +39,9 @@ class ThreadPool {
   // Calls body(begin, end) over contiguous chunks covering [0, n), at most one
   // chunk per thread, and returns when all have run. Calls from inside a body
   // run inline on the calling thread; calls from several outside threads take
-  // turns.
+  // turns. A body must not throw: ParallelFor would unwind while workers still
+  // run chunks of a body that no longer exists (kernels report errors as
+  // values, checked before they split work).
   void ParallelFor(int64_t n, const RangeFunction& body);
   // As above, with chunks of at least min_chunk indices (the last may be
   // shorter only when n itself is), for bodies too cheap to split finely.

@@ -54,7 +54,13 @@ class FinishedHypotheses {
         absl::c_upper_bound(hypotheses_, hypothesis.score,
                             [](double score, const BeamHypothesis& h) { return score > h.score; });
     hypotheses_.insert(after_equal_or_better, std::move(hypothesis));
-    if (static_cast<int64_t>(hypotheses_.size()) > capacity_) hypotheses_.pop_back();
+    if (static_cast<int64_t>(hypotheses_.size()) > capacity_) {
+      // Of several worst ones, the one that finished first goes, as in HF's
+      // BeamHypotheses.add (it deletes the first of the sorted (score, index)).
+      const double worst = hypotheses_.back().score;
+      hypotheses_.erase(absl::c_find_if(
+          hypotheses_, [worst](const BeamHypothesis& h) { return h.score == worst; }));
+    }
   }
 
   bool full() const { return static_cast<int64_t>(hypotheses_.size()) == capacity_; }

@@ -92,7 +92,8 @@ struct BeamSearchResult {
 // tokens. An EOS candidate among the first num_beams of them finishes its
 // hypothesis; the best non-EOS candidates become the next num_beams live
 // beams. At most num_beams finished hypotheses are kept (a new one displaces
-// the worst only when strictly better). Live beams that reach the length
+// the worst only when strictly better; of tied worst ones, the earliest
+// finished, as HF does). Live beams that reach the length
 // limit finish with reason kLength.
 //
 // Candidates are ordered by cumulative log-probability, ties going to the

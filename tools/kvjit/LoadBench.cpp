@@ -102,10 +102,21 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
   const int64_t block_size = executable.kv_layout().block_size();
   int64_t blocks = options.kv_pool_blocks;
   if (blocks <= 0) {
+    // Each sample's tokens are cut to the context (as Submit cuts them), so
+    // only the sample counts, which the file gives, can make this overflow.
+    const int64_t context = executable.config().context_length();
     blocks = 1;
     for (const LoadRequest& request : requests) {
-      const int64_t tokens = static_cast<int64_t>(request.prompt.size()) + request.max_new_tokens;
-      blocks += request.num_samples * ((tokens + block_size - 1) / block_size);
+      const int64_t tokens = std::min<int64_t>(
+          context, static_cast<int64_t>(request.prompt.size()) +
+                       std::min<int64_t>(request.max_new_tokens, context));
+      const int64_t sample_blocks = (tokens + block_size - 1) / block_size;
+      int64_t request_blocks = 0;
+      if (__builtin_mul_overflow(request.num_samples, sample_blocks, &request_blocks) ||
+          __builtin_add_overflow(blocks, request_blocks, &blocks)) {
+        return absl::InvalidArgumentError(
+            "the requests' samples need more KV blocks than can be counted");
+      }
     }
   }
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,

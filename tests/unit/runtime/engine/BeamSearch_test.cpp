@@ -80,8 +80,9 @@ std::vector<BeamHypothesis> ReferenceBeamSearch(const std::vector<int32_t>& prom
     const double score = Score(sum, static_cast<int64_t>(tokens.size()), params.length_penalty);
     auto worst = std::min_element(
         finished.begin(), finished.end(), [](const Finished& a, const Finished& b) {
+          // Of equal worst ones HF deletes the earliest finished.
           return a.hypothesis.score != b.hypothesis.score ? a.hypothesis.score < b.hypothesis.score
-                                                          : a.order > b.order;
+                                                          : a.order < b.order;
         });
     if (static_cast<int64_t>(finished.size()) == k) {
       if (!(score > worst->hypothesis.score)) return;
