@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
@@ -158,22 +157,15 @@ absl::Status BeamSearchRun::RunPendingCopies() {
 }
 
 void BeamSearchRun::NoteMemory() {
-  absl::flat_hash_map<kv::BlockId, int32_t> holders;
-  int32_t unshared = 0;
-  for (const Beam& beam : live_) {
-    const kv::BlockTable* table = blocks_.FindSequence(beam.sequence);
-    if (table == nullptr) continue;
-    unshared += static_cast<int32_t>(table->blocks.size());
-    for (kv::BlockId block : table->blocks) ++holders[block];
+  std::vector<kv::SequenceId> sequences;
+  sequences.reserve(live_.size());
+  for (const Beam& beam : live_) sequences.push_back(beam.sequence);
+  const kv::GroupBlockUsage usage = blocks_.UsageOf(sequences);
+  if (usage.distinct > stats_.peak_kv_blocks) {
+    stats_.peak_kv_blocks = usage.distinct;
+    stats_.peak_kv_blocks_unshared = usage.total;
   }
-  const int32_t in_use = static_cast<int32_t>(holders.size());
-  const int32_t shared = static_cast<int32_t>(
-      absl::c_count_if(holders, [](const auto& entry) { return entry.second > 1; }));
-  if (in_use > stats_.peak_kv_blocks) {
-    stats_.peak_kv_blocks = in_use;
-    stats_.peak_kv_blocks_unshared = unshared;
-  }
-  stats_.peak_blocks_shared = std::max(stats_.peak_blocks_shared, shared);
+  stats_.peak_blocks_shared = std::max(stats_.peak_blocks_shared, usage.shared);
 }
 
 absl::Status BeamSearchRun::AddCandidates(absl::Span<const float> logits, int32_t beam,

@@ -263,17 +263,14 @@ absl::StatusOr<StepInputs> BatchScheduler::PackStep(const std::vector<Sequence*>
 
 void BatchScheduler::UpdatePeakBlocks(const std::vector<Sequence*>& scheduled) {
   absl::flat_hash_set<const Request*> counted;
-  absl::flat_hash_set<kv::BlockId> blocks;
+  std::vector<kv::SequenceId> samples;
   for (const Sequence* sequence : scheduled) {
     Request& request = *sequence->request;
     if (!counted.insert(&request).second) continue;
-    blocks.clear();
-    for (const auto& sample : request.samples) {
-      const kv::BlockTable* table = blocks_.FindSequence(sample->id);
-      if (table != nullptr) blocks.insert(table->blocks.begin(), table->blocks.end());
-    }
+    samples.clear();
+    for (const auto& sample : request.samples) samples.push_back(sample->id);
     request.metrics.peak_kv_blocks =
-        std::max(request.metrics.peak_kv_blocks, static_cast<int32_t>(blocks.size()));
+        std::max(request.metrics.peak_kv_blocks, blocks_.UsageOf(samples).distinct);
   }
 }
 

@@ -240,6 +240,20 @@ const BlockTable* KvBlockManager::FindSequence(SequenceId sequence) const {
   return found != tables_.end() ? &found->second : nullptr;
 }
 
+GroupBlockUsage KvBlockManager::UsageOf(absl::Span<const SequenceId> sequences) const {
+  absl::flat_hash_map<BlockId, int32_t> holders;
+  GroupBlockUsage usage;
+  for (SequenceId sequence : sequences) {
+    const BlockTable* table = FindSequence(sequence);
+    if (table == nullptr) continue;
+    usage.total += static_cast<int32_t>(table->blocks.size());
+    for (BlockId block : table->blocks) ++holders[block];
+  }
+  usage.distinct = static_cast<int32_t>(holders.size());
+  for (const auto& [block, count] : holders) usage.shared += count > 1 ? 1 : 0;
+  return usage;
+}
+
 KvBlockCounters KvBlockManager::counters() const {
   KvBlockCounters counters;
   counters.blocks_in_use = pool_.num_in_use();

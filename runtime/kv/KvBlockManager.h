@@ -55,6 +55,14 @@ struct KvBlockCounters {
   int64_t prefix_hit_tokens = 0;
 };
 
+// The blocks a group of sequences holds (a request's samples, a search's
+// beams), for memory accounting.
+struct GroupBlockUsage {
+  int32_t distinct = 0;  // each block counted once
+  int32_t total = 0;     // the sum of the tables' lengths: the cost without sharing
+  int32_t shared = 0;    // blocks more than one of the group holds
+};
+
 // What the prefix cache holds of a sequence's leading tokens.
 struct PrefixMatch {
   // Tokens in the matched whole blocks (a multiple of the block size).
@@ -141,6 +149,9 @@ class KvBlockManager {
   // Null when the sequence does not exist; valid until the next Reserve,
   // Fork, AdoptCachedPrefix or Free (each may move the tables).
   const BlockTable* FindSequence(SequenceId sequence) const;
+
+  // What `sequences` hold together; sequences that do not exist hold nothing.
+  GroupBlockUsage UsageOf(absl::Span<const SequenceId> sequences) const;
 
   KvBlockCounters counters() const;
   int32_t num_free_blocks() const { return pool_.num_free(); }

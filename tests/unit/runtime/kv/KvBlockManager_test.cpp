@@ -196,6 +196,20 @@ TEST(KvBlockManagerTest, ChildAppendingToSharedPartialBlockCopiesIt) {
   EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(0, 1));
 }
 
+TEST(KvBlockManagerTest, UsageOfAGroupCountsSharedBlocksOnce) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());  // blocks 0, 1
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  ASSERT_TRUE(manager.Reserve(2, 3).ok());  // 0 shared; 1 copied to 2; 3 new
+  ASSERT_TRUE(manager.Reserve(5, 2).ok());  // outside the group
+  const std::vector<SequenceId> group = {1, 2, 7};  // 7 does not exist
+  const GroupBlockUsage usage = manager.UsageOf(group);
+  EXPECT_EQ(usage.distinct, 4);
+  EXPECT_EQ(usage.total, 5);
+  EXPECT_EQ(usage.shared, 1);
+  EXPECT_EQ(manager.UsageOf({}).distinct, 0);
+}
+
 TEST(KvBlockManagerTest, FreeingTheCopysOwnerDropsTheQueuedCopy) {
   KvBlockManager manager = MakeManager(8, 4);
   ASSERT_TRUE(manager.Reserve(1, 6).ok());
