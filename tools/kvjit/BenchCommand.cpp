@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -160,12 +162,22 @@ absl::Status WriteReport(const nlohmann::json& report) {
 absl::StatusOr<nlohmann::json> MeasureLlamaCppLoad(const std::string& model,
                                                    const std::vector<LoadRequest>& requests,
                                                    int64_t max_batch_tokens) {
-  const std::string requests_path =
-      absl::StrCat(std::filesystem::temp_directory_path().string(), "/kvjit-load-", ::getpid(), ".json");
+  // mkstemp, not a name of our own: another user's file or link in /tmp
+  // must not receive the requests.
+  std::string requests_path =
+      absl::StrCat(std::filesystem::temp_directory_path().string(), "/kvjit-load-XXXXXX");
+  const int fd = mkstemp(requests_path.data());
+  if (fd < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", requests_path));
+  }
+  close(fd);
   {
     std::ofstream file(requests_path);
     file << LoadRequestsToJson(requests).dump();
-    if (!file) return absl::InternalError(absl::StrCat("cannot write ", requests_path));
+    if (!file) {
+      std::filesystem::remove(requests_path);
+      return absl::InternalError(absl::StrCat("cannot write ", requests_path));
+    }
   }
   const std::string command = absl::StrCat(
       absl::GetFlag(FLAGS_llamacpp_python), " ", absl::GetFlag(FLAGS_llamacpp_script),
