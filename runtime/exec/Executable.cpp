@@ -131,32 +131,30 @@ absl::Status VerifySizeFactors(const flatbuffers::Vector<const kvx::SizeFactor*>
 
 }  // namespace
 
+int64_t DimExtent(kvx::DimKind kind, int64_t static_size, const StepSizes& sizes) {
+  switch (kind) {
+    case kvx::DimKind::Static:
+      return static_size;
+    case kvx::DimKind::Tokens:
+      return sizes.tokens;
+    case kvx::DimKind::LogitsRows:
+      return sizes.logits_rows;
+    case kvx::DimKind::Sequences:
+      return sizes.sequences;
+    case kvx::DimKind::MaxBlocks:
+      return sizes.max_blocks;
+    case kvx::DimKind::SequencesPlusOne:
+      return sizes.sequences + 1;
+  }
+  return 0;
+}
+
 int64_t SizeProduct(const flatbuffers::Vector<const kvx::SizeFactor*>* factors,
                     const StepSizes& sizes) {
   int64_t product = 1;
   if (factors == nullptr) return product;
   for (const kvx::SizeFactor* factor : *factors) {
-    int64_t extent = 0;
-    switch (factor->kind()) {
-      case kvx::DimKind::Static:
-        extent = factor->size();
-        break;
-      case kvx::DimKind::Tokens:
-        extent = sizes.tokens;
-        break;
-      case kvx::DimKind::LogitsRows:
-        extent = sizes.logits_rows;
-        break;
-      case kvx::DimKind::Sequences:
-        extent = sizes.sequences;
-        break;
-      case kvx::DimKind::MaxBlocks:
-        extent = sizes.max_blocks;
-        break;
-      case kvx::DimKind::SequencesPlusOne:
-        extent = sizes.sequences + 1;
-        break;
-    }
+    const int64_t extent = DimExtent(factor->kind(), factor->size(), sizes);
     const int64_t divisor = factor->divisor();
     product *= (extent + divisor - 1) / divisor;
   }

@@ -21,6 +21,10 @@ struct StepSizes {
   int64_t max_blocks = 0;   // block-table columns
 };
 
+// The extent of a dimension of `kind` in a step of `sizes`: `static_size`
+// for Static, else the step's size of that kind.
+int64_t DimExtent(kvx::DimKind kind, int64_t static_size, const StepSizes& sizes);
+
 // The product of `factors` (CUDA grid extents, scratch bytes, GEMM rows) for
 // a step of `sizes`: each factor is ceil(extent / divisor). Null or empty is
 // 1. Factors come from a loaded Executable, whose divisors are at least 1.

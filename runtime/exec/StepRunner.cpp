@@ -48,6 +48,10 @@ float Gelu(float x, bool approximate_tanh) {
   return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
 }
 
+int64_t Extent(const kvx::Dim& dim, const StepSizes& sizes) {
+  return DimExtent(dim.kind(), dim.size(), sizes);
+}
+
 }  // namespace
 
 CpuStepRunner::CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads)
@@ -94,25 +98,7 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
   return runner;
 }
 
-int64_t CpuStepRunner::Extent(const kvx::Dim& dim, const Sizes& sizes) const {
-  switch (dim.kind()) {
-    case kvx::DimKind::Static:
-      return dim.size();
-    case kvx::DimKind::Tokens:
-      return sizes.tokens;
-    case kvx::DimKind::LogitsRows:
-      return sizes.logits_rows;
-    case kvx::DimKind::Sequences:
-      return sizes.sequences;
-    case kvx::DimKind::MaxBlocks:
-      return sizes.max_blocks;
-    case kvx::DimKind::SequencesPlusOne:
-      return sizes.sequences + 1;
-  }
-  return 0;
-}
-
-int64_t CpuStepRunner::ElementCount(const kvx::TensorRef& ref, const Sizes& sizes) const {
+int64_t CpuStepRunner::ElementCount(const kvx::TensorRef& ref, const StepSizes& sizes) const {
   int64_t count = 1;
   for (const kvx::Dim* dim : *ref.shape()) count *= Extent(*dim, sizes);
   return count;
@@ -181,7 +167,7 @@ absl::StatusOr<cpu::WeightView> CpuStepRunner::Matrix(const kvx::TensorRef& ref)
 }
 
 absl::Status CpuStepRunner::ExecuteElementwise(const kvx::Instruction& instruction,
-                                               const Sizes& sizes) {
+                                               const StepSizes& sizes) {
   const auto& inputs = *instruction.inputs();
   const kvx::TensorRef& out_ref = *instruction.outputs()->Get(0);
   const int64_t n = ElementCount(out_ref, sizes);
@@ -226,7 +212,7 @@ absl::Status CpuStepRunner::ExecuteElementwise(const kvx::Instruction& instructi
 }
 
 absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const StepInputs& inputs,
-                                    const Sizes& sizes) {
+                                    const StepSizes& sizes) {
   const auto& in = *instruction.inputs();
   auto out_ref = [&](int i) -> const kvx::TensorRef& { return *instruction.outputs()->Get(i); };
   // The last dimension of a reference: the row width of row-wise kernels.
@@ -345,7 +331,7 @@ absl::Status CpuStepRunner::CopyBlock(int64_t source, int64_t destination) {
 }
 
 absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inputs) {
-  const Sizes sizes = {static_cast<int64_t>(inputs.tokens.size()),
+  const StepSizes sizes = {static_cast<int64_t>(inputs.tokens.size()),
                        static_cast<int64_t>(inputs.logits_rows.size()),
                        static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
   if (sizes.tokens == 0 || sizes.tokens > max_tokens_per_step()) {

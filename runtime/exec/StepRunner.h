@@ -67,17 +67,13 @@ class CpuStepRunner final : public StepRunner {
  private:
   CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads);
 
-  struct Sizes {
-    int64_t tokens, logits_rows, sequences, max_blocks;
-  };
-  int64_t Extent(const kvx::Dim& dim, const Sizes& sizes) const;
-  int64_t ElementCount(const kvx::TensorRef& ref, const Sizes& sizes) const;
+  int64_t ElementCount(const kvx::TensorRef& ref, const StepSizes& sizes) const;
   absl::StatusOr<float*> Floats(const kvx::TensorRef& ref);
   absl::StatusOr<const int32_t*> Ints(const kvx::TensorRef& ref, const StepInputs& inputs) const;
   absl::StatusOr<cpu::WeightView> Matrix(const kvx::TensorRef& ref) const;
   absl::Status Execute(const kvx::Instruction& instruction, const StepInputs& inputs,
-                       const Sizes& sizes);
-  absl::Status ExecuteElementwise(const kvx::Instruction& instruction, const Sizes& sizes);
+                       const StepSizes& sizes);
+  absl::Status ExecuteElementwise(const kvx::Instruction& instruction, const StepSizes& sizes);
 
   const Executable& executable_;
   int64_t num_blocks_;

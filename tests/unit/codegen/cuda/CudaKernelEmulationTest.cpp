@@ -117,26 +117,7 @@ class EmulatedKernels {
 int64_t Product(const SizeExpr& factors, const runtime::StepSizes& sizes) {
   int64_t product = 1;
   for (const kvx::SizeFactor& factor : factors) {
-    int64_t extent = factor.size();
-    switch (factor.kind()) {
-      case kvx::DimKind::Static:
-        break;
-      case kvx::DimKind::Tokens:
-        extent = sizes.tokens;
-        break;
-      case kvx::DimKind::LogitsRows:
-        extent = sizes.logits_rows;
-        break;
-      case kvx::DimKind::Sequences:
-        extent = sizes.sequences;
-        break;
-      case kvx::DimKind::MaxBlocks:
-        extent = sizes.max_blocks;
-        break;
-      case kvx::DimKind::SequencesPlusOne:
-        extent = sizes.sequences + 1;
-        break;
-    }
+    const int64_t extent = runtime::DimExtent(factor.kind(), factor.size(), sizes);
     product *= (extent + factor.divisor() - 1) / factor.divisor();
   }
   return product;
