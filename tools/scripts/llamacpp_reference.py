@@ -167,6 +167,17 @@ def check_model(path: str) -> None:
         sys.exit(f"llamacpp_reference.py: error: model file not found: {path}")
 
 
+def load_model_on_cpu(path: str):
+    """The model (all layers on the CPU), its vocabulary and the vocabulary's size."""
+    mparams = llama_cpp.llama_model_default_params()
+    mparams.n_gpu_layers = 0
+    model = llama_cpp.llama_model_load_from_file(path.encode(), mparams)
+    if not model:
+        sys.exit(f"llamacpp_reference.py: error: llama.cpp could not load {path}")
+    vocab = llama_cpp.llama_model_get_vocab(model)
+    return model, vocab, llama_cpp.llama_vocab_n_tokens(vocab)
+
+
 def write_json(obj: Any, out: str) -> None:
     text = json.dumps(obj, ensure_ascii=False, indent=1) + "\n"
     if out == "-":
@@ -239,13 +250,7 @@ def cmd_greedy(args: argparse.Namespace) -> None:
     quiet_logs(args.verbose)
     llama_cpp.llama_backend_init()
 
-    mparams = llama_cpp.llama_model_default_params()
-    mparams.n_gpu_layers = 0
-    model = llama_cpp.llama_model_load_from_file(args.model.encode(), mparams)
-    if not model:
-        sys.exit(f"llamacpp_reference.py: error: llama.cpp could not load {args.model}")
-    vocab = llama_cpp.llama_model_get_vocab(model)
-    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+    model, vocab, n_vocab = load_model_on_cpu(args.model)
 
     cparams = llama_cpp.llama_context_default_params()
     cparams.n_ctx = args.n_ctx
@@ -425,13 +430,7 @@ def cmd_bench_load(args: argparse.Namespace) -> None:
 
     quiet_logs(args.verbose)
     llama_cpp.llama_backend_init()
-    mparams = llama_cpp.llama_model_default_params()
-    mparams.n_gpu_layers = 0
-    model = llama_cpp.llama_model_load_from_file(args.model.encode(), mparams)
-    if not model:
-        sys.exit(f"llamacpp_reference.py: error: llama.cpp could not load {args.model}")
-    vocab = llama_cpp.llama_model_get_vocab(model)
-    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+    model, vocab, n_vocab = load_model_on_cpu(args.model)
     cparams = llama_cpp.llama_context_default_params()
     cparams.n_ctx = n_ctx + 16
     cparams.n_batch = budget
