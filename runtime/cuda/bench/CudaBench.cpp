@@ -24,6 +24,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/cuda/CudaStepRunner.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/exec/StepTraffic.h"
 
 ABSL_FLAG(int64_t, prompt_tokens, 128, "tokens in each sequence's prompt");
 ABSL_FLAG(int64_t, gen_tokens, 64, "decode steps timed, one token per sequence each");
@@ -60,12 +61,6 @@ struct BatchResult {
   double bandwidth_share = 0;  // bytes_per_decode_step / tpot ÷ peak bandwidth
 };
 
-// Bytes of all the executable's weights: a decode step reads each once.
-double WeightBytes(const runtime::Executable& executable) {
-  double bytes = 0;
-  for (const kvx::Weight* weight : *executable.root().weights()) bytes += weight->size_bytes();
-  return bytes;
-}
 
 // `batch` sequences in disjoint block ranges: every prompt prefilled (packed
 // into steps of at most the program's tokens), then gen_tokens decode steps.
@@ -161,7 +156,8 @@ absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, const runtime::Exec
       static_cast<double>(layout.bytes_per_block()) / layout.block_size();
   const double mean_context = prompt + 1 + (generate + 1) / 2.0;
   result.bytes_per_decode_step =
-      WeightBytes(executable) + batch * mean_context * kv_bytes_per_token;
+      static_cast<double>(runtime::WeightBytesReadPerStep(executable.root(), batch)) +
+      batch * mean_context * kv_bytes_per_token;
   result.bandwidth_share = result.bytes_per_decode_step / result.tpot_s /
                            (absl::GetFlag(FLAGS_peak_bandwidth_tb_s) * 1e12);
   return result;
