@@ -202,10 +202,16 @@ run() {
         sed 's/^/    /' | tee -a "$summary"
       grep -E '^\[  (FAILED|SKIPPED) +\] [A-Za-z]' "$logs/$test.log" | sed 's/ (.*//' |
         sort -u | sed 's/^/    /' | tee -a "$summary"
-      # On the GPU machine, a GPU test that skips did not check anything.
-      if [[ $test == kvjit_cuda_gpu_test ]] && grep -q '^\[  PASSED  \] 0 tests' "$logs/$test.log"; then
-        note "    no GPU test ran: see the reasons in kvjit_cuda_gpu_test.log"
-        failures=$((failures + 1))
+      # On the GPU machine, a GPU test that skips did not check anything:
+      # each one that skips fails the check, as does a run of none.
+      if [[ $test == kvjit_cuda_gpu_test ]]; then
+        if grep -q '^\[  SKIPPED \] [0-9]' "$logs/$test.log"; then
+          note "    GPU tests skipped on the GPU machine: see the reasons in $test.log"
+          failures=$((failures + 1))
+        elif ! grep -q '^\[  PASSED  \] [1-9]' "$logs/$test.log"; then
+          note "    no GPU test ran: see $test.log"
+          failures=$((failures + 1))
+        fi
       fi
     else
       note "$test: not in the bundle"
