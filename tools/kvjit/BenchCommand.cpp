@@ -2,38 +2,47 @@
 // runtime, or with --requests / --requests_json a load run through the
 // in-flight batching scheduler; side by side with llama.cpp (through
 // llama-cpp-python) in the same run when --llamacpp_python names an
-// interpreter that has it.
+// interpreter that has it. Engines run interleaved (kvjit f32, kvjit f16,
+// llama.cpp, kvjit f32, ...), every run is kept, and the tables give the
+// median and range over the runs.
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "tools/kvjit/BenchStatistics.h"
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "tools/kvjit/KvxTokenizer.h"
 #include "tools/kvjit/LoadBench.h"
+#include "tools/kvjit/MachineInfo.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 
 ABSL_FLAG(int64_t, prompt_tokens, 128, "tokens in the prefill");
 ABSL_FLAG(int64_t, gen_tokens, 64, "decode steps of one token each");
 ABSL_FLAG(int, bench_threads, 2, "CPU threads, for kvjit and llama.cpp alike");
-ABSL_FLAG(int, repeats, 3, "runs; the best is reported");
+ABSL_FLAG(int, runs, 5,
+          "interleaved runs of each engine (kvjit f32, kvjit f16, llama.cpp, kvjit f32, ...), "
+          "each after one warm-up; the report keeps every run and gives the median and range");
+ABSL_FLAG(std::string, bench_cache_dtypes, "f32,f16",
+          "the KV cache types kvjit runs with, each compiled from MODEL; a .kvx runs with its own");
 ABSL_FLAG(int64_t, requests, 1,
           "concurrent requests; above 1, a load run through the in-flight batching scheduler: "
           "every request submitted at once, each of --prompt_tokens made-up tokens and "
@@ -54,61 +63,24 @@ ABSL_FLAG(int64_t, kv_pool_blocks, 0,
           "KV blocks for a load run (0: enough for every sample of every request, unshared)");
 ABSL_FLAG(std::string, report_json, "", "also write the report, as JSON, to this file");
 ABSL_FLAG(std::string, llamacpp_python, "",
-          "a python with llama-cpp-python (tools/scripts/reference_env.sh prints one); empty: "
-          "kvjit alone");
+          "a python with llama-cpp-python, built natively for this CPU (tools/scripts/"
+          "reference_env.sh native prints one); empty: kvjit alone");
 ABSL_FLAG(std::string, llamacpp_script, "tools/scripts/llamacpp_reference.py",
           "the script whose `bench` and `bench-load` subcommands measure llama.cpp");
+ABSL_FLAG(std::string, llamacpp_flash_attn, "on", "llama.cpp's flash attention: on or off");
+ABSL_FLAG(std::string, llamacpp_cache_type, "f16", "llama.cpp's K and V cache type: f16, f32 or q8_0");
+ABSL_FLAG(int64_t, llamacpp_ubatch, 0,
+          "llama.cpp's physical batch (n_ubatch); 0: its logical batch, which is the whole "
+          "prompt at batch 1 (one prefill step, as kvjit's) and --max_batch_tokens in a load run");
 
 namespace kvjit::cli {
 namespace {
 
-struct Measurement {
-  double prefill_tokens_per_s = 0;
-  double decode_tokens_per_s = 0;
-  double ttft_ms = 0;
-  double tpot_ms = 0;
+// One engine of a benchmark: measure() runs it once and returns its figures.
+struct Contender {
+  std::string engine;
+  std::function<absl::StatusOr<nlohmann::json>()> measure;
 };
-
-nlohmann::json ToJson(const std::string& engine, const Measurement& m) {
-  return {{"engine", engine},
-          {"prefill_tokens_per_s", m.prefill_tokens_per_s},
-          {"decode_tokens_per_s", m.decode_tokens_per_s},
-          {"ttft_ms", m.ttft_ms},
-          {"tpot_ms", m.tpot_ms}};
-}
-
-absl::StatusOr<Measurement> MeasureKvjit(const std::string& kvx_path) {
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
-                         runtime::Executable::Load(kvx_path));
-  const int64_t prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
-  const int64_t gen_tokens = absl::GetFlag(FLAGS_gen_tokens);
-  const int64_t block_size = executable->kv_layout().block_size();
-  const int64_t blocks = (prompt_tokens + gen_tokens + block_size - 1) / block_size + 1;
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
-                         runtime::CreateStepRunner(*executable, blocks,
-                                                   absl::GetFlag(FLAGS_bench_threads),
-                                                   DeviceFromFlags(*executable)));
-  const int64_t vocab = executable->config().vocab_size();
-  std::vector<int32_t> prompt(prompt_tokens);
-  for (int64_t i = 0; i < prompt_tokens; ++i) prompt[i] = static_cast<int32_t>((17 + 31 * i) % vocab);
-  runtime::Generator generator(*runner, prompt_tokens + gen_tokens + 1);
-  sampling::SamplingParams greedy;
-  greedy.temperature = 0;
-  Measurement best;
-  for (int run = 0; run < absl::GetFlag(FLAGS_repeats); ++run) {
-    KVJIT_ASSIGN_OR_RETURN(runtime::GenerationResult result,
-                           generator.Generate(prompt, greedy, gen_tokens + 1,
-                                              [](int32_t) { return true; }));
-    const runtime::GenerationMetrics& m = result.metrics;
-    best.prefill_tokens_per_s = std::max(best.prefill_tokens_per_s, m.prefill_tokens_per_s);
-    best.decode_tokens_per_s = std::max(best.decode_tokens_per_s, m.decode_tokens_per_s);
-    best.ttft_ms = run == 0 ? m.time_to_first_token_s * 1e3
-                            : std::min(best.ttft_ms, m.time_to_first_token_s * 1e3);
-    best.tpot_ms = run == 0 ? m.time_per_output_token_s * 1e3
-                            : std::min(best.tpot_ms, m.time_per_output_token_s * 1e3);
-  }
-  return best;
-}
 
 // `text` as one word of a POSIX shell command line.
 std::string ShellQuoted(const std::string& text) {
@@ -131,20 +103,155 @@ absl::StatusOr<nlohmann::json> RunForJson(const std::string& command) {
   return parsed;
 }
 
-absl::StatusOr<Measurement> MeasureLlamaCpp(const std::string& model) {
-  const std::string command = absl::StrCat(
-      absl::GetFlag(FLAGS_llamacpp_python), " ", absl::GetFlag(FLAGS_llamacpp_script), " bench ",
-      ShellQuoted(model), " --prompt-tokens ", absl::GetFlag(FLAGS_prompt_tokens), " --gen-tokens ",
-      absl::GetFlag(FLAGS_gen_tokens), " --threads ", absl::GetFlag(FLAGS_bench_threads),
-      " --repeats ", absl::GetFlag(FLAGS_repeats));
-  KVJIT_ASSIGN_OR_RETURN(nlohmann::json parsed, RunForJson(command));
-  for (const char* key : {"prefill_tokens_per_s", "decode_tokens_per_s", "ttft_ms", "tpot_ms"}) {
-    if (!parsed.contains(key) || !parsed[key].is_number()) {
-      return absl::InternalError(absl::StrCat("llama.cpp's bench printed no ", key, ": ", command));
+// The llama.cpp settings every llama.cpp path sets explicitly (its defaults
+// change between versions), as the script's flags.
+std::string LlamaCppSettings(int64_t n_batch) {
+  const int64_t ubatch = absl::GetFlag(FLAGS_llamacpp_ubatch);
+  return absl::StrCat(" --threads ", absl::GetFlag(FLAGS_bench_threads), " --flash-attn ",
+                      ShellQuoted(absl::GetFlag(FLAGS_llamacpp_flash_attn)), " --cache-type ",
+                      ShellQuoted(absl::GetFlag(FLAGS_llamacpp_cache_type)), " --n-batch ", n_batch,
+                      " --n-ubatch ", ubatch > 0 ? ubatch : n_batch);
+}
+
+std::string LlamaCppCommand(const std::string& subcommand, const std::string& model) {
+  return absl::StrCat(absl::GetFlag(FLAGS_llamacpp_python), " ",
+                      ShellQuoted(absl::GetFlag(FLAGS_llamacpp_script)), " ", subcommand, " ",
+                      ShellQuoted(model));
+}
+
+// Checks that a measurement holds every figure the tables print.
+absl::StatusOr<nlohmann::json> WithFigures(absl::StatusOr<nlohmann::json> measured,
+                                           const std::vector<std::string>& keys,
+                                           const std::string& who) {
+  if (!measured.ok()) return measured;
+  for (const std::string& key : keys) {
+    if (!measured->contains(key) || !(*measured)[key].is_number()) {
+      return absl::InternalError(absl::StrCat(who, " reported no number \"", key, "\""));
     }
   }
-  return Measurement{parsed["prefill_tokens_per_s"], parsed["decode_tokens_per_s"],
-                     parsed["ttft_ms"], parsed["tpot_ms"]};
+  return measured;
+}
+
+// The executables kvjit runs MODEL_OR_KVX with: one per --bench_cache_dtypes
+// entry for a model, the file itself for a .kvx. Pairs of (engine, path).
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> KvjitExecutables(
+    const std::string& model_or_kvx) {
+  std::vector<std::pair<std::string, std::string>> executables;
+  if (absl::EndsWith(model_or_kvx, ".kvx")) {
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
+                           runtime::Executable::Load(model_or_kvx));
+    const bool f16 = executable->kv_layout().element_type() == kvx::StorageType::F16;
+    executables.emplace_back(f16 ? "kvjit f16" : "kvjit f32", model_or_kvx);
+    return executables;
+  }
+  for (absl::string_view dtype :
+       absl::StrSplit(absl::GetFlag(FLAGS_bench_cache_dtypes), ',', absl::SkipEmpty())) {
+    codegen::CompileOptions options = CompileOptionsFromFlags();
+    options.cache_dtype = std::string(dtype);
+    KVJIT_ASSIGN_OR_RETURN(std::string path, ExecutablePathFor(model_or_kvx, options));
+    executables.emplace_back(absl::StrCat("kvjit ", dtype), path);
+  }
+  if (executables.empty()) return absl::InvalidArgumentError("--bench_cache_dtypes names no cache type");
+  return executables;
+}
+
+// Each contender --runs times, interleaved; every measurement tagged with
+// its engine and run.
+absl::StatusOr<std::vector<nlohmann::json>> RunInterleaved(const std::vector<Contender>& contenders) {
+  const int runs = absl::GetFlag(FLAGS_runs);
+  std::vector<nlohmann::json> measurements;
+  for (int run = 0; run < runs; ++run) {
+    for (const Contender& contender : contenders) {
+      KVJIT_ASSIGN_OR_RETURN(nlohmann::json measured, contender.measure());
+      measured["engine"] = contender.engine;
+      measured["run"] = run;
+      measurements.push_back(std::move(measured));
+      std::fprintf(stderr, "kvjit bench: run %d/%d: %s done\n", run + 1, runs,
+                   contender.engine.c_str());
+    }
+  }
+  return measurements;
+}
+
+using Summary = std::vector<std::pair<std::string, Spread>>;
+
+// Per engine, in contender order: its runs' summary.
+std::vector<std::pair<std::string, Summary>> SummarizeByEngine(
+    const std::vector<Contender>& contenders, const std::vector<nlohmann::json>& measurements) {
+  std::vector<std::pair<std::string, Summary>> summaries;
+  for (const Contender& contender : contenders) {
+    std::vector<nlohmann::json> runs;
+    for (const nlohmann::json& m : measurements) {
+      if (m["engine"] == contender.engine) runs.push_back(m);
+    }
+    summaries.emplace_back(contender.engine, SummarizeRuns(runs));
+  }
+  return summaries;
+}
+
+// The report every mode writes: the machine, each engine's "settings" (as its
+// first run gives them) and summary, every run, and kvjit's ratios to llama.cpp of the
+// median of each figure in `ratio_keys`.
+nlohmann::json Report(const std::string& mode, const std::string& model,
+                      const std::vector<std::pair<std::string, Summary>>& summaries,
+                      const std::vector<nlohmann::json>& measurements,
+                      const std::vector<std::string>& ratio_keys) {
+  nlohmann::json engines = nlohmann::json::array();
+  for (const auto& [engine, summary] : summaries) {
+    nlohmann::json figures = nlohmann::json::object();
+    for (const auto& [key, spread] : summary) {
+      if (key != "run") figures[key] = SpreadToJson(spread);
+    }
+    nlohmann::json settings = nlohmann::json::object();
+    for (const nlohmann::json& m : measurements) {
+      if (m["engine"] == engine) {
+        settings = m.value("settings", nlohmann::json::object());
+        break;
+      }
+    }
+    engines.push_back({{"engine", engine}, {"settings", settings}, {"summary", figures}});
+  }
+  nlohmann::json report = {{"mode", mode},
+                           {"model", model},
+                           {"threads", absl::GetFlag(FLAGS_bench_threads)},
+                           {"runs", absl::GetFlag(FLAGS_runs)},
+                           {"machine", MachineInfoToJson(DescribeMachine(absl::GetFlag(FLAGS_bench_threads)))},
+                           {"engines", engines},
+                           {"measurements", measurements}};
+  const auto llama = std::find_if(summaries.begin(), summaries.end(),
+                                  [](const auto& entry) { return entry.first == "llama.cpp"; });
+  if (llama == summaries.end()) return report;
+  nlohmann::json ratios = nlohmann::json::object();
+  for (const auto& [engine, summary] : summaries) {
+    if (engine == "llama.cpp") continue;
+    for (const std::string& key : ratio_keys) {
+      const Spread ours = Lookup(summary, key), theirs = Lookup(llama->second, key);
+      if (ours.runs > 0 && theirs.runs > 0 && theirs.median > 0) {
+        ratios[absl::StrCat(engine, " / llama.cpp")][key] = ours.median / theirs.median;
+      }
+    }
+  }
+  report["median_ratios"] = ratios;
+  return report;
+}
+
+// kvjit's ratios to llama.cpp, engine by engine and figure by figure, as
+// Report wrote them.
+void PrintRatios(const nlohmann::json& report,
+                 const std::vector<std::pair<std::string, Summary>>& summaries,
+                 const std::vector<std::string>& ratio_keys) {
+  if (!report.contains("median_ratios")) return;
+  for (const auto& [engine, summary] : summaries) {
+    const std::string pair = absl::StrCat(engine, " / llama.cpp");
+    if (!report["median_ratios"].contains(pair)) continue;
+    std::printf("%-24s", pair.c_str());
+    for (const std::string& key : ratio_keys) {
+      if (report["median_ratios"][pair].contains(key)) {
+        std::printf("  %s %.2f", key.c_str(), report["median_ratios"][pair][key].get<double>());
+      }
+    }
+    std::printf("   (ratios of medians)\n");
+  }
 }
 
 absl::Status WriteReport(const nlohmann::json& report) {
@@ -157,48 +264,159 @@ absl::Status WriteReport(const nlohmann::json& report) {
   return absl::OkStatus();
 }
 
-// The same requests through llama.cpp's batched decoding: one sequence id
-// per sample, prompts fed in chunks under the same token budget.
-absl::StatusOr<nlohmann::json> MeasureLlamaCppLoad(const std::string& model,
-                                                   const std::vector<LoadRequest>& requests,
-                                                   int64_t max_batch_tokens) {
-  // mkstemp, not a name of our own: another user's file or link in /tmp
-  // must not receive the requests.
-  std::string requests_path =
-      absl::StrCat(std::filesystem::temp_directory_path().string(), "/kvjit-load-XXXXXX");
-  const int fd = mkstemp(requests_path.data());
-  if (fd < 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", requests_path));
+absl::Status CheckLlamaCppComparable(const std::string& model) {
+  if (!absl::GetFlag(FLAGS_llamacpp_python).empty() && absl::EndsWith(model, ".kvx")) {
+    return absl::InvalidArgumentError("comparing with llama.cpp needs the GGUF, not a .kvx");
   }
-  close(fd);
-  {
-    std::ofstream file(requests_path);
-    file << LoadRequestsToJson(requests).dump();
-    if (!file) {
-      std::filesystem::remove(requests_path);
-      return absl::InternalError(absl::StrCat("cannot write ", requests_path));
-    }
-  }
-  const std::string command = absl::StrCat(
-      absl::GetFlag(FLAGS_llamacpp_python), " ", absl::GetFlag(FLAGS_llamacpp_script),
-      " bench-load ", ShellQuoted(model), " --requests-file ", ShellQuoted(requests_path),
-      " --max-batch-tokens ", max_batch_tokens, " --threads ", absl::GetFlag(FLAGS_bench_threads));
-  absl::StatusOr<nlohmann::json> report = RunForJson(command);
-  std::filesystem::remove(requests_path);
-  return report;
+  return absl::OkStatus();
 }
 
-// A load run: the requests through kvjit's scheduler, then (with
-// --llamacpp_python) through llama.cpp; a table and the JSON report.
-absl::Status RunLoad(const std::string& model, const std::string& kvx_path) {
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
-                         runtime::Executable::Load(kvx_path));
-  const int64_t vocab = executable->config().vocab_size();
+// What a kvjit measurement ran with, beside its figures.
+nlohmann::json KvjitSettings(const runtime::Executable& executable) {
+  return {{"kv_cache", kvx::EnumNameStorageType(executable.kv_layout().element_type())},
+          {"kv_block_tokens", executable.kv_layout().block_size()},
+          {"threads", absl::GetFlag(FLAGS_bench_threads)},
+          {"device", DeviceFromFlags(executable)}};
+}
+
+// ---- batch 1 ----------------------------------------------------------------
+
+const std::vector<std::string> kBatchOneFigures = {"prefill_tokens_per_s", "decode_tokens_per_s",
+                                                   "ttft_ms", "tpot_ms"};
+
+// A kvjit executable with its runner and generator, loaded once for all runs.
+struct KvjitBatchOne {
+  std::unique_ptr<runtime::Executable> executable;
+  std::unique_ptr<runtime::StepRunner> runner;
+  std::unique_ptr<runtime::Generator> generator;
+  std::vector<int32_t> prompt;
+
+  absl::StatusOr<nlohmann::json> MeasureOnce() {
+    sampling::SamplingParams greedy;
+    greedy.temperature = 0;
+    const int64_t gen_tokens = absl::GetFlag(FLAGS_gen_tokens);
+    KVJIT_ASSIGN_OR_RETURN(runtime::GenerationResult result,
+                           generator->Generate(prompt, greedy, gen_tokens + 1,
+                                               [](int32_t) { return true; }));
+    const runtime::GenerationMetrics& m = result.metrics;
+    return nlohmann::json{{"prefill_tokens_per_s", m.prefill_tokens_per_s},
+                          {"decode_tokens_per_s", m.decode_tokens_per_s},
+                          {"ttft_ms", m.time_to_first_token_s * 1e3},
+                          {"tpot_ms", m.time_per_output_token_s * 1e3},
+                          {"settings", KvjitSettings(*executable)}};
+  }
+};
+
+absl::StatusOr<std::unique_ptr<KvjitBatchOne>> LoadBatchOne(const std::string& kvx_path) {
+  auto bench = std::make_unique<KvjitBatchOne>();
+  KVJIT_ASSIGN_OR_RETURN(bench->executable, runtime::Executable::Load(kvx_path));
+  const int64_t prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
+  const int64_t gen_tokens = absl::GetFlag(FLAGS_gen_tokens);
+  const int64_t block_size = bench->executable->kv_layout().block_size();
+  const int64_t blocks = (prompt_tokens + gen_tokens + block_size - 1) / block_size + 1;
+  KVJIT_ASSIGN_OR_RETURN(bench->runner,
+                         runtime::CreateStepRunner(*bench->executable, blocks,
+                                                   absl::GetFlag(FLAGS_bench_threads),
+                                                   DeviceFromFlags(*bench->executable)));
+  const int64_t vocab = bench->executable->config().vocab_size();
+  for (int64_t i = 0; i < prompt_tokens; ++i) {
+    bench->prompt.push_back(static_cast<int32_t>((17 + 31 * i) % vocab));
+  }
+  bench->generator = std::make_unique<runtime::Generator>(*bench->runner, prompt_tokens + gen_tokens + 1);
+  // The warm-up: first-touch page faults and caches are not what is measured.
+  KVJIT_RETURN_IF_ERROR(bench->MeasureOnce().status());
+  return bench;
+}
+
+absl::Status RunBatchOne(const std::string& model) {
+  KVJIT_RETURN_IF_ERROR(CheckLlamaCppComparable(model));
+  KVJIT_ASSIGN_OR_RETURN(auto executables, KvjitExecutables(model));
+  std::vector<std::unique_ptr<KvjitBatchOne>> benches;
+  std::vector<Contender> contenders;
+  for (const auto& [engine, path] : executables) {
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<KvjitBatchOne> bench, LoadBatchOne(path));
+    KvjitBatchOne* loaded = bench.get();
+    benches.push_back(std::move(bench));
+    contenders.push_back({engine, [loaded, engine = engine] {
+                            return WithFigures(loaded->MeasureOnce(), kBatchOneFigures, engine);
+                          }});
+  }
+  if (!absl::GetFlag(FLAGS_llamacpp_python).empty()) {
+    const int64_t prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
+    const std::string command =
+        absl::StrCat(LlamaCppCommand("bench", model), " --prompt-tokens ", prompt_tokens,
+                     " --gen-tokens ", absl::GetFlag(FLAGS_gen_tokens),
+                     LlamaCppSettings(std::max<int64_t>(prompt_tokens, 1)));
+    contenders.push_back({"llama.cpp", [command] {
+                            return WithFigures(RunForJson(command), kBatchOneFigures, command);
+                          }});
+  }
+  KVJIT_ASSIGN_OR_RETURN(std::vector<nlohmann::json> measurements, RunInterleaved(contenders));
+  const auto summaries = SummarizeByEngine(contenders, measurements);
+
+  std::printf("%d runs of each engine, interleaved; median (min-max)\n", absl::GetFlag(FLAGS_runs));
+  std::printf("%-10s %26s %26s %22s %20s\n", "engine", "prefill tok/s", "decode tok/s", "TTFT ms",
+              "TPOT ms");
+  for (const auto& [engine, summary] : summaries) {
+    std::printf("%-10s %26s %26s %22s %20s\n", engine.c_str(),
+                FormatSpread(Lookup(summary, "prefill_tokens_per_s"), 1).c_str(),
+                FormatSpread(Lookup(summary, "decode_tokens_per_s"), 1).c_str(),
+                FormatSpread(Lookup(summary, "ttft_ms"), 2).c_str(),
+                FormatSpread(Lookup(summary, "tpot_ms"), 3).c_str());
+  }
+  const std::vector<std::string> ratio_keys = {"prefill_tokens_per_s", "decode_tokens_per_s"};
+  nlohmann::json report = Report("batch1", model, summaries, measurements, ratio_keys);
+  report["prompt_tokens"] = absl::GetFlag(FLAGS_prompt_tokens);
+  report["gen_tokens"] = absl::GetFlag(FLAGS_gen_tokens);
+  PrintRatios(report, summaries, ratio_keys);
+  return WriteReport(report);
+}
+
+// ---- load -------------------------------------------------------------------
+
+const std::vector<std::string> kLoadFigures = {"output_tokens_per_s", "ttft_ms_p50", "tpot_ms_p50"};
+
+// A file of the load run's requests for llama.cpp's side, removed with it.
+class RequestsFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<RequestsFile>> Write(const std::vector<LoadRequest>& requests) {
+    // mkstemp, not a name of our own: another user's file or link in /tmp
+    // must not receive the requests.
+    std::string path =
+        absl::StrCat(std::filesystem::temp_directory_path().string(), "/kvjit-load-XXXXXX");
+    const int fd = mkstemp(path.data());
+    if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", path));
+    close(fd);
+    auto file = std::unique_ptr<RequestsFile>(new RequestsFile(path));
+    std::ofstream stream(path);
+    stream << LoadRequestsToJson(requests).dump();
+    if (!stream) return absl::InternalError(absl::StrCat("cannot write ", path));
+    return file;
+  }
+  ~RequestsFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit RequestsFile(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+absl::Status RunLoad(const std::string& model) {
+  KVJIT_RETURN_IF_ERROR(CheckLlamaCppComparable(model));
+  KVJIT_ASSIGN_OR_RETURN(auto executables, KvjitExecutables(model));
+  std::vector<std::unique_ptr<runtime::Executable>> loaded;
+  for (const auto& [engine, path] : executables) {
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
+                           runtime::Executable::Load(path));
+    loaded.push_back(std::move(executable));
+  }
+  const runtime::Executable& first = *loaded.front();
+  const int64_t vocab = first.config().vocab_size();
   const int64_t samples = absl::GetFlag(FLAGS_samples);
   std::vector<LoadRequest> requests;
   if (!absl::GetFlag(FLAGS_requests_json).empty()) {
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                           TokenizerFromExecutable(executable->root()));
+                           TokenizerFromExecutable(first.root()));
     KVJIT_ASSIGN_OR_RETURN(requests, ReadLoadRequests(absl::GetFlag(FLAGS_requests_json), *tokenizer,
                                                       samples, vocab));
   } else {
@@ -208,65 +426,58 @@ absl::Status RunLoad(const std::string& model, const std::string& kvx_path) {
   }
   LoadRunOptions options;
   options.threads = absl::GetFlag(FLAGS_bench_threads);
-  options.device = DeviceFromFlags(*executable);
   options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   options.kv_pool_blocks = absl::GetFlag(FLAGS_kv_pool_blocks);
   options.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   options.temperature = static_cast<float>(absl::GetFlag(FLAGS_sample_temperature));
-  const bool with_llamacpp = !absl::GetFlag(FLAGS_llamacpp_python).empty();
-  if (with_llamacpp && absl::EndsWith(model, ".kvx")) {
-    return absl::InvalidArgumentError("comparing with llama.cpp needs the GGUF, not a .kvx");
+
+  std::vector<Contender> contenders;
+  int64_t max_batch_tokens = 0;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const runtime::Executable* executable = loaded[i].get();
+    LoadRunOptions these = options;
+    these.device = DeviceFromFlags(*executable);
+    // The warm-up run; it also fixes the budget llama.cpp gets (the
+    // program's tokens per step may cut --max_batch_tokens).
+    KVJIT_ASSIGN_OR_RETURN(nlohmann::json warm_up, RunKvjitLoad(*executable, requests, these));
+    max_batch_tokens = warm_up["max_batch_tokens"].get<int64_t>();
+    const std::string engine = executables[i].first;
+    contenders.push_back({engine, [executable, &requests, these, engine] {
+                            absl::StatusOr<nlohmann::json> measured =
+                                RunKvjitLoad(*executable, requests, these);
+                            if (measured.ok()) (*measured)["settings"] = KvjitSettings(*executable);
+                            return WithFigures(std::move(measured), kLoadFigures, engine);
+                          }});
   }
-  KVJIT_ASSIGN_OR_RETURN(nlohmann::json kvjit, RunKvjitLoad(*executable, requests, options));
-  std::vector<nlohmann::json> results = {kvjit};
-  if (with_llamacpp) {
-    KVJIT_ASSIGN_OR_RETURN(nlohmann::json llama,
-                           MeasureLlamaCppLoad(model, requests, kvjit["max_batch_tokens"].get<int64_t>()));
-    results.push_back(std::move(llama));
+  std::unique_ptr<RequestsFile> requests_file;
+  if (!absl::GetFlag(FLAGS_llamacpp_python).empty()) {
+    KVJIT_ASSIGN_OR_RETURN(requests_file, RequestsFile::Write(requests));
+    const std::string command =
+        absl::StrCat(LlamaCppCommand("bench-load", model), " --requests-file ",
+                     ShellQuoted(requests_file->path()), LlamaCppSettings(max_batch_tokens));
+    contenders.push_back({"llama.cpp", [command] {
+                            return WithFigures(RunForJson(command), kLoadFigures, command);
+                          }});
   }
-  PrintLoadTable(results);
-  nlohmann::json report = {{"model", model}, {"mode", "load"}, {"results", results}};
-  if (results.size() == 2 && results[1].contains("output_tokens_per_s") &&
-      results[1]["output_tokens_per_s"].is_number()) {
-    report["output_tokens_per_s_ratio"] =
-        kvjit["output_tokens_per_s"].get<double>() / results[1]["output_tokens_per_s"].get<double>();
-  }
+  KVJIT_ASSIGN_OR_RETURN(std::vector<nlohmann::json> measurements, RunInterleaved(contenders));
+  const auto summaries = SummarizeByEngine(contenders, measurements);
+  std::printf("%d runs of each engine, interleaved; median (min-max)\n", absl::GetFlag(FLAGS_runs));
+  PrintLoadTable(summaries);
+  const std::vector<std::string> ratio_keys = {"output_tokens_per_s"};
+  nlohmann::json report = Report("load", model, summaries, measurements, ratio_keys);
+  PrintRatios(report, summaries, ratio_keys);
   return WriteReport(report);
 }
 
 absl::Status RunBench(const std::vector<std::string>& arguments) {
   if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL_OR_KVX argument");
-  KVJIT_ASSIGN_OR_RETURN(std::string kvx_path,
-                         ExecutablePathFor(arguments[0], CompileOptionsFromFlags()));
+  if (const int runs = absl::GetFlag(FLAGS_runs); runs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--runs must be at least 1, got ", runs));
+  }
   if (absl::GetFlag(FLAGS_requests) > 1 || !absl::GetFlag(FLAGS_requests_json).empty()) {
-    return RunLoad(arguments[0], kvx_path);
+    return RunLoad(arguments[0]);
   }
-  KVJIT_ASSIGN_OR_RETURN(Measurement kvjit, MeasureKvjit(kvx_path));
-  nlohmann::json report = {{"model", arguments[0]},
-                           {"threads", absl::GetFlag(FLAGS_bench_threads)},
-                           {"prompt_tokens", absl::GetFlag(FLAGS_prompt_tokens)},
-                           {"gen_tokens", absl::GetFlag(FLAGS_gen_tokens)},
-                           {"results", {ToJson("kvjit", kvjit)}}};
-  std::printf("%-10s %14s %14s %10s %10s\n", "engine", "prefill tok/s", "decode tok/s",
-              "TTFT ms", "TPOT ms");
-  auto row = [](const char* engine, const Measurement& m) {
-    std::printf("%-10s %14.1f %14.1f %10.2f %10.2f\n", engine, m.prefill_tokens_per_s,
-                m.decode_tokens_per_s, m.ttft_ms, m.tpot_ms);
-  };
-  row("kvjit", kvjit);
-  if (!absl::GetFlag(FLAGS_llamacpp_python).empty()) {
-    if (absl::EndsWith(arguments[0], ".kvx")) {
-      return absl::InvalidArgumentError("comparing with llama.cpp needs the GGUF, not a .kvx");
-    }
-    KVJIT_ASSIGN_OR_RETURN(Measurement llama, MeasureLlamaCpp(arguments[0]));
-    row("llama.cpp", llama);
-    std::printf("%-10s %14.2f %14.2f\n", "ratio", kvjit.prefill_tokens_per_s / llama.prefill_tokens_per_s,
-                kvjit.decode_tokens_per_s / llama.decode_tokens_per_s);
-    report["results"].push_back(ToJson("llama.cpp", llama));
-    report["decode_ratio"] = kvjit.decode_tokens_per_s / llama.decode_tokens_per_s;
-    report["prefill_ratio"] = kvjit.prefill_tokens_per_s / llama.prefill_tokens_per_s;
-  }
-  return WriteReport(report);
+  return RunBatchOne(arguments[0]);
 }
 
 }  // namespace
@@ -275,11 +486,11 @@ Subcommand BenchCommand() {
   return {"bench",
           "measure prefill and decode tokens/s at batch 1 (TTFT, TPOT), or a load of many "
           "requests, beside llama.cpp",
-          "MODEL_OR_KVX [--prompt_tokens P] [--gen_tokens G] [--llamacpp_python PY] "
-          "[--requests N | --requests_json FILE] [--samples S] [--max_batch_tokens B] "
-          "[--report_json FILE]",
+          "MODEL_OR_KVX [--prompt_tokens P] [--gen_tokens G] [--runs R] [--bench_cache_dtypes "
+          "f32,f16] [--llamacpp_python PY] [--requests N | --requests_json FILE] [--samples S] "
+          "[--max_batch_tokens B] [--report_json FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          {"block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "samples", "device"}};
+          {"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device"}};
 }
 
 }  // namespace kvjit::cli

@@ -193,7 +193,8 @@ nlohmann::json LoadRequestsToJson(const std::vector<LoadRequest>& requests) {
   return {{"requests", list}};
 }
 
-void PrintLoadTable(const std::vector<nlohmann::json>& reports) {
+void PrintLoadTable(
+    const std::vector<std::pair<std::string, std::vector<std::pair<std::string, Spread>>>>& engines) {
   static constexpr std::pair<const char*, const char*> kRows[] = {
       {"requests", "requests"},
       {"sequences", "sequences (samples)"},
@@ -217,20 +218,12 @@ void PrintLoadTable(const std::vector<nlohmann::json>& reports) {
       {"prefix_hit_tokens", "prefix-cache hit tokens"},
   };
   std::printf("%-24s", "");
-  for (const nlohmann::json& report : reports) {
-    std::printf(" %14s", report.value("engine", std::string("?")).c_str());
-  }
+  for (const auto& [engine, summary] : engines) std::printf(" %24s", engine.c_str());
   std::printf("\n");
   for (const auto& [key, label] : kRows) {
     std::printf("%-24s", label);
-    for (const nlohmann::json& report : reports) {
-      if (!report.contains(key) || !report[key].is_number()) {
-        std::printf(" %14s", "-");
-      } else if (report[key].is_number_integer()) {
-        std::printf(" %14lld", static_cast<long long>(report[key].get<int64_t>()));
-      } else {
-        std::printf(" %14.2f", report[key].get<double>());
-      }
+    for (const auto& [engine, summary] : engines) {
+      std::printf(" %24s", FormatSpread(Lookup(summary, key), 2).c_str());
     }
     std::printf("\n");
   }

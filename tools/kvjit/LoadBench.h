@@ -9,6 +9,7 @@
 #include "frontend/tokenizer/Tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "runtime/exec/Executable.h"
+#include "tools/kvjit/BenchStatistics.h"
 
 namespace kvjit::cli {
 
@@ -63,9 +64,10 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
 // {"requests": [{"prompt": [ids], "max_new_tokens": G, "samples": N}, ...]}.
 nlohmann::json LoadRequestsToJson(const std::vector<LoadRequest>& requests);
 
-// One row per metric, one column per report (engine); "-" where a report
-// lacks the metric.
-void PrintLoadTable(const std::vector<nlohmann::json>& reports);
+// One row per metric, one column per engine (its summary over runs:
+// median and range); "-" where an engine lacks the metric.
+void PrintLoadTable(
+    const std::vector<std::pair<std::string, std::vector<std::pair<std::string, Spread>>>>& engines);
 
 }  // namespace kvjit::cli
 

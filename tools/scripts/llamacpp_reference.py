@@ -41,7 +41,7 @@ import json
 import os
 import platform
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 
 def _import_llama_cpp():
@@ -178,6 +178,55 @@ def load_model_on_cpu(path: str):
     return model, vocab, llama_cpp.llama_vocab_n_tokens(vocab)
 
 
+CACHE_TYPES = {"f32": "GGML_TYPE_F32", "f16": "GGML_TYPE_F16", "q8_0": "GGML_TYPE_Q8_0"}
+
+
+def context_params(args: argparse.Namespace, n_ctx: int, n_seq_max: int = 1):
+    """llama.cpp's context parameters with every setting a comparison depends on set
+    explicitly (its defaults change between versions): threads, batch, ubatch, flash
+    attention, K and V cache type."""
+    cparams = llama_cpp.llama_context_default_params()
+    cparams.n_ctx = n_ctx
+    cparams.n_batch = args.n_batch
+    cparams.n_ubatch = args.n_ubatch or args.n_batch
+    cparams.n_seq_max = n_seq_max
+    cparams.n_threads = args.threads
+    cparams.n_threads_batch = args.threads
+    cparams.flash_attn_type = (
+        llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if args.flash_attn == "on" else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    )
+    cache_type = getattr(llama_cpp, CACHE_TYPES[args.cache_type])
+    cparams.type_k = cache_type
+    cparams.type_v = cache_type
+    return cparams
+
+
+def context_settings(args: argparse.Namespace, cparams) -> Dict[str, Any]:
+    """What a measurement ran with, for its JSON: the context's settings and the build."""
+    stamp = os.path.join(sys.prefix, "kvjit-llama-cpp-build.txt")
+    build = open(stamp, encoding="utf-8").read().strip() if os.path.isfile(stamp) else "unknown"
+    return {
+        "n_ctx": int(cparams.n_ctx),
+        "n_batch": int(cparams.n_batch),
+        "n_ubatch": int(cparams.n_ubatch),
+        "n_seq_max": int(cparams.n_seq_max),
+        "n_threads": int(cparams.n_threads),
+        "n_threads_batch": int(cparams.n_threads_batch),
+        "flash_attn": args.flash_attn,
+        "kv_cache_type": args.cache_type,
+        "build": build,
+        **versions(),
+    }
+
+
+def add_context_arguments(parser: argparse.ArgumentParser, n_batch: int) -> None:
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--n-batch", type=int, default=n_batch, help="tokens one llama_decode carries")
+    parser.add_argument("--n-ubatch", type=int, default=0, help="physical batch; 0: --n-batch")
+    parser.add_argument("--flash-attn", choices=["on", "off"], default="off")
+    parser.add_argument("--cache-type", choices=sorted(CACHE_TYPES), default="f16", help="K and V cache type")
+
+
 def write_json(obj: Any, out: str) -> None:
     text = json.dumps(obj, ensure_ascii=False, indent=1) + "\n"
     if out == "-":
@@ -252,13 +301,10 @@ def cmd_greedy(args: argparse.Namespace) -> None:
 
     model, vocab, n_vocab = load_model_on_cpu(args.model)
 
-    cparams = llama_cpp.llama_context_default_params()
-    cparams.n_ctx = args.n_ctx
-    cparams.n_batch = args.n_ctx
-    cparams.n_ubatch = args.n_ctx
-    cparams.n_threads = args.threads
-    cparams.n_threads_batch = args.threads
-    cparams.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    args.n_batch = args.n_batch or args.n_ctx
+    if args.n_batch < args.n_ctx:
+        sys.exit("llamacpp_reference.py: error: greedy decodes a prompt in one batch: --n-batch must be >= --n-ctx")
+    cparams = context_params(args, args.n_ctx)
     ctx = llama_cpp.llama_init_from_model(model, cparams)
     if not ctx:
         sys.exit("llamacpp_reference.py: error: llama_init_from_model failed")
@@ -341,17 +387,13 @@ def cmd_greedy(args: argparse.Namespace) -> None:
         "settings": {
             "n": args.n,
             "n_ctx": args.n_ctx,
-            "n_batch": args.n_ctx,
-            "n_threads": args.threads,
             "seed": args.seed,
             "sampling": "greedy argmax over llama_get_logits_ith(ctx, -1) "
             "(temperature 0 / top_k 1; seed unused by argmax)",
             "prompt_tokenize": f"llama_tokenize(add_special={add_bos} (model's add_bos flag), "
             "parse_special=True)",
             "prompt_decode": "one llama_decode of the whole prompt, then one token per step",
-            "flash_attn": False,
-            "kv_cache_type_k": int(cparams.type_k),
-            "kv_cache_type_v": int(cparams.type_v),
+            **context_settings(args, cparams),
             "stop_at_eog": args.stop_at_eog,
             "top_k_recorded": args.top_k,
             "text_fields": "llama_detokenize(..., unparse_special=True)",
@@ -366,55 +408,76 @@ def cmd_greedy(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     """Prefill and decode speed at batch 1, measured the way `kvjit bench` measures its own:
-    one prefill of --prompt-tokens tokens, then --gen-tokens decode steps of one token each."""
+    one prefill of --prompt-tokens tokens (one llama_decode: --n-batch must hold them), then
+    --gen-tokens decode steps of one token each, after one warm-up run of the same. One
+    measurement: `kvjit bench` runs this once per run, interleaved with its own."""
     import time
 
-    llm = llama_cpp.Llama(
-        model_path=args.model,
-        n_ctx=args.prompt_tokens + args.gen_tokens + 8,
-        n_batch=max(args.prompt_tokens, 1),
-        n_threads=args.threads,
-        n_threads_batch=args.threads,
-        verbose=False,
-    )
-    vocab = llm.n_vocab()
-    prompt = [(17 + 31 * i) % vocab for i in range(args.prompt_tokens)]
-    results = []
-    for _ in range(args.repeats):
-        llm.reset()
+    if args.n_batch < args.prompt_tokens:
+        sys.exit("llamacpp_reference.py: error: --n-batch must hold the prompt (one prefill step)")
+    quiet_logs(False)
+    llama_cpp.llama_backend_init()
+    model, vocab, n_vocab = load_model_on_cpu(args.model)
+    cparams = context_params(args, args.prompt_tokens + args.gen_tokens + 8)
+    ctx = llama_cpp.llama_init_from_model(model, cparams)
+    if not ctx:
+        sys.exit("llamacpp_reference.py: error: llama_init_from_model failed")
+    memory = llama_cpp.llama_get_memory(ctx)
+    prompt = [(17 + 31 * i) % n_vocab for i in range(args.prompt_tokens)]
+    batch = llama_cpp.llama_batch_init(max(args.prompt_tokens, 1), 0, 1)
+
+    def decode(tokens: List[int], first_position: int) -> None:
+        for i, token in enumerate(tokens):
+            batch.token[i] = token
+            batch.pos[i] = first_position + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = i == len(tokens) - 1
+        batch.n_tokens = len(tokens)
+        rc = llama_cpp.llama_decode(ctx, batch)
+        if rc != 0:
+            sys.exit(f"llamacpp_reference.py: error: llama_decode returned {rc}")
+        # Reading the logits is part of a step, as it is of kvjit's.
+        llama_cpp.llama_get_logits_ith(ctx, len(tokens) - 1)
+
+    def run() -> Tuple[float, float]:
+        llama_cpp.llama_memory_clear(memory, True)
         start = time.perf_counter()
-        llm.eval(prompt)
+        decode(prompt, 0)
         prefill_s = time.perf_counter() - start
         token = prompt[-1]
         start = time.perf_counter()
-        for _ in range(args.gen_tokens):
-            llm.eval([token])
-        decode_s = time.perf_counter() - start
-        results.append((prefill_s, decode_s))
-    prefill_s, decode_s = min(r[0] for r in results), min(r[1] for r in results)
+        for g in range(args.gen_tokens):
+            decode([token], args.prompt_tokens + g)
+        return prefill_s, time.perf_counter() - start
+
+    run()  # the warm-up
+    prefill_s, decode_s = run()
     json.dump(
         {
             "engine": "llama.cpp",
-            "llama_cpp_python_version": llama_cpp.__version__,
             "model": os.path.basename(args.model),
-            "threads": args.threads,
             "prompt_tokens": args.prompt_tokens,
             "gen_tokens": args.gen_tokens,
             "prefill_tokens_per_s": args.prompt_tokens / prefill_s,
             "decode_tokens_per_s": args.gen_tokens / decode_s,
             "ttft_ms": prefill_s * 1e3,
             "tpot_ms": decode_s / args.gen_tokens * 1e3,
+            "settings": context_settings(args, cparams),
         },
         sys.stdout,
     )
     sys.stdout.write("\n")
+    llama_cpp.llama_batch_free(batch)
+    llama_cpp.llama_free(ctx)
+    llama_cpp.llama_model_free(model)
 
 
 def cmd_bench_load(args: argparse.Namespace) -> None:
     """Many requests at once through llama.cpp's batched decoding (as its `parallel`
     example does): every sample has its own sequence id in one unified KV cache; each
     llama_decode carries one token of every decoding sequence, then prompt chunks,
-    up to --max-batch-tokens tokens. A request of N samples prefills its prompt once,
+    up to --n-batch tokens. A request of N samples prefills its prompt once,
     on its first sequence, and copies that sequence's cache to the others
     (llama_memory_seq_cp). Tokens are chosen by argmax (the work per token is that of
     any sampler). Reports what `kvjit bench --requests` reports, as JSON."""
@@ -426,18 +489,12 @@ def cmd_bench_load(args: argparse.Namespace) -> None:
         requests = json.load(f)["requests"]
     n_seq = sum(int(r.get("samples", 1)) for r in requests)
     n_ctx = sum(int(r.get("samples", 1)) * (len(r["prompt"]) + int(r["max_new_tokens"])) for r in requests)
-    budget = args.max_batch_tokens
+    budget = args.n_batch
 
     quiet_logs(args.verbose)
     llama_cpp.llama_backend_init()
     model, vocab, n_vocab = load_model_on_cpu(args.model)
-    cparams = llama_cpp.llama_context_default_params()
-    cparams.n_ctx = n_ctx + 16
-    cparams.n_batch = budget
-    cparams.n_ubatch = budget
-    cparams.n_seq_max = n_seq
-    cparams.n_threads = args.threads
-    cparams.n_threads_batch = args.threads
+    cparams = context_params(args, n_ctx + 16, n_seq_max=n_seq)
     if hasattr(cparams, "kv_unified"):
         cparams.kv_unified = True
     ctx = llama_cpp.llama_init_from_model(model, cparams)
@@ -536,14 +593,12 @@ def cmd_bench_load(args: argparse.Namespace) -> None:
     json.dump(
         {
             "engine": "llama.cpp",
-            "llama_cpp_python_version": llama_cpp.__version__,
             "model": os.path.basename(args.model),
             "requests": len(requests),
             "sequences": n_seq,
             "prompt_tokens": sum(len(st["prompt"]) for st in states),
             "generated_tokens": generated,
             "max_batch_tokens": budget,
-            "threads": args.threads,
             "seconds": seconds,
             "ttft_ms_p50": percentile(ttft_ms, 0.5),
             "ttft_ms_p99": percentile(ttft_ms, 0.99),
@@ -552,6 +607,7 @@ def cmd_bench_load(args: argparse.Namespace) -> None:
             "output_tokens_per_s": generated / seconds,
             "steps": steps,
             "kv_cells": int(cparams.n_ctx),
+            "settings": context_settings(args, cparams),
         },
         sys.stdout,
     )
@@ -578,7 +634,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     g.add_argument("-n", type=int, default=32, help="tokens to generate per prompt")
     g.add_argument("-o", "--output", required=True, help="output JSON ('-' for stdout)")
     g.add_argument("--n-ctx", type=int, default=512)
-    g.add_argument("--threads", type=int, default=2)
+    add_context_arguments(g, n_batch=0)  # 0: --n-ctx
     g.add_argument("--seed", type=int, default=1234)
     g.add_argument("--top-k", type=int, default=5, help="logits recorded per step")
     g.add_argument("--stop-at-eog", action="store_true")
@@ -589,8 +645,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     b.add_argument("model")
     b.add_argument("--prompt-tokens", type=int, default=128)
     b.add_argument("--gen-tokens", type=int, default=64)
-    b.add_argument("--threads", type=int, default=2)
-    b.add_argument("--repeats", type=int, default=3, help="the best of this many runs is reported")
+    add_context_arguments(b, n_batch=512)
     b.set_defaults(func=cmd_bench)
 
     bl = sub.add_parser("bench-load", help="many requests at once, batched by sequence id, as JSON")
@@ -600,8 +655,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         required=True,
         help='JSON {"requests": [{"prompt": [token ids], "max_new_tokens": G, "samples": N}, ...]}',
     )
-    bl.add_argument("--max-batch-tokens", type=int, default=256, help="tokens one llama_decode carries")
-    bl.add_argument("--threads", type=int, default=2)
+    add_context_arguments(bl, n_batch=256)
     bl.add_argument("--verbose", action="store_true")
     bl.set_defaults(func=cmd_bench_load)
 
