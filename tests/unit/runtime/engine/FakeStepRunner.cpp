@@ -1,6 +1,7 @@
 #include "tests/unit/runtime/engine/FakeStepRunner.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
@@ -27,6 +28,12 @@ std::vector<float> FakeLogits(absl::Span<const int32_t> context, int64_t vocab) 
     logits[v] = static_cast<float>(6 * unit - 3);
   }
   return logits;
+}
+
+int64_t RecordedStep::tokens() const {
+  int64_t total = 0;
+  for (const RecordedSequence& sequence : sequences) total += sequence.new_tokens;
+  return total;
 }
 
 absl::Status FakeStepRunner::CopyBlock(int64_t source, int64_t destination) {
@@ -59,6 +66,26 @@ absl::StatusOr<int32_t> FakeStepRunner::CachedToken(const runtime::StepInputs& i
                                             " reads a slot never written"));
   }
   return token;
+}
+
+RecordedStep FakeStepRunner::Record(const runtime::StepInputs& inputs) const {
+  RecordedStep step;
+  for (size_t s = 0; s < inputs.context_lens.size(); ++s) {
+    RecordedSequence sequence;
+    sequence.new_tokens = inputs.seq_starts[s + 1] - inputs.seq_starts[s];
+    // Read leniently, unlike CachedToken: recording must not turn a step
+    // that would have succeeded into an error.
+    for (int64_t p = 0; p < inputs.context_lens[s]; ++p) {
+      const int64_t column = p / block_size_;
+      const int64_t block =
+          column < inputs.max_blocks ? inputs.block_tables[s * inputs.max_blocks + column] : -1;
+      sequence.context.push_back(block < 0 || block >= num_blocks_
+                                     ? kUnwritten
+                                     : cache_[block * block_size_ + p % block_size_]);
+    }
+    step.sequences.push_back(std::move(sequence));
+  }
+  return step;
 }
 
 absl::StatusOr<absl::Span<const float>> FakeStepRunner::Run(const runtime::StepInputs& inputs) {
@@ -96,6 +123,7 @@ absl::StatusOr<absl::Span<const float>> FakeStepRunner::Run(const runtime::StepI
     const std::vector<float> row_logits = FakeLogits(context, vocab_);
     logits_.insert(logits_.end(), row_logits.begin(), row_logits.end());
   }
+  if (record_steps_) recorded_steps_.push_back(Record(inputs));
   ++steps_;
   return absl::MakeConstSpan(logits_);
 }

@@ -10,6 +10,23 @@
 
 namespace kvjit::testing {
 
+// One sequence of a step the runner ran, as tests of a scheduler see it.
+struct RecordedSequence {
+  // Every token in the sequence's cache after the step, read through its
+  // block table (-1 for a slot never written), so a test can tell whose
+  // sequence it is by its prompt.
+  std::vector<int32_t> context;
+  // The step's tokens of this sequence: a prefill chunk, a recompute or a
+  // decode token.
+  int64_t new_tokens = 0;
+};
+
+// One Run call, sequences in step order.
+struct RecordedStep {
+  std::vector<RecordedSequence> sequences;
+  int64_t tokens() const;
+};
+
 // A tiny random language model: the logits after `context` are a fixed
 // pseudo-random function of every token in it (uniform in [-3, 3)).
 std::vector<float> FakeLogits(absl::Span<const int32_t> context, int64_t vocab);
@@ -41,11 +58,16 @@ class FakeStepRunner final : public runtime::StepRunner {
   int64_t steps() const { return steps_; }
   int64_t copies() const { return copies_; }
 
+  // From now on, keeps what each successful Run saw; it changes no logits.
+  void RecordSteps() { record_steps_ = true; }
+  const std::vector<RecordedStep>& recorded_steps() const { return recorded_steps_; }
+
  private:
   static constexpr int32_t kUnwritten = -1;
 
   absl::StatusOr<int32_t> CachedToken(const runtime::StepInputs& inputs, int64_t sequence,
                                       int64_t position) const;
+  RecordedStep Record(const runtime::StepInputs& inputs) const;
 
   int64_t num_blocks_;
   int64_t block_size_;
@@ -56,6 +78,8 @@ class FakeStepRunner final : public runtime::StepRunner {
   bool skip_copies_ = false;
   int64_t steps_ = 0;
   int64_t copies_ = 0;
+  bool record_steps_ = false;
+  std::vector<RecordedStep> recorded_steps_;
 };
 
 }  // namespace kvjit::testing
