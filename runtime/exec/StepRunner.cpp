@@ -83,17 +83,15 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
   if (__builtin_mul_overflow(static_cast<uint64_t>(num_blocks), kv.bytes_per_block(), &pool_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(num_blocks, " KV blocks overflow the address space"));
   }
-  try {
-    runner->arena_.assign(executable.program().arena_bytes() / sizeof(float) + 1, 0.0f);
-    runner->kv_pool_.assign(pool_bytes, 0);
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        executable.path(), ": cannot allocate the activation arena (",
-        executable.program().arena_bytes(), " bytes) and the KV pool (", pool_bytes, " bytes)"));
-  } catch (const std::length_error&) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        executable.path(), ": the activation arena or the KV pool is larger than memory allows"));
-  }
+  // Zero-filled pages, resident only once written: a pool sized for the
+  // longest run and an arena planned for the largest step cost memory only
+  // for the blocks and rows a run really uses.
+  KVJIT_ASSIGN_OR_RETURN(runner->arena_,
+                         PageBuffer::Allocate(executable.program().arena_bytes() + sizeof(float),
+                                              absl::StrCat(executable.path(), "'s activation arena")));
+  KVJIT_ASSIGN_OR_RETURN(runner->kv_pool_,
+                         PageBuffer::Allocate(pool_bytes, absl::StrCat("a KV pool of ", num_blocks,
+                                                                        " blocks")));
   runner->vocab_size_ = executable.config().vocab_size();
   return runner;
 }
@@ -107,7 +105,7 @@ int64_t CpuStepRunner::ElementCount(const kvx::TensorRef& ref, const StepSizes& 
 absl::StatusOr<float*> CpuStepRunner::Floats(const kvx::TensorRef& ref) {
   switch (ref.kind()) {
     case kvx::BufferKind::Arena:
-      return arena_.data() + ref.offset() / sizeof(float);
+      return reinterpret_cast<float*>(arena_.data()) + ref.offset() / sizeof(float);
     case kvx::BufferKind::Weight: {
       auto [cached, inserted] = vector_weights_.try_emplace(ref.index());
       if (inserted) {

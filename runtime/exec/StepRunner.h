@@ -11,6 +11,7 @@
 #include "runtime/cpu/MatMul.h"
 #include "runtime/cpu/PagedAttention.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/core/PageBuffer.h"
 #include "runtime/exec/Executable.h"
 
 namespace kvjit::runtime {
@@ -80,8 +81,8 @@ class CpuStepRunner final : public StepRunner {
   int64_t vocab_size_ = 0;
   cpu::PagedKvLayout kv_layout_;
   cpu::ThreadPool pool_;
-  std::vector<float> arena_;
-  std::vector<uint8_t> kv_pool_;
+  PageBuffer arena_;
+  PageBuffer kv_pool_;
   // Weights read as f32 vectors (norm weights, biases), dequantized once.
   std::map<uint32_t, std::vector<float>> vector_weights_;
 };
