@@ -7,7 +7,7 @@
 #include "absl/flags/flag.h"
 #include "codegen/Compiler.h"
 #include "tools/kvjit/SharedFlags.h"
-#include "tools/kvjit/Subcommand.h"
+#include "tools/kvjit/CompilerCommands.h"
 
 ABSL_FLAG(std::string, target, "cpu",
           "the backend to compile for: cpu, or cuda (the CPU program plus CUDA kernels, compiled "
@@ -43,11 +43,6 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
 
 }  // namespace
 
-Subcommand CompileCommand() {
-  return {"compile", "compile a model (GGUF or Hugging Face directory) into a .kvx executable",
-          "MODEL -o FILE.kvx [--target cpu|cuda [--sm 90] [--fast_math] [--dump_cuda_source F]]",
-          "tools/kvjit/CompileCommand.cpp", RunCompile,
-          {"o", "block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib"}};
-}
+Subcommand CompileCommand() { return CompilerCommand("compile", RunCompile); }
 
 }  // namespace kvjit::cli

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
+#include "tools/kvjit/CompilerCommands.h"
 
 namespace kvjit::cli {
 namespace {
@@ -46,6 +47,20 @@ std::string CacheKey(const std::filesystem::path& model, const codegen::CompileO
   return absl::StrFormat("%016x", std::hash<std::string>()(identity));
 }
 
+// `kvjit compile` with `options`, as kvjit-compiler's command line.
+std::vector<std::string> CompileArguments(const std::string& model, const std::string& output,
+                                          const codegen::CompileOptions& options) {
+  std::vector<std::string> arguments = {
+      "compile", model, "-o", output, absl::StrCat("--target=", options.target),
+      absl::StrCat("--block_size=", options.block_size),
+      absl::StrCat("--cache_dtype=", options.cache_dtype),
+      absl::StrCat("--max_tokens_per_step=", options.max_tokens_per_step),
+      absl::StrCat("--kv_memory_mib=", options.kv_memory_mib),
+      absl::StrCat("--sm=", options.cuda_arch),
+      absl::StrCat("--fast_math=", options.cuda_fast_math ? "true" : "false")};
+  return arguments;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ExecutablePathFor(const std::string& model_or_kvx,
@@ -68,7 +83,7 @@ absl::StatusOr<std::string> ExecutablePathFor(const std::string& model_or_kvx,
       (directory / absl::StrCat(name, "-", CacheKey(model, options), ".kvx")).string();
   if (std::filesystem::exists(executable, error)) return executable;
   std::fprintf(stderr, "compiling %s (cached as %s)\n", model_or_kvx.c_str(), executable.c_str());
-  KVJIT_RETURN_IF_ERROR(codegen::CompileModel(model_or_kvx, executable, options, stderr));
+  KVJIT_RETURN_IF_ERROR(RunCompiler(CompileArguments(model_or_kvx, executable, options)));
   return executable;
 }
 

@@ -10,7 +10,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/core/StatusMacros.h"
 #include "tools/kvjit/SharedFlags.h"
-#include "tools/kvjit/Subcommand.h"
+#include "tools/kvjit/CompilerCommands.h"
 #include "tools/registration/KvjitRegistration.h"
 
 
@@ -37,9 +37,6 @@ absl::Status RunImport(const std::vector<std::string>& arguments) {
 
 }  // namespace
 
-Subcommand ImportCommand() {
-  return {"import", "write a model's tfm IR (its math, no cache) as MLIR text", "MODEL [-o FILE]",
-          "tools/kvjit/ImportCommand.cpp", RunImport, {"o"}};
-}
+Subcommand ImportCommand() { return CompilerCommand("import", RunImport); }
 
 }  // namespace kvjit::cli

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "frontend/model/ModelFile.h"
 #include "runtime/core/StatusMacros.h"
-#include "tools/kvjit/Subcommand.h"
+#include "tools/kvjit/CompilerCommands.h"
 
 ABSL_FLAG(bool, metadata, false, "also list every metadata key and value of the file");
 
@@ -107,9 +107,6 @@ absl::Status RunInspect(const std::vector<std::string>& arguments) {
 
 }  // namespace
 
-Subcommand InspectCommand() {
-  return {"inspect", "show a model's architecture, hyper-parameters, tensors and KV-cache cost",
-          "MODEL", "tools/kvjit/InspectCommand.cpp", RunInspect};
-}
+Subcommand InspectCommand() { return CompilerCommand("inspect", RunInspect); }
 
 }  // namespace kvjit::cli

@@ -14,7 +14,7 @@
 #include "ir/Reference/ReferenceGeneration.h"
 #include "runtime/core/StatusMacros.h"
 #include "tools/kvjit/SharedFlags.h"
-#include "tools/kvjit/Subcommand.h"
+#include "tools/kvjit/CompilerCommands.h"
 #include "tools/registration/KvjitRegistration.h"
 
 ABSL_FLAG(int, top_logits, 0, "write the K largest logits of every step to stderr");
@@ -74,11 +74,6 @@ absl::Status RunReference(const std::vector<std::string>& arguments) {
 
 }  // namespace
 
-Subcommand ReferenceCommand() {
-  return {"reference",
-          "generate greedily with the reference evaluator (full recompute per token, no cache)",
-          "MODEL -p PROMPT [-n N]", "tools/kvjit/ReferenceCommand.cpp", RunReference,
-          {"p", "n"}};
-}
+Subcommand ReferenceCommand() { return CompilerCommand("reference", RunReference); }
 
 }  // namespace kvjit::cli

@@ -16,12 +16,14 @@ struct Subcommand {
   const char* summary;
   const char* usage;  // positional arguments, e.g. "MODEL TEXT"
   const char* source_file;
-  // Runs with the positional arguments after absl has parsed the flags.
+  // Runs with the positional arguments after absl has parsed the flags; null
+  // for a command this program hands over to kvjit-compiler
+  // (CompilerCommands.h).
   absl::Status (*run)(const std::vector<std::string>& arguments);
   std::vector<std::string> shared_flags = {};
 };
 
-// Every subcommand of this build, in the order `kvjit --help` lists them.
+// Every subcommand of this program, in the order `kvjit --help` lists them.
 const std::vector<Subcommand>& AllSubcommands();
 
 }  // namespace kvjit::cli

@@ -1,20 +1,18 @@
+#include "tools/kvjit/CompilerCommands.h"
 #include "tools/kvjit/Subcommand.h"
 
 namespace kvjit::cli {
 
-Subcommand InspectCommand();
-Subcommand ImportCommand();
-Subcommand TokenizeCommand();
-Subcommand ReferenceCommand();
-Subcommand CompileCommand();
 Subcommand RunCommand();
 Subcommand BenchCommand();
 
+// kvjit's own commands, then those it hands over to kvjit-compiler.
 const std::vector<Subcommand>& AllSubcommands() {
-  static const std::vector<Subcommand> commands = {InspectCommand(), TokenizeCommand(),
-                                                     ImportCommand(), ReferenceCommand(),
-                                                     CompileCommand(), RunCommand(),
-                                                     BenchCommand()};
+  static const std::vector<Subcommand> commands = [] {
+    std::vector<Subcommand> all = {RunCommand(), BenchCommand()};
+    for (const Subcommand& command : CompilerCommandDescriptions()) all.push_back(command);
+    return all;
+  }();
   return commands;
 }
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "frontend/model/ModelFile.h"
 #include "runtime/core/StatusMacros.h"
-#include "tools/kvjit/Subcommand.h"
+#include "tools/kvjit/CompilerCommands.h"
 
 ABSL_FLAG(bool, no_bos, false, "do not add BOS (or EOS) even where the model adds them");
 ABSL_FLAG(bool, parse_special, false,
@@ -28,10 +28,6 @@ absl::Status RunTokenize(const std::vector<std::string>& arguments) {
 
 }  // namespace
 
-Subcommand TokenizeCommand() {
-  return {"tokenize", "print the token ids of TEXT, space-separated (BOS where the model adds one)",
-          "MODEL TEXT [--no_bos] [--parse_special]", "tools/kvjit/TokenizeCommand.cpp",
-          RunTokenize};
-}
+Subcommand TokenizeCommand() { return CompilerCommand("tokenize", RunTokenize); }
 
 }  // namespace kvjit::cli

@@ -1,4 +1,5 @@
-// kvjit: compile, inspect and run Transformer models.
+// kvjit and kvjit-compiler: compile, inspect and run Transformer models
+// (CompilerCommands.h says which program runs which command).
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/BuildInfo.h"
+#include "tools/kvjit/CompilerCommands.h"
 #include "tools/kvjit/Subcommand.h"
 
 namespace kvjit::cli {
@@ -68,6 +70,11 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "kvjit: unknown command '%s'\n\n", first.c_str());
     PrintTopLevelHelp();
     return 2;
+  }
+  if (command->run == nullptr) {
+    const absl::Status status = ExecCompiler(std::vector<std::string>(argv + 1, argv + argc));
+    std::fprintf(stderr, "kvjit %s: %s\n", command->name, std::string(status.message()).c_str());
+    return 1;
   }
   for (int i = 2; i < argc; ++i) {
     std::string argument = argv[i];
