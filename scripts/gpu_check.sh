@@ -130,7 +130,7 @@ prepare() {
   # CUDA machine has (libcuda is loaded at run time, never linked).
   ldd "$bundle"/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' |
-    grep -Ev '/(libcublas|libcublasLt|libcudart|libnvrtc)\.so' |
+    grep -Ev '/(libcudart|libnvrtc)\.so' |
     xargs -r cp -L -t "$bundle/lib/"
   if [[ -f $shared/models/stories260K.gguf ]]; then
     cp "$shared/models/stories260K.gguf" "$bundle/models/"
@@ -180,10 +180,12 @@ run() {
       note "cannot link $prepared_at to $bundle: the executables will not find their weights"
   fi
   export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  # cuBLAS where the CUDA toolkit is not under /usr/local/cuda (e.g. a wheel).
-  if ldd "$bundle/bin/kvjit-cuda-bench" | grep -q 'libcublas.*not found'; then
+  # cuBLAS (loaded at run time, so ldd does not show it) where the CUDA
+  # toolkit is neither under /usr/local/cuda nor known to the loader (e.g. a wheel).
+  if [[ ! -e /usr/local/cuda/lib64/libcublas.so.13 && ! -e /usr/local/cuda/lib/libcublas.so.13 ]] &&
+    ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
     local cublas
-    cublas=$(find / -xdev -name 'libcublas.so.*' -not -path '/proc/*' 2>/dev/null | head -1)
+    cublas=$(find / -xdev -name 'libcublas.so.13*' -not -path '/proc/*' 2>/dev/null | head -1)
     [[ -n $cublas ]] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$cublas")"
   fi
   if ldd "$bundle"/bin/* | grep 'not found' | sort -u >"$logs/missing-libraries.log"; then

@@ -4,6 +4,8 @@
 #include "runtime/core/BuildConfig.h"
 
 #if KVJIT_HAVE_CUDA
+#include <dlfcn.h>
+#include <cuda.h>
 #include <nvrtc.h>
 #endif
 
@@ -15,11 +17,18 @@ std::vector<BackendInfo> CompiledBackends() {
   std::vector<BackendInfo> backends;
   backends.push_back({"cpu", "threaded; AVX2/FMA kernels where the CPU has them, portable otherwise"});
 #if KVJIT_HAVE_CUDA
+  // NVRTC is asked for its version by loading it here: only the compiler
+  // links it, and the runtime should not pay for loading it.
   int nvrtc_major = 0;
   int nvrtc_minor = 0;
   std::string nvrtc = "NVRTC unavailable";
-  if (nvrtcVersion(&nvrtc_major, &nvrtc_minor) == NVRTC_SUCCESS) {
-    nvrtc = absl::StrCat("NVRTC ", nvrtc_major, ".", nvrtc_minor);
+  const std::string library = absl::StrCat("libnvrtc.so.", CUDA_VERSION / 1000);
+  if (void* handle = ::dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+    auto version = reinterpret_cast<decltype(&nvrtcVersion)>(::dlsym(handle, "nvrtcVersion"));
+    if (version != nullptr && version(&nvrtc_major, &nvrtc_minor) == NVRTC_SUCCESS) {
+      nvrtc = absl::StrCat("NVRTC ", nvrtc_major, ".", nvrtc_minor);
+    }
+    ::dlclose(handle);
   }
   backends.push_back({"cuda", absl::StrCat("CUDA toolkit ", KVJIT_CUDA_TOOLKIT_VERSION, ", ", nvrtc,
                                            ", cuBLAS; compile --target cuda, run --device cuda "
