@@ -2,9 +2,9 @@
 // loaded and run over the paged cache, against the reference evaluator (which
 // recomputes every step from scratch) and against known text.
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "codegen/Compiler.h"
 #include "frontend/model/ModelFile.h"
@@ -15,11 +15,16 @@
 #include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
 
 namespace kvjit {
 namespace {
+
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::AllEqual;
 
 TEST_F(CompiledStoriesTest, GreedyTextMatchesTheKnownContinuation) {
   auto runner = runtime::CpuStepRunner::Create(*executable_, /*num_blocks=*/64, /*threads=*/2);
@@ -73,13 +78,12 @@ TEST_F(CompiledStoriesTest, StepLogitsEqualTheReferenceEvaluator) {
         std::vector<int32_t>(tokens.begin(), tokens.begin() + cached));
     ASSERT_TRUE(reference.ok()) << reference.status();
     const int64_t vocab = reference->shape[1];
-    for (int64_t row = 0; row < count; ++row) {
-      const int64_t position = cached - count + row;
-      for (int64_t v = 0; v < vocab; ++v) {
-        ASSERT_NEAR((*logits)[row * vocab + v], reference->values[position * vocab + v], 1e-3)
-            << "position " << position << ", token " << v;
-      }
-    }
+    const int64_t first_position = cached - count;
+    ASSERT_TRUE(AllClose(*logits,
+                         absl::MakeConstSpan(reference->values)
+                             .subspan(first_position * vocab, count * vocab),
+                         Absolute(1e-3)))
+        << "positions from " << first_position << ", " << vocab << " logits each";
   }
 }
 
@@ -121,8 +125,7 @@ TEST_F(CompiledStoriesTest, ACopiedKvBlockAttendsLikeItsSource) {
   last.logits_rows = {0};
   auto in_copy = (*runner)->Run(last);
   ASSERT_TRUE(in_copy.ok()) << in_copy.status();
-  ASSERT_EQ(in_copy->size(), in_source.size());
-  for (size_t i = 0; i < in_source.size(); ++i) EXPECT_EQ((*in_copy)[i], in_source[i]) << i;
+  EXPECT_TRUE(AllEqual(*in_copy, in_source));
   EXPECT_EQ((*runner)->CopyBlock(2, 8).code(), absl::StatusCode::kOutOfRange);
 }
 
@@ -187,7 +190,8 @@ TEST(CompiledSmolLM2Test, GreedyIdsAndLogitsEqualLlamaCpps) {
   ASSERT_TRUE(runner.ok()) << runner.status();
 
   int compared_tokens = 0;
-  float max_logit_difference = 0;
+  // Our logits of llama.cpp's top five tokens at each step, and llama.cpp's.
+  std::vector<float> ours, llama_cpps;
   for (const nlohmann::json& prompt : expected["prompts"]) {
     const std::vector<int32_t> prompt_ids = prompt["prompt_ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> want = prompt["generated_ids"].get<std::vector<int32_t>>();
@@ -203,23 +207,21 @@ TEST(CompiledSmolLM2Test, GreedyIdsAndLogitsEqualLlamaCpps) {
           return true;
         },
         [&](absl::Span<const float> logits) {
-          // Our logits of llama.cpp's top five tokens, while both runs have
-          // seen the same tokens.
+          // Only while both runs have seen the same tokens.
           if (!same_so_far) return;
           const auto& top = prompt["steps"][step];
           for (size_t k = 0; k < top["top_ids"].size(); ++k) {
-            const float difference = std::abs(logits[top["top_ids"][k].get<int32_t>()] -
-                                              top["top_logits"][k].get<float>());
-            max_logit_difference = std::max(max_logit_difference, difference);
+            ours.push_back(logits[top["top_ids"][k].get<int32_t>()]);
+            llama_cpps.push_back(top["top_logits"][k].get<float>());
           }
         });
     ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->tokens, want) << prompt["name"] << "; largest logit difference "
-                                 << max_logit_difference;
+    EXPECT_EQ(got->tokens, want) << prompt["name"] << "; the logits so far: "
+                                 << AllEqual(ours, llama_cpps).message();
     compared_tokens += static_cast<int>(want.size());
   }
   EXPECT_EQ(compared_tokens, 128);
-  EXPECT_EQ(max_logit_difference, 0.0f);
+  EXPECT_TRUE(AllEqual(ours, llama_cpps));
 }
 
 }  // namespace

@@ -15,12 +15,17 @@
 #include "ir/Tfm/TfmOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tools/registration/KvjitRegistration.h"
 
 namespace kvjit {
 namespace {
+
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::Relative;
 
 template <typename OpTy>
 int64_t CountOps(mlir::ModuleOp module) {
@@ -77,10 +82,7 @@ class FuseAttentionTest : public ::testing::Test {
       ASSERT_TRUE(expected.ok()) << expected.status();
       ASSERT_TRUE(actual.ok()) << actual.status();
       ASSERT_EQ(actual->shape, expected->shape);
-      for (size_t i = 0; i < expected->values.size(); ++i) {
-        const float want = expected->values[i];
-        ASSERT_LE(std::abs(actual->values[i] - want), 1e-5 * (1 + std::abs(want))) << "logit " << i;
-      }
+      EXPECT_TRUE(AllClose(actual->values, expected->values, Absolute(1e-5) + Relative(1e-5)));
     }
   }
 

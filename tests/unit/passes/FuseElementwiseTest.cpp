@@ -13,6 +13,7 @@
 #include "ir/Reference/ReferenceGeneration.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tools/registration/KvjitRegistration.h"
@@ -20,6 +21,7 @@
 namespace kvjit {
 namespace {
 
+using ::kvjit::testing::AllWithin;
 using kernel::FusionKind;
 
 struct FusionCensus {
@@ -72,10 +74,9 @@ absl::StatusOr<reference::RefTensor> Logits(mlir::ModuleOp module,
 // Relative to each logit, with 1e-5 as the floor for logits near zero.
 void ExpectSameLogits(const reference::RefTensor& fused, const reference::RefTensor& unfused) {
   ASSERT_EQ(fused.shape, unfused.shape);
-  for (size_t i = 0; i < unfused.values.size(); ++i) {
-    float tolerance = 1e-5f * std::max(1.0f, std::abs(unfused.values[i]));
-    ASSERT_NEAR(fused.values[i], unfused.values[i], tolerance) << "at logit " << i;
-  }
+  std::vector<double> tolerances;
+  for (float logit : unfused.values) tolerances.push_back(1e-5f * std::max(1.0f, std::abs(logit)));
+  EXPECT_TRUE(AllWithin(fused.values, unfused.values, tolerances));
 }
 
 class FuseElementwiseTest : public ::testing::Test {

@@ -16,6 +16,7 @@
 #include "passes/MemoryPlanChecker.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tools/registration/KvjitRegistration.h"
@@ -23,6 +24,9 @@
 namespace kvjit {
 namespace {
 
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::Relative;
 using reference::RefTensor;
 
 constexpr int64_t kBlockSize = 4;
@@ -112,14 +116,15 @@ class StepHarness {
                                   sequence->tokens.begin() + sequence->cached);
       auto full = reference::EvaluateLogits(full_, model::kForwardFunctionName, prefix);
       ASSERT_TRUE(full.ok()) << full.status();
-      for (int64_t i = 0; i < count; ++i, ++row) {
-        const int64_t position = sequence->cached - count + i;
-        for (int64_t v = 0; v < vocab; ++v) {
-          const float expected = full->values[position * vocab + v];
-          ASSERT_NEAR(logits.values[row * vocab + v], expected, 1e-4 * (1 + std::abs(expected)))
-              << "position " << position << ", vocab entry " << v;
-        }
-      }
+      // This step's rows of the sequence: its last `count` positions.
+      const int64_t first_position = sequence->cached - count;
+      const auto rows = [&](const std::vector<float>& values, int64_t first) {
+        return absl::MakeConstSpan(values).subspan(first * vocab, count * vocab);
+      };
+      ASSERT_TRUE(AllClose(rows(logits.values, row), rows(full->values, first_position),
+                           Absolute(1e-4) + Relative(1e-4)))
+          << "positions from " << first_position << ", " << vocab << " logits each";
+      row += count;
     }
   }
 

@@ -38,10 +38,16 @@
 #include "runtime/quant/Half.h"
 #include "runtime/quant/StorageType.h"
 #include "tests/unit/codegen/cuda/CudaTestExecutables.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
+
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::AllWithin;
+using ::kvjit::testing::RelativeToLargest;
 
 using KernelFunction = void (*)(cuda_abi::LaunchArgs);
 using LaunchFunction = int (*)(KernelFunction, const unsigned*, unsigned,
@@ -358,21 +364,10 @@ TEST_P(CudaKernelEmulationTest, Stories260KMatchesTheCpuRuntime) {
     absl::StatusOr<absl::Span<const float>> expected = (*cpu)->Run(inputs);
     ASSERT_TRUE(expected.ok()) << expected.status();
     const std::vector<float> actual = gpu.Run(inputs);
-    ASSERT_EQ(actual.size(), expected->size());
     // The prefill GEMM rounds its operands to f16; the rest differs from
     // the CPU in summation order and exp.
-    double largest = 0.0, worst = 0.0;
-    size_t worst_index = 0;
-    for (size_t i = 0; i < actual.size(); ++i) {
-      largest = std::max(largest, std::fabs(double{(*expected)[i]}));
-      const double error = std::fabs(double{actual[i]} - (*expected)[i]);
-      if (!(error <= worst)) {
-        worst = error;
-        worst_index = i;
-      }
-    }
-    EXPECT_LE(worst, 1e-2 * largest) << "logit " << worst_index << ": " << actual[worst_index]
-                                     << " vs the CPU's " << (*expected)[worst_index];
+    EXPECT_TRUE(AllClose(actual, *expected, RelativeToLargest(1e-2)))
+        << "actual: the emulated kernels' logits; expected: the CPU's";
   }
   std::filesystem::remove_all(directory);
 }
@@ -498,6 +493,7 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
         const PathSpec& path =
             Product(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
         ASSERT_TRUE(RunPath(kernels, *module, path, inputs, 1, args, sizes));
+        std::vector<double> expected(rows * n), tolerances(rows * n);
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t o = 0; o < n; ++o) {
             double sum = bias[o], magnitude = std::fabs(bias[o]);
@@ -505,11 +501,13 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
               sum += double{dequantized[o * k + c]} * x[r * k + c];
               magnitude += std::fabs(double{dequantized[o * k + c]} * x[r * k + c]);
             }
+            expected[r * n + o] = sum;
             // The prefill path's f16 operands carry 11 bits.
-            const double tolerance = (path.gemm ? 2e-3 : 1e-5) * magnitude;
-            ASSERT_NEAR(y[r * n + o], sum, tolerance) << "row " << r << ", output " << o;
+            tolerances[r * n + o] = (path.gemm ? 2e-3 : 1e-5) * magnitude;
           }
         }
+        EXPECT_TRUE(AllWithin(y, expected, tolerances))
+            << "elements are [row, output] of [" << rows << ", " << n << "]";
       }
     } else if (instruction.op() == kvx::OpCode::Rope) {
       ++ropes;
@@ -545,10 +543,8 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
       args.buffers[2] = actual.data();
       const runtime::StepSizes sizes = {kTokens, kTokens, 1, 1};
       ASSERT_TRUE(RunPath(kernels, *module, spec.decode, 2, 1, args, sizes));
-      for (size_t e = 0; e < x.size(); ++e) {
-        // Angles of thousands of radians, rounded in another order.
-        ASSERT_NEAR(actual[e], expected[e], 2e-3) << "element " << e;
-      }
+      // Angles of thousands of radians, rounded in another order.
+      EXPECT_TRUE(AllClose(actual, expected, Absolute(2e-3)));
     }
   }
   EXPECT_EQ(linears, 13);
@@ -654,11 +650,9 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
     // The CPU's f16 path rounds the query and the probabilities to f16, as
     // ggml does; the kernels keep them in f32.
     const double tolerance = cache == kvx::StorageType::F32 ? 2e-5 : 2e-2;
-    for (size_t e = 0; e < actual.size(); ++e) {
-      ASSERT_NEAR(actual[e], expected[e], tolerance)
-          << "token " << e / (heads * kv.head_dim()) << ", head " << e / kv.head_dim() % heads
-          << ", dimension " << e % kv.head_dim();
-    }
+    EXPECT_TRUE(AllClose(actual, expected, Absolute(tolerance)))
+        << "elements are [token, head, dimension] of [" << tokens << ", " << heads << ", "
+        << kv.head_dim() << "]";
   }
   std::filesystem::remove_all(directory);
 }

@@ -55,7 +55,10 @@ const Format kFormats[] = {
 };
 
 // Both runtimes decode `row` of `cols` elements; they must agree bit for
-// bit (NaNs from random scale bits only need to be NaN on both sides).
+// bit. Not AllEqual (tests/unit/common/NumericCompare.h), which fails on any
+// NaN or infinity: random scale bits make NaN and infinite weights on
+// purpose. An infinity must match bit for bit like any value; a NaN only
+// needs to be NaN on both sides, its payload being each decoder's own.
 void ExpectSameWeights(const Format& format, const std::vector<uint8_t>& row, int cols) {
   std::vector<float> cpu(cols);
   ASSERT_TRUE(quant::DequantizeRow(format.type, row, absl::MakeSpan(cpu)).ok());

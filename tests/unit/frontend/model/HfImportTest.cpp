@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/Reference/ReferenceGeneration.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
 #include "tools/registration/KvjitRegistration.h"
@@ -18,6 +19,9 @@
 namespace kvjit::model {
 namespace {
 
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::Relative;
 using ::testing::HasSubstr;
 using safetensors::testing::F32Bytes;
 using safetensors::testing::TempDir;
@@ -122,10 +126,7 @@ TEST_F(HfImportTest, RotateHalfCheckpointMatchesInterleavedGgufLayout) {
   gguf_config.rope_style = RopeStyle::kInterleaved;
   auto from_gguf = Logits(gguf_config, gguf_layout);
   ASSERT_TRUE(from_gguf.ok()) << from_gguf.status();
-  ASSERT_EQ(from_hf->values.size(), from_gguf->values.size());
-  for (size_t i = 0; i < from_hf->values.size(); ++i) {
-    EXPECT_NEAR(from_hf->values[i], from_gguf->values[i], 1e-5 * (1 + std::abs(from_gguf->values[i])));
-  }
+  EXPECT_TRUE(AllClose(from_hf->values, from_gguf->values, Absolute(1e-5) + Relative(1e-5)));
 }
 
 TEST_F(HfImportTest, ChatTemplateComesFromTokenizerConfig) {

@@ -7,12 +7,16 @@
 #include "gtest/gtest.h"
 #include "ir/Reference/ReferenceGeneration.h"
 #include "ir/Tfm/TfmOps.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tools/registration/KvjitRegistration.h"
 
 namespace kvjit::model {
 namespace {
 
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::Relative;
 using ::testing::HasSubstr;
 
 class LlamaBuilderTest : public ::testing::Test {
@@ -124,10 +128,7 @@ TEST_F(LlamaBuilderTest, GqaModelWithBiasMatchesDirectComputation) {
   ASSERT_EQ(logits->shape, (std::vector<int64_t>{7, 40}));
 
   std::vector<float> expected = DirectForward(config, provider, tokens);
-  ASSERT_EQ(expected.size(), logits->values.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(logits->values[i], expected[i], 1e-4 * (1 + std::abs(expected[i]))) << i;
-  }
+  EXPECT_TRUE(AllClose(logits->values, expected, Absolute(1e-4) + Relative(1e-4)));
 }
 
 TEST_F(LlamaBuilderTest, EarlierPositionsIgnoreLaterTokens) {
@@ -140,9 +141,9 @@ TEST_F(LlamaBuilderTest, EarlierPositionsIgnoreLaterTokens) {
   auto full = reference::EvaluateLogits(evaluator, kForwardFunctionName, {1, 2, 3, 4, 5});
   auto prefix = reference::EvaluateLogits(evaluator, kForwardFunctionName, {1, 2, 3});
   ASSERT_TRUE(full.ok() && prefix.ok());
-  for (size_t i = 0; i < prefix->values.size(); ++i) {
-    EXPECT_NEAR(prefix->values[i], full->values[i], 1e-5 * (1 + std::abs(full->values[i])));
-  }
+  EXPECT_TRUE(AllClose(prefix->values,
+                       absl::MakeConstSpan(full->values).subspan(0, prefix->values.size()),
+                       Absolute(1e-5) + Relative(1e-5)));
 }
 
 TEST_F(LlamaBuilderTest, DeclaresEachWeightOnceWithItsStorage) {

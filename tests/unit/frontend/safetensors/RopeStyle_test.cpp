@@ -9,9 +9,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/unit/common/NumericCompare.h"
 
 namespace kvjit::hf {
 namespace {
+
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
 
 constexpr int kHeads = 2;
 constexpr int kHeadDim = 8;
@@ -99,10 +103,7 @@ TEST(RopeStyleTest, InterleavedRopeOnPermutedRowsIsPermutedRotateHalfRope) {
   for (int position : {0, 1, 5, 123}) {
     Vector hf = PermuteLikeLlamaCpp(RotateHalfRope(Apply(q_proj, input), position));
     Vector gguf = InterleavedRope(Apply(PermuteLikeLlamaCpp(q_proj), input), position);
-    ASSERT_EQ(hf.size(), gguf.size());
-    for (size_t i = 0; i < hf.size(); ++i) {
-      EXPECT_NEAR(hf[i], gguf[i], 1e-12) << "position " << position << " element " << i;
-    }
+    EXPECT_TRUE(AllClose(hf, gguf, Absolute(1e-12))) << "position " << position;
   }
 }
 
@@ -114,9 +115,12 @@ TEST(RopeStyleTest, BothLayoutsGiveTheSameAttentionScores) {
   Vector hf_k = RotateHalfRope(Apply(k_proj, key_input), key_position);
   Vector gguf_q = InterleavedRope(Apply(PermuteLikeLlamaCpp(q_proj), query_input), query_position);
   Vector gguf_k = InterleavedRope(Apply(PermuteLikeLlamaCpp(k_proj), key_input), key_position);
+  Vector hf_scores, gguf_scores;
   for (int head = 0; head < kHeads; ++head) {
-    EXPECT_NEAR(HeadDot(hf_q, hf_k, head), HeadDot(gguf_q, gguf_k, head), 1e-12);
+    hf_scores.push_back(HeadDot(hf_q, hf_k, head));
+    gguf_scores.push_back(HeadDot(gguf_q, gguf_k, head));
   }
+  EXPECT_TRUE(AllClose(hf_scores, gguf_scores, Absolute(1e-12)));
 }
 
 TEST(RopeStyleTest, MixingStyleAndLayoutGivesDifferentScores) {

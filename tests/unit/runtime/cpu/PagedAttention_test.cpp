@@ -11,10 +11,14 @@
 #include "gtest/gtest.h"
 #include "runtime/cpu/FastExp.h"
 #include "runtime/quant/Half.h"
+#include "tests/unit/common/NumericCompare.h"
 
 namespace kvjit::cpu {
 namespace {
 
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::AllEqual;
 using ::testing::HasSubstr;
 
 constexpr int64_t kHeads = 6;
@@ -238,7 +242,7 @@ TEST(PagedAttentionF16Test, FollowsGgmlsOrderForDecodeAndPrefill) {
   const Step step = MakeStep(cache, kAllSequences, 300);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const std::vector<float> out = Attend(cache, step, scale, 2);
-  EXPECT_EQ(out, GgmlAttention(cache, step, kAllSequences, scale, [](int32_t rows) { return rows == 1; }));
+  EXPECT_TRUE(AllEqual(out, GgmlAttention(cache, step, kAllSequences, scale, [](int32_t rows) { return rows == 1; })));
   const std::vector<float> swapped =
       GgmlAttention(cache, step, kAllSequences, scale, [](int32_t rows) { return rows != 1; });
   for (size_t s : kAllSequences) {
@@ -260,20 +264,20 @@ TEST_P(PagedAttentionTest, MatchesContiguousNaiveAttention) {
   const std::vector<float> out = Attend(cache, step, scale, 3);
   const std::vector<double> expected = NaiveAttention(cache, step, kAllSequences, scale);
   const double tolerance = GetParam() == KvElementType::kF32 ? 2e-5 : 1e-3;
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], tolerance) << "element " << i;
+  EXPECT_TRUE(AllClose(out, expected, Absolute(tolerance)));
 }
 
 TEST_P(PagedAttentionTest, ResultsDoNotDependOnThreadsOrBatch) {
   const Cache cache = BuildCache(GetParam(), 2);
   const Step step = MakeStep(cache, kAllSequences, 200);
   const std::vector<float> together = Attend(cache, step, 0.2f, 1);
-  EXPECT_EQ(Attend(cache, step, 0.2f, 2), together);
-  EXPECT_EQ(Attend(cache, step, 0.2f, 3), together);
+  EXPECT_TRUE(AllEqual(Attend(cache, step, 0.2f, 2), together)) << "2 threads";
+  EXPECT_TRUE(AllEqual(Attend(cache, step, 0.2f, 3), together)) << "3 threads";
   for (size_t s : kAllSequences) {
     const Step alone = MakeStep(cache, {s}, 200);
     const std::vector<float> out = Attend(cache, alone, 0.2f, 2);
     const size_t offset = static_cast<size_t>(step.seq_starts[s] * kHeads * kHeadDim);
-    EXPECT_TRUE(std::equal(out.begin(), out.end(), together.begin() + offset)) << "sequence " << s;
+    EXPECT_TRUE(AllEqual(out, absl::MakeConstSpan(together).subspan(offset, out.size()))) << "sequence " << s;
   }
 }
 

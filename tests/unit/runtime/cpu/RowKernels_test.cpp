@@ -8,11 +8,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/quant/Dequantize.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/runtime/cpu/RandomWeights.h"
 
 namespace kvjit::cpu {
 namespace {
 
+using ::kvjit::testing::Absolute;
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::AllEqual;
+using ::kvjit::testing::Relative;
 using ::testing::HasSubstr;
 
 std::vector<float> RandomVector(int64_t n, uint32_t seed, float stddev = 1.0f) {
@@ -21,16 +26,6 @@ std::vector<float> RandomVector(int64_t n, uint32_t seed, float stddev = 1.0f) {
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = normal(rng);
   return v;
-}
-
-// |actual - expected| <= relative * |expected| + absolute, element by element.
-void ExpectClose(const std::vector<float>& actual, const std::vector<double>& expected, double relative,
-                 double absolute) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    ASSERT_LE(std::fabs(actual[i] - expected[i]), relative * std::fabs(expected[i]) + absolute)
-        << "element " << i << ": " << actual[i] << " vs " << expected[i];
-  }
 }
 
 std::vector<double> NaiveRmsNorm(const std::vector<float>& x, const std::vector<float>& w, double eps, int64_t rows,
@@ -60,9 +55,9 @@ TEST(RmsNormTest, MatchesDoublePrecisionAndIsThreadInvariant) {
     ThreadPool pool(threads);
     std::vector<float> out(x.size());
     ASSERT_TRUE(RmsNorm(x.data(), w.data(), 1e-5f, kRows, kWidth, out.data(), pool).ok());
-    ExpectClose(out, NaiveRmsNorm(x, w, 1e-5f, kRows, kWidth), kFewUlps, 0.0);
+    EXPECT_TRUE(AllClose(out, NaiveRmsNorm(x, w, 1e-5f, kRows, kWidth), Relative(kFewUlps)));
     if (threads == 1) reference_out = out;
-    EXPECT_EQ(out, reference_out) << threads << " threads";
+    EXPECT_TRUE(AllEqual(out, reference_out)) << threads << " threads";
   }
 }
 
@@ -73,7 +68,7 @@ TEST(RmsNormTest, WorksInPlace) {
   std::vector<float> separate(x.size());
   ASSERT_TRUE(RmsNorm(x.data(), w.data(), 1e-6f, 3, 64, separate.data(), pool).ok());
   ASSERT_TRUE(RmsNorm(x.data(), w.data(), 1e-6f, 3, 64, x.data(), pool).ok());
-  EXPECT_EQ(x, separate);
+  EXPECT_TRUE(AllEqual(x, separate));
 }
 
 TEST(AddRmsNormTest, WritesTheSumBackAndNormsIt) {
@@ -86,8 +81,8 @@ TEST(AddRmsNormTest, WritesTheSumBackAndNormsIt) {
     ThreadPool pool(threads);
     std::vector<float> residual = residual_in, normed(residual.size());
     ASSERT_TRUE(AddRmsNorm(residual.data(), delta.data(), w.data(), 1e-5f, kRows, kWidth, normed.data(), pool).ok());
-    EXPECT_EQ(residual, sum);
-    ExpectClose(normed, NaiveRmsNorm(sum, w, 1e-5f, kRows, kWidth), kFewUlps, 0.0);
+    EXPECT_TRUE(AllEqual(residual, sum));
+    EXPECT_TRUE(AllClose(normed, NaiveRmsNorm(sum, w, 1e-5f, kRows, kWidth), Relative(kFewUlps)));
   }
 }
 
@@ -106,9 +101,9 @@ TEST(ElementWiseTest, SiluAndSwiGluMatchDoublePrecision) {
   ThreadPool pool(3);
   std::vector<float> out(n);
   ASSERT_TRUE(Silu(gate.data(), out.data(), n, pool).ok());
-  ExpectClose(out, silu, kFewUlps, 1e-30);
+  EXPECT_TRUE(AllClose(out, silu, Relative(kFewUlps) + Absolute(1e-30)));
   ASSERT_TRUE(SwiGlu(gate.data(), up.data(), out.data(), n, pool).ok());
-  ExpectClose(out, swiglu, kFewUlps, 1e-30);
+  EXPECT_TRUE(AllClose(out, swiglu, Relative(kFewUlps) + Absolute(1e-30)));
 }
 
 // silu(v) = v / (1 + FastExp(-v)), llama.cpp's bits: computed with exactly
@@ -134,14 +129,20 @@ TEST(ElementWiseTest, SiluHasGgmlsBits) {
 TEST(ElementWiseTest, AddMulScaleAreExactlyRounded) {
   const int64_t n = 40001;
   const std::vector<float> a = RandomVector(n, 10), b = RandomVector(n, 11);
+  std::vector<float> sum(n), product(n), eighth(n);
+  for (int64_t i = 0; i < n; ++i) {
+    sum[i] = static_cast<float>(static_cast<double>(a[i]) + b[i]);
+    product[i] = static_cast<float>(static_cast<double>(a[i]) * b[i]);
+    eighth[i] = a[i] / 8;
+  }
   ThreadPool pool(2);
   std::vector<float> out(n);
   ASSERT_TRUE(Add(a.data(), b.data(), out.data(), n, pool).ok());
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], static_cast<float>(static_cast<double>(a[i]) + b[i]));
+  EXPECT_TRUE(AllEqual(out, sum)) << "Add";
   ASSERT_TRUE(Mul(a.data(), b.data(), out.data(), n, pool).ok());
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], static_cast<float>(static_cast<double>(a[i]) * b[i]));
+  EXPECT_TRUE(AllEqual(out, product)) << "Mul";
   ASSERT_TRUE(Scale(a.data(), 0.125f, out.data(), n, pool).ok());
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] / 8);
+  EXPECT_TRUE(AllEqual(out, eighth)) << "Scale";
 }
 
 TEST(SoftmaxTest, MatchesDoublePrecisionAndIsThreadInvariant) {
@@ -162,9 +163,9 @@ TEST(SoftmaxTest, MatchesDoublePrecisionAndIsThreadInvariant) {
     // x - max is rounded in f32 (|x - max| <= ~100 here, so up to ~6e-6
     // absolute in the exponent), which dominates the few ulps of the rest;
     // the tiniest probabilities are f32 subnormals, good to ~1e-45.
-    ExpectClose(out, expected, 1e-5, 1e-44);
+    EXPECT_TRUE(AllClose(out, expected, Relative(1e-5) + Absolute(1e-44)));
     if (threads == 1) first = out;
-    EXPECT_EQ(out, first);
+    EXPECT_TRUE(AllEqual(out, first)) << threads << " threads";
   }
 }
 
@@ -184,7 +185,7 @@ TEST(EmbeddingLookupTest, DequantizesOnlyTheSelectedRowsBitForBit) {
       ASSERT_TRUE(quant::DequantizeRow(type, absl::MakeConstSpan(table_bytes).subspan(ids[i] * row_bytes, row_bytes),
                                        absl::MakeSpan(expected))
                       .ok());
-      EXPECT_EQ(std::vector<float>(out.begin() + i * cols, out.begin() + (i + 1) * cols), expected);
+      EXPECT_TRUE(AllEqual(absl::MakeConstSpan(out).subspan(i * cols, cols), expected)) << "id " << ids[i];
     }
   }
 }
@@ -207,7 +208,9 @@ TEST(GatherRowsTest, CopiesTheIndexedRows) {
   ThreadPool pool(2);
   ASSERT_TRUE(GatherRows(src.data(), 6, 5, indices, 3, out.data(), pool).ok());
   for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 5; ++j) EXPECT_EQ(out[i * 5 + j], src[indices[i] * 5 + j]);
+    EXPECT_TRUE(AllEqual(absl::MakeConstSpan(out).subspan(i * 5, 5),
+                         absl::MakeConstSpan(src).subspan(indices[i] * 5, 5)))
+        << "row " << i;
   }
   const int32_t bad[] = {6};
   EXPECT_THAT(GatherRows(src.data(), 6, 5, bad, 1, out.data(), pool).message(),

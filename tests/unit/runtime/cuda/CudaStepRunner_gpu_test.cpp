@@ -41,11 +41,18 @@
 #include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 
 namespace kvjit::cuda {
 namespace {
 
+using ::kvjit::testing::AllClose;
+using ::kvjit::testing::AllEqual;
+using ::kvjit::testing::CompareClose;
+using ::kvjit::testing::NumericComparison;
+using ::kvjit::testing::Passes;
+using ::kvjit::testing::RelativeToLargest;
 using ::testing::HasSubstr;
 
 constexpr double kF32Tolerance = 1e-4;
@@ -111,17 +118,6 @@ runtime::StepInputs SequenceStep(const std::vector<int32_t>& tokens, int64_t fir
   return step;
 }
 
-// The largest |a - b| relative to the largest |b|.
-double RelativeDifference(absl::Span<const float> a, absl::Span<const float> b) {
-  double difference = 0;
-  double scale = 1e-30;
-  for (size_t i = 0; i < b.size(); ++i) {
-    difference = std::max(difference, std::abs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::abs(double{b[i]}));
-  }
-  return difference / scale;
-}
-
 struct ModelUnderTest {
   std::string name;
   std::string kvx;  // in $KVJIT_CUDA_TEST_KVX_DIR
@@ -162,13 +158,15 @@ class CudaStepRunnerTest : public ::testing::TestWithParam<ModelUnderTest> {
     const std::vector<float> expected(cpu->begin(), cpu->end());
     auto gpu = gpu_->Run(step);
     ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status();
-    ASSERT_EQ(gpu->size(), expected.size()) << what;
     const int64_t tokens = static_cast<int64_t>(step.tokens.size());
-    const double difference = RelativeDifference(*gpu, expected);
-    EXPECT_LE(difference, Tolerance(tokens))
-        << what << " (" << tokens << " tokens; prefill paths from " << prefill_min_rows_
-        << " rows)";
-    RecordProperty(what, std::to_string(difference));
+    const NumericComparison comparison =
+        CompareClose(*gpu, expected, RelativeToLargest(Tolerance(tokens)));
+    EXPECT_TRUE(Passes(comparison)) << what << " (" << tokens << " tokens; prefill paths from "
+                                    << prefill_min_rows_ << " rows)";
+    if (comparison.largest_difference) {
+      RecordProperty(what, std::to_string(comparison.largest_difference->difference /
+                                          comparison.largest_expected_magnitude));
+    }
   }
 
   // Made-up token ids, the same in every run.
@@ -297,10 +295,7 @@ TEST_P(CudaStepRunnerTest, GraphReplayEqualsLaunchByLaunch) {
     const std::vector<float> from_graph(replayed->begin(), replayed->end());
     auto launched = (*eager)->Run(step);
     ASSERT_TRUE(launched.ok()) << launched.status();
-    ASSERT_EQ(from_graph.size(), launched->size());
-    for (size_t i = 0; i < from_graph.size(); ++i) {
-      ASSERT_EQ(from_graph[i], (*launched)[i]) << "position " << position << ", logit " << i;
-    }
+    ASSERT_TRUE(AllEqual(from_graph, *launched)) << "position " << position;
   }
   EXPECT_EQ(gpu_->graphs_captured(), 1);
   EXPECT_GE(gpu_->graph_replays(), 5);
@@ -318,7 +313,7 @@ TEST_P(CudaStepRunnerTest, ACopiedKvBlockAttendsLikeItsSource) {
   ASSERT_TRUE(in_copy.ok()) << in_copy.status();
   // The same row computed by a one-token step instead of a five-token one:
   // equal up to the paths' tolerance.
-  EXPECT_LE(RelativeDifference(*in_copy, last_row), Tolerance(5));
+  EXPECT_TRUE(AllClose(*in_copy, last_row, RelativeToLargest(Tolerance(5))));
   EXPECT_EQ(gpu_->CopyBlock(2, kBlocks).code(), absl::StatusCode::kOutOfRange);
 }
 
