@@ -421,13 +421,10 @@ absl::StatusOr<BeamSearchResult> BeamSearch::Search(
                                                    runner_.block_size()));
   }
   // Beams share the prompt's full blocks; each may hold its own copy of
-  // every later block. The last new token is never written to the cache.
-  const int64_t shared_prompt_blocks = prompt_tokens / block_size;
+  // every later block.
   const int64_t cached_tokens = prompt_tokens + max_new_tokens - 1;
-  const int64_t blocks_per_beam =
-      (cached_tokens + block_size - 1) / block_size - shared_prompt_blocks;
-  const int64_t writing_beams = max_new_tokens > 1 ? params.num_beams : 1;
-  const int64_t blocks_needed = shared_prompt_blocks + writing_beams * blocks_per_beam;
+  const int64_t blocks_needed =
+      kv::BlocksForForkedSequences(prompt_tokens, max_new_tokens, params.num_beams, block_size);
   if (blocks_needed > blocks->num_free_blocks()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         request, ": ", params.num_beams, " beams of up to ", cached_tokens,

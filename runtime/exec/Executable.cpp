@@ -167,12 +167,13 @@ uint64_t ScratchBytes(const kvx::CudaPath& path, const StepSizes& sizes) {
          (per_step ? static_cast<uint64_t>(SizeProduct(path.scratch_bytes(), sizes)) : 0);
 }
 
-absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(const std::string& path,
+                                                              const LoadOptions& options) {
   std::unique_ptr<Executable> executable(new Executable(path));
   KVJIT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
   executable->file_ = std::make_unique<MappedFile>(std::move(file));
   KVJIT_RETURN_IF_ERROR(executable->Verify());
-  KVJIT_RETURN_IF_ERROR(executable->MapWeights());
+  KVJIT_RETURN_IF_ERROR(executable->MapWeights(options.verify_weight_checksums));
   KVJIT_RETURN_IF_ERROR(executable->VerifyProgram());
   KVJIT_RETURN_IF_ERROR(executable->VerifyCudaModule());
   return executable;
@@ -224,7 +225,7 @@ absl::Status Executable::Verify() {
   return absl::OkStatus();
 }
 
-absl::Status Executable::MapWeights() {
+absl::Status Executable::MapWeights(bool verify_checksums) {
   for (const kvx::WeightFile* weight_file : *root_->weight_files()) {
     absl::StatusOr<MappedFile> mapped = MappedFile::Open(weight_file->path()->str());
     if (!mapped.ok()) {
@@ -251,7 +252,7 @@ absl::Status Executable::MapWeights() {
           weight->size_bytes(), " bytes) lies past the end of its file"));
     }
     absl::Span<const uint8_t> bytes = file.subspan(weight->offset(), weight->size_bytes());
-    if (Fnv1a64(bytes) != weight->checksum()) {
+    if (verify_checksums && Fnv1a64(bytes) != weight->checksum()) {
       return absl::DataLossError(absl::StrCat(
           path_, ": weight '", weight->name()->str(), "' in ",
           root_->weight_files()->Get(weight->file_index())->path()->str(),

@@ -34,13 +34,22 @@ int64_t SizeProduct(const flatbuffers::Vector<const kvx::SizeFactor*>* factors,
 // The scratch bytes a CUDA path needs for a step of `sizes`.
 uint64_t ScratchBytes(const kvx::CudaPath& path, const StepSizes& sizes);
 
+struct LoadOptions {
+  // Hash every weight and compare it with the checksum the compiler recorded
+  // (reads every byte of the weights: ~0.1 s per 100 MB). Off, a weight file
+  // is checked by its size, which catches a file that was replaced by another
+  // model or quantization but not one edited in place.
+  bool verify_weight_checksums = false;
+};
+
 // A .kvx file, verified once on load so that every later access is in
 // bounds: the FlatBuffer, its identifier and schema version, every tensor
 // reference of the program against the arena and the weight table, and every
 // weight against the file it lives in (memory-mapped here).
 class Executable {
  public:
-  static absl::StatusOr<std::unique_ptr<Executable>> Load(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<Executable>> Load(const std::string& path,
+                                                          const LoadOptions& options = {});
 
   const std::string& path() const { return path_; }
   const kvx::Executable& root() const { return *root_; }
@@ -51,6 +60,12 @@ class Executable {
   // The bytes of weights[index], inside its mapped file.
   absl::Span<const uint8_t> WeightBytes(uint32_t index) const { return weight_bytes_[index]; }
 
+  // The .kvx file's bytes, mapped.
+  absl::Span<const uint8_t> file_bytes() const { return file_->bytes(); }
+
+  // The mapped weight files, whole (for what is resident of them).
+  const std::vector<MappedFile>& weight_files() const { return weight_files_; }
+
   // The CUDA kernels and their launches (verified like the rest), or null for
   // an executable compiled for the CPU alone.
   const kvx::CudaModule* cuda() const { return root_->cuda(); }
@@ -58,7 +73,7 @@ class Executable {
  private:
   explicit Executable(std::string path) : path_(std::move(path)) {}
   absl::Status Verify();
-  absl::Status MapWeights();
+  absl::Status MapWeights(bool verify_checksums);
   absl::Status VerifyProgram() const;
   absl::Status VerifyInstruction(const kvx::Instruction& instruction, size_t index) const;
   absl::Status VerifyCudaModule() const;

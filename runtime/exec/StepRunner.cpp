@@ -107,15 +107,22 @@ absl::StatusOr<float*> CpuStepRunner::Floats(const kvx::TensorRef& ref) {
     case kvx::BufferKind::Arena:
       return reinterpret_cast<float*>(arena_.data()) + ref.offset() / sizeof(float);
     case kvx::BufferKind::Weight: {
+      const kvx::Weight* weight = executable_.root().weights()->Get(ref.index());
+      absl::Span<const uint8_t> bytes = executable_.WeightBytes(ref.index());
+      // An f32 weight is read where the model file holds it (read-only pages:
+      // weights are operands, never written), not copied.
+      if (weight->storage() == kvx::StorageType::F32 &&
+          reinterpret_cast<uintptr_t>(bytes.data()) % alignof(float) == 0) {
+        return const_cast<float*>(reinterpret_cast<const float*>(bytes.data()));
+      }
       auto [cached, inserted] = vector_weights_.try_emplace(ref.index());
       if (inserted) {
-        const kvx::Weight* weight = executable_.root().weights()->Get(ref.index());
         KVJIT_ASSIGN_OR_RETURN(quant::StorageType storage, FromKvxStorage(weight->storage()));
         int64_t count = 1;
         for (int64_t dim : *weight->shape()) count *= dim;
         cached->second.resize(count);
-        absl::Status status = quant::DequantizeRow(storage, executable_.WeightBytes(ref.index()),
-                                                   absl::MakeSpan(cached->second));
+        absl::Status status =
+            quant::DequantizeRow(storage, bytes, absl::MakeSpan(cached->second));
         if (!status.ok()) {
           vector_weights_.erase(cached);
           return absl::Status(status.code(), absl::StrCat("weight '", weight->name()->str(),
@@ -128,6 +135,16 @@ absl::StatusOr<float*> CpuStepRunner::Floats(const kvx::TensorRef& ref) {
       break;
   }
   return absl::InvalidArgumentError("an f32 operand refers to a step input");
+}
+
+RunnerMemory CpuStepRunner::Memory() const {
+  RunnerMemory memory;
+  memory.kv_pool_bytes = kv_pool_.size();
+  memory.kv_pool_resident = kv_pool_.ResidentBytes();
+  memory.arena_bytes = arena_.size();
+  memory.arena_resident = arena_.ResidentBytes();
+  for (const auto& [index, values] : vector_weights_) memory.weight_copies += values.size() * sizeof(float);
+  return memory;
 }
 
 absl::StatusOr<const int32_t*> CpuStepRunner::Ints(const kvx::TensorRef& ref,

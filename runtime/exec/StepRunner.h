@@ -29,12 +29,30 @@ struct StepInputs {
   std::vector<int32_t> logits_rows;   // [L]
 };
 
+// The host memory a runner holds: what it reserved and how much of that is
+// resident (backed by memory) now.
+struct RunnerMemory {
+  uint64_t kv_pool_bytes = 0;
+  uint64_t kv_pool_resident = 0;
+  // The activation arena, the logits rows included (the plan reuses their
+  // bytes for other values earlier in the step).
+  uint64_t arena_bytes = 0;
+  uint64_t arena_resident = 0;
+  // Weights the runner holds in another form than the model file's (norm
+  // weights and biases dequantized to f32).
+  uint64_t weight_copies = 0;
+};
+
 // Runs an executable's step program on one backend over its own paged KV
 // pool; the engines (generator, scheduler, beam search) drive any backend
 // through this interface.
 class StepRunner {
  public:
   virtual ~StepRunner() = default;
+
+  // The host memory the runner holds; none for one that keeps its pool and
+  // arena elsewhere (a GPU's) or has none (a test's).
+  virtual RunnerMemory Memory() const { return {}; }
 
   virtual int64_t num_blocks() const = 0;
   virtual int64_t vocab_size() const = 0;
@@ -64,6 +82,7 @@ class CpuStepRunner final : public StepRunner {
   int64_t block_size() const override { return kv_layout_.block_size; }
   absl::Status CopyBlock(int64_t source, int64_t destination) override;
   absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) override;
+  RunnerMemory Memory() const override;
 
  private:
   CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads);

@@ -40,6 +40,16 @@ absl::StatusOr<int64_t> BlocksForBudget(int64_t budget_bytes, int64_t block_byte
   return budget_bytes / block_bytes;
 }
 
+int64_t BlocksForForkedSequences(int64_t prompt_tokens, int64_t new_tokens, int64_t sequences,
+                                 int64_t block_size) {
+  const int64_t shared_prompt_blocks = prompt_tokens / block_size;
+  const int64_t cached_tokens = prompt_tokens + std::max<int64_t>(new_tokens, 1) - 1;
+  const int64_t blocks_per_sequence =
+      (cached_tokens + block_size - 1) / block_size - shared_prompt_blocks;
+  const int64_t writing_sequences = new_tokens > 1 ? sequences : 1;
+  return shared_prompt_blocks + writing_sequences * blocks_per_sequence;
+}
+
 absl::StatusOr<KvBlockManager> KvBlockManager::Create(int32_t num_blocks, int32_t block_size) {
   if (num_blocks <= 0 || block_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("a KV pool needs at least one block of at least one token; got ",

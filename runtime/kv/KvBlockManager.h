@@ -77,6 +77,14 @@ struct PrefixMatch {
 // budget.
 absl::StatusOr<int64_t> BlocksForBudget(int64_t budget_bytes, int64_t block_bytes);
 
+// The most blocks of `block_size` tokens that `sequences` sequences forked
+// from one prompt of `prompt_tokens` may hold while each generates
+// `new_tokens`: the prompt's whole blocks once, shared, and each sequence's
+// own copy of every later block (the last new token is never written to the
+// cache). One sequence: the blocks of its prompt and new tokens.
+int64_t BlocksForForkedSequences(int64_t prompt_tokens, int64_t new_tokens, int64_t sequences,
+                                 int64_t block_size);
+
 // The paged KV cache's bookkeeping (vLLM's block manager): a pool of
 // `num_blocks` blocks of `block_size` token slots, and each sequence's block
 // table. Sequences forked from one another share blocks until one of them

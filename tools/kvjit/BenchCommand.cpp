@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> KvjitExecutable
   std::vector<std::pair<std::string, std::string>> executables;
   if (absl::EndsWith(model_or_kvx, ".kvx")) {
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
-                           runtime::Executable::Load(model_or_kvx));
+                           runtime::Executable::Load(model_or_kvx, LoadOptionsFromFlags()));
     const bool f16 = executable->kv_layout().element_type() == kvx::StorageType::F16;
     executables.emplace_back(f16 ? "kvjit f16" : "kvjit f32", model_or_kvx);
     return executables;
@@ -309,7 +309,8 @@ struct KvjitBatchOne {
 
 absl::StatusOr<std::unique_ptr<KvjitBatchOne>> LoadBatchOne(const std::string& kvx_path) {
   auto bench = std::make_unique<KvjitBatchOne>();
-  KVJIT_ASSIGN_OR_RETURN(bench->executable, runtime::Executable::Load(kvx_path));
+  KVJIT_ASSIGN_OR_RETURN(bench->executable,
+                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
   const int64_t prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
   const int64_t gen_tokens = absl::GetFlag(FLAGS_gen_tokens);
   const int64_t block_size = bench->executable->kv_layout().block_size();
@@ -407,7 +408,7 @@ absl::Status RunLoad(const std::string& model) {
   std::vector<std::unique_ptr<runtime::Executable>> loaded;
   for (const auto& [engine, path] : executables) {
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
-                           runtime::Executable::Load(path));
+                           runtime::Executable::Load(path, LoadOptionsFromFlags()));
     loaded.push_back(std::move(executable));
   }
   const runtime::Executable& first = *loaded.front();
@@ -490,7 +491,7 @@ Subcommand BenchCommand() {
           "f32,f16] [--llamacpp_python PY] [--requests N | --requests_json FILE] [--samples S] "
           "[--max_batch_tokens B] [--report_json FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          {"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device"}};
+          {"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"}};
 }
 
 }  // namespace kvjit::cli

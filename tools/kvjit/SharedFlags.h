@@ -18,6 +18,7 @@ ABSL_DECLARE_FLAG(int64_t, max_tokens_per_step);
 ABSL_DECLARE_FLAG(int64_t, kv_memory_mib);
 ABSL_DECLARE_FLAG(int64_t, max_batch_tokens);
 ABSL_DECLARE_FLAG(int64_t, samples);
+ABSL_DECLARE_FLAG(bool, verify_weights);
 ABSL_DECLARE_FLAG(std::string, device);
 
 namespace kvjit::cli {
@@ -25,6 +26,9 @@ namespace kvjit::cli {
 // The compile options `kvjit compile` and the on-the-fly compile of
 // `kvjit run` / `kvjit bench` share.
 codegen::CompileOptions CompileOptionsFromFlags();
+
+// How --verify_weights asks executables to be loaded.
+runtime::LoadOptions LoadOptionsFromFlags();
 
 // The device --device names, or the executable's default where it is empty.
 std::string DeviceFromFlags(const runtime::Executable& executable);

@@ -47,6 +47,21 @@ TEST(BlocksForBudgetTest, RejectsImpossibleSizes) {
   EXPECT_EQ(BlocksForBudget(-1, 100).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(BlocksForForkedSequencesTest, OneSequenceHoldsItsPromptAndNewTokens) {
+  // 40 prompt tokens and 32 new ones, the last never cached: 71 tokens.
+  EXPECT_EQ(BlocksForForkedSequences(40, 32, 1, 16), 5);
+  EXPECT_EQ(BlocksForForkedSequences(48, 1, 1, 16), 3);
+  EXPECT_EQ(BlocksForForkedSequences(1, 1, 1, 16), 1);
+}
+
+TEST(BlocksForForkedSequencesTest, ForksShareThePromptsWholeBlocksOnly) {
+  // 2 whole prompt blocks shared; each of 4 sequences holds blocks 2..4 of
+  // its own (the partly filled prompt block copied on its first write).
+  EXPECT_EQ(BlocksForForkedSequences(40, 32, 4, 16), 2 + 4 * 3);
+  // One new token is sampled from the prompt's logits: nothing is written.
+  EXPECT_EQ(BlocksForForkedSequences(40, 1, 4, 16), 3);
+}
+
 TEST(KvBlockManagerTest, CreateRejectsEmptyOrOversizedPools) {
   EXPECT_EQ(KvBlockManager::Create(0, 16).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(KvBlockManager::Create(16, 0).status().code(), absl::StatusCode::kInvalidArgument);
