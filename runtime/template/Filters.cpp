@@ -295,30 +295,10 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& operand,
     return Value::Int(words);
   }
   if (name == "replace") {
-    const std::string text = operand.Str();
-    const std::string old_text = Arg(arguments, 0, "old").Str();
-    const std::string new_text = Arg(arguments, 1, "new").Str();
-    const Value count_value = Arg(arguments, 2, "count");
-    int64_t count = Given(count_value) ? count_value.int_value() : -1;
-    if (old_text.empty()) {
-      std::string out;
-      const std::u32string chars = DecodeUtf8(text);
-      for (size_t i = 0; i <= chars.size(); ++i) {
-        if (count != 0) { out += new_text; --count; }
-        if (i < chars.size()) out += EncodeUtf8(chars.substr(i, 1));
-      }
-      return Value::String(out);
-    }
-    std::string out;
-    size_t start = 0;
-    while (count != 0) {
-      const size_t found = text.find(old_text, start);
-      if (found == std::string::npos) break;
-      out += text.substr(start, found - start) + new_text;
-      start = found + old_text.size();
-      --count;
-    }
-    return Value::String(out + text.substr(start));
+    const Value count = Arg(arguments, 2, "count");
+    return Value::String(PythonReplace(operand.Str(), Arg(arguments, 0, "old").Str(),
+                                       Arg(arguments, 1, "new").Str(),
+                                       Given(count) ? count.int_value() : -1));
   }
   if (name == "items") {
     if (operand.is_undefined()) return Value::MakeList();

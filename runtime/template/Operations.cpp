@@ -179,31 +179,9 @@ absl::StatusOr<Value> StringMethod(const std::string& text, const std::string& n
     return Value::Bool(AffixMatches(text, Argument(args, 0, "prefix"), name == "startswith"));
   }
   if (name == "replace") {
-    const std::string old_text = Argument(args, 0, "old").Str();
-    const std::string new_text = Argument(args, 1, "new").Str();
-    int64_t count = Argument(args, 2, "count", Value::Int(-1)).int_value();
-    std::string out;
-    if (old_text.empty()) {
-      // Python inserts `new` between characters (and at both ends).
-      const std::u32string chars = DecodeUtf8(text);
-      for (size_t i = 0; i <= chars.size(); ++i) {
-        if (count != 0) {
-          out += new_text;
-          --count;
-        }
-        if (i < chars.size()) out += EncodeUtf8(chars.substr(i, 1));
-      }
-      return Value::String(out);
-    }
-    size_t start = 0;
-    while (count != 0) {
-      const size_t found = text.find(old_text, start);
-      if (found == std::string::npos) break;
-      out += text.substr(start, found - start) + new_text;
-      start = found + old_text.size();
-      --count;
-    }
-    return Value::String(out + text.substr(start));
+    return Value::String(PythonReplace(text, Argument(args, 0, "old").Str(),
+                                       Argument(args, 1, "new").Str(),
+                                       Argument(args, 2, "count", Value::Int(-1)).int_value()));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "count") {
     const std::string needle = Argument(args, 0, "sub").Str();
@@ -379,6 +357,32 @@ absl::Status UndefinedError(const Value& undefined) {
 bool IsPythonSpace(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+std::string PythonReplace(const std::string& text, const std::string& old_text,
+                          const std::string& new_text, int64_t count) {
+  std::string out;
+  if (old_text.empty()) {
+    // Python inserts `new` between characters (and at both ends).
+    const std::u32string chars = DecodeUtf8(text);
+    for (size_t i = 0; i <= chars.size(); ++i) {
+      if (count != 0) {
+        out += new_text;
+        --count;
+      }
+      if (i < chars.size()) out += EncodeUtf8(chars.substr(i, 1));
+    }
+    return out;
+  }
+  size_t start = 0;
+  while (count != 0) {
+    const size_t found = text.find(old_text, start);
+    if (found == std::string::npos) break;
+    out += text.substr(start, found - start) + new_text;
+    start = found + old_text.size();
+    --count;
+  }
+  return out + text.substr(start);
 }
 
 std::string PythonStrip(const std::string& text, const Value& chars, bool left, bool right) {

@@ -37,6 +37,9 @@ absl::StatusOr<int64_t> Length(const Value& value);
 // Python's string helpers over UTF-8.
 bool IsPythonSpace(char32_t c);
 std::string PythonStrip(const std::string& text, const Value& chars, bool left, bool right);
+// Python's str.replace: at most `count` replacements (all when negative).
+std::string PythonReplace(const std::string& text, const std::string& old_text,
+                          const std::string& new_text, int64_t count);
 std::string AsciiUpper(const std::string& text);
 std::string AsciiLower(const std::string& text);
 
