@@ -10,6 +10,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev
   libpcre2-dev nlohmann-json3-dev
+  libcpp-httplib-dev
 )
 
 missing=()
@@ -31,4 +32,17 @@ fi
 if ! python3 -m pip --version >/dev/null 2>&1; then
   echo "kvjit setup: installing python3-pip"
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends python3-pip
+fi
+
+# The serve tests (tests/unit/serve) drive `kvjit serve` with the official
+# openai client, pinned so that a new release cannot change what they see.
+OPENAI_VERSION=3.57.0
+if ! python3 -c "import openai, sys; sys.exit(openai.__version__ != '$OPENAI_VERSION')" 2>/dev/null; then
+  echo "kvjit setup: installing openai==$OPENAI_VERSION for python3"
+  pip_args=(--quiet --disable-pip-version-check)
+  # Debian's own python3 refuses pip installs (PEP 668) unless told.
+  if python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+    pip_args+=(--break-system-packages)
+  fi
+  "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "openai==$OPENAI_VERSION"
 fi

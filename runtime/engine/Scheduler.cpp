@@ -34,6 +34,8 @@ absl::string_view FinishReasonName(FinishReason reason) {
       return "length";
     case FinishReason::kCancelled:
       return "cancelled";
+    case FinishReason::kStopped:
+      return "stopped";
   }
   return "";
 }
@@ -352,10 +354,19 @@ absl::Status BatchScheduler::AppendToken(Sequence& sequence, absl::Span<const fl
   sequence.history.push_back(token);
   sequence.last_token = Clock::now();
   if (sequence.generated_tokens() == 1) sequence.first_token = sequence.last_token;
+  bool observer_goes_on = true;
+  if (token_observer_) {
+    const Request& request = *sequence.request;
+    const auto sample = std::find_if(request.samples.begin(), request.samples.end(),
+                                     [&](const auto& s) { return s.get() == &sequence; });
+    observer_goes_on = token_observer_(
+        {request.id, static_cast<int64_t>(sample - request.samples.begin()), token, logits});
+  }
   const auto& stops = sequence.request->stop_token_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
     return FinishSample(sequence, FinishReason::kEos);
   }
+  if (!observer_goes_on) return FinishSample(sequence, FinishReason::kStopped);
   if (sequence.generated_tokens() == sequence.request->max_new_tokens) {
     return FinishSample(sequence, FinishReason::kLength);
   }
@@ -389,6 +400,18 @@ absl::Status BatchScheduler::ConsumeLogits(const std::vector<Sequence*>& schedul
     for (Sequence* sample : sampling) KVJIT_RETURN_IF_ERROR(AppendToken(*sample, row_logits));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<BeamSearchResult> BatchScheduler::RunBeamSearch(
+    const std::vector<int32_t>& prompt, const BeamSearchParams& params,
+    const std::function<bool(int64_t)>& keep_going) {
+  if (!Idle()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(params.request_id, ": beam search runs alone, and ", running_.size(),
+                     " sequences are running and ", waiting_.size(), " waiting"));
+  }
+  BeamSearch search(runner_, blocks_, options_.context_length);
+  return search.Search(prompt, params, keep_going);
 }
 
 absl::Status BatchScheduler::Step() {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "runtime/engine/BeamSearch.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
@@ -19,10 +22,12 @@ namespace kvjit::runtime {
 
 using RequestId = int64_t;
 
-// Why a request's sample stopped generating.
-enum class FinishReason { kNone, kEos, kLength, kCancelled };
+// Why a request's sample stopped generating. kStopped: the token observer
+// (BatchScheduler::SetTokenObserver) ended it, e.g. on a stop string.
+enum class FinishReason { kNone, kEos, kLength, kCancelled, kStopped };
 
-// "eos", "length", "cancelled" (the names reported to users); "" for kNone.
+// "eos", "length", "cancelled", "stopped" (the names reported to users); ""
+// for kNone.
 absl::string_view FinishReasonName(FinishReason reason);
 
 struct BatchSchedulerOptions {
@@ -68,6 +73,24 @@ struct RequestResult {
   std::vector<SampleResult> samples;
   RequestMetrics metrics;
 };
+
+// A token a sample has just drawn, as the token observer sees it.
+struct SampledToken {
+  RequestId request;
+  // The sample's index in its request (its seed is params.seed + index).
+  int64_t sample_index;
+  int32_t token;
+  // The logits the token was drawn from, before any penalty or temperature;
+  // valid during the call only.
+  absl::Span<const float> logits;
+};
+
+// Sees every sampled token, in the order they are drawn, before the
+// scheduler checks its stop tokens and length; returns whether the sample
+// may go on. Returning false finishes the sample with kStopped (unless the
+// token is a stop token, which finishes it with kEos). It runs inside Step
+// and must not call back into the scheduler.
+using TokenObserver = std::function<bool(const SampledToken&)>;
 
 // The scheduler's work since it was created.
 struct SchedulerCounters {
@@ -132,6 +155,24 @@ class BatchScheduler {
 
   // No request is waiting or running.
   bool Idle() const { return waiting_.empty() && running_.empty(); }
+
+  // Streams tokens as they are drawn (a server's per-token output); called
+  // from Step on the thread that steps the scheduler. Replaces any earlier
+  // observer; an empty one removes it.
+  void SetTokenObserver(TokenObserver observer) { token_observer_ = std::move(observer); }
+
+  // Samples holding KV blocks (in the batch) and samples waiting for them
+  // (new, or preempted to recompute), over all requests.
+  int64_t num_running_sequences() const { return static_cast<int64_t>(running_.size()); }
+  int64_t num_waiting_sequences() const { return static_cast<int64_t>(waiting_.size()); }
+
+  // Runs a beam search (BeamSearch::Search) alone over the scheduler's
+  // runner and KV pool, so that it shares the pool with the prefix cache
+  // instead of overwriting it. A FailedPrecondition error unless Idle(): beam
+  // search steps its own beams and cannot join a batch.
+  absl::StatusOr<BeamSearchResult> RunBeamSearch(
+      const std::vector<int32_t>& prompt, const BeamSearchParams& params,
+      const std::function<bool(int64_t)>& keep_going = nullptr);
 
   // The result of a finished request, handed over once: NotFound for an
   // unknown or already taken request, Unavailable while it is unfinished.
@@ -229,6 +270,7 @@ class BatchScheduler {
   // In admission order (the order preemption undoes).
   std::vector<Sequence*> running_;
   absl::flat_hash_map<RequestId, RequestResult> results_;
+  TokenObserver token_observer_;
 };
 
 }  // namespace kvjit::runtime

@@ -5,11 +5,15 @@ namespace kvjit::cli {
 
 Subcommand RunCommand();
 Subcommand BenchCommand();
+Subcommand ServeCommand();
+Subcommand BenchServeCommand();
+Subcommand TemplateCommand();
 
 // kvjit's own commands, then those it hands over to kvjit-compiler.
 const std::vector<Subcommand>& AllSubcommands() {
   static const std::vector<Subcommand> commands = [] {
-    std::vector<Subcommand> all = {RunCommand(), BenchCommand()};
+    std::vector<Subcommand> all = {RunCommand(), ServeCommand(), BenchCommand(),
+                                   BenchServeCommand(), TemplateCommand()};
     for (const Subcommand& command : CompilerCommandDescriptions()) all.push_back(command);
     return all;
   }();

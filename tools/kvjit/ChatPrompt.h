@@ -1,0 +1,42 @@
+#ifndef KVJIT_TOOLS_KVJIT_CHATPROMPT_H_
+#define KVJIT_TOOLS_KVJIT_CHATPROMPT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/serve/ChatMessage.h"
+
+// Chat prompts in ChatML (the template of SmolLM2-Instruct, Qwen2 and
+// others), which `kvjit run --chat` and `kvjit serve` render until models'
+// own Jinja chat templates are supported.
+namespace kvjit::cli {
+
+// Whether a model's chat template (the executable's, possibly empty) is
+// ChatML.
+bool IsChatMlTemplate(absl::string_view chat_template);
+
+// The first control token (<|im_end|>, <|eot_id|>, ...) whose text `text`
+// holds, if any: text a client sent that encoding with control tokens parsed
+// would turn into that token.
+std::optional<std::string> FindControlTokenText(const tokenizer::Tokenizer& tokenizer,
+                                                absl::string_view text);
+
+// The tokens of `messages` in ChatML, BOS first where the model adds one,
+// ending with the assistant's turn opened. When `chat_template` has a
+// default system turn (SmolLM2's) and the first message is not a system
+// one, that turn comes first, as the template renders it. Message contents
+// are never searched for control tokens: text such as "<|im_end|>" in a
+// message stays text.
+absl::StatusOr<std::vector<int32_t>> EncodeChatMl(const tokenizer::Tokenizer& tokenizer,
+                                                  absl::string_view chat_template,
+                                                  absl::Span<const serve::ChatMessage> messages);
+
+}  // namespace kvjit::cli
+
+#endif  // KVJIT_TOOLS_KVJIT_CHATPROMPT_H_

@@ -1,0 +1,54 @@
+#ifndef KVJIT_TOOLS_KVJIT_SERVETEXTCODEC_H_
+#define KVJIT_TOOLS_KVJIT_SERVETEXTCODEC_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/schema/kvx_generated.h"
+#include "runtime/serve/TextCodec.h"
+#include "runtime/template/ChatTemplate.h"
+
+namespace kvjit::cli {
+
+// kvjit serve's text side over an executable's tokenizer: completion
+// prompts as `kvjit run` encodes them, streamed text through
+// tokenizer::StreamingDecoder, and chat through the model's own chat
+// template (runtime/template, rendered as Hugging Face renders it), or
+// ChatML (ChatPrompt.h) for a model without one or with one the engine
+// cannot parse.
+class ServeTextCodec final : public serve::TextCodec {
+ public:
+  // `table` is the executable's tokenizer table, for its chat template and
+  // special tokens.
+  ServeTextCodec(std::unique_ptr<tokenizer::Tokenizer> tokenizer, const kvx::Tokenizer& table);
+
+  // How chat is rendered, for the server's start-up line.
+  const std::string& chat_format() const { return chat_format_; }
+
+  absl::StatusOr<std::vector<int32_t>> EncodePrompt(absl::string_view text) const override;
+  absl::StatusOr<std::vector<int32_t>> EncodeChat(
+      absl::Span<const serve::ChatMessage> messages) const override;
+  std::string Decode(absl::Span<const int32_t> tokens) const override;
+  std::string TokenBytes(int32_t token) const override;
+  std::unique_ptr<serve::TokenTextStream> NewTextStream() const override;
+  std::vector<int32_t> EndOfGenerationTokens() const override;
+  int32_t vocab_size() const override { return tokenizer_->vocab_size(); }
+
+ private:
+  absl::StatusOr<std::vector<int32_t>> EncodeWithTemplate(
+      absl::Span<const serve::ChatMessage> messages) const;
+
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+  std::string chat_template_source_;
+  // Unset: chat is rendered as ChatML.
+  std::optional<chat_template::ChatTemplate> chat_template_;
+  chat_template::SpecialTokens special_tokens_;
+  std::string chat_format_;
+  std::vector<int32_t> end_of_generation_;
+};
+
+}  // namespace kvjit::cli
+
+#endif  // KVJIT_TOOLS_KVJIT_SERVETEXTCODEC_H_
