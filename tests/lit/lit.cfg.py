@@ -13,7 +13,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kvjit_obj_root, "tests", "lit")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 
-llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "KVJIT_MODEL_DIR"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%shared", config.kvjit_shared_dir))
 # The python lit runs under, for the tests' helper scripts.
@@ -22,6 +22,13 @@ config.substitutions.append(("%python", sys.executable))
 # Tests of the real model need the shared folder's copy of it.
 if os.path.exists(os.path.join(config.kvjit_shared_dir, "models", "stories260K.gguf")):
     config.available_features.add("stories260k")
+# And of SmolLM2, the copy tools/scripts/fetch_model.sh downloads.
+smollm2 = os.path.join(
+    os.environ.get("KVJIT_MODEL_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kvjit", "models"),
+    "SmolLM2-135M-Instruct.Q4_1.gguf")
+if os.path.exists(smollm2):
+    config.available_features.add("smollm2")
+    config.substitutions.append(("%smollm2", smollm2))
 # `kvjit compile --target cuda` works in a build with the CUDA toolkit and is
 # refused, with a reason, in one without: each build has the test of its own
 # behaviour and not the other's, so neither shows as UNSUPPORTED (which CI
