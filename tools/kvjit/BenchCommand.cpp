@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "runtime/core/ProcessStats.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/RunnerFactory.h"
@@ -32,6 +33,7 @@
 #include "tools/kvjit/KvxTokenizer.h"
 #include "tools/kvjit/LoadBench.h"
 #include "tools/kvjit/MachineInfo.h"
+#include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 
@@ -211,7 +213,9 @@ nlohmann::json Report(const std::string& mode, const std::string& model,
     }
     engines.push_back({{"engine", engine}, {"settings", settings}, {"summary", figures}});
   }
+  const ProcessMemory process = ReadProcessMemory();
   nlohmann::json report = {{"mode", mode},
+                           {"kvjit_peak_resident_bytes", process.peak_resident},
                            {"model", model},
                            {"threads", absl::GetFlag(FLAGS_bench_threads)},
                            {"runs", absl::GetFlag(FLAGS_runs)},
@@ -365,8 +369,16 @@ absl::Status RunBatchOne(const std::string& model) {
                 FormatSpread(Lookup(summary, "ttft_ms"), 2).c_str(),
                 FormatSpread(Lookup(summary, "tpot_ms"), 3).c_str());
   }
+  // Each kvjit engine's memory after its runs (the process's peak and code
+  // are shared by all engines of this one process), measured before the
+  // machine's bandwidth is, which reads a buffer of its own.
+  std::vector<nlohmann::json> memory;
+  for (const std::unique_ptr<KvjitBatchOne>& bench : benches) {
+    memory.push_back(MemoryReportToJson(MeasureMemory(*bench->executable, *bench->runner, 0)));
+  }
   const std::vector<std::string> ratio_keys = {"prefill_tokens_per_s", "decode_tokens_per_s"};
   nlohmann::json report = Report("batch1", model, summaries, measurements, ratio_keys);
+  for (size_t i = 0; i < memory.size(); ++i) report["engines"][i]["memory"] = memory[i];
   report["prompt_tokens"] = absl::GetFlag(FLAGS_prompt_tokens);
   report["gen_tokens"] = absl::GetFlag(FLAGS_gen_tokens);
   PrintRatios(report, summaries, ratio_keys);

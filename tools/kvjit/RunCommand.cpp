@@ -4,16 +4,17 @@
 // With --beams K above 1 it runs beam search instead, and with --samples N
 // above 1 draws N samples at once; both print their sequences at the end.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/core/ProcessStats.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/BeamSearch.h"
 #include "runtime/engine/Generator.h"
@@ -22,8 +23,10 @@
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/StopChecker.h"
+#include "tools/kvjit/ChatPrompt.h"
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "tools/kvjit/KvxTokenizer.h"
+#include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/MultiSequenceOutput.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
@@ -35,10 +38,18 @@ ABSL_FLAG(double, min_p, 0.05, "drop tokens less likely than min_p times the mos
 ABSL_FLAG(double, repeat_penalty, 1.0, "above 1 discourages tokens already in the text");
 ABSL_FLAG(int64_t, seed, -1, "the sampling seed; the same seed gives the same text (-1: random)");
 ABSL_FLAG(std::vector<std::string>, stop, {}, "stop strings, comma-separated");
+ABSL_FLAG(bool, no_parse_special, false,
+          "read special tokens' text in -p (e.g. <|im_start|>) as plain text; by default it is the "
+          "special token, as llama.cpp and Hugging Face tokenizers read it (--chat never reads "
+          "them in the user's text)");
 ABSL_FLAG(bool, chat, false, "wrap the prompt in the model's chat template (ChatML)");
-ABSL_FLAG(bool, stats, false, "write TTFT, TPOT, tokens/s and KV blocks to stderr");
+ABSL_FLAG(bool, stats, false,
+          "write TTFT, TPOT, tokens/s, KV blocks, the start-up phases and where the memory is to "
+          "stderr");
 ABSL_FLAG(int, threads, 0, "CPU threads (0: all cores)");
-ABSL_FLAG(int64_t, kv_pool_mib, 256, "memory for the paged KV pool, in MiB");
+ABSL_FLAG(int64_t, kv_pool_mib, 0,
+          "memory for the paged KV pool, in MiB, resident only where written; a run needing more "
+          "is refused (0: as much as this run's prompt, new tokens and sequences can fill)");
 ABSL_FLAG(int, beams, 1,
           "beam search width; 1 decodes one sequence with the sampling flags above, more runs "
           "beam search (Hugging Face semantics), which ignores them");
@@ -55,47 +66,97 @@ ABSL_FLAG(std::string, early_stopping, "false",
 namespace kvjit::cli {
 namespace {
 
-// ChatML, as SmolLM2-Instruct, Qwen2 and others define it, with the model's
-// default system turn where its template has one.
-std::string ApplyChatTemplate(const std::string& chat_template, const std::string& prompt) {
-  std::string text;
-  const std::string default_system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
-  if (absl::StrContains(chat_template, default_system)) {
-    absl::StrAppend(&text, "<|im_start|>system\n", default_system, "<|im_end|>\n");
+// The KV pool's blocks for a run of `sequences` sequences forked from
+// `prompt_tokens` tokens, each generating up to `new_tokens`: what they can
+// fill, or all that --kv_pool_mib's budget holds where one is given (its
+// pages cost memory only once written); a budget that cannot hold what the
+// run needs (its beams, or one sequence) is an error naming it.
+absl::StatusOr<int64_t> KvPoolBlocks(const kvx::KvLayout& layout, int64_t prompt_tokens,
+                                     int64_t new_tokens, int64_t sequences,
+                                     int64_t sequences_needed_at_once) {
+  const int64_t block_size = layout.block_size();
+  const int64_t fill = kv::BlocksForForkedSequences(prompt_tokens, new_tokens, sequences, block_size);
+  const int64_t budget_mib = absl::GetFlag(FLAGS_kv_pool_mib);
+  if (budget_mib < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--kv_pool_mib must be 0 or more, got ", budget_mib));
   }
-  absl::StrAppend(&text, "<|im_start|>user\n", prompt, "<|im_end|>\n<|im_start|>assistant\n");
-  return text;
+  if (budget_mib == 0) return fill;
+  KVJIT_ASSIGN_OR_RETURN(int64_t budget_blocks,
+                         kv::BlocksForBudget(budget_mib << 20, layout.bytes_per_block()));
+  const int64_t needed = kv::BlocksForForkedSequences(prompt_tokens, new_tokens,
+                                                      sequences_needed_at_once, block_size);
+  if (budget_blocks < needed) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "--kv_pool_mib %d holds %d KV blocks of %d tokens (%d bytes each), but this run needs %d "
+        "(%.1f MiB) for %d prompt tokens and %d new ones%s: raise --kv_pool_mib or lower -n",
+        budget_mib, budget_blocks, block_size, layout.bytes_per_block(), needed,
+        static_cast<double>(needed) * layout.bytes_per_block() / (1 << 20), prompt_tokens,
+        new_tokens,
+        sequences_needed_at_once > 1 ? absl::StrCat(" in each of ", sequences_needed_at_once, " beams")
+                                     : ""));
+  }
+  return budget_blocks;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 absl::Status RunRun(const std::vector<std::string>& arguments) {
   if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL_OR_KVX argument");
+  StartupPhases phases;
+  auto phase_start = std::chrono::steady_clock::now();
   KVJIT_ASSIGN_OR_RETURN(std::string kvx_path,
                          ExecutablePathFor(arguments[0], CompileOptionsFromFlags()));
+  phases.compile_s = SecondsSince(phase_start);
+  phase_start = std::chrono::steady_clock::now();
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
-                         runtime::Executable::Load(kvx_path));
+                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
+  phases.load_s = SecondsSince(phase_start);
+  phase_start = std::chrono::steady_clock::now();
+  const uint64_t heap_before_tokenizer = ReadProcessMemory().heap_in_use;
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
                          TokenizerFromExecutable(executable->root()));
+  const uint64_t tokenizer_heap = ReadProcessMemory().heap_in_use - heap_before_tokenizer;
+  phases.tokenizer_s = SecondsSince(phase_start);
 
   const kvx::Tokenizer* table = executable->root().tokenizer();
+  const std::string chat_template =
+      table->chat_template() != nullptr ? table->chat_template()->str() : "";
   const bool chat = absl::GetFlag(FLAGS_chat);
-  if (chat && (table->chat_template() == nullptr ||
-               !absl::StrContains(table->chat_template()->str(), "<|im_start|>"))) {
+  if (chat && !IsChatMlTemplate(chat_template)) {
     return absl::UnimplementedError("--chat supports ChatML templates; this model has another");
   }
-  const std::string prompt = chat ? ApplyChatTemplate(table->chat_template()->str(),
-                                                      absl::GetFlag(FLAGS_p))
-                                  : absl::GetFlag(FLAGS_p);
-  KVJIT_ASSIGN_OR_RETURN(std::vector<int32_t> prompt_ids,
-                         tokenizer->Encode(prompt, /*add_special=*/true, /*parse_special=*/chat));
+  std::vector<int32_t> prompt_ids;
+  if (chat) {
+    const serve::ChatMessage user = {"user", absl::GetFlag(FLAGS_p)};
+    KVJIT_ASSIGN_OR_RETURN(prompt_ids, EncodeChatMl(*tokenizer, chat_template, {user}));
+  } else {
+    KVJIT_ASSIGN_OR_RETURN(prompt_ids,
+                           tokenizer->Encode(absl::GetFlag(FLAGS_p), /*add_special=*/true,
+                                             /*parse_special=*/!absl::GetFlag(FLAGS_no_parse_special)));
+  }
 
   const kvx::KvLayout& layout = executable->kv_layout();
-  KVJIT_ASSIGN_OR_RETURN(int64_t blocks,
-                         kv::BlocksForBudget(absl::GetFlag(FLAGS_kv_pool_mib) << 20,
-                                             layout.bytes_per_block()));
+  const int64_t context_length = executable->config().context_length();
+  const int64_t prompt_tokens = static_cast<int64_t>(prompt_ids.size());
+  if (prompt_tokens >= context_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the prompt has ", prompt_tokens, " tokens; the model's context of ", context_length,
+        " leaves no room to generate"));
+  }
+  const bool beam_search = absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1;
+  const int64_t new_tokens = std::min<int64_t>(absl::GetFlag(FLAGS_n), context_length - prompt_tokens);
+  const int64_t sequences = beam_search ? absl::GetFlag(FLAGS_beams) : absl::GetFlag(FLAGS_samples);
+  KVJIT_ASSIGN_OR_RETURN(
+      int64_t blocks, KvPoolBlocks(layout, prompt_tokens, new_tokens, std::max<int64_t>(sequences, 1),
+                                   beam_search ? sequences : 1));
+  phase_start = std::chrono::steady_clock::now();
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
                          runtime::CreateStepRunner(*executable, blocks,
                                                    absl::GetFlag(FLAGS_threads),
                                                    DeviceFromFlags(*executable)));
+  phases.allocate_s = SecondsSince(phase_start);
 
   sampling::SamplingParams params;
   params.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
@@ -114,9 +175,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   conditions.max_tokens = absl::GetFlag(FLAGS_n);
   KVJIT_ASSIGN_OR_RETURN(sampling::StopChecker stop, sampling::StopChecker::Create(conditions));
 
-  const int64_t context_length = executable->config().context_length();
   const bool stats = absl::GetFlag(FLAGS_stats);
-  const bool beam_search = absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1;
   if (beam_search && absl::GetFlag(FLAGS_samples) != 1) {
     return absl::InvalidArgumentError(
         "--beams/--num_return and --samples are different searches; ask for one of them");
@@ -145,6 +204,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   KVJIT_ASSIGN_OR_RETURN(
       runtime::GenerationResult result,
       generator.Generate(prompt_ids, params, absl::GetFlag(FLAGS_n), [&](int32_t token) {
+        if (phases.first_token_s == 0) phases.first_token_s = SecondsSinceProcessStart();
         sampling::StopDecision decision = stop.Append(token, decoder.Push(token));
         std::fputs(decision.text_to_emit.c_str(), stdout);
         std::fflush(stdout);
@@ -168,6 +228,8 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                  m.time_per_output_token_s * 1e3, m.decode_tokens_per_s, m.peak_kv_blocks,
                  static_cast<long long>(m.kv_blocks_total),
                  static_cast<long long>(layout.block_size()));
+    PrintStartupPhases(phases, stderr);
+    PrintMemoryReport(MeasureMemory(*executable, *runner, tokenizer_heap), stderr);
   }
   return absl::OkStatus();
 }
@@ -182,7 +244,7 @@ Subcommand RunCommand() {
           "[--chat] [--stats] [--device cpu|cuda]",
           "tools/kvjit/RunCommand.cpp", RunRun,
           {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "samples",
-           "device"}};
+           "device", "verify_weights"}};
 }
 
 }  // namespace kvjit::cli
