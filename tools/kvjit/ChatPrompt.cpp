@@ -51,10 +51,6 @@ std::optional<std::string> FindControlTokenText(const tokenizer::Tokenizer& toke
   return std::nullopt;
 }
 
-bool IsChatMlTemplate(absl::string_view chat_template) {
-  return absl::StrContains(chat_template, "<|im_start|>");
-}
-
 absl::StatusOr<std::vector<int32_t>> EncodeChatMl(const tokenizer::Tokenizer& tokenizer,
                                                   absl::string_view chat_template,
                                                   absl::Span<const serve::ChatMessage> messages) {

@@ -13,13 +13,9 @@
 #include "runtime/serve/ChatMessage.h"
 
 // Chat prompts in ChatML (the template of SmolLM2-Instruct, Qwen2 and
-// others), which `kvjit run --chat` and `kvjit serve` render until models'
-// own Jinja chat templates are supported.
+// others), which `kvjit run --chat` and `kvjit serve` render for a model
+// without a chat template of its own (ServeTextCodec).
 namespace kvjit::cli {
-
-// Whether a model's chat template (the executable's, possibly empty) is
-// ChatML.
-bool IsChatMlTemplate(absl::string_view chat_template);
 
 // The first control token (<|im_end|>, <|eot_id|>, ...) whose text `text`
 // holds, if any: text a client sent that encoding with control tokens parsed

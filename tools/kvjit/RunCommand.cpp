@@ -23,11 +23,11 @@
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/StopChecker.h"
-#include "tools/kvjit/ChatPrompt.h"
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "tools/kvjit/KvxTokenizer.h"
 #include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/MultiSequenceOutput.h"
+#include "tools/kvjit/ServeTextCodec.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 
@@ -42,14 +42,12 @@ ABSL_FLAG(bool, no_parse_special, false,
           "read special tokens' text in -p (e.g. <|im_start|>) as plain text; by default it is the "
           "special token, as llama.cpp and Hugging Face tokenizers read it (--chat never reads "
           "them in the user's text)");
-ABSL_FLAG(bool, chat, false, "wrap the prompt in the model's chat template (ChatML)");
+ABSL_FLAG(bool, chat, false,
+          "the prompt is a user's message: render it with the model's chat template (or "
+          "--chat_template; ChatML for a model without one)");
 ABSL_FLAG(bool, stats, false,
           "write TTFT, TPOT, tokens/s, KV blocks, the start-up phases and where the memory is to "
           "stderr");
-ABSL_FLAG(int, threads, 0, "CPU threads (0: all cores)");
-ABSL_FLAG(int64_t, kv_pool_mib, 0,
-          "memory for the paged KV pool, in MiB, resident only where written; a run needing more "
-          "is refused (0: as much as this run's prompt, new tokens and sequences can fill)");
 ABSL_FLAG(int, beams, 1,
           "beam search width; 1 decodes one sequence with the sampling flags above, more runs "
           "beam search (Hugging Face semantics), which ignores them");
@@ -115,23 +113,26 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   phases.load_s = SecondsSince(phase_start);
   phase_start = std::chrono::steady_clock::now();
   const uint64_t heap_before_tokenizer = ReadProcessMemory().heap_in_use;
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> owned_tokenizer,
                          TokenizerFromExecutable(executable->root()));
   const uint64_t tokenizer_heap = ReadProcessMemory().heap_in_use - heap_before_tokenizer;
   phases.tokenizer_s = SecondsSince(phase_start);
 
-  const kvx::Tokenizer* table = executable->root().tokenizer();
-  const std::string chat_template =
-      table->chat_template() != nullptr ? table->chat_template()->str() : "";
   const bool chat = absl::GetFlag(FLAGS_chat);
-  if (chat && !IsChatMlTemplate(chat_template)) {
-    return absl::UnimplementedError("--chat supports ChatML templates; this model has another");
-  }
   std::vector<int32_t> prompt_ids;
+  // With --chat the codec that renders the chat prompt holds the tokenizer.
+  std::unique_ptr<ServeTextCodec> chat_codec;
   if (chat) {
+    KVJIT_ASSIGN_OR_RETURN(std::string override_template, ChatTemplateFromFlags());
+    KVJIT_ASSIGN_OR_RETURN(chat_codec, ServeTextCodec::Create(std::move(owned_tokenizer),
+                                                              *executable->root().tokenizer(),
+                                                              override_template));
+    if (absl::GetFlag(FLAGS_stats)) std::fprintf(stderr, "chat: %s\n", chat_codec->chat_format().c_str());
     const serve::ChatMessage user = {"user", absl::GetFlag(FLAGS_p)};
-    KVJIT_ASSIGN_OR_RETURN(prompt_ids, EncodeChatMl(*tokenizer, chat_template, {user}));
-  } else {
+    KVJIT_ASSIGN_OR_RETURN(prompt_ids, chat_codec->EncodeChat({user}));
+  }
+  const tokenizer::Tokenizer* tokenizer = chat ? &chat_codec->tokenizer() : owned_tokenizer.get();
+  if (!chat) {
     KVJIT_ASSIGN_OR_RETURN(prompt_ids,
                            tokenizer->Encode(absl::GetFlag(FLAGS_p), /*add_special=*/true,
                                              /*parse_special=*/!absl::GetFlag(FLAGS_no_parse_special)));
@@ -244,7 +245,7 @@ Subcommand RunCommand() {
           "[--chat] [--stats] [--device cpu|cuda]",
           "tools/kvjit/RunCommand.cpp", RunRun,
           {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "samples",
-           "device", "verify_weights"}};
+           "device", "verify_weights", "threads", "kv_pool_mib", "chat_template"}};
 }
 
 }  // namespace kvjit::cli

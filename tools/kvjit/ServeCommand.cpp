@@ -31,8 +31,6 @@
 #include "tools/kvjit/Subcommand.h"
 
 // kvjit run's, read here too.
-ABSL_DECLARE_FLAG(int, threads);
-ABSL_DECLARE_FLAG(int64_t, kv_pool_mib);
 
 ABSL_FLAG(std::string, host, "127.0.0.1",
           "the address to listen on; the default answers this machine alone (0.0.0.0: every "
@@ -118,7 +116,11 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
                          runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
                          TokenizerFromExecutable(executable->root()));
-  ServeTextCodec codec(std::move(tokenizer), *executable->root().tokenizer());
+  KVJIT_ASSIGN_OR_RETURN(std::string override_template, ChatTemplateFromFlags());
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<ServeTextCodec> codec_owner,
+                         ServeTextCodec::Create(std::move(tokenizer), *executable->root().tokenizer(),
+                                                override_template));
+  ServeTextCodec& codec = *codec_owner;
 
   KVJIT_ASSIGN_OR_RETURN(int64_t blocks, PoolBlocks(*executable));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
@@ -176,7 +178,7 @@ Subcommand ServeCommand() {
           "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda]",
           "tools/kvjit/ServeCommand.cpp", RunServe,
           {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
-           "device", "verify_weights", "threads", "kv_pool_mib"}};
+           "device", "verify_weights", "threads", "kv_pool_mib", "chat_template"}};
 }
 
 }  // namespace kvjit::cli

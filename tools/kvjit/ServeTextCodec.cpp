@@ -30,28 +30,46 @@ std::string TokenText(const kvx::Tokenizer& table, int32_t id) {
 
 }  // namespace
 
-ServeTextCodec::ServeTextCodec(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                               const kvx::Tokenizer& table)
+ServeTextCodec::ServeTextCodec(std::unique_ptr<tokenizer::Tokenizer> tokenizer)
     : tokenizer_(std::move(tokenizer)) {
   for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
     if (tokenizer_->IsEndOfGeneration(id)) end_of_generation_.push_back(id);
   }
-  special_tokens_ = {TokenText(table, table.bos_id()), TokenText(table, table.eos_id()),
-                     TokenText(table, table.unk_id()), TokenText(table, table.pad_id())};
-  if (table.chat_template() != nullptr) chat_template_source_ = table.chat_template()->str();
-  if (chat_template_source_.empty()) {
-    chat_format_ = "ChatML (the model has no chat template)";
-    return;
+}
+
+absl::StatusOr<std::unique_ptr<ServeTextCodec>> ServeTextCodec::Create(
+    std::unique_ptr<tokenizer::Tokenizer> tokenizer, const kvx::Tokenizer& table,
+    const std::string& override_template) {
+  std::unique_ptr<ServeTextCodec> codec(new ServeTextCodec(std::move(tokenizer)));
+  codec->special_tokens_ = {TokenText(table, table.bos_id()), TokenText(table, table.eos_id()),
+                            TokenText(table, table.unk_id()), TokenText(table, table.pad_id())};
+  if (!override_template.empty()) {
+    absl::StatusOr<chat_template::ChatTemplate> parsed =
+        chat_template::ChatTemplate::Parse(override_template);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--chat_template: ", parsed.status().message()));
+    }
+    codec->chat_template_source_ = override_template;
+    codec->chat_template_ = *std::move(parsed);
+    codec->chat_format_ = "the chat template of --chat_template";
+    return codec;
+  }
+  if (table.chat_template() != nullptr) codec->chat_template_source_ = table.chat_template()->str();
+  if (codec->chat_template_source_.empty()) {
+    codec->chat_format_ = "ChatML (the model has no chat template)";
+    return codec;
   }
   absl::StatusOr<chat_template::ChatTemplate> parsed =
-      chat_template::ChatTemplate::Parse(chat_template_source_);
+      chat_template::ChatTemplate::Parse(codec->chat_template_source_);
   if (!parsed.ok()) {
-    chat_format_ = absl::StrCat("ChatML (the model's chat template does not parse: ",
-                                parsed.status().message(), ")");
-    return;
+    codec->chat_format_ = absl::StrCat("ChatML (the model's chat template does not parse: ",
+                                       parsed.status().message(), ")");
+    return codec;
   }
-  chat_template_ = *std::move(parsed);
-  chat_format_ = "the model's chat template";
+  codec->chat_template_ = *std::move(parsed);
+  codec->chat_format_ = "the model's chat template";
+  return codec;
 }
 
 absl::StatusOr<std::vector<int32_t>> ServeTextCodec::EncodePrompt(absl::string_view text) const {

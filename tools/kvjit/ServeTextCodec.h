@@ -12,7 +12,8 @@
 
 namespace kvjit::cli {
 
-// kvjit serve's text side over an executable's tokenizer: completion
+// kvjit serve's text side over an executable's tokenizer (and kvjit run
+// --chat's chat prompt): completion
 // prompts as `kvjit run` encodes them, streamed text through
 // tokenizer::StreamingDecoder, and chat through the model's own chat
 // template (runtime/template, rendered as Hugging Face renders it), or
@@ -21,8 +22,14 @@ namespace kvjit::cli {
 class ServeTextCodec final : public serve::TextCodec {
  public:
   // `table` is the executable's tokenizer table, for its chat template and
-  // special tokens.
-  ServeTextCodec(std::unique_ptr<tokenizer::Tokenizer> tokenizer, const kvx::Tokenizer& table);
+  // special tokens; `override_template`, where not empty, is the template to
+  // use instead of the model's (--chat_template), and an error when it does
+  // not parse.
+  static absl::StatusOr<std::unique_ptr<ServeTextCodec>> Create(
+      std::unique_ptr<tokenizer::Tokenizer> tokenizer, const kvx::Tokenizer& table,
+      const std::string& override_template);
+
+  const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
 
   // How chat is rendered, for the server's start-up line.
   const std::string& chat_format() const { return chat_format_; }
@@ -37,6 +44,8 @@ class ServeTextCodec final : public serve::TextCodec {
   int32_t vocab_size() const override { return tokenizer_->vocab_size(); }
 
  private:
+  explicit ServeTextCodec(std::unique_ptr<tokenizer::Tokenizer> tokenizer);
+
   absl::StatusOr<std::vector<int32_t>> EncodeWithTemplate(
       absl::Span<const serve::ChatMessage> messages) const;
 

@@ -1,6 +1,10 @@
 #include "tools/kvjit/SharedFlags.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "runtime/engine/RunnerFactory.h"
 
@@ -20,6 +24,13 @@ ABSL_FLAG(int64_t, max_batch_tokens, 256,
 ABSL_FLAG(int64_t, samples, 1,
           "samples per prompt (parallel sampling; sample i uses seed + i): the prompt is computed "
           "once and its KV blocks shared by all");
+ABSL_FLAG(int, threads, 0, "CPU threads (0: all cores)");
+ABSL_FLAG(int64_t, kv_pool_mib, 0,
+          "memory for the paged KV pool, in MiB, resident only where written; a run needing more "
+          "is refused (0: kvjit run holds as much as its prompt, new tokens and sequences can "
+          "fill; kvjit serve the budget the executable was compiled for)");
+ABSL_FLAG(std::string, chat_template, "",
+          "a Jinja chat template file to render chat with instead of the model's own");
 ABSL_FLAG(bool, verify_weights, false,
           "hash every weight on load and compare it with the checksum recorded when compiling "
           "(~0.1 s per 100 MB); without it, weight files are checked by their sizes");
@@ -38,6 +49,18 @@ codegen::CompileOptions CompileOptionsFromFlags() {
   // A model compiled on the fly for --device cuda needs its kernels.
   if (absl::StartsWith(absl::GetFlag(FLAGS_device), "cuda")) options.target = "cuda";
   return options;
+}
+
+absl::StatusOr<std::string> ChatTemplateFromFlags() {
+  const std::string path = absl::GetFlag(FLAGS_chat_template);
+  if (path.empty()) return std::string();
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream source;
+  source << file.rdbuf();
+  if (!file || source.str().empty()) {
+    return absl::NotFoundError(absl::StrCat("--chat_template ", path, ": cannot read the file, or it is empty"));
+  }
+  return source.str();
 }
 
 runtime::LoadOptions LoadOptionsFromFlags() {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
 #include "codegen/Compiler.h"
 #include "runtime/exec/Executable.h"
 
@@ -18,6 +19,9 @@ ABSL_DECLARE_FLAG(int64_t, max_tokens_per_step);
 ABSL_DECLARE_FLAG(int64_t, kv_memory_mib);
 ABSL_DECLARE_FLAG(int64_t, max_batch_tokens);
 ABSL_DECLARE_FLAG(int64_t, samples);
+ABSL_DECLARE_FLAG(int, threads);
+ABSL_DECLARE_FLAG(int64_t, kv_pool_mib);
+ABSL_DECLARE_FLAG(std::string, chat_template);
 ABSL_DECLARE_FLAG(bool, verify_weights);
 ABSL_DECLARE_FLAG(std::string, device);
 
@@ -26,6 +30,10 @@ namespace kvjit::cli {
 // The compile options `kvjit compile` and the on-the-fly compile of
 // `kvjit run` / `kvjit bench` share.
 codegen::CompileOptions CompileOptionsFromFlags();
+
+// The source of --chat_template's file, "" when the flag is not given; an
+// error names an unreadable file.
+absl::StatusOr<std::string> ChatTemplateFromFlags();
 
 // How --verify_weights asks executables to be loaded.
 runtime::LoadOptions LoadOptionsFromFlags();

@@ -20,7 +20,6 @@
 ABSL_FLAG(std::string, conversation, "",
           "a JSON file {\"messages\": [...], \"tools\": [...], \"add_generation_prompt\": true, ...}; its other "
           "members are passed to the template too");
-ABSL_FLAG(std::string, chat_template, "", "a Jinja file to render instead of the model's own chat template");
 
 namespace kvjit::cli {
 namespace {
@@ -94,7 +93,7 @@ Subcommand TemplateCommand() {
           "apply_chat_template does",
           "MODEL_OR_KVX --conversation FILE.json [--chat_template FILE.jinja]",
           "tools/kvjit/TemplateCommand.cpp", RunTemplate,
-          {"block_size", "cache_dtype", "max_tokens_per_step", "verify_weights"}};
+          {"block_size", "cache_dtype", "max_tokens_per_step", "verify_weights", "chat_template"}};
 }
 
 }  // namespace kvjit::cli
