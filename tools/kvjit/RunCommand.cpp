@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -31,13 +30,6 @@
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
 
-ABSL_FLAG(double, temperature, 0.8, "sampling temperature; 0 is greedy");
-ABSL_FLAG(int, top_k, 40, "keep the k most likely tokens (0: all)");
-ABSL_FLAG(double, top_p, 0.95, "keep the most likely tokens whose probabilities sum to p");
-ABSL_FLAG(double, min_p, 0.05, "drop tokens less likely than min_p times the most likely");
-ABSL_FLAG(double, repeat_penalty, 1.0, "above 1 discourages tokens already in the text");
-ABSL_FLAG(int64_t, seed, -1, "the sampling seed; the same seed gives the same text (-1: random)");
-ABSL_FLAG(std::vector<std::string>, stop, {}, "stop strings, comma-separated");
 ABSL_FLAG(bool, no_parse_special, false,
           "read special tokens' text in -p (e.g. <|im_start|>) as plain text; by default it is the "
           "special token, as llama.cpp and Hugging Face tokenizers read it (--chat never reads "
@@ -45,9 +37,6 @@ ABSL_FLAG(bool, no_parse_special, false,
 ABSL_FLAG(bool, chat, false,
           "the prompt is a user's message: render it with the model's chat template (or "
           "--chat_template; ChatML for a model without one)");
-ABSL_FLAG(bool, stats, false,
-          "write TTFT, TPOT, tokens/s, KV blocks, the start-up phases and where the memory is to "
-          "stderr");
 ABSL_FLAG(int, beams, 1,
           "beam search width; 1 decodes one sequence with the sampling flags above, more runs "
           "beam search (Hugging Face semantics), which ignores them");
@@ -159,14 +148,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                                                    DeviceFromFlags(*executable)));
   phases.allocate_s = SecondsSince(phase_start);
 
-  sampling::SamplingParams params;
-  params.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
-  params.top_k = absl::GetFlag(FLAGS_top_k);
-  params.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
-  params.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
-  params.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repeat_penalty));
-  const int64_t seed = absl::GetFlag(FLAGS_seed);
-  params.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device()();
+  const sampling::SamplingParams params = SamplingParamsFromFlags();
 
   sampling::StopConditions conditions;
   for (int32_t id = 0; id < tokenizer->vocab_size(); ++id) {
@@ -245,7 +227,8 @@ Subcommand RunCommand() {
           "[--chat] [--stats] [--device cpu|cuda]",
           "tools/kvjit/RunCommand.cpp", RunRun,
           {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "samples",
-           "device", "verify_weights", "threads", "kv_pool_mib", "chat_template"}};
+           "device", "verify_weights", "threads", "kv_pool_mib", "chat_template", "temperature",
+           "top_k", "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}};
 }
 
 }  // namespace kvjit::cli

@@ -1,6 +1,7 @@
 #include "tools/kvjit/SharedFlags.h"
 
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "absl/flags/flag.h"
@@ -28,7 +29,7 @@ ABSL_FLAG(int, threads, 0, "CPU threads (0: all cores)");
 ABSL_FLAG(int64_t, kv_pool_mib, 0,
           "memory for the paged KV pool, in MiB, resident only where written; a run needing more "
           "is refused (0: kvjit run holds as much as its prompt, new tokens and sequences can "
-          "fill; kvjit serve the budget the executable was compiled for)");
+          "fill; kvjit serve and kvjit chat the budget the executable was compiled for)");
 ABSL_FLAG(std::string, chat_template, "",
           "a Jinja chat template file to render chat with instead of the model's own");
 ABSL_FLAG(bool, verify_weights, false,
@@ -37,6 +38,18 @@ ABSL_FLAG(bool, verify_weights, false,
 ABSL_FLAG(std::string, device, "",
           "where steps run: cpu, cuda (the first GPU) or cuda:N; empty: cuda for an executable "
           "compiled with --target cuda, else cpu");
+
+ABSL_FLAG(double, temperature, 0.8, "sampling temperature; 0 is greedy");
+ABSL_FLAG(int, top_k, 40, "keep the k most likely tokens (0: all)");
+ABSL_FLAG(double, top_p, 0.95, "keep the most likely tokens whose probabilities sum to p");
+ABSL_FLAG(double, min_p, 0.05, "drop tokens less likely than min_p times the most likely");
+ABSL_FLAG(double, repeat_penalty, 1.0, "above 1 discourages tokens already in the text");
+ABSL_FLAG(int64_t, seed, -1, "the sampling seed; the same seed gives the same text (-1: random)");
+ABSL_FLAG(std::vector<std::string>, stop, {}, "stop strings, comma-separated");
+ABSL_FLAG(bool, stats, false,
+          "write figures to stderr: kvjit run its TTFT, TPOT, tokens/s, KV blocks, start-up "
+          "phases and where the memory is; kvjit chat each reply's prompt tokens (and those the "
+          "prefix cache held), generated tokens, TTFT and TPOT");
 
 namespace kvjit::cli {
 
@@ -72,6 +85,18 @@ runtime::LoadOptions LoadOptionsFromFlags() {
 std::string DeviceFromFlags(const runtime::Executable& executable) {
   const std::string device = absl::GetFlag(FLAGS_device);
   return device.empty() ? runtime::DefaultDevice(executable) : device;
+}
+
+sampling::SamplingParams SamplingParamsFromFlags() {
+  sampling::SamplingParams params;
+  params.temperature = static_cast<float>(absl::GetFlag(FLAGS_temperature));
+  params.top_k = absl::GetFlag(FLAGS_top_k);
+  params.top_p = static_cast<float>(absl::GetFlag(FLAGS_top_p));
+  params.min_p = static_cast<float>(absl::GetFlag(FLAGS_min_p));
+  params.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repeat_penalty));
+  const int64_t seed = absl::GetFlag(FLAGS_seed);
+  params.seed = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device()();
+  return params;
 }
 
 }  // namespace kvjit::cli

@@ -3,11 +3,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
 #include "codegen/Compiler.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/sampling/Sampler.h"
 
 // Flags that more than one subcommand reads (absl flags are process-wide).
 ABSL_DECLARE_FLAG(std::string, o);
@@ -24,6 +26,15 @@ ABSL_DECLARE_FLAG(int64_t, kv_pool_mib);
 ABSL_DECLARE_FLAG(std::string, chat_template);
 ABSL_DECLARE_FLAG(bool, verify_weights);
 ABSL_DECLARE_FLAG(std::string, device);
+// Sampling, for `kvjit run` and `kvjit chat`.
+ABSL_DECLARE_FLAG(double, temperature);
+ABSL_DECLARE_FLAG(int, top_k);
+ABSL_DECLARE_FLAG(double, top_p);
+ABSL_DECLARE_FLAG(double, min_p);
+ABSL_DECLARE_FLAG(double, repeat_penalty);
+ABSL_DECLARE_FLAG(int64_t, seed);
+ABSL_DECLARE_FLAG(std::vector<std::string>, stop);
+ABSL_DECLARE_FLAG(bool, stats);
 
 namespace kvjit::cli {
 
@@ -40,6 +51,10 @@ runtime::LoadOptions LoadOptionsFromFlags();
 
 // The device --device names, or the executable's default where it is empty.
 std::string DeviceFromFlags(const runtime::Executable& executable);
+
+// The sampling parameters --temperature, --top_k, --top_p, --min_p,
+// --repeat_penalty and --seed give; a --seed of -1 draws a random seed.
+sampling::SamplingParams SamplingParamsFromFlags();
 
 }  // namespace kvjit::cli
 

@@ -4,6 +4,7 @@
 namespace kvjit::cli {
 
 Subcommand RunCommand();
+Subcommand ChatCommand();
 Subcommand BenchCommand();
 Subcommand ServeCommand();
 Subcommand BenchServeCommand();
@@ -12,7 +13,7 @@ Subcommand TemplateCommand();
 // kvjit's own commands, then those it hands over to kvjit-compiler.
 const std::vector<Subcommand>& AllSubcommands() {
   static const std::vector<Subcommand> commands = [] {
-    std::vector<Subcommand> all = {RunCommand(), ServeCommand(), BenchCommand(),
+    std::vector<Subcommand> all = {RunCommand(), ChatCommand(), ServeCommand(), BenchCommand(),
                                    BenchServeCommand(), TemplateCommand()};
     for (const Subcommand& command : CompilerCommandDescriptions()) all.push_back(command);
     return all;
