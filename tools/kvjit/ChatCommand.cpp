@@ -21,16 +21,13 @@
 #include "absl/strings/str_cat.h"
 #include "frontend/tokenizer/StreamingDecoder.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/engine/RunnerFactory.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
-#include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
 #include "runtime/sampling/StopChecker.h"
 #include "tools/kvjit/ChatHistory.h"
-#include "tools/kvjit/CompileOnTheFly.h"
-#include "tools/kvjit/KvxTokenizer.h"
+#include "tools/kvjit/ChatModel.h"
 #include "tools/kvjit/ServeTextCodec.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
@@ -64,17 +61,6 @@ void HandleInterrupts() {
   // Restarted, so that a reply's writes and the runner's waits are never cut short.
   action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, nullptr);
-}
-
-// The KV pool: --kv_pool_mib, else the budget the executable was compiled
-// for (--kv_memory_mib), since a conversation grows turn by turn and the
-// prefix cache keeps earlier turns' blocks for as long as the pool has room.
-absl::StatusOr<int64_t> PoolBlocks(const runtime::Executable& executable) {
-  const kvx::KvLayout& layout = executable.kv_layout();
-  const int64_t mib = absl::GetFlag(FLAGS_kv_pool_mib);
-  if (mib < 0) return absl::InvalidArgumentError(absl::StrCat("--kv_pool_mib must be 0 or more, got ", mib));
-  if (mib == 0) return static_cast<int64_t>(layout.default_blocks());
-  return kv::BlocksForBudget(mib << 20, static_cast<int64_t>(layout.bytes_per_block()));
 }
 
 struct Reply {
@@ -213,20 +199,10 @@ absl::Status Converse(ChatSession& session) {
 
 absl::Status RunChat(const std::vector<std::string>& arguments) {
   if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL_OR_KVX argument");
-  KVJIT_ASSIGN_OR_RETURN(std::string kvx_path,
-                         ExecutablePathFor(arguments[0], CompileOptionsFromFlags()));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
-                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                         TokenizerFromExecutable(executable->root()));
-  KVJIT_ASSIGN_OR_RETURN(std::string override_template, ChatTemplateFromFlags());
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<ServeTextCodec> codec,
-                         ServeTextCodec::Create(std::move(tokenizer), *executable->root().tokenizer(),
-                                                override_template));
-  KVJIT_ASSIGN_OR_RETURN(int64_t blocks, PoolBlocks(*executable));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
-                         runtime::CreateStepRunner(*executable, blocks, absl::GetFlag(FLAGS_threads),
-                                                   DeviceFromFlags(*executable)));
+  KVJIT_ASSIGN_OR_RETURN(ChatModel model, OpenChatModel(arguments[0]));
+  std::unique_ptr<runtime::Executable>& executable = model.executable;
+  std::unique_ptr<ServeTextCodec>& codec = model.codec;
+  std::unique_ptr<runtime::StepRunner>& runner = model.runner;
   runtime::BatchSchedulerOptions scheduler_options;
   // One request at a time: its prompt goes in the largest chunks the program takes.
   scheduler_options.max_batch_tokens = runner->max_tokens_per_step();
@@ -257,7 +233,7 @@ Subcommand ChatCommand() {
           "MODEL_OR_KVX [--system TEXT] [-n N] [--temperature T] [--stats] (then /reset, /exit)",
           "tools/kvjit/ChatCommand.cpp", RunChat,
           {"n", "block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "device",
-           "verify_weights", "threads", "kv_pool_mib", "chat_template", "temperature", "top_k",
+           "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template", "temperature", "top_k",
            "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}};
 }
 

@@ -4,7 +4,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,16 +17,12 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
-#include "runtime/kv/KvBlockManager.h"
 #include "runtime/serve/Engine.h"
 #include "runtime/serve/HttpServer.h"
 #include "runtime/serve/ServerMetrics.h"
-#include "tools/kvjit/CompileOnTheFly.h"
-#include "tools/kvjit/KvxTokenizer.h"
+#include "tools/kvjit/ChatModel.h"
 #include "tools/kvjit/ServeTextCodec.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
@@ -52,10 +47,6 @@ ABSL_FLAG(int, http_timeout_s, 30,
 ABSL_FLAG(int64_t, max_request_bytes, 8 << 20, "request bodies larger than this get 413");
 ABSL_FLAG(int64_t, max_n, 16, "the most choices (n, best_of) one request may ask for");
 ABSL_FLAG(bool, access_log, true, "write a line per HTTP request to stderr");
-ABSL_FLAG(double, memory_utilization, 0,
-          "the share of the machine's memory the server may take, as vLLM's "
-          "gpu_memory_utilization: the KV pool gets what it leaves after the weights and the "
-          "activation arena (its pages resident only once written); 0: --kv_pool_mib decides");
 
 namespace kvjit::cli {
 namespace {
@@ -105,60 +96,13 @@ class StopOnSignal {
   std::thread waiter_;
 };
 
-// The KV pool's blocks: what --memory_utilization of the machine's memory
-// leaves after the weights and the activation arena (vLLM's
-// gpu_memory_utilization, for the CPU's memory), else --kv_pool_mib, else
-// the budget the executable was compiled for (--kv_memory_mib).
-absl::StatusOr<int64_t> PoolBlocks(const runtime::Executable& executable) {
-  const kvx::KvLayout& layout = executable.kv_layout();
-  const double utilization = absl::GetFlag(FLAGS_memory_utilization);
-  if (utilization != 0) {
-    if (!(utilization > 0 && utilization <= 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--memory_utilization must be in (0, 1], got ", utilization));
-    }
-    if (DeviceFromFlags(executable) != "cpu") {
-      return absl::UnimplementedError(
-          "--memory_utilization sizes the pool from the CPU's memory; on a GPU give --kv_pool_mib");
-    }
-    const double total = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-    double weights = 0;
-    for (const MappedFile& file : executable.weight_files()) weights += file.bytes().size();
-    const double arena = static_cast<double>(executable.program().arena_bytes());
-    const double budget = utilization * total - weights - arena;
-    if (budget < static_cast<double>(layout.bytes_per_block())) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "--memory_utilization %.2f of %.0f MiB leaves no KV block after the weights (%.0f MiB) "
-          "and the activation arena (%.0f MiB)",
-          utilization, total / (1 << 20), weights / (1 << 20), arena / (1 << 20)));
-    }
-    return kv::BlocksForBudget(static_cast<int64_t>(budget), static_cast<int64_t>(layout.bytes_per_block()));
-  }
-  const int64_t mib = absl::GetFlag(FLAGS_kv_pool_mib);
-  if (mib == 0) return static_cast<int64_t>(layout.default_blocks());
-  return kv::BlocksForBudget(mib << 20, static_cast<int64_t>(layout.bytes_per_block()));
-}
-
 absl::Status RunServe(const std::vector<std::string>& arguments) {
   if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL_OR_KVX argument");
   StopOnSignal stop_on_signal;
-  KVJIT_ASSIGN_OR_RETURN(std::string kvx_path,
-                         ExecutablePathFor(arguments[0], CompileOptionsFromFlags()));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
-                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                         TokenizerFromExecutable(executable->root()));
-  KVJIT_ASSIGN_OR_RETURN(std::string override_template, ChatTemplateFromFlags());
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<ServeTextCodec> codec_owner,
-                         ServeTextCodec::Create(std::move(tokenizer), *executable->root().tokenizer(),
-                                                override_template));
-  ServeTextCodec& codec = *codec_owner;
-
-  KVJIT_ASSIGN_OR_RETURN(int64_t blocks, PoolBlocks(*executable));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
-                         runtime::CreateStepRunner(*executable, blocks,
-                                                   absl::GetFlag(FLAGS_threads),
-                                                   DeviceFromFlags(*executable)));
+  KVJIT_ASSIGN_OR_RETURN(ChatModel model, OpenChatModel(arguments[0]));
+  std::unique_ptr<runtime::Executable>& executable = model.executable;
+  ServeTextCodec& codec = *model.codec;
+  std::unique_ptr<runtime::StepRunner>& runner = model.runner;
   serve::EngineOptions engine_options;
   engine_options.max_batch_tokens =
       std::min(absl::GetFlag(FLAGS_max_batch_tokens), runner->max_tokens_per_step());
@@ -210,7 +154,7 @@ Subcommand ServeCommand() {
           "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda]",
           "tools/kvjit/ServeCommand.cpp", RunServe,
           {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
-           "device", "verify_weights", "threads", "kv_pool_mib", "chat_template"}};
+           "device", "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template"}};
 }
 
 }  // namespace kvjit::cli
