@@ -1,5 +1,10 @@
 #include "runtime/cpu/CpuIsa.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+
 namespace kvjit::cpu {
 namespace {
 
@@ -13,25 +18,58 @@ bool DetectAvx2() {
 #endif
 }
 
+bool DetectAvx512Vnni() {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  // As for AVX2, libgcc also checks that the OS saves the AVX-512 state.
+  __builtin_cpu_init();
+  return DetectAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 absl::string_view CpuIsaName(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kPortable: return "portable";
     case CpuIsa::kAvx2: return "avx2";
+    case CpuIsa::kAvx512Vnni: return "avx512vnni";
   }
   return "unknown";
 }
 
 bool CpuSupports(CpuIsa isa) {
   static const bool has_avx2 = DetectAvx2();
+  static const bool has_avx512_vnni = DetectAvx512Vnni();
   switch (isa) {
     case CpuIsa::kPortable: return true;
     case CpuIsa::kAvx2: return has_avx2;
+    case CpuIsa::kAvx512Vnni: return has_avx512_vnni;
   }
   return false;
 }
 
-CpuIsa BestCpuIsa() { return CpuSupports(CpuIsa::kAvx2) ? CpuIsa::kAvx2 : CpuIsa::kPortable; }
+CpuIsa BestCpuIsa() {
+  // $KVJIT_CPU_ISA caps the choice: to compare kernels, or to run as a
+  // machine with less would (every ISA gives the same bits).
+  static const CpuIsa best = [] {
+    constexpr CpuIsa kMostCapableFirst[] = {CpuIsa::kAvx512Vnni, CpuIsa::kAvx2, CpuIsa::kPortable};
+    const char* cap = std::getenv("KVJIT_CPU_ISA");
+    bool allowed = cap == nullptr || *cap == '\0';
+    if (!allowed && std::none_of(std::begin(kMostCapableFirst), std::end(kMostCapableFirst),
+                                 [&](CpuIsa isa) { return CpuIsaName(isa) == cap; })) {
+      std::fprintf(stderr, "kvjit: KVJIT_CPU_ISA=%s is none of avx512vnni, avx2, portable; ignored\n", cap);
+      allowed = true;
+    }
+    for (CpuIsa isa : kMostCapableFirst) {
+      allowed = allowed || CpuIsaName(isa) == cap;
+      if (allowed && CpuSupports(isa)) return isa;
+    }
+    return CpuIsa::kPortable;
+  }();
+  return best;
+}
 
 }  // namespace kvjit::cpu

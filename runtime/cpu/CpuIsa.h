@@ -5,11 +5,15 @@
 
 namespace kvjit::cpu {
 
-// The instruction sets the matrix kernels come in. Both compute the same
+// The instruction sets the matrix kernels come in. All compute the same
 // numbers bit for bit (see MatMul.h); the portable one is always built.
 enum class CpuIsa {
   kPortable,
   kAvx2,  // AVX2 + FMA + F16C, compiled in on x86-64 only.
+  // The AVX2 kernels, the four-row ones (prefill, batched decode) with their
+  // byte dot products in AVX-512 VL + VNNI (vpdpbusd): the same bits, fewer
+  // instructions.
+  kAvx512Vnni,
 };
 
 absl::string_view CpuIsaName(CpuIsa isa);

@@ -2,9 +2,9 @@
 #define KVJIT_RUNTIME_CPU_DOTKERNELS_H_
 
 // Internal to kvjit_cpu_kernels: the row-by-row dot products behind MatMul,
-// shared by the portable and the AVX2 translation units.
+// shared by the portable and the x86 translation units.
 //
-// This header is included by a translation unit compiled for AVX2. It must
+// This header is included by translation units compiled for AVX2. It must
 // hold only types and functions with internal linkage: an inline function
 // with external linkage would be emitted by both units, and the linker could
 // keep the AVX2 copy for callers on machines without AVX2.
@@ -71,6 +71,7 @@ struct DotKernels4 {
 };
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const DotKernels4& Avx2DotKernels4();
+const DotKernels4& Avx512VnniDotKernels4();
 #endif
 
 // The numeric contract both implementations follow exactly, so that their

@@ -62,8 +62,9 @@ RowDot RowDotFor(const DotKernels& kernels, StorageType type) {
 // (the rows then go one by one, with the same results).
 internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (isa == CpuIsa::kAvx2) {
-    const internal::DotKernels4& kernels = internal::Avx2DotKernels4();
+  if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
+    const internal::DotKernels4& kernels = isa == CpuIsa::kAvx2 ? internal::Avx2DotKernels4()
+                                                                : internal::Avx512VnniDotKernels4();
     switch (type) {
       case StorageType::kQ8_0: return kernels.q8_0;
       case StorageType::kQ4_0: return kernels.q4_0;
@@ -79,7 +80,8 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
 
 const DotKernels& KernelsFor(CpuIsa isa) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (isa == CpuIsa::kAvx2) return internal::Avx2DotKernels();
+  // kAvx512Vnni's single rows are AVX2's (see DotKernelsAvx512Vnni.cpp).
+  if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) return internal::Avx2DotKernels();
 #endif
   return internal::PortableDotKernels();
 }

@@ -1,6 +1,7 @@
-// GEMV throughput of the matrix kernels on SmolLM2-135M's Q4_1 shapes: weight
-// bytes streamed per second and multiply-adds (2 flops each) per second, for
-// the portable and the best ISA at 1 and 2 threads. Not a test: run by hand.
+// Throughput of the matrix kernels on SmolLM2-135M's Q4_1 shapes, for one
+// token (a decode GEMV) and 128 (a prefill GEMM): weight bytes streamed per
+// second and multiply-adds (2 flops each) per second, for every ISA this CPU
+// runs, at 1 and 2 threads. Not a test: run by hand.
 //
 //   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300]
 
@@ -43,20 +44,21 @@ std::vector<uint8_t> RandomQ4_1(int64_t rows, int64_t cols, std::mt19937& rng) {
 int Run(int milliseconds) {
   const Shape shapes[] = {{576, 1536, "ffn_down"}, {1536, 576, "ffn_up/gate"}, {49152, 576, "output"}};
   std::mt19937 rng(2024);
-  std::printf("%-12s %-13s %-9s %7s %10s %10s %10s\n", "role", "shape", "isa", "threads", "us/call", "GB/s",
-              "GFLOP/s");
+  std::printf("%-12s %-13s %6s %-10s %7s %10s %10s %10s\n", "role", "shape", "tokens", "isa", "threads",
+              "us/call", "GB/s", "GFLOP/s");
   for (const Shape& shape : shapes) {
     const std::vector<uint8_t> bytes = RandomQ4_1(shape.rows, shape.cols, rng);
     const WeightView weight{quant::StorageType::kQ4_1, shape.rows, shape.cols, bytes};
-    std::vector<float> x(static_cast<size_t>(shape.cols)), y(static_cast<size_t>(shape.rows));
+    for (int64_t tokens : {1, 128}) {
+    std::vector<float> x(static_cast<size_t>(shape.cols * tokens)), y(static_cast<size_t>(shape.rows * tokens));
     std::normal_distribution<float> normal;
     for (float& v : x) v = normal(rng);
-    for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2}) {
-      if (!CpuSupports(isa)) continue;
+    for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+      if (!CpuSupports(isa) || (tokens > 1 && isa == CpuIsa::kPortable)) continue;
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);
         for (int i = 0; i < 3; ++i) {
-          if (absl::Status status = MatMul(weight, x.data(), 1, y.data(), pool, isa); !status.ok()) {
+          if (absl::Status status = MatMul(weight, x.data(), tokens, y.data(), pool, isa); !status.ok()) {
             std::fprintf(stderr, "%s\n", status.ToString().c_str());
             return 1;
           }
@@ -66,7 +68,7 @@ int Run(int milliseconds) {
         int64_t calls = 0;
         std::chrono::duration<double> elapsed{0};
         while (elapsed < budget) {
-          MatMul(weight, x.data(), 1, y.data(), pool, isa).IgnoreError();
+          MatMul(weight, x.data(), tokens, y.data(), pool, isa).IgnoreError();
           ++calls;
           elapsed = std::chrono::steady_clock::now() - start;
         }
@@ -74,10 +76,12 @@ int Run(int milliseconds) {
         char shape_text[48];
         std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(shape.rows),
                       static_cast<long long>(shape.cols));
-        std::printf("%-12s %-13s %-9s %7d %10.1f %10.2f %10.2f\n", shape.role, shape_text,
-                    std::string(CpuIsaName(isa)).c_str(), threads, seconds * 1e6, bytes.size() / seconds / 1e9,
-                    2.0 * shape.rows * shape.cols / seconds / 1e9);
+        std::printf("%-12s %-13s %6lld %-10s %7d %10.1f %10.2f %10.2f\n", shape.role, shape_text,
+                    static_cast<long long>(tokens), std::string(CpuIsaName(isa)).c_str(), threads,
+                    seconds * 1e6, bytes.size() / seconds / 1e9,
+                    2.0 * shape.rows * shape.cols * tokens / seconds / 1e9);
       }
+    }
     }
   }
   return 0;

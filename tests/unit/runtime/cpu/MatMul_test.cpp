@@ -78,6 +78,7 @@ std::vector<float> RunMatMul(const Problem& p, int threads, CpuIsa isa) {
 std::vector<CpuIsa> SupportedIsas() {
   std::vector<CpuIsa> isas = {CpuIsa::kPortable};
   if (CpuSupports(CpuIsa::kAvx2)) isas.push_back(CpuIsa::kAvx2);
+  if (CpuSupports(CpuIsa::kAvx512Vnni)) isas.push_back(CpuIsa::kAvx512Vnni);
   return isas;
 }
 
@@ -175,11 +176,14 @@ TEST_P(MatMulTest, AgreesWithF32ReferenceWithinActivationQuantizationError) {
   }
 }
 
-TEST_P(MatMulTest, Avx2EqualsPortableBitForBit) {
-  if (!CpuSupports(CpuIsa::kAvx2)) GTEST_SKIP() << "this CPU or build has no AVX2 kernels";
+TEST_P(MatMulTest, EveryIsaEqualsPortableBitForBit) {
+  if (SupportedIsas().size() < 2) GTEST_SKIP() << "this CPU or build has no vector kernels to compare";
   for (int64_t tokens : {1, 7, 33}) {
     const Problem p = MakeProblem(GetParam(), tokens, 2000 + static_cast<uint32_t>(tokens));
-    EXPECT_TRUE(AllEqual(RunMatMul(p, 1, CpuIsa::kAvx2), RunMatMul(p, 1, CpuIsa::kPortable))) << "tokens " << tokens;
+    const std::vector<float> portable = RunMatMul(p, 1, CpuIsa::kPortable);
+    for (CpuIsa isa : SupportedIsas()) {
+      EXPECT_TRUE(AllEqual(RunMatMul(p, 1, isa), portable)) << CpuIsaName(isa) << ", tokens " << tokens;
+    }
   }
 }
 
