@@ -9,7 +9,7 @@ packages=(
   libabsl-dev
   libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev
-  libpcre2-dev nlohmann-json3-dev
+  libpcre2-dev libicu-dev nlohmann-json3-dev
   libcpp-httplib-dev
 )
 

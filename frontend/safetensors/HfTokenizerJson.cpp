@@ -1,6 +1,7 @@
 #include "frontend/safetensors/HfTokenizerJson.h"
 
 #include <filesystem>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -96,6 +97,16 @@ absl::Status ReadAddedTokens(const nlohmann::json& root, const std::string& sour
       return absl::InvalidArgumentError(absl::StrCat(where, ".special must be true or false"));
     }
     token.special = special != nullptr && special->get<bool>();
+    // These change which text around the token it takes; matching them
+    // exactly is not implemented, so a file using them is refused rather than
+    // tokenized differently from Hugging Face's tokenizers.
+    for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
+      const nlohmann::json* value = FindField(entry, flag);
+      if (value != nullptr && *value != false) {
+        return absl::UnimplementedError(
+            absl::StrCat(where, ".", flag, " ", Describe(*value), " is not supported"));
+      }
+    }
     auto in_vocab = token_by_id.find(token.id);
     if (in_vocab != token_by_id.end() && in_vocab->second != token.content) {
       return absl::InvalidArgumentError(absl::StrCat(where, " gives id ", token.id, " to '",
@@ -109,21 +120,83 @@ absl::Status ReadAddedTokens(const nlohmann::json& root, const std::string& sour
 
 // Real files nest Sequence steps one or two deep; the limit keeps a hostile
 // file from exhausting the stack.
-constexpr int kMaxPreTokenizerDepth = 8;
+constexpr int kMaxSequenceDepth = 8;
+
+// `field` of `step`: absent gives `fallback`, anything but a boolean fails.
+absl::StatusOr<bool> ReadBool(const nlohmann::json& step, const char* field,
+                              const std::string& where, bool fallback) {
+  const nlohmann::json* value = FindField(step, field);
+  if (value == nullptr || value->is_null()) return fallback;
+  if (!value->is_boolean()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ".", field, " must be true or false, got ", Describe(*value)));
+  }
+  return value->get<bool>();
+}
+
+// The "type" of a normalizer or pre-tokenizer object.
+absl::StatusOr<std::string> ReadStepType(const nlohmann::json& step, const std::string& where,
+                                         int depth) {
+  if (depth > kMaxSequenceDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": Sequence steps nest more than ", kMaxSequenceDepth, " deep"));
+  }
+  const nlohmann::json* type = step.is_object() ? FindField(step, "type") : nullptr;
+  if (type == nullptr || !type->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " must be an object with a string type"));
+  }
+  return type->get<std::string>();
+}
+
+absl::StatusOr<SplitBehavior> ReadSplitBehavior(const nlohmann::json& step,
+                                                const std::string& where) {
+  const nlohmann::json* behavior = FindField(step, "behavior");
+  if (behavior == nullptr || behavior->is_null()) return SplitBehavior::kIsolated;
+  static constexpr std::pair<const char*, SplitBehavior> kBehaviors[] = {
+      {"Isolated", SplitBehavior::kIsolated},
+      {"Removed", SplitBehavior::kRemoved},
+      {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+      {"MergedWithNext", SplitBehavior::kMergedWithNext},
+      {"Contiguous", SplitBehavior::kContiguous},
+  };
+  for (const auto& [name, value] : kBehaviors) {
+    if (*behavior == name) return value;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ".behavior must be Isolated, Removed, MergedWithPrevious, "
+                          "MergedWithNext or Contiguous, got ",
+                   Describe(*behavior)));
+}
+
+absl::Status ReadSplit(const nlohmann::json& step, PreTokenizerStep& split) {
+  const std::string& where = split.where;
+  const nlohmann::json* pattern = FindField(step, "pattern");
+  const nlohmann::json* regex = pattern == nullptr ? nullptr : FindField(*pattern, "Regex");
+  const nlohmann::json* literal = pattern == nullptr ? nullptr : FindField(*pattern, "String");
+  if (regex != nullptr && regex->is_string()) {
+    split.pattern = regex->get<std::string>();
+  } else if (literal != nullptr && literal->is_string()) {
+    split.pattern = literal->get<std::string>();
+    split.pattern_is_literal = true;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ".pattern must be {\"Regex\": \"...\"} or {\"String\": \"...\"}"));
+  }
+  absl::StatusOr<SplitBehavior> behavior = ReadSplitBehavior(step, where);
+  if (!behavior.ok()) return behavior.status();
+  split.behavior = *behavior;
+  absl::StatusOr<bool> invert = ReadBool(step, "invert", where, false);
+  if (!invert.ok()) return invert.status();
+  split.invert = *invert;
+  return absl::OkStatus();
+}
 
 absl::Status ReadPreTokenizer(const nlohmann::json& step, const std::string& where, int depth,
                               BpeTokenizerJson& tokenizer) {
   if (step.is_null()) return absl::OkStatus();
-  if (depth > kMaxPreTokenizerDepth) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": Sequence steps nest more than ", kMaxPreTokenizerDepth, " deep"));
-  }
-  const nlohmann::json* type = FindField(step, "type");
-  if (type == nullptr || !type->is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, " must be an object with a string type"));
-  }
-  const std::string& type_name = type->get_ref<const std::string&>();
-  if (type_name == "Sequence") {
+  absl::StatusOr<std::string> type_name = ReadStepType(step, where, depth);
+  if (!type_name.ok()) return type_name.status();
+  if (*type_name == "Sequence") {
     const nlohmann::json* steps = FindField(step, "pretokenizers");
     if (steps == nullptr || !steps->is_array()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".pretokenizers must be a list"));
@@ -135,34 +208,67 @@ absl::Status ReadPreTokenizer(const nlohmann::json& step, const std::string& whe
     }
     return absl::OkStatus();
   }
-  if (type_name == "ByteLevel") {
-    const nlohmann::json* use_regex = FindField(step, "use_regex");
-    if (use_regex != nullptr && !use_regex->is_boolean()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".use_regex must be true or false"));
+  PreTokenizerStep parsed;
+  parsed.where = where;
+  if (*type_name == "ByteLevel") {
+    parsed.kind = PreTokenizerStep::Kind::kByteLevel;
+    absl::StatusOr<bool> use_regex = ReadBool(step, "use_regex", where, true);
+    if (!use_regex.ok()) return use_regex.status();
+    parsed.use_regex = *use_regex;
+    // trim_offsets only changes the offsets reported, not the ids. Files
+    // Hugging Face writes always spell add_prefix_space out.
+    absl::StatusOr<bool> add_prefix_space = ReadBool(step, "add_prefix_space", where, false);
+    if (!add_prefix_space.ok()) return add_prefix_space.status();
+    if (*add_prefix_space) {
+      return absl::UnimplementedError(
+          absl::StrCat(where, ": ByteLevel with add_prefix_space true is not supported"));
     }
-    tokenizer.byte_level = true;
-    tokenizer.byte_level_uses_regex = use_regex == nullptr || use_regex->get<bool>();
+  } else if (*type_name == "Digits") {
+    parsed.kind = PreTokenizerStep::Kind::kDigits;
+    absl::StatusOr<bool> individual = ReadBool(step, "individual_digits", where, false);
+    if (!individual.ok()) return individual.status();
+    parsed.individual_digits = *individual;
+  } else if (*type_name == "Split") {
+    parsed.kind = PreTokenizerStep::Kind::kSplit;
+    if (absl::Status status = ReadSplit(step, parsed); !status.ok()) return status;
+  } else {
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": pre-tokenizer type '", *type_name, "' is not supported"));
+  }
+  tokenizer.pre_tokenizer_steps.push_back(std::move(parsed));
+  return absl::OkStatus();
+}
+
+absl::Status ReadNormalizer(const nlohmann::json& step, const std::string& where, int depth,
+                            BpeTokenizerJson& tokenizer) {
+  if (step.is_null()) return absl::OkStatus();
+  absl::StatusOr<std::string> type_name = ReadStepType(step, where, depth);
+  if (!type_name.ok()) return type_name.status();
+  if (*type_name == "Sequence") {
+    const nlohmann::json* steps = FindField(step, "normalizers");
+    if (steps == nullptr || !steps->is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".normalizers must be a list"));
+    }
+    for (size_t i = 0; i < steps->size(); ++i) {
+      absl::Status status = ReadNormalizer(
+          (*steps)[i], absl::StrCat(where, ".normalizers[", i, "]"), depth + 1, tokenizer);
+      if (!status.ok()) return status;
+    }
     return absl::OkStatus();
   }
-  if (type_name == "Split") {
-    const nlohmann::json* pattern = FindField(step, "pattern");
-    const nlohmann::json* regex = pattern == nullptr ? nullptr : FindField(*pattern, "Regex");
-    if (regex == nullptr || !regex->is_string()) {
-      return absl::UnimplementedError(
-          absl::StrCat(where, ".pattern: only {\"Regex\": \"...\"} patterns are supported"));
+  static constexpr std::pair<const char*, Normalizer> kNormalizers[] = {
+      {"NFC", Normalizer::kNfc},   {"NFD", Normalizer::kNfd},
+      {"NFKC", Normalizer::kNfkc}, {"NFKD", Normalizer::kNfkd},
+      {"Lowercase", Normalizer::kLowercase},
+  };
+  for (const auto& [name, normalizer] : kNormalizers) {
+    if (*type_name == name) {
+      tokenizer.normalizers.push_back(normalizer);
+      return absl::OkStatus();
     }
-    const nlohmann::json* behavior = FindField(step, "behavior");
-    const nlohmann::json* invert = FindField(step, "invert");
-    if ((behavior != nullptr && *behavior != "Isolated") ||
-        (invert != nullptr && *invert != false)) {
-      return absl::UnimplementedError(
-          absl::StrCat(where, ": only behavior \"Isolated\" without invert is supported"));
-    }
-    tokenizer.split_patterns.push_back(regex->get<std::string>());
-    return absl::OkStatus();
   }
   return absl::UnimplementedError(
-      absl::StrCat(where, ": pre-tokenizer type '", type_name, "' is not supported"));
+      absl::StrCat(where, ": normalizer type '", *type_name, "' is not supported"));
 }
 
 absl::StatusOr<BpeTokenizerJson> ParseTokenizerRoot(const nlohmann::json& root,
@@ -190,9 +296,18 @@ absl::StatusOr<BpeTokenizerJson> ParseTokenizerRoot(const nlohmann::json& root,
         absl::StrCat(model_where, "byte_fallback must be true or false"));
   }
   tokenizer.byte_fallback = byte_fallback != nullptr && byte_fallback->get<bool>();
+  absl::StatusOr<bool> ignore_merges =
+      ReadBool(*model, "ignore_merges", absl::StrCat(source, ": model"), false);
+  if (!ignore_merges.ok()) return ignore_merges.status();
+  tokenizer.ignore_merges = *ignore_merges;
 
   if (absl::Status status = ReadAddedTokens(root, source, tokenizer, token_by_id); !status.ok()) {
     return status;
+  }
+  if (const nlohmann::json* normalizer = FindField(root, "normalizer")) {
+    absl::Status status =
+        ReadNormalizer(*normalizer, absl::StrCat(source, ": normalizer"), 0, tokenizer);
+    if (!status.ok()) return status;
   }
   if (const nlohmann::json* pre_tokenizer = FindField(root, "pre_tokenizer")) {
     absl::Status status =

@@ -18,9 +18,34 @@ struct AddedToken {
   bool special = false;
 };
 
+// SplitDelimiterBehavior of a Split pre-tokenizer.
+enum class SplitBehavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
+// One pre-tokenizer of the file, Sequence steps flattened in order.
+struct PreTokenizerStep {
+  enum class Kind { kSplit, kDigits, kByteLevel };
+  Kind kind = Kind::kSplit;
+  // Where the step is in the file, for messages ("tokenizer.json:
+  // pre_tokenizer.pretokenizers[1]").
+  std::string where;
+  // kSplit: pattern.Regex, or pattern.String taken literally.
+  std::string pattern;
+  bool pattern_is_literal = false;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;
+  // kDigits: each digit a piece of its own, else runs of digits.
+  bool individual_digits = false;
+  // kByteLevel: also splits with GPT-2's own regex first.
+  bool use_regex = true;
+};
+
+// The normalizer kinds read, Sequence steps flattened in order.
+enum class Normalizer { kNfc, kNfd, kNfkc, kNfkd, kLowercase };
+
 // The parts of a Hugging Face `tokenizer.json` with a BPE model that an
 // encoder needs. Parsing only: encoding lives in frontend/tokenizer.
-// The normalizer, post-processor and decoder sections are not read.
+// The post-processor and decoder sections are not read. Kinds of
+// normalizer and pre-tokenizer not listed here are refused.
 struct BpeTokenizerJson {
   // model.vocab: token -> id. Ids are unique.
   absl::flat_hash_map<std::string, int64_t> vocab;
@@ -28,16 +53,12 @@ struct BpeTokenizerJson {
   // their concatenation are in vocab.
   std::vector<std::pair<std::string, std::string>> merges;
   std::vector<AddedToken> added_tokens;
-  // Regexes of the pre-tokenizer's Split steps, in order. Each splits with
-  // behavior "Isolated": matches and the text between them become pieces.
-  std::vector<std::string> split_patterns;
-  // A ByteLevel pre-tokenizer is present: pieces are mapped to GPT-2's
-  // byte-to-unicode alphabet before BPE.
-  bool byte_level = false;
-  // That ByteLevel step also splits with GPT-2's own regex first.
-  bool byte_level_uses_regex = false;
+  std::vector<Normalizer> normalizers;
+  std::vector<PreTokenizerStep> pre_tokenizer_steps;
   // model.byte_fallback: unknown characters become <0xNN> byte tokens.
   bool byte_fallback = false;
+  // model.ignore_merges: a word that is a token is taken whole.
+  bool ignore_merges = false;
 };
 
 // Parses tokenizer.json text; `source` names the file in error messages.

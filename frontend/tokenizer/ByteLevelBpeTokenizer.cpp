@@ -9,7 +9,8 @@
 namespace kvjit::tokenizer {
 
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocabulary vocabulary)
-    : Tokenizer(std::move(vocabulary)) {}
+    : Tokenizer(std::move(vocabulary)),
+      normalizer_(this->vocabulary().normalizations) {}
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> ByteLevelBpeTokenizer::Create(
     Vocabulary vocabulary) {
@@ -17,7 +18,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ByteLevelBpeTokenizer::Create(
       new ByteLevelBpeTokenizer(std::move(vocabulary)));
   const Vocabulary& vocab = tokenizer->vocabulary();
   absl::StatusOr<std::unique_ptr<WordSplitter>> splitter =
-      WordSplitter::Create(vocab.pre_tokenizer);
+      vocab.split_rules.has_value() ? WordSplitter::Create(*vocab.split_rules)
+                                    : WordSplitter::Create(vocab.pre_tokenizer);
   if (!splitter.ok()) return splitter.status();
   tokenizer->word_splitter_ = std::move(*splitter);
   tokenizer->merge_ranks_.reserve(vocab.merges.size());
@@ -27,8 +29,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> ByteLevelBpeTokenizer::Create(
         std::pair<std::string_view, std::string_view>(left, right),
         static_cast<int32_t>(rank));
   }
-  tokenizer->whole_word_tokens_first_ =
-      vocab.pre_tokenizer == PreTokenizer::kLlama3;
   return tokenizer;
 }
 
@@ -41,6 +41,13 @@ int32_t ByteLevelBpeTokenizer::MergeRank(std::string_view left,
 absl::Status ByteLevelBpeTokenizer::EncodePlainText(
     std::string_view text, bool follows_special,
     std::vector<int32_t>* ids) const {
+  std::string normalized;
+  if (!normalizer_.empty()) {
+    absl::StatusOr<std::string> result = normalizer_.Normalize(text);
+    if (!result.ok()) return result.status();
+    normalized = std::move(*result);
+    text = normalized;
+  }
   absl::StatusOr<std::vector<std::string_view>> words =
       word_splitter_->Split(text);
   if (!words.ok()) return words.status();
@@ -55,7 +62,7 @@ absl::Status ByteLevelBpeTokenizer::EncodePlainText(
 
 absl::Status ByteLevelBpeTokenizer::EncodeWord(
     std::string_view word, std::vector<int32_t>* ids) const {
-  if (whole_word_tokens_first_) {
+  if (vocabulary().ignore_merges) {
     if (const int32_t id = FindToken(word); id != kNoToken) {
       ids->push_back(id);
       return absl::OkStatus();

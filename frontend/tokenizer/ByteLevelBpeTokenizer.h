@@ -12,14 +12,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "frontend/tokenizer/ByteLevelAlphabet.h"
+#include "frontend/tokenizer/TextNormalizer.h"
 #include "frontend/tokenizer/Tokenizer.h"
 #include "frontend/tokenizer/WordSplitter.h"
 
 namespace kvjit::tokenizer {
 
-// GPT-2's byte-level BPE (GGUF "gpt2"): the pre-tokenizer's regexes cut the
-// text into words, each word's bytes are spelled in GPT-2's byte alphabet, and
-// within a word the adjacent pair with the best-ranked merge joins first.
+// GPT-2's byte-level BPE (GGUF "gpt2"): the vocabulary's normalizations apply,
+// the pre-tokenizer's split rules cut the text into words, each word's bytes
+// are spelled in GPT-2's byte alphabet, and within a word the adjacent pair
+// with the best-ranked merge joins first.
 class ByteLevelBpeTokenizer final : public Tokenizer {
  public:
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(
@@ -39,13 +41,11 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   int32_t MergeRank(std::string_view left, std::string_view right) const;
 
   ByteLevelAlphabet alphabet_;
+  TextNormalizer normalizer_;
   std::unique_ptr<WordSplitter> word_splitter_;
   // Keys view the vocabulary's merges.
   absl::flat_hash_map<std::pair<std::string_view, std::string_view>, int32_t>
       merge_ranks_;
-  // Llama 3's tokenizer takes a word that is itself a token whole, even where
-  // the merges would not build it.
-  bool whole_word_tokens_first_ = false;
 };
 
 }  // namespace kvjit::tokenizer

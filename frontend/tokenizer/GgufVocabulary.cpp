@@ -120,6 +120,9 @@ absl::StatusOr<Vocabulary> ReadVocabularyFromGguf(const gguf::GgufFile& file) {
         ParsePreTokenizer(std::string_view(pre_name.data(), pre_name.size()));
     if (!pre_tokenizer.ok()) return WithPath(file, pre_tokenizer.status());
     vocabulary.pre_tokenizer = *pre_tokenizer;
+    // llama.cpp's llama-bpe pre-tokenizer stands for Llama 3, whose
+    // tokenizer.json sets model.ignore_merges.
+    vocabulary.ignore_merges = *pre_tokenizer == PreTokenizer::kLlama3;
   }
 
   KVJIT_ASSIGN_OR_RETURN(std::vector<absl::string_view> tokens,

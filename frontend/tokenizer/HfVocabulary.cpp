@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -11,7 +12,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "frontend/safetensors/JsonFile.h"
 #include "frontend/tokenizer/WordSplitter.h"
 #include "nlohmann/json.hpp"
@@ -33,33 +33,93 @@ absl::Status WithSource(const std::string& source, const absl::Status& status) {
                       absl::StrCat(source, ": ", status.message()));
 }
 
-std::string DescribePreTokenizerSteps(const hf::BpeTokenizerJson& json) {
-  std::vector<std::string> steps;
-  for (const std::string& pattern : json.split_patterns) {
-    steps.push_back(absl::StrCat("Split \"", pattern, "\""));
+SplitBehavior SplitBehaviorOf(hf::SplitBehavior behavior) {
+  switch (behavior) {
+    case hf::SplitBehavior::kIsolated:
+      return SplitBehavior::kIsolated;
+    case hf::SplitBehavior::kRemoved:
+      return SplitBehavior::kRemoved;
+    case hf::SplitBehavior::kMergedWithPrevious:
+      return SplitBehavior::kMergedWithPrevious;
+    case hf::SplitBehavior::kMergedWithNext:
+      return SplitBehavior::kMergedWithNext;
+    case hf::SplitBehavior::kContiguous:
+      return SplitBehavior::kContiguous;
   }
-  steps.push_back(json.byte_level_uses_regex ? "ByteLevel with its GPT-2 regex"
-                                             : "ByteLevel without a regex");
-  return absl::StrJoin(steps, ", then ");
+  return SplitBehavior::kIsolated;
 }
 
-absl::StatusOr<PreTokenizer> MatchPreTokenizer(const hf::BpeTokenizerJson& json,
-                                               const std::string& source) {
-  std::vector<std::string_view> patterns(json.split_patterns.begin(),
-                                         json.split_patterns.end());
-  if (json.byte_level_uses_regex) {
-    // The regex of the ByteLevel step is GPT-2's.
-    for (std::string_view pattern : PreTokenizerPatterns(PreTokenizer::kGpt2)) {
-      patterns.push_back(pattern);
+Normalization NormalizationOf(hf::Normalizer normalizer) {
+  switch (normalizer) {
+    case hf::Normalizer::kNfc:
+      return Normalization::kNfc;
+    case hf::Normalizer::kNfd:
+      return Normalization::kNfd;
+    case hf::Normalizer::kNfkc:
+      return Normalization::kNfkc;
+    case hf::Normalizer::kNfkd:
+      return Normalization::kNfkd;
+    case hf::Normalizer::kLowercase:
+      return Normalization::kLowercase;
+  }
+  return Normalization::kNfc;
+}
+
+// The pre-tokenizer steps as the split rules that cut text before the byte
+// alphabet is applied, which the ByteLevel step does; it must come last.
+absl::StatusOr<std::vector<SplitRule>> SplitRulesOf(
+    const hf::BpeTokenizerJson& json, const std::string& source) {
+  std::vector<SplitRule> rules;
+  bool byte_level = false;
+  for (const hf::PreTokenizerStep& step : json.pre_tokenizer_steps) {
+    if (byte_level) {
+      return absl::UnimplementedError(absl::StrCat(
+          step.where,
+          ": steps after ByteLevel would cut text already in the byte "
+          "alphabet, which is not supported"));
     }
+    switch (step.kind) {
+      case hf::PreTokenizerStep::Kind::kSplit:
+        rules.push_back(SplitRule{step.pattern, step.pattern_is_literal,
+                                  SplitBehaviorOf(step.behavior), step.invert});
+        break;
+      case hf::PreTokenizerStep::Kind::kDigits:
+        // Hugging Face's Digits isolates each numeric character (Unicode
+        // categories Nd, Nl and No: \p{N}), or else each run of them.
+        rules.push_back(
+            SplitRule{step.individual_digits ? R"(\p{N})" : R"(\p{N}+)"});
+        break;
+      case hf::PreTokenizerStep::Kind::kByteLevel:
+        byte_level = true;
+        if (step.use_regex) rules.push_back(SplitRule{std::string(Gpt2Pattern())});
+        break;
+    }
+  }
+  if (!byte_level) {
+    return absl::UnimplementedError(absl::StrCat(
+        source,
+        ": pre_tokenizer has no ByteLevel step; only byte-level BPE is "
+        "supported"));
+  }
+  return rules;
+}
+
+// The PreTokenizer whose regexes `rules` are, so that such a file runs as the
+// GGUF of the same model does; nullopt for any other rules.
+std::optional<PreTokenizer> KnownPreTokenizerOf(
+    const std::vector<SplitRule>& rules) {
+  std::vector<std::string_view> patterns;
+  for (const SplitRule& rule : rules) {
+    if (rule.pattern_is_literal || rule.invert ||
+        rule.behavior != SplitBehavior::kIsolated) {
+      return std::nullopt;
+    }
+    patterns.push_back(rule.pattern);
   }
   for (PreTokenizer candidate : kSupportedPreTokenizers) {
     if (patterns == PreTokenizerPatterns(candidate)) return candidate;
   }
-  return absl::UnimplementedError(absl::StrCat(
-      source, ": pre_tokenizer (", DescribePreTokenizerSteps(json),
-      ") is not supported; supported are those of GPT-2, Llama 3, SmolLM and "
-      "Qwen2"));
+  return std::nullopt;
 }
 
 // Lays out model.vocab and added_tokens by id, which must run from 0 without
@@ -175,16 +235,19 @@ absl::Status ApplyTokenizerConfig(const std::string& path,
 
 absl::StatusOr<Vocabulary> VocabularyFromHfTokenizerJson(
     const hf::BpeTokenizerJson& json, const std::string& source) {
-  if (!json.byte_level) {
-    return absl::UnimplementedError(absl::StrCat(
-        source,
-        ": pre_tokenizer has no ByteLevel step; only byte-level BPE is "
-        "supported"));
-  }
   Vocabulary vocabulary;
   vocabulary.model = TokenizerModel::kByteLevelBpe;
-  KVJIT_ASSIGN_OR_RETURN(vocabulary.pre_tokenizer,
-                         MatchPreTokenizer(json, source));
+  KVJIT_ASSIGN_OR_RETURN(std::vector<SplitRule> rules,
+                         SplitRulesOf(json, source));
+  if (std::optional<PreTokenizer> known = KnownPreTokenizerOf(rules)) {
+    vocabulary.pre_tokenizer = *known;
+  } else {
+    vocabulary.split_rules = std::move(rules);
+  }
+  for (hf::Normalizer normalizer : json.normalizers) {
+    vocabulary.normalizations.push_back(NormalizationOf(normalizer));
+  }
+  vocabulary.ignore_merges = json.ignore_merges;
   KVJIT_RETURN_IF_ERROR(ReadTokens(json, source, vocabulary));
   vocabulary.merges = json.merges;
   if (absl::Status status = ValidateVocabulary(vocabulary); !status.ok()) {

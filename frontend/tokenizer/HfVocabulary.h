@@ -13,8 +13,9 @@ namespace kvjit::tokenizer {
 
 // The vocabulary of a byte-level BPE tokenizer.json; `source` names the file
 // in error messages. Token ids must run from 0 without gaps over model.vocab
-// and added_tokens together. The pre-tokenizer must be one that
-// PreTokenizerPatterns knows. No BOS or EOS is set: tokenizer.json does not
+// and added_tokens together. The pre-tokenizer must end in a ByteLevel step;
+// one whose regexes are those of a PreTokenizer gets that PreTokenizer, any
+// other its own split_rules. No BOS or EOS is set: tokenizer.json does not
 // name them (tokenizer_config.json does).
 absl::StatusOr<Vocabulary> VocabularyFromHfTokenizerJson(
     const hf::BpeTokenizerJson& json, const std::string& source);

@@ -2,6 +2,7 @@
 #define KVJIT_FRONTEND_TOKENIZER_VOCABULARY_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,6 +36,37 @@ enum class PreTokenizer {
   kQwen2,
 };
 
+// What a split rule makes of the text its pattern matches, as Hugging Face's
+// SplitDelimiterBehavior does.
+enum class SplitBehavior {
+  kIsolated,           // a piece of its own
+  kRemoved,            // dropped
+  kMergedWithPrevious, // joined to the piece before it
+  kMergedWithNext,     // joined to the piece after it
+  kContiguous,         // adjacent matches joined into one piece
+};
+
+// One step of cutting text into words: every piece the steps before left is
+// cut where `pattern` matches.
+struct SplitRule {
+  // A PCRE2 regex as tokenizer.json writes it, or literal text.
+  std::string pattern;
+  bool pattern_is_literal = false;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  // The text between matches is what `behavior` applies to instead.
+  bool invert = false;
+
+  bool operator==(const SplitRule& other) const {
+    return pattern == other.pattern &&
+           pattern_is_literal == other.pattern_is_literal &&
+           behavior == other.behavior && invert == other.invert;
+  }
+};
+
+// The Unicode normalizations tokenizer.json normalizers apply before
+// pre-tokenization.
+enum class Normalization { kNfc, kNfd, kNfkc, kNfkd, kLowercase };
+
 // Marks a special token (BOS, EOS, ...) that the vocabulary lacks.
 inline constexpr int32_t kNoToken = -1;
 
@@ -43,6 +75,15 @@ struct Vocabulary {
   TokenizerModel model = TokenizerModel::kSentencePiece;
   // Used by byte-level BPE only.
   PreTokenizer pre_tokenizer = PreTokenizer::kGpt2;
+  // Byte-level BPE only: where set (by a tokenizer.json whose pre-tokenizer is
+  // none of PreTokenizer's), these rules cut text instead of pre_tokenizer's.
+  std::optional<std::vector<SplitRule>> split_rules;
+  // Applied in order to the text between special tokens before it is cut.
+  std::vector<Normalization> normalizations;
+  // Byte-level BPE only: a word that is itself a token is taken whole, even
+  // where the merges would not build it (Llama 3; tokenizer.json's
+  // model.ignore_merges).
+  bool ignore_merges = false;
 
   std::vector<std::string> tokens;
   // Same length as `tokens`.

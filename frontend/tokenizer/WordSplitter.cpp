@@ -1,9 +1,11 @@
 #include "frontend/tokenizer/WordSplitter.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {
@@ -66,39 +68,56 @@ std::vector<std::string_view> PreTokenizerPatterns(PreTokenizer pre_tokenizer) {
   return {};
 }
 
-WordSplitter::WordSplitter(std::vector<Regex> regexes)
-    : regexes_(std::move(regexes)) {}
+std::string_view Gpt2Pattern() { return kGpt2Pattern; }
+
+WordSplitter::WordSplitter(std::vector<CompiledRule> rules)
+    : rules_(std::move(rules)) {}
 
 absl::StatusOr<std::unique_ptr<WordSplitter>> WordSplitter::Create(
     PreTokenizer pre_tokenizer) {
-  std::vector<Regex> regexes;
-  for (std::string_view tokenizer_json_pattern :
-       PreTokenizerPatterns(pre_tokenizer)) {
-    const std::string pattern = ToPcre2Pattern(tokenizer_json_pattern);
+  std::vector<SplitRule> rules;
+  for (std::string_view pattern : PreTokenizerPatterns(pre_tokenizer)) {
+    rules.push_back(SplitRule{std::string(pattern)});
+  }
+  return Create(rules);
+}
+
+absl::StatusOr<std::unique_ptr<WordSplitter>> WordSplitter::Create(
+    const std::vector<SplitRule>& rules) {
+  std::vector<CompiledRule> compiled;
+  for (const SplitRule& rule : rules) {
+    const std::string pattern = rule.pattern_is_literal
+                                    ? rule.pattern
+                                    : ToPcre2Pattern(rule.pattern);
+    // PCRE2 refuses PCRE2_UCP beside PCRE2_LITERAL; literal text needs no
+    // character classes anyway.
+    const uint32_t options =
+        PCRE2_UTF | (rule.pattern_is_literal ? PCRE2_LITERAL : PCRE2_UCP);
     int error_code = 0;
     PCRE2_SIZE error_offset = 0;
     Regex regex(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
-                              pattern.size(), PCRE2_UTF | PCRE2_UCP,
-                              &error_code, &error_offset, nullptr));
+                              pattern.size(), options, &error_code,
+                              &error_offset, nullptr));
     if (regex == nullptr) {
-      return absl::InternalError(absl::StrCat(
-          "tokenizer: pre-tokenizer pattern does not compile at offset ",
-          error_offset, ": ", Pcre2ErrorMessage(error_code)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tokenizer: pre-tokenizer pattern \"", rule.pattern,
+          "\" does not compile at offset ", error_offset, ": ",
+          Pcre2ErrorMessage(error_code)));
     }
     // JIT is only faster, not required: without it PCRE2 interprets.
     pcre2_jit_compile(regex.get(), PCRE2_JIT_COMPLETE);
-    regexes.push_back(std::move(regex));
+    compiled.push_back(CompiledRule{std::move(regex), rule.behavior, rule.invert});
   }
-  return std::unique_ptr<WordSplitter>(new WordSplitter(std::move(regexes)));
+  return std::unique_ptr<WordSplitter>(new WordSplitter(std::move(compiled)));
 }
 
 absl::StatusOr<std::vector<std::string_view>> WordSplitter::Split(
     std::string_view text) const {
   std::vector<std::string_view> pieces;
   if (!text.empty()) pieces.push_back(text);
-  for (const Regex& regex : regexes_) {
+  for (const CompiledRule& rule : rules_) {
     std::unique_ptr<pcre2_match_data, MatchDataDeleter> match_data(
-        pcre2_match_data_create_from_pattern(regex.get(), nullptr));
+        pcre2_match_data_create_from_pattern(rule.regex.get(), nullptr));
     if (match_data == nullptr) {
       return absl::ResourceExhaustedError(
           "tokenizer: cannot allocate PCRE2 match data");
@@ -106,7 +125,7 @@ absl::StatusOr<std::vector<std::string_view>> WordSplitter::Split(
     std::vector<std::string_view> finer;
     for (std::string_view piece : pieces) {
       if (absl::Status status =
-              SplitPiece(regex.get(), piece, match_data.get(), &finer);
+              SplitPiece(rule, piece, match_data.get(), &finer);
           !status.ok()) {
         return status;
       }
@@ -116,15 +135,86 @@ absl::StatusOr<std::vector<std::string_view>> WordSplitter::Split(
   return pieces;
 }
 
+namespace {
+
+// A stretch of a piece: one match of a rule's pattern, or the text between.
+struct Span {
+  size_t start;
+  size_t end;
+  bool is_match;
+};
+
+// A piece a rule cuts out, and whether its behavior drops it.
+struct Cut {
+  size_t start;
+  size_t end;
+  bool removed;
+};
+
+// The pieces `spans` become under `behavior`, folded as Hugging Face's
+// NormalizedString::split folds them, so that runs of matches join the same
+// way.
+std::vector<Cut> ApplyBehavior(const std::vector<Span>& spans,
+                               SplitBehavior behavior) {
+  std::vector<Cut> cuts;
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::kIsolated:
+      for (const Span& span : spans) cuts.push_back({span.start, span.end, false});
+      break;
+    case SplitBehavior::kRemoved:
+      for (const Span& span : spans) {
+        cuts.push_back({span.start, span.end, span.is_match});
+      }
+      break;
+    case SplitBehavior::kContiguous:
+      for (const Span& span : spans) {
+        if (span.is_match == previous_match && !cuts.empty()) {
+          cuts.back().end = span.end;
+        } else {
+          cuts.push_back({span.start, span.end, false});
+        }
+        previous_match = span.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (const Span& span : spans) {
+        if (span.is_match && !previous_match && !cuts.empty()) {
+          cuts.back().end = span.end;
+        } else {
+          cuts.push_back({span.start, span.end, false});
+        }
+        previous_match = span.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (auto span = spans.rbegin(); span != spans.rend(); ++span) {
+        if (span->is_match && !previous_match && !cuts.empty()) {
+          cuts.back().start = span->start;
+        } else {
+          cuts.push_back({span->start, span->end, false});
+        }
+        previous_match = span->is_match;
+      }
+      std::reverse(cuts.begin(), cuts.end());
+      break;
+  }
+  return cuts;
+}
+
+}  // namespace
+
 absl::Status WordSplitter::SplitPiece(
-    const pcre2_code* regex, std::string_view piece,
+    const CompiledRule& rule, std::string_view piece,
     pcre2_match_data* match_data, std::vector<std::string_view>* pieces) const {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
+  std::vector<Span> spans;
   size_t unmatched_start = 0;
   size_t search_start = 0;
-  while (search_start < piece.size()) {
-    const int result = pcre2_match(regex, subject, piece.size(), search_start,
-                                   PCRE2_NO_UTF_CHECK, match_data, nullptr);
+  while (search_start <= piece.size()) {
+    const int result =
+        pcre2_match(rule.regex.get(), subject, piece.size(), search_start,
+                    PCRE2_NO_UTF_CHECK, match_data, nullptr);
     if (result == PCRE2_ERROR_NOMATCH) break;
     if (result < 0) {
       return absl::InternalError(
@@ -134,25 +224,29 @@ absl::Status WordSplitter::SplitPiece(
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match_data);
     const size_t match_start = ovector[0];
     const size_t match_end = ovector[1];
-    if (match_end == match_start) {
-      // None of the patterns matches empty text; stepping one character on
-      // guards against looping should one ever do so.
-      search_start = match_start + 1;
-      while (search_start < piece.size() &&
-             (static_cast<unsigned char>(piece[search_start]) & 0xC0) == 0x80) {
-        ++search_start;
-      }
-      continue;
-    }
     if (match_start > unmatched_start) {
-      pieces->push_back(
-          piece.substr(unmatched_start, match_start - unmatched_start));
+      spans.push_back({unmatched_start, match_start, false});
     }
-    pieces->push_back(piece.substr(match_start, match_end - match_start));
+    // An empty match still cuts the text around it and takes part in the
+    // behavior's folding; the next search starts a character further on.
+    spans.push_back({match_start, match_end, true});
     unmatched_start = search_start = match_end;
+    if (match_end == match_start) {
+      if (match_end == piece.size()) break;
+      search_start += Utf8SequenceLength(
+          static_cast<unsigned char>(piece[search_start]));
+    }
   }
   if (unmatched_start < piece.size()) {
-    pieces->push_back(piece.substr(unmatched_start));
+    spans.push_back({unmatched_start, piece.size(), false});
+  }
+  if (rule.invert) {
+    for (Span& span : spans) span.is_match = !span.is_match;
+  }
+  for (const Cut& cut : ApplyBehavior(spans, rule.behavior)) {
+    if (!cut.removed && cut.end > cut.start) {
+      pieces->push_back(piece.substr(cut.start, cut.end - cut.start));
+    }
   }
   return absl::OkStatus();
 }

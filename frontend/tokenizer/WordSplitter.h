@@ -20,13 +20,19 @@ namespace kvjit::tokenizer {
 // Hugging Face tokenizer.json files write them.
 std::vector<std::string_view> PreTokenizerPatterns(PreTokenizer pre_tokenizer);
 
-// Cuts text into the words byte-level BPE merges within, with the regexes of
-// a pre-tokenizer (Unicode-aware PCRE2). Each regex in turn cuts every piece
-// the ones before it left; text between matches stays a piece of its own.
+// The regex GPT-2's ByteLevel pre-tokenizer step cuts with (use_regex).
+std::string_view Gpt2Pattern();
+
+// Cuts text into the words byte-level BPE merges within, with the split rules
+// of a pre-tokenizer (Unicode-aware PCRE2). Each rule in turn cuts every
+// piece the ones before it left, as Hugging Face's Split pre-tokenizer does.
 class WordSplitter {
  public:
+  // `pre_tokenizer`'s regexes, each isolating its matches.
   static absl::StatusOr<std::unique_ptr<WordSplitter>> Create(
       PreTokenizer pre_tokenizer);
+  static absl::StatusOr<std::unique_ptr<WordSplitter>> Create(
+      const std::vector<SplitRule>& rules);
 
   // `text` must be valid UTF-8. The views point into `text`.
   absl::StatusOr<std::vector<std::string_view>> Split(
@@ -38,13 +44,19 @@ class WordSplitter {
   };
   using Regex = std::unique_ptr<pcre2_code, CodeDeleter>;
 
-  explicit WordSplitter(std::vector<Regex> regexes);
+  struct CompiledRule {
+    Regex regex;
+    SplitBehavior behavior;
+    bool invert;
+  };
 
-  absl::Status SplitPiece(const pcre2_code* regex, std::string_view piece,
+  explicit WordSplitter(std::vector<CompiledRule> rules);
+
+  absl::Status SplitPiece(const CompiledRule& rule, std::string_view piece,
                           pcre2_match_data* match_data,
                           std::vector<std::string_view>* pieces) const;
 
-  std::vector<Regex> regexes_;
+  std::vector<CompiledRule> rules_;
 };
 
 }  // namespace kvjit::tokenizer

@@ -54,10 +54,47 @@ TEST(HfTokenizerJsonTest, ParsesBpeModelAddedTokensAndPreTokenizer) {
   EXPECT_EQ(tokenizer->added_tokens[0].content, "<|begin_of_text|>");
   EXPECT_TRUE(tokenizer->added_tokens[0].special);
   EXPECT_FALSE(tokenizer->added_tokens[1].special);
-  EXPECT_THAT(tokenizer->split_patterns, ElementsAre("\\p{L}+|\\s+"));
-  EXPECT_TRUE(tokenizer->byte_level);
-  EXPECT_FALSE(tokenizer->byte_level_uses_regex);
+  ASSERT_EQ(tokenizer->pre_tokenizer_steps.size(), 2u);
+  const PreTokenizerStep& split = tokenizer->pre_tokenizer_steps[0];
+  EXPECT_EQ(split.kind, PreTokenizerStep::Kind::kSplit);
+  EXPECT_EQ(split.where, "tokenizer.json: pre_tokenizer.pretokenizers[0]");
+  EXPECT_EQ(split.pattern, "\\p{L}+|\\s+");
+  EXPECT_FALSE(split.pattern_is_literal);
+  EXPECT_EQ(split.behavior, SplitBehavior::kIsolated);
+  EXPECT_FALSE(split.invert);
+  EXPECT_EQ(tokenizer->pre_tokenizer_steps[1].kind, PreTokenizerStep::Kind::kByteLevel);
+  EXPECT_FALSE(tokenizer->pre_tokenizer_steps[1].use_regex);
+  EXPECT_TRUE(tokenizer->normalizers.empty());
   EXPECT_FALSE(tokenizer->byte_fallback);
+  EXPECT_FALSE(tokenizer->ignore_merges);
+}
+
+// SmolLM2's pre-tokenizer, and the Split and normalizer forms Hugging Face
+// writes.
+TEST(HfTokenizerJsonTest, ParsesDigitsSplitVariantsAndNormalizers) {
+  nlohmann::json json = nlohmann::json::parse(kTokenizerJson);
+  json["pre_tokenizer"] = nlohmann::json::parse(R"({"type": "Sequence", "pretokenizers": [
+    {"type": "Digits", "individual_digits": true},
+    {"type": "Split", "pattern": {"String": ";"}, "behavior": "MergedWithNext", "invert": true},
+    {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]})");
+  json["normalizer"] = nlohmann::json::parse(R"({"type": "Sequence", "normalizers": [
+    {"type": "NFC"}, {"type": "Sequence", "normalizers": [{"type": "NFKD"}]},
+    {"type": "Lowercase"}]})");
+  json["model"]["ignore_merges"] = true;
+  absl::StatusOr<BpeTokenizerJson> tokenizer = ParseBpeTokenizerJson(json.dump());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  ASSERT_EQ(tokenizer->pre_tokenizer_steps.size(), 3u);
+  EXPECT_EQ(tokenizer->pre_tokenizer_steps[0].kind, PreTokenizerStep::Kind::kDigits);
+  EXPECT_TRUE(tokenizer->pre_tokenizer_steps[0].individual_digits);
+  const PreTokenizerStep& split = tokenizer->pre_tokenizer_steps[1];
+  EXPECT_EQ(split.pattern, ";");
+  EXPECT_TRUE(split.pattern_is_literal);
+  EXPECT_EQ(split.behavior, SplitBehavior::kMergedWithNext);
+  EXPECT_TRUE(split.invert);
+  EXPECT_TRUE(tokenizer->pre_tokenizer_steps[2].use_regex);
+  EXPECT_THAT(tokenizer->normalizers,
+              ElementsAre(Normalizer::kNfc, Normalizer::kNfkd, Normalizer::kLowercase));
+  EXPECT_TRUE(tokenizer->ignore_merges);
 }
 
 TEST(HfTokenizerJsonTest, ByteLevelAloneUsesGpt2Regex) {
@@ -65,9 +102,9 @@ TEST(HfTokenizerJsonTest, ByteLevelAloneUsesGpt2Regex) {
   json["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}};
   absl::StatusOr<BpeTokenizerJson> tokenizer = ParseBpeTokenizerJson(json.dump());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-  EXPECT_TRUE(tokenizer->byte_level);
-  EXPECT_TRUE(tokenizer->byte_level_uses_regex);
-  EXPECT_TRUE(tokenizer->split_patterns.empty());
+  ASSERT_EQ(tokenizer->pre_tokenizer_steps.size(), 1u);
+  EXPECT_EQ(tokenizer->pre_tokenizer_steps[0].kind, PreTokenizerStep::Kind::kByteLevel);
+  EXPECT_TRUE(tokenizer->pre_tokenizer_steps[0].use_regex);
 }
 
 TEST(HfTokenizerJsonTest, LoadsFromDirectory) {
@@ -133,15 +170,46 @@ INSTANTIATE_TEST_SUITE_P(
         BadTokenizerCase{"AddedTokenClashesWithVocab",
                          R"({"added_tokens": [{"id": 0, "content": "<s>"}]})",
                          "added_tokens[0] gives id 0 to '<s>', which the vocab gives to 'a'"},
-        BadTokenizerCase{"StringSplitPattern",
-                         R"({"pre_tokenizer": {"type": "Split", "pattern": {"String": " "}}})",
-                         "pre_tokenizer.pattern: only {\"Regex\": \"...\"} patterns are supported"},
-        BadTokenizerCase{"RemovedSplit",
+        BadTokenizerCase{"SplitWithoutPattern",
+                         R"({"pre_tokenizer": {"type": "Split", "pattern": {"Text": " "}}})",
+                         "pre_tokenizer.pattern must be {\"Regex\": \"...\"} or "
+                         "{\"String\": \"...\"}"},
+        BadTokenizerCase{"UnknownSplitBehavior",
                          R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a"},
-                             "behavior": "Removed"}})",
-                         "pre_tokenizer: only behavior \"Isolated\" without invert is supported"},
-        BadTokenizerCase{"Metaspace", R"({"pre_tokenizer": {"type": "Metaspace"}})",
-                         "pre_tokenizer: pre-tokenizer type 'Metaspace' is not supported"}),
+                             "behavior": "Dropped"}})",
+                         "pre_tokenizer.behavior must be Isolated, Removed, MergedWithPrevious, "
+                         "MergedWithNext or Contiguous, got \"Dropped\""},
+        BadTokenizerCase{"InvertNotBool",
+                         R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a"},
+                             "invert": 1}})",
+                         "pre_tokenizer.invert must be true or false, got 1"},
+        BadTokenizerCase{"DigitsFlagNotBool",
+                         R"({"pre_tokenizer": {"type": "Digits", "individual_digits": "yes"}})",
+                         "pre_tokenizer.individual_digits must be true or false"},
+        BadTokenizerCase{"ByteLevelWithPrefixSpace",
+                         R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true}})",
+                         "pre_tokenizer: ByteLevel with add_prefix_space true is not supported"},
+        BadTokenizerCase{"Metaspace",
+                         R"({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                             {"type": "Digits"}, {"type": "Metaspace"}]}})",
+                         "pre_tokenizer.pretokenizers[1]: pre-tokenizer type 'Metaspace' is not "
+                         "supported"},
+        BadTokenizerCase{"UnknownNormalizer",
+                         R"({"normalizer": {"type": "Sequence", "normalizers": [
+                             {"type": "NFC"}, {"type": "StripAccents"}]}})",
+                         "normalizer.normalizers[1]: normalizer type 'StripAccents' is not "
+                         "supported"},
+        BadTokenizerCase{"NormalizerWithoutType", R"({"normalizer": {"kind": "NFC"}})",
+                         "normalizer must be an object with a string type"},
+        BadTokenizerCase{"NormalizerSequenceWithoutList",
+                         R"({"normalizer": {"type": "Sequence"}})",
+                         "normalizer.normalizers must be a list"},
+        BadTokenizerCase{"IgnoreMergesNotBool", R"({"model": {"ignore_merges": "no"}})",
+                         "model.ignore_merges must be true or false"},
+        BadTokenizerCase{"AddedTokenWithLstrip",
+                         R"({"added_tokens": [{"id": 7, "content": "<|begin_of_text|>",
+                             "lstrip": true}]})",
+                         "added_tokens[0].lstrip true is not supported"}),
     [](const ::testing::TestParamInfo<BadTokenizerCase>& info) { return info.param.test_name; });
 
 }  // namespace

@@ -160,13 +160,13 @@ TEST(ByteLevelBpeTokenizer, EndOfGenerationFindsChatTurnTokens) {
   EXPECT_FALSE(tokenizer->IsEndOfGeneration(kUserTag));
 }
 
-TEST(ByteLevelBpeTokenizer, Llama3TakesWholeWordTokensFirst) {
+TEST(ByteLevelBpeTokenizer, IgnoreMergesTakesWholeWordTokensFirst) {
   Vocabulary vocabulary = TinyVocabulary();
-  vocabulary.pre_tokenizer = PreTokenizer::kLlama3;
+  vocabulary.ignore_merges = true;
   // No merge builds "abc" once "a b" is gone; Llama 3 still finds it whole.
   vocabulary.merges = {{"b", "c"}};
   EXPECT_THAT(EncodeOrDie(*Build(vocabulary), "abc"), ElementsAre(kABC));
-  vocabulary.pre_tokenizer = PreTokenizer::kGpt2;
+  vocabulary.ignore_merges = false;
   // Elsewhere "a" + "bc" is what merging gives; "bc" is no token, so its
   // characters stand alone.
   EXPECT_THAT(EncodeOrDie(*Build(std::move(vocabulary)), "abc"),

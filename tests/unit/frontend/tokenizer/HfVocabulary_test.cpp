@@ -9,6 +9,7 @@
 #include "frontend/gguf/GgufFile.h"
 #include "frontend/safetensors/HfTokenizerJson.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
+#include "frontend/tokenizer/WordSplitter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -148,26 +149,52 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.test_name;
     });
 
-TEST(VocabularyFromHfTokenizerJson, RefusesAnUnknownPattern) {
+TEST(VocabularyFromHfTokenizerJson, SmolLm2DigitsStepIsSmolLmPreTokenizer) {
   absl::StatusOr<Vocabulary> vocabulary =
       VocabularyWithPreTokenizer(R"({"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": "\\p{L}+"}},
-        {"type": "ByteLevel", "use_regex": false}]})");
-  EXPECT_EQ(vocabulary.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(ErrorMessage(vocabulary),
-              HasSubstr("tokenizer.json: pre_tokenizer (Split \"\\p{L}+\", "
-                        "then ByteLevel without a regex) is not supported"));
+        {"type": "Digits", "individual_digits": true},
+        {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}]})");
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  EXPECT_EQ(vocabulary->pre_tokenizer, PreTokenizer::kSmolLm);
+  EXPECT_FALSE(vocabulary->split_rules.has_value());
 }
 
-TEST(VocabularyFromHfTokenizerJson, RefusesLlama3PatternFollowedByGpt2Regex) {
-  nlohmann::json pre_tokenizer = nlohmann::json::parse(kLlama3PreTokenizer);
-  pre_tokenizer["pretokenizers"][1]["use_regex"] = true;
+TEST(VocabularyFromHfTokenizerJson, OtherPatternsBecomeSplitRules) {
   absl::StatusOr<Vocabulary> vocabulary =
-      VocabularyWithPreTokenizer(pre_tokenizer.dump());
-  EXPECT_EQ(vocabulary.status().code(), absl::StatusCode::kUnimplemented);
+      VocabularyWithPreTokenizer(R"({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"String": "x"}, "behavior": "Removed"},
+        {"type": "Digits", "individual_digits": false},
+        {"type": "ByteLevel", "use_regex": true}]})");
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  ASSERT_TRUE(vocabulary->split_rules.has_value());
   EXPECT_THAT(
-      ErrorMessage(vocabulary),
-      HasSubstr("then ByteLevel with its GPT-2 regex) is not supported"));
+      *vocabulary->split_rules,
+      ElementsAre(SplitRule{"x", true, SplitBehavior::kRemoved, false},
+                  SplitRule{R"(\p{N}+)"},
+                  SplitRule{std::string(Gpt2Pattern())}));
+}
+
+TEST(VocabularyFromHfTokenizerJson, RefusesStepsAfterByteLevel) {
+  absl::StatusOr<Vocabulary> vocabulary =
+      VocabularyWithPreTokenizer(R"({"type": "Sequence", "pretokenizers": [
+        {"type": "ByteLevel", "use_regex": false},
+        {"type": "Digits"}]})");
+  EXPECT_EQ(vocabulary.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(ErrorMessage(vocabulary),
+              HasSubstr("tokenizer.json: pre_tokenizer.pretokenizers[1]: steps "
+                        "after ByteLevel would cut text already in the byte "
+                        "alphabet"));
+}
+
+TEST(VocabularyFromHfTokenizerJson, CarriesNormalizersAndIgnoreMerges) {
+  absl::StatusOr<Vocabulary> vocabulary = VocabularyOf(PatchedTokenizerJson(
+      R"({"normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "NFKC"}, {"type": "Lowercase"}]},
+          "model": {"ignore_merges": true}})"));
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  EXPECT_THAT(vocabulary->normalizations,
+              ElementsAre(Normalization::kNfkc, Normalization::kLowercase));
+  EXPECT_TRUE(vocabulary->ignore_merges);
 }
 
 TEST(VocabularyFromHfTokenizerJson, RefusesATokenizerThatIsNotByteLevel) {
