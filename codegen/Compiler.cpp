@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <cstdarg>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "codegen/ExecutableWriter.h"
+#include "codegen/Verifier.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +18,7 @@
 #include "passes/Pipeline.h"
 #include "runtime/core/BuildConfig.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/exec/Executable.h"
 
 #if KVJIT_HAVE_CUDA
 #include "codegen/cuda/CudaCodegen.h"
@@ -74,6 +77,90 @@ std::string DescribePlan(mlir::ModuleOp module) {
                            block_bytes.getInt(), blocks.getInt());
   }
   return "no planned step function";
+}
+
+int64_t ParameterCount(const model::ModelFile& model) {
+  int64_t parameters = 0;
+  for (const model::WeightInfo& weight : model.weights->weights()) {
+    parameters += weight.element_count();
+  }
+  return parameters;
+}
+
+// The verifier, with the imported IR's reference logits, where the options
+// (or the model's size) ask for verification; null where they do not.
+absl::StatusOr<std::unique_ptr<Verifier>> StartVerification(mlir::ModuleOp imported,
+                                                            const model::ModelFile& model,
+                                                            const CompileOptions& options,
+                                                            std::FILE* progress) {
+  const int64_t parameters = ParameterCount(model);
+  const bool by_size = parameters <= kVerifyByDefaultMaxParameters;
+  if (!options.verify_each_pass && (options.verification == Verification::kOff ||
+                                    (options.verification == Verification::kBySize && !by_size))) {
+    if (options.verification == Verification::kBySize) {
+      Progress(progress,
+               "not verifying: %lld parameters, above the %lld that --verify is on by default "
+               "for\n",
+               static_cast<long long>(parameters),
+               static_cast<long long>(kVerifyByDefaultMaxParameters));
+    }
+    return nullptr;
+  }
+  Progress(progress, "verifying against the reference evaluator on the imported IR…\n");
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
+                         Verifier::Create(imported, model, options.block_size));
+  Progress(progress, "  reference logits of the imported IR (%.2f s)\n",
+           verifier->reference_seconds());
+  return verifier;
+}
+
+// The reports of --verify_each_pass; an error names the first pass outside
+// tolerance.
+absl::Status ReportEachPass(const Verifier& verifier, const std::string& model_path,
+                            std::FILE* progress) {
+  KVJIT_RETURN_IF_ERROR(verifier.pass_evaluation_status());
+  for (const VerificationReport& report : verifier.pass_reports()) {
+    Progress(progress, "%s", FormatReport(report, verifier.tolerance()).c_str());
+    if (!report.passed()) {
+      return absl::InternalError(absl::StrCat(model_path, ": ", report.failure()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Writes `executable` to `output_path` only once its CPU step program is
+// within tolerance of the reference: it is checked in a file beside it,
+// which is removed when it fails.
+absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executable,
+                                     const std::string& output_path, const Verifier& verifier,
+                                     const CompileOptions& options, std::FILE* progress) {
+  const std::string unverified = output_path + ".unverified";
+  KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, unverified));
+  absl::StatusOr<VerificationReport> report = [&]() -> absl::StatusOr<VerificationReport> {
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> loaded,
+                           runtime::Executable::Load(unverified));
+    return verifier.CheckCpuProgram(*loaded, options.verify_threads);
+  }();
+  std::error_code ignored;
+  if (!report.ok() || !report->passed()) std::filesystem::remove(unverified, ignored);
+  if (!report.ok()) return report.status();
+  Progress(progress, "%s", FormatReport(*report, verifier.tolerance()).c_str());
+  if (options.target == "cuda") {
+    Progress(progress,
+             "  the CUDA kernels were not checked (no GPU and no emulation in the product yet)\n");
+  }
+  if (!report->passed()) {
+    return absl::InternalError(
+        absl::StrCat(report->failure(), "; ", output_path, " was not written"));
+  }
+  std::error_code error;
+  std::filesystem::rename(unverified, output_path, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(output_path, ": cannot move the verified executable there: ",
+                     error.message()));
+  }
+  return absl::OkStatus();
 }
 
 #if KVJIT_HAVE_CUDA
@@ -154,6 +241,8 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
                model.format.c_str(), model.config.architecture.c_str(),
                static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
                tokenizer->vocabulary().tokens.size(), SecondsSince(start));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
+                         StartVerification(*module, model, options, progress));
 
   start = Clock::now();
   Progress(progress, "running passes…\n");
@@ -163,7 +252,12 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   pipeline.maxTokensPerStep = options.max_tokens_per_step;
   pipeline.kvMemoryMib = options.kv_memory_mib;
   mlir::PassManager pm(&context);
-  BuildKvjitPipeline(pm, pipeline);
+  if (options.build_pipeline) {
+    options.build_pipeline(pm);
+  } else {
+    BuildKvjitPipeline(pm, pipeline);
+  }
+  if (options.verify_each_pass) verifier->CheckAfterEachPass(pm);
   if (options.dump_ir_after_all) {
     pm.enableIRPrinting(
         /*shouldPrintBeforePass=*/[](mlir::Pass*, mlir::Operation*) { return false; },
@@ -179,6 +273,7 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
     }
   }
   Progress(progress, "  %s (%.2f s)\n", DescribePlan(*module).c_str(), SecondsSince(start));
+  if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, model_path, progress));
 
   start = Clock::now();
   KVJIT_ASSIGN_OR_RETURN(
@@ -193,7 +288,12 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   }
 #endif
   Progress(progress, "writing %s…\n", output_path.c_str());
-  KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
+  if (verifier != nullptr) {
+    KVJIT_RETURN_IF_ERROR(
+        WriteVerifiedExecutable(executable, output_path, *verifier, options, progress));
+  } else {
+    KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
+  }
   Progress(progress, "  %s (%zu bytes), weights stay in %s (%.2f s)\n",
                MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),
                SecondsSince(start));

@@ -3,11 +3,28 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 
+namespace mlir {
+class OpPassManager;
+}  // namespace mlir
+
 namespace kvjit::codegen {
+
+// --verify is on by default for models of at most this many parameters: its
+// cost grows with the model (the reference evaluator dequantizes every
+// weight and evaluates in double), 3.6 s on SmolLM2's 135M at 2 threads, so
+// about 5 s at this limit (README, Tools).
+inline constexpr int64_t kVerifyByDefaultMaxParameters = 200'000'000;
+
+enum class Verification {
+  kBySize,  // on for models of at most kVerifyByDefaultMaxParameters parameters
+  kOn,
+  kOff,
+};
 
 struct CompileOptions {
   std::string target = "cpu";  // or "cuda": the CPU program plus its CUDA kernels
@@ -22,6 +39,17 @@ struct CompileOptions {
   bool cuda_fast_math = false;
   // Where set, the generated CUDA C++ is also written to this file.
   std::string cuda_source_path;
+  // Whether the CPU step program is checked against the reference evaluator
+  // before the executable is written (codegen/Verifier.h); one outside
+  // tolerance fails the compile and nothing is written.
+  Verification verification = Verification::kBySize;
+  // Also evaluates the IR after each pass, naming the first pass whose
+  // logits leave tolerance; implies verification.
+  bool verify_each_pass = false;
+  int verify_threads = 2;
+  // Where set, builds the pass pipeline in place of BuildKvjitPipeline: the
+  // hook through which tests check that verification names a broken pass.
+  std::function<void(mlir::OpPassManager&)> build_pipeline;
 };
 
 // A model file (GGUF, or a Hugging Face directory) through import, the pass

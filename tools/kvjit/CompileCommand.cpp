@@ -22,6 +22,14 @@ ABSL_FLAG(std::string, dump_cuda_source, "",
           "with --target cuda: also write the generated CUDA C++ (one translation unit) to this "
           "file");
 ABSL_FLAG(bool, dump_ir_after_all, false, "print the IR after every pass to stderr");
+ABSL_FLAG(bool, verify, false,
+          "check the CPU step program's logits against the reference evaluator on the imported "
+          "IR before writing the executable (on by default for models of at most 200M "
+          "parameters); outside tolerance, the compile fails and writes nothing");
+ABSL_FLAG(bool, no_verify, false, "skip the check of --verify, whatever the model's size");
+ABSL_FLAG(bool, verify_each_pass, false,
+          "also evaluate the IR after each pass with the reference evaluator, naming the first "
+          "pass whose logits leave tolerance (implies --verify)");
 
 namespace kvjit::cli {
 namespace {
@@ -38,6 +46,16 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
   options.cuda_fast_math = absl::GetFlag(FLAGS_fast_math);
   options.cuda_source_path = absl::GetFlag(FLAGS_dump_cuda_source);
   options.dump_ir_after_all = absl::GetFlag(FLAGS_dump_ir_after_all);
+  options.verify_each_pass = absl::GetFlag(FLAGS_verify_each_pass);
+  const bool verify = absl::GetFlag(FLAGS_verify) || options.verify_each_pass;
+  if (verify && absl::GetFlag(FLAGS_no_verify)) {
+    return absl::InvalidArgumentError("--no_verify contradicts --verify and --verify_each_pass");
+  }
+  if (verify) options.verification = codegen::Verification::kOn;
+  if (absl::GetFlag(FLAGS_no_verify)) options.verification = codegen::Verification::kOff;
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
+    options.verify_threads = threads;
+  }
   return codegen::CompileModel(arguments[0], output, options, stderr);
 }
 

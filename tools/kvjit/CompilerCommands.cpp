@@ -28,9 +28,15 @@ const std::vector<Subcommand>& CompilerCommandDescriptions() {
        "generate greedily with the reference evaluator (full recompute per token, no cache)",
        "MODEL -p PROMPT [-n N]", "tools/kvjit/ReferenceCommand.cpp", nullptr, {"p", "n"}},
       {"compile", "compile a model (GGUF or Hugging Face directory) into a .kvx executable",
-       "MODEL -o FILE.kvx [--target cpu|cuda [--sm 90] [--fast_math] [--dump_cuda_source F]]",
+       "MODEL -o FILE.kvx [--target cpu|cuda [--sm 90] [--fast_math] [--dump_cuda_source F]] "
+       "[--verify|--no_verify] [--verify_each_pass]",
        "tools/kvjit/CompileCommand.cpp", nullptr,
-       {"o", "block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib"}},
+       {"o", "block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "threads"}},
+      {"verify",
+       "check a compiled step program's logits against the reference evaluator on the imported "
+       "IR (a MODEL is compiled first, with the compile flags)",
+       "MODEL_OR_KVX", "tools/kvjit/VerifyCommand.cpp", nullptr,
+       {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "threads"}},
   };
   return commands;
 }

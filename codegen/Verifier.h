@@ -1,0 +1,96 @@
+#ifndef KVJIT_CODEGEN_VERIFIER_H_
+#define KVJIT_CODEGEN_VERIFIER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/VerifierSchedule.h"
+#include "codegen/VerifierTolerance.h"
+#include "frontend/model/ModelFile.h"
+#include "frontend/model/ReferenceWeights.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "runtime/exec/Executable.h"
+
+// --verify: a compiled program's logits against the reference evaluator's
+// on the tfm IR as imported, on the model's own weights (dequantized), over
+// the steps of MakeVerificationSchedule, within the tolerance of
+// ToleranceFor (docs/numerics.md).
+namespace kvjit::codegen {
+
+// One subject's comparison, step by step.
+struct VerificationReport {
+  std::string subject;  // "the CPU step program", "the IR after fuse-attention"
+  std::vector<StepCheck> steps;
+  double seconds = 0;
+
+  bool passed() const;
+  // The first step's failure, naming its step and logit row; empty when
+  // every step is within tolerance.
+  std::string failure() const;
+};
+
+// "  step 1 (prefill of A (13 tokens)): 13 rows, max |diff| …" per step, then
+// the verdict, each line ending in a newline.
+std::string FormatReport(const VerificationReport& report, const LogitTolerance& tolerance);
+
+class Verifier {
+ public:
+  // Evaluates `imported` (the tfm IR as imported, before any pass) on the
+  // schedule for KV blocks of `block_size` tokens. `model` must outlive the
+  // verifier: its weights are read as they are needed.
+  static absl::StatusOr<std::unique_ptr<Verifier>> Create(mlir::ModuleOp imported,
+                                                          const model::ModelFile& model,
+                                                          int64_t block_size);
+
+  const LogitTolerance& tolerance() const { return tolerance_; }
+  // How long the reference evaluation of the imported IR took.
+  double reference_seconds() const { return reference_seconds_; }
+
+  // Adds to `pm` an instrumentation that evaluates the module after each of
+  // its passes on the same steps (the whole-sequence function before
+  // insert-kv-cache, the step function over a reference cache after it).
+  // pass_reports() gets one report per pass, in order, up to and including
+  // the first outside tolerance; the verifier must outlive `pm`'s run.
+  void CheckAfterEachPass(mlir::PassManager& pm);
+  const std::vector<VerificationReport>& pass_reports() const { return pass_reports_; }
+  // An error where the reference evaluator could not evaluate a pass's IR.
+  const absl::Status& pass_evaluation_status() const { return pass_evaluation_status_; }
+
+  // Runs `executable`'s CPU step program on the steps with `threads` threads.
+  absl::StatusOr<VerificationReport> CheckCpuProgram(const runtime::Executable& executable,
+                                                     int threads) const;
+
+ private:
+  Verifier(const model::ModelFile& model, int64_t block_size)
+      : config_(model.config), weights_(*model.weights), block_size_(block_size) {}
+
+  // Evaluates the IR after pass `pass_name`, unless an earlier pass failed.
+  void CheckPass(const std::string& pass_name, mlir::ModuleOp module);
+  absl::StatusOr<VerificationReport> EvaluateModule(const std::string& subject,
+                                                    mlir::ModuleOp module);
+
+  model::ModelConfig config_;
+  model::ReferenceWeights weights_;
+  int64_t block_size_;
+  LogitTolerance tolerance_;
+  VerificationSchedule schedule_;
+  // The imported IR's logits, [length, vocab] per sequence.
+  std::vector<reference::RefTensor> expected_;
+  double reference_seconds_ = 0;
+  std::vector<VerificationReport> pass_reports_;
+  absl::Status pass_evaluation_status_;
+};
+
+// kvjit verify FILE.kvx: re-imports the model the executable's weights come
+// from and checks its CPU step program; the report goes to `progress`. An
+// error names the first step and logit row outside tolerance.
+absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FILE* progress);
+
+}  // namespace kvjit::codegen
+
+#endif  // KVJIT_CODEGEN_VERIFIER_H_
