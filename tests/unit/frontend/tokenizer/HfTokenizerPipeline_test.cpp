@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/unit/common/TestPaths.h"
+#include "tests/unit/frontend/tokenizer/TokenizerJsonOf.h"
 #include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
 #include "tests/unit/frontend/tokenizer/ConformanceCases.h"
 
@@ -96,36 +97,13 @@ INSTANTIATE_TEST_SUITE_P(Files, HfTokenizerFileTest,
                                            "split_behaviors", "nfd_digits"));
 
 // SmolLM2's tokenizer.json rebuilt from its GGUF, as
-// tools/scripts/hf_tokenizer_cases.py rebuilds it for `tokenizers`: every
-// token in model.vocab, control and user-defined ones also in added_tokens,
-// and the pre-tokenizer of SmolLM2's official file.
+// tools/scripts/hf_tokenizer_cases.py rebuilds it for `tokenizers`, with the
+// pre-tokenizer of SmolLM2's official file.
 std::string SmolLm2TokenizerJson(const Vocabulary& vocabulary) {
-  nlohmann::json vocab = nlohmann::json::object();
-  nlohmann::json added_tokens = nlohmann::json::array();
-  for (size_t id = 0; id < vocabulary.tokens.size(); ++id) {
-    vocab[vocabulary.tokens[id]] = id;
-    const TokenType type = vocabulary.token_types[id];
-    if (type == TokenType::kControl || type == TokenType::kUserDefined) {
-      added_tokens.push_back({{"id", id},
-                              {"content", vocabulary.tokens[id]},
-                              {"normalized", false},
-                              {"special", type == TokenType::kControl}});
-    }
-  }
-  nlohmann::json merges = nlohmann::json::array();
-  for (const auto& [left, right] : vocabulary.merges) {
-    merges.push_back({left, right});
-  }
-  nlohmann::json json = {
-      {"added_tokens", added_tokens},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", nlohmann::json::parse(R"({"type": "Sequence",
+  return TokenizerJsonOf(vocabulary, nlohmann::json::parse(R"({"type": "Sequence",
         "pretokenizers": [{"type": "Digits", "individual_digits": true},
           {"type": "ByteLevel", "add_prefix_space": false,
-           "trim_offsets": true, "use_regex": true}]})")},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}},
-  };
-  return json.dump();
+           "trim_offsets": true, "use_regex": true}]})"));
 }
 
 class SmolLm2TokenizerTest : public ::testing::Test {

@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
 #include "tests/unit/frontend/tokenizer/ConformanceCases.h"
+#include "tests/unit/frontend/tokenizer/TokenizerJsonOf.h"
 
 namespace kvjit::tokenizer {
 namespace {
@@ -362,33 +363,6 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.test_name;
     });
 
-// tokenizer.json text for `vocabulary` as a GPT-2-style file writes it:
-// every token in model.vocab, control and user-defined ones also in
-// added_tokens.
-std::string TokenizerJsonOf(const Vocabulary& vocabulary) {
-  nlohmann::json vocab = nlohmann::json::object();
-  nlohmann::json added_tokens = nlohmann::json::array();
-  for (size_t id = 0; id < vocabulary.tokens.size(); ++id) {
-    vocab[vocabulary.tokens[id]] = id;
-    const TokenType type = vocabulary.token_types[id];
-    if (type == TokenType::kControl || type == TokenType::kUserDefined) {
-      added_tokens.push_back({{"id", id},
-                              {"content", vocabulary.tokens[id]},
-                              {"special", type == TokenType::kControl}});
-    }
-  }
-  nlohmann::json merges = nlohmann::json::array();
-  for (const auto& [left, right] : vocabulary.merges) {
-    merges.push_back({left, right});
-  }
-  nlohmann::json json = {
-      {"added_tokens", added_tokens},
-      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}},
-  };
-  return json.dump();
-}
-
 TEST(HfVocabularyConformance, MirrorOfGpt2GgufEncodesAsLlamaCppDoes) {
   const std::string gguf_path = TokenizerDataPath("ggml-vocab-gpt-2.gguf");
   std::string inputs;
@@ -404,7 +378,9 @@ TEST(HfVocabularyConformance, MirrorOfGpt2GgufEncodesAsLlamaCppDoes) {
   ASSERT_TRUE(gguf_vocabulary.ok()) << gguf_vocabulary.status();
 
   TempDir directory;
-  directory.WriteFile("tokenizer.json", TokenizerJsonOf(*gguf_vocabulary));
+  directory.WriteFile("tokenizer.json",
+                      TokenizerJsonOf(*gguf_vocabulary,
+                                      {{"type", "ByteLevel"}, {"add_prefix_space", false}}));
   auto tokenizer = LoadTokenizerFromHfDirectory(directory.path());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   const Vocabulary& vocabulary = (*tokenizer)->vocabulary();
