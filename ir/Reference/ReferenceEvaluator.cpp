@@ -1,5 +1,6 @@
 #include "ir/Reference/ReferenceEvaluator.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/Reference/RefKernels.h"
@@ -45,7 +46,10 @@ class Interpreter {
   // (func.return or kernel.yield) passes on.
   absl::StatusOr<std::vector<RefTensor>> RunBlock(mlir::Block& block);
   absl::StatusOr<RefTensor> Evaluate(mlir::Operation* op);
-  const RefTensor& Get(mlir::Value value) { return env_.at(value.getAsOpaquePointer()); }
+  const RefTensor& Get(mlir::Value value) {
+    auto alias = aliases_.find(value.getAsOpaquePointer());
+    return alias != aliases_.end() ? *alias->second : env_.at(value.getAsOpaquePointer());
+  }
   const RefTensor* GetOptional(mlir::Value value) { return value ? &Get(value) : nullptr; }
   absl::Status CheckAgainstType(mlir::Operation* op, mlir::Type type, const RefTensor& tensor);
 
@@ -58,6 +62,10 @@ class Interpreter {
   RefKvCache* cache_;
   // Node-based: references handed out by Get() stay valid while values are added.
   absl::node_hash_map<const void*, RefTensor> env_;
+  // Values that are other tensors, not copies of them: weights (the
+  // provider keeps them) and a fusion body's arguments (its inputs). A model's
+  // weights are hundreds of MB; copying them per evaluation cost most of it.
+  absl::flat_hash_map<const void*, const RefTensor*> aliases_;
 };
 
 absl::Status Interpreter::CheckAgainstType(mlir::Operation* op, mlir::Type type,
@@ -78,12 +86,6 @@ absl::Status Interpreter::CheckAgainstType(mlir::Operation* op, mlir::Type type,
 absl::StatusOr<RefTensor> Interpreter::Evaluate(mlir::Operation* op) {
   using Result = absl::StatusOr<RefTensor>;
   return llvm::TypeSwitch<mlir::Operation*, Result>(op)
-      .Case([&](tfm::WeightOp weight) -> Result {
-        absl::StatusOr<const RefTensor*> loaded = weights_.Load(
-            absl::string_view(weight.getParam().data(), weight.getParam().size()));
-        if (!loaded.ok()) return loaded.status();
-        return **loaded;
-      })
       .Case([&](tfm::EmbeddingOp e) { return Embedding(Get(e.getTable()), Get(e.getTokens())); })
       .Case([&](tfm::LinearOp l) {
         return Linear(Get(l.getInput()), Get(l.getWeight()), GetOptional(l.getBias()));
@@ -178,13 +180,21 @@ absl::StatusOr<std::vector<RefTensor>> Interpreter::RunBlock(mlir::Block& block)
     if (auto fusion = mlir::dyn_cast<kernel::FusionOp>(op)) {
       mlir::Block& body = fusion.getBody().front();
       for (auto [argument, input] : llvm::zip(body.getArguments(), fusion.getInputs())) {
-        env_[argument.getAsOpaquePointer()] = Get(input);
+        aliases_[argument.getAsOpaquePointer()] = &Get(input);
       }
       KVJIT_ASSIGN_OR_RETURN(std::vector<RefTensor> results, RunBlock(body));
       for (auto [result, tensor] : llvm::zip(fusion.getResults(), results)) {
         KVJIT_RETURN_IF_ERROR(CheckAgainstType(fusion, result.getType(), tensor));
         env_[result.getAsOpaquePointer()] = std::move(tensor);
       }
+      continue;
+    }
+    if (auto weight = mlir::dyn_cast<tfm::WeightOp>(op)) {
+      KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded,
+                             weights_.Load(absl::string_view(weight.getParam().data(),
+                                                             weight.getParam().size())));
+      KVJIT_RETURN_IF_ERROR(CheckAgainstType(&op, weight.getResult().getType(), *loaded));
+      aliases_[weight.getResult().getAsOpaquePointer()] = loaded;
       continue;
     }
     absl::StatusOr<RefTensor> result = Evaluate(&op);
