@@ -79,9 +79,13 @@ ProcessMemory ReadProcessMemory() {
   ForEachMapping([&](uintptr_t, uintptr_t, const std::string& path, uint64_t rss) {
     if (IsCodeMapping(path, executable)) memory.code_resident += rss;
   });
-  const struct mallinfo2 heap = mallinfo2();
-  memory.heap_in_use = heap.uordblks + heap.hblkhd;
+  memory.heap_in_use = HeapInUse();
   return memory;
+}
+
+uint64_t HeapInUse() {
+  const struct mallinfo2 heap = mallinfo2();
+  return heap.uordblks + heap.hblkhd;
 }
 
 double SecondsSinceProcessStart() {

@@ -20,6 +20,10 @@ struct ProcessMemory {
 
 ProcessMemory ReadProcessMemory();
 
+// ProcessMemory::heap_in_use alone: malloc's count, without reading
+// /proc/self/smaps, cheap enough for the start-up path.
+uint64_t HeapInUse();
+
 // Bytes of [address, address + bytes) that count in this process's resident
 // memory (the Rss of its mappings there, /proc/self/smaps). For a mapped file
 // this is what the process touched, not what the page cache happens to hold

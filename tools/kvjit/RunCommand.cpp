@@ -101,10 +101,10 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                          runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
   phases.load_s = SecondsSince(phase_start);
   phase_start = std::chrono::steady_clock::now();
-  const uint64_t heap_before_tokenizer = ReadProcessMemory().heap_in_use;
+  const uint64_t heap_before_tokenizer = HeapInUse();
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> owned_tokenizer,
                          TokenizerFromExecutable(executable->root()));
-  const uint64_t tokenizer_heap = ReadProcessMemory().heap_in_use - heap_before_tokenizer;
+  const uint64_t tokenizer_heap = HeapInUse() - heap_before_tokenizer;
   phases.tokenizer_s = SecondsSince(phase_start);
 
   const bool chat = absl::GetFlag(FLAGS_chat);
