@@ -1,9 +1,12 @@
 #include "codegen/Compiler.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdarg>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -130,11 +133,15 @@ absl::Status ReportEachPass(const Verifier& verifier, const std::string& model_p
 
 // Writes `executable` to `output_path` only once its CPU step program is
 // within tolerance of the reference: it is checked in a file beside it,
+// unique to this compile (two compiles of one model into one cache path, as
+// two `kvjit run`s started together make, must not move each other's file),
 // which is removed when it fails.
 absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executable,
                                      const std::string& output_path, const Verifier& verifier,
                                      const CompileOptions& options, std::FILE* progress) {
-  const std::string unverified = output_path + ".unverified";
+  std::random_device random;
+  const std::string unverified =
+      absl::StrCat(output_path, ".unverified.", getpid(), ".", random());
   KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, unverified));
   absl::StatusOr<VerificationReport> report = [&]() -> absl::StatusOr<VerificationReport> {
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> loaded,
