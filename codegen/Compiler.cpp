@@ -82,14 +82,6 @@ std::string DescribePlan(mlir::ModuleOp module) {
   return "no planned step function";
 }
 
-int64_t ParameterCount(const model::ModelFile& model) {
-  int64_t parameters = 0;
-  for (const model::WeightInfo& weight : model.weights->weights()) {
-    parameters += weight.element_count();
-  }
-  return parameters;
-}
-
 // The verifier, with the imported IR's reference logits, where the options
 // (or the model's size) ask for verification; null where they do not.
 absl::StatusOr<std::unique_ptr<Verifier>> StartVerification(mlir::ModuleOp imported,
@@ -143,22 +135,16 @@ absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executab
   const std::string unverified =
       absl::StrCat(output_path, ".unverified.", getpid(), ".", random());
   KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, unverified));
-  absl::StatusOr<VerificationReport> report = [&]() -> absl::StatusOr<VerificationReport> {
+  const absl::Status verified = [&]() -> absl::Status {
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> loaded,
                            runtime::Executable::Load(unverified));
-    return verifier.CheckCpuProgram(*loaded, options.verify_threads);
+    return CheckExecutable(verifier, *loaded, options.verify_threads, progress);
   }();
-  std::error_code ignored;
-  if (!report.ok() || !report->passed()) std::filesystem::remove(unverified, ignored);
-  if (!report.ok()) return report.status();
-  Progress(progress, "%s", FormatReport(*report, verifier.tolerance()).c_str());
-  if (options.target == "cuda") {
-    Progress(progress,
-             "  the CUDA kernels were not checked (no GPU and no emulation in the product yet)\n");
-  }
-  if (!report->passed()) {
-    return absl::InternalError(
-        absl::StrCat(report->failure(), "; ", output_path, " was not written"));
+  if (!verified.ok()) {
+    std::error_code ignored;
+    std::filesystem::remove(unverified, ignored);
+    return absl::Status(verified.code(),
+                        absl::StrCat(verified.message(), "; ", output_path, " was not written"));
   }
   std::error_code error;
   std::filesystem::rename(unverified, output_path, error);

@@ -11,8 +11,14 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
+#include "codegen/cuda/emulation/EmulatedStepRunner.h"
+#include "codegen/cuda/emulation/HostKernels.h"
+#include "runtime/core/BuildConfig.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/StepRunner.h"
+#if KVJIT_HAVE_CUDA
+#include "runtime/engine/RunnerFactory.h"
+#endif
 
 namespace kvjit::codegen {
 namespace {
@@ -54,6 +60,14 @@ std::string ModelPathOf(const runtime::Executable& executable) {
 
 }  // namespace
 
+int64_t ParameterCount(const model::ModelFile& model) {
+  int64_t parameters = 0;
+  for (const model::WeightInfo& weight : model.weights->weights()) {
+    parameters += weight.element_count();
+  }
+  return parameters;
+}
+
 bool VerificationReport::passed() const { return failure().empty(); }
 
 std::string VerificationReport::failure() const {
@@ -86,6 +100,7 @@ absl::StatusOr<std::unique_ptr<Verifier>> Verifier::Create(mlir::ModuleOp import
   const Clock::time_point start = Clock::now();
   std::unique_ptr<Verifier> verifier(new Verifier(model, block_size));
   verifier->tolerance_ = ToleranceFor(imported);
+  verifier->cuda_tolerance_ = CudaToleranceFor(imported);
   verifier->schedule_ = MakeVerificationSchedule(model.config.vocab_size, block_size);
   reference::ReferenceEvaluator evaluator(imported, verifier->weights_);
   KVJIT_ASSIGN_OR_RETURN(
@@ -147,9 +162,29 @@ absl::StatusOr<VerificationReport> Verifier::EvaluateModule(const std::string& s
   return report;
 }
 
+absl::StatusOr<VerificationReport> Verifier::CheckProgram(runtime::StepRunner& runner,
+                                                          const std::string& subject,
+                                                          const LogitTolerance& tolerance) const {
+  const Clock::time_point start = Clock::now();
+  VerificationReport report;
+  report.subject = subject;
+  const std::vector<ScheduledStep>& steps = schedule_.steps;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    absl::StatusOr<absl::Span<const float>> logits = runner.Run(steps[s].inputs);
+    if (!logits.ok()) {
+      return absl::Status(logits.status().code(),
+                          absl::StrCat("step ", s + 1, " (", steps[s].description, ") of ",
+                                       subject, ": ", logits.status().message()));
+    }
+    report.steps.push_back(CompareStep(steps[s], static_cast<int>(s + 1), *logits,
+                                       RowsOfStep(expected_, steps[s]), tolerance));
+  }
+  report.seconds = SecondsSince(start);
+  return report;
+}
+
 absl::StatusOr<VerificationReport> Verifier::CheckCpuProgram(const runtime::Executable& executable,
                                                              int threads) const {
-  const Clock::time_point start = Clock::now();
   if (executable.kv_layout().block_size() != block_size_) {
     return absl::InvalidArgumentError(
         absl::StrFormat("the executable's KV blocks hold %d tokens; the verifier was made for %d",
@@ -157,21 +192,74 @@ absl::StatusOr<VerificationReport> Verifier::CheckCpuProgram(const runtime::Exec
   }
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
                          runtime::CpuStepRunner::Create(executable, schedule_.num_blocks, threads));
-  VerificationReport report;
-  report.subject = "the CPU step program";
-  const std::vector<ScheduledStep>& steps = schedule_.steps;
-  for (size_t s = 0; s < steps.size(); ++s) {
-    absl::StatusOr<absl::Span<const float>> logits = runner->Run(steps[s].inputs);
-    if (!logits.ok()) {
-      return absl::Status(logits.status().code(),
-                          absl::StrCat("step ", s + 1, " (", steps[s].description,
-                                       ") of the CPU step program: ", logits.status().message()));
-    }
-    report.steps.push_back(CompareStep(steps[s], static_cast<int>(s + 1), *logits,
-                                       RowsOfStep(expected_, steps[s]), tolerance_));
+  return CheckProgram(*runner, "the CPU step program", tolerance_);
+}
+
+absl::StatusOr<CudaVerification> Verifier::CheckCudaProgram(
+    const runtime::Executable& executable) const {
+  CudaVerification verification;
+  if (executable.cuda() == nullptr) {
+    verification.how = "the executable carries no CUDA kernels";
+    return verification;
   }
-  report.seconds = SecondsSince(start);
-  return report;
+  std::string no_gpu = "this kvjit was built without the CUDA backend";
+#if KVJIT_HAVE_CUDA
+  absl::StatusOr<std::unique_ptr<runtime::StepRunner>> gpu =
+      runtime::CreateStepRunner(executable, schedule_.num_blocks, /*threads=*/1, "cuda");
+  if (gpu.ok()) {
+    verification.how = "on the GPU";
+    KVJIT_ASSIGN_OR_RETURN(VerificationReport report,
+                           CheckProgram(**gpu, "the CUDA kernels on the GPU", cuda_tolerance_));
+    verification.reports.push_back(std::move(report));
+    return verification;
+  }
+  if (gpu.status().code() != absl::StatusCode::kFailedPrecondition) return gpu.status();
+  no_gpu = std::string(gpu.status().message());
+#endif
+  if (parameters_ > kEmulateCudaMaxParameters) {
+    verification.how = absl::StrFormat(
+        "the CUDA kernels were not checked: no GPU (%s), and the host emulation runs models of at "
+        "most %d parameters (this one has %d); run kvjit verify where a GPU is",
+        no_gpu, kEmulateCudaMaxParameters, parameters_);
+    return verification;
+  }
+  const Clock::time_point start = Clock::now();
+  const cuda::CudaModuleSpec module = cuda::ModuleSpecOf(*executable.cuda());
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::HostKernels> kernels,
+                         cuda::HostKernels::Build(module.source));
+  verification.how = absl::StrFormat(
+      "under the host emulation (no GPU: %s); kernels compiled for the host in %.1f s by %s",
+      no_gpu, SecondsSince(start), kernels->compiler());
+  const std::pair<cuda::EmulatedPaths, const char*> runs[] = {
+      {cuda::EmulatedPaths::kAsOnAGpu, "the CUDA kernels (emulated), paths as on a GPU"},
+      {cuda::EmulatedPaths::kPrefillOnly, "the CUDA kernels (emulated), prefill paths"}};
+  for (const auto& [paths, subject] : runs) {
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<cuda::EmulatedStepRunner> runner,
+                           cuda::EmulatedStepRunner::Create(executable, module, *kernels,
+                                                            schedule_.num_blocks, paths));
+    KVJIT_ASSIGN_OR_RETURN(VerificationReport report,
+                           CheckProgram(*runner, subject, cuda_tolerance_));
+    verification.reports.push_back(std::move(report));
+  }
+  return verification;
+}
+
+absl::Status CheckExecutable(const Verifier& verifier, const runtime::Executable& executable,
+                             int threads, std::FILE* progress) {
+  auto report = [progress](const std::string& text) {
+    if (progress != nullptr) std::fputs(text.c_str(), progress);
+  };
+  KVJIT_ASSIGN_OR_RETURN(VerificationReport cpu, verifier.CheckCpuProgram(executable, threads));
+  report(FormatReport(cpu, verifier.tolerance()));
+  if (!cpu.passed()) return absl::InternalError(cpu.failure());
+  if (executable.cuda() == nullptr) return absl::OkStatus();
+  KVJIT_ASSIGN_OR_RETURN(CudaVerification cuda, verifier.CheckCudaProgram(executable));
+  report(absl::StrCat("  the CUDA kernels: ", cuda.how, "\n"));
+  for (const VerificationReport& kernels : cuda.reports) {
+    report(FormatReport(kernels, verifier.cuda_tolerance()));
+    if (!kernels.passed()) return absl::InternalError(kernels.failure());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FILE* progress) {
@@ -188,16 +276,7 @@ absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FIL
                          Verifier::Create(*imported, model, executable->kv_layout().block_size()));
   std::fprintf(progress, "  reference logits of the imported IR (%.2f s)\n",
                verifier->reference_seconds());
-  KVJIT_ASSIGN_OR_RETURN(VerificationReport report,
-                         verifier->CheckCpuProgram(*executable, threads));
-  std::fputs(FormatReport(report, verifier->tolerance()).c_str(), progress);
-  if (executable->cuda() != nullptr) {
-    std::fputs(
-        "  the CUDA kernels were not checked (no GPU and no emulation in the product yet)\n",
-        progress);
-  }
-  if (!report.passed()) return absl::InternalError(report.failure());
-  return absl::OkStatus();
+  return CheckExecutable(*verifier, *executable, threads, progress);
 }
 
 }  // namespace kvjit::codegen

@@ -38,6 +38,23 @@ struct VerificationReport {
 // the verdict, each line ending in a newline.
 std::string FormatReport(const VerificationReport& report, const LogitTolerance& tolerance);
 
+// How --verify checked a CUDA executable's kernels.
+struct CudaVerification {
+  // Where they ran ("on the GPU: …", "under the host emulation: …"), or why
+  // they did not.
+  std::string how;
+  std::vector<VerificationReport> reports;  // empty when they did not run
+};
+
+// The models whose CUDA kernels --verify runs under the host emulation where
+// no GPU is: it runs each CUDA thread as a fiber, so its time grows with the
+// parameters (stories260K: ~1.5 s compiling the kernels for the host, ~3.5 s
+// running the steps twice), 5M parameters in about a minute.
+inline constexpr int64_t kEmulateCudaMaxParameters = 5'000'000;
+
+// The parameters of `model`: every weight's elements.
+int64_t ParameterCount(const model::ModelFile& model);
+
 class Verifier {
  public:
   // Evaluates `imported` (the tfm IR as imported, before any pass) on the
@@ -65,9 +82,27 @@ class Verifier {
   absl::StatusOr<VerificationReport> CheckCpuProgram(const runtime::Executable& executable,
                                                      int threads) const;
 
+  // Runs the CUDA kernels `executable` carries on the steps: on the GPU where
+  // a driver and a GPU are there; else, for models of at most
+  // kEmulateCudaMaxParameters, under the host emulation, twice: on the paths
+  // a GPU would choose for each step, then on the prefill paths (f16 GEMM,
+  // tiled attention) for every step, which short steps would not reach.
+  // Neither: no reports, and `how` says why. Its tolerance is
+  // cuda_tolerance().
+  absl::StatusOr<CudaVerification> CheckCudaProgram(const runtime::Executable& executable) const;
+  const LogitTolerance& cuda_tolerance() const { return cuda_tolerance_; }
+
  private:
   Verifier(const model::ModelFile& model, int64_t block_size)
-      : config_(model.config), weights_(*model.weights), block_size_(block_size) {}
+      : config_(model.config),
+        weights_(*model.weights),
+        block_size_(block_size),
+        parameters_(ParameterCount(model)) {}
+
+  // Runs the steps on `runner`, compared within `tolerance`.
+  absl::StatusOr<VerificationReport> CheckProgram(runtime::StepRunner& runner,
+                                                  const std::string& subject,
+                                                  const LogitTolerance& tolerance) const;
 
   // Evaluates the IR after pass `pass_name`, unless an earlier pass failed.
   void CheckPass(const std::string& pass_name, mlir::ModuleOp module);
@@ -77,7 +112,9 @@ class Verifier {
   model::ModelConfig config_;
   model::ReferenceWeights weights_;
   int64_t block_size_;
+  int64_t parameters_;
   LogitTolerance tolerance_;
+  LogitTolerance cuda_tolerance_;
   VerificationSchedule schedule_;
   // The imported IR's logits, [length, vocab] per sequence.
   std::vector<reference::RefTensor> expected_;
@@ -86,9 +123,15 @@ class Verifier {
   absl::Status pass_evaluation_status_;
 };
 
+// Checks `executable`'s CPU step program with `threads` threads and, where
+// it carries CUDA kernels, those (CheckCudaProgram); the reports go to
+// `progress` (none where it is null). An error names the first step and logit row outside
+// tolerance.
+absl::Status CheckExecutable(const Verifier& verifier, const runtime::Executable& executable,
+                             int threads, std::FILE* progress);
+
 // kvjit verify FILE.kvx: re-imports the model the executable's weights come
-// from and checks its CPU step program; the report goes to `progress`. An
-// error names the first step and logit row outside tolerance.
+// from and checks the executable (CheckExecutable).
 absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FILE* progress);
 
 }  // namespace kvjit::codegen

@@ -22,18 +22,34 @@ bool IsQuantized(tfm::StorageType storage) {
          storage != tfm::StorageType::bf16;
 }
 
-}  // namespace
-
-LogitTolerance ToleranceFor(mlir::ModuleOp imported) {
+// The quantized storage types of the module's weights, by name.
+std::set<std::string> QuantizedStorages(mlir::ModuleOp imported) {
   std::set<std::string> quantized;
   for (auto param : imported.getOps<tfm::ParamOp>()) {
     if (IsQuantized(param.getStorage())) {
       quantized.insert(tfm::stringifyStorageType(param.getStorage()).str());
     }
   }
+  return quantized;
+}
+
+}  // namespace
+
+LogitTolerance ToleranceFor(mlir::ModuleOp imported) {
+  const std::set<std::string> quantized = QuantizedStorages(imported);
   if (quantized.empty()) return {"f32/f16/bf16 weights", kFloatWeightsFraction};
   return {absl::StrCat("quantized weights (", absl::StrJoin(quantized, ", "),
                        ") with 8-bit activations"),
+          kQuantizedWeightsFraction};
+}
+
+LogitTolerance CudaToleranceFor(mlir::ModuleOp imported) {
+  const std::set<std::string> quantized = QuantizedStorages(imported);
+  if (quantized.empty()) {
+    return {"f32/f16/bf16 weights, f16 operands in the prefill GEMMs", kFloatWeightsFraction};
+  }
+  return {absl::StrCat("quantized weights (", absl::StrJoin(quantized, ", "),
+                       "), f16 operands in the prefill GEMMs"),
           kQuantizedWeightsFraction};
 }
 

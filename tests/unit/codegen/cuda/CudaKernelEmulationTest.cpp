@@ -1,15 +1,11 @@
-// The generated CUDA kernels, run without a GPU: the translation unit
-// generated for stories260K is compiled by the host C++ compiler against
-// SimtEmulator.h (each CUDA thread a fiber, real __syncthreads and warp
-// shuffles), its launches are run as the contract says (grids from the
-// size factors, buffers in LaunchArgs order, the KV pool advanced to the
-// layer, the GEMM of the prefill paths done here), and the logits of every
+// The generated CUDA kernels, run without a GPU by the host emulation
+// (codegen/cuda/emulation: each CUDA thread a fiber, real __syncthreads and
+// warp shuffles, launches run as the contract says), and the logits of every
 // step are compared with the CPU runtime's over the same steps: prefill
 // of several sequences in one step, decode of one and of several tokens per
 // sequence, prefill over a cached context, and decode over more than one
 // attention split, with scattered block tables.
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,8 +20,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "codegen/cuda/CudaCodegen.h"
+#include "codegen/cuda/emulation/EmulatedStepRunner.h"
+#include "codegen/cuda/emulation/HostKernels.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu/PagedAttention.h"
 #include "runtime/cpu/Rope.h"
@@ -49,218 +46,15 @@ using ::kvjit::testing::AllClose;
 using ::kvjit::testing::AllWithin;
 using ::kvjit::testing::RelativeToLargest;
 
-using KernelFunction = void (*)(cuda_abi::LaunchArgs);
-using LaunchFunction = int (*)(KernelFunction, const unsigned*, unsigned,
-                               const cuda_abi::LaunchArgs*, char*, int);
-
-// What lets the host compiler read the generated source: <cstdint>'s
-// integer types instead of the prelude's, and the f16 conversions in C++
-// instead of PTX. Each must be found, or the prelude changed under the test.
-constexpr std::pair<const char*, const char*> kHostReplacements[] = {
-    {"typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
-     "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
-     "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n",
-     ""},
-    {R"(asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(bits));)",
-     "value = ::simt::HalfToFloat(bits);"},
-    {R"(asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(value));)",
-     "bits = ::simt::FloatToHalf(value);"},
-};
-
-constexpr char kLauncher[] = R"(
-extern "C" int kvjit_simt_launch(void (*kernel)(kvjit::cuda_abi::LaunchArgs),
-                                 const unsigned* grid, unsigned threads,
-                                 const kvjit::cuda_abi::LaunchArgs* args, char* error,
-                                 int error_bytes) {
-  const std::string message = ::simt::Run([&] { kernel(*args); }, grid, threads);
-  std::snprintf(error, error_bytes, "%s", message.c_str());
-  return message.empty() ? 0 : 1;
+// Runs one path of an instruction on the host; a failure names it.
+::testing::AssertionResult RunsOnHost(const HostKernels& kernels, const CudaModuleSpec& module,
+                                      const PathSpec& path, int inputs, int outputs,
+                                      const cuda_abi::LaunchArgs& args,
+                                      const runtime::StepSizes& sizes) {
+  const absl::Status ran = RunPathOnHost(kernels, module, path, inputs, outputs, args, sizes);
+  if (ran.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << ran;
 }
-)";
-
-// The module's kernels as a shared library of host code.
-class EmulatedKernels {
- public:
-  ~EmulatedKernels() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-
-  std::string Build(std::string source, const std::string& directory) {
-    for (const auto& [from, to] : kHostReplacements) {
-      if (source.find(from) == std::string::npos) return absl::StrCat("not in the source: ", from);
-      source = absl::StrReplaceAll(source, {{from, to}});
-    }
-    absl::StrAppend(&source, kLauncher);
-    const std::string source_path = directory + "/kernels.cc";
-    const std::string library_path = directory + "/kernels.so";
-    std::ofstream(source_path) << source;
-    const std::string command = absl::StrCat(
-        KVJIT_TEST_CXX_COMPILER, " -std=c++20 -O1 -fPIC -shared -U_FORTIFY_SOURCE -w -include ",
-        KVJIT_TEST_SIMT_EMULATOR, " ", source_path, " -o ", library_path, " 2>&1");
-    if (std::system(command.c_str()) != 0) return absl::StrCat("compiling failed: ", command);
-    handle_ = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) return dlerror();
-    launch_ = reinterpret_cast<LaunchFunction>(dlsym(handle_, "kvjit_simt_launch"));
-    return launch_ == nullptr ? "no kvjit_simt_launch" : "";
-  }
-
-  KernelFunction Kernel(const std::string& name) const {
-    return reinterpret_cast<KernelFunction>(dlsym(handle_, name.c_str()));
-  }
-
-  std::string Launch(KernelFunction kernel, const unsigned grid[3], unsigned threads,
-                     const cuda_abi::LaunchArgs& args) const {
-    char error[256] = {};
-    launch_(kernel, grid, threads, &args, error, sizeof error);
-    return error;
-  }
-
- private:
-  void* handle_ = nullptr;
-  LaunchFunction launch_ = nullptr;
-};
-
-int64_t Product(const SizeExpr& factors, const runtime::StepSizes& sizes) {
-  int64_t product = 1;
-  for (const kvx::SizeFactor& factor : factors) {
-    const int64_t extent = runtime::DimExtent(factor.kind(), factor.size(), sizes);
-    product *= (extent + factor.divisor() - 1) / factor.divisor();
-  }
-  return product;
-}
-
-// Runs `launches` with `args`; false (after reporting) on the first misuse.
-bool LaunchAll(const EmulatedKernels& kernels, const CudaModuleSpec& module,
-               const std::vector<LaunchSpec>& launches, const cuda_abi::LaunchArgs& args,
-               const runtime::StepSizes& sizes) {
-  for (const LaunchSpec& launch : launches) {
-    const std::string& name = module.kernel_names[launch.kernel];
-    const int64_t grid[3] = {Product(launch.grid_x, sizes), Product(launch.grid_y, sizes),
-                             Product(launch.grid_z, sizes)};
-    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) continue;
-    EXPECT_LE(grid[1], 65535) << name;
-    EXPECT_LE(grid[2], 65535) << name;
-    const unsigned dims[3] = {static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
-                              static_cast<unsigned>(grid[2])};
-    KernelFunction kernel = kernels.Kernel(name);
-    if (kernel == nullptr) {
-      ADD_FAILURE() << "no kernel " << name;
-      return false;
-    }
-    const std::string error = kernels.Launch(kernel, dims, launch.block_threads, args);
-    if (!error.empty()) {
-      ADD_FAILURE() << name << ": " << error;
-      return false;
-    }
-  }
-  return true;
-}
-
-// One path of an instruction whose `inputs` and `outputs` buffers are set in
-// `args` (its KV pool too, where it has one): scratch, launches, the GEMM
-// (y[m, n] = x[m, k] · W[n, k]ᵀ over the f16 operands in scratch, into
-// output 0) and the epilogue.
-bool RunPath(const EmulatedKernels& kernels, const CudaModuleSpec& module, const PathSpec& path,
-             int inputs, int outputs, cuda_abi::LaunchArgs args, const runtime::StepSizes& sizes) {
-  const uint64_t scratch_bytes =
-      path.scratch_fixed_bytes +
-      (path.scratch_bytes.empty() ? 0 : Product(path.scratch_bytes, sizes));
-  // Poisoned, as a GPU's scratch holds another instruction's bytes.
-  std::vector<float> scratch(scratch_bytes / sizeof(float) + 64, std::nanf(""));
-  if (scratch_bytes > 0) args.buffers[cuda_abi::ScratchBuffer(inputs, outputs)] = scratch.data();
-  if (!LaunchAll(kernels, module, path.launches, args, sizes)) return false;
-  if (!path.gemm) return true;
-  const GemmSpec& gemm = *path.gemm;
-  const auto* bytes = reinterpret_cast<const uint8_t*>(scratch.data());
-  const auto* w = reinterpret_cast<const uint16_t*>(bytes + gemm.weight_offset);
-  const auto* x = reinterpret_cast<const uint16_t*>(bytes + gemm.activation_offset);
-  auto* y = static_cast<float*>(args.buffers[inputs]);
-  const int64_t m = Product(gemm.m, sizes);
-  for (int64_t row = 0; row < m; ++row) {
-    for (int64_t n = 0; n < gemm.n; ++n) {
-      float sum = 0.0f;
-      for (int64_t k = 0; k < gemm.k; ++k) {
-        sum += quant::HalfToFloat(w[n * gemm.k + k]) * quant::HalfToFloat(x[row * gemm.k + k]);
-      }
-      y[row * gemm.n + n] = sum;
-    }
-  }
-  return LaunchAll(kernels, module, path.epilogue, args, sizes);
-}
-
-// CudaStepRunner's protocol over host memory.
-class EmulatedRunner {
- public:
-  EmulatedRunner(const runtime::Executable& executable, const CudaModuleSpec& module,
-                 const EmulatedKernels& kernels, int64_t num_blocks)
-      : executable_(executable), module_(module), kernels_(kernels) {
-    arena_.assign(executable.program().arena_bytes() / sizeof(float) + 64, 0.0f);
-    kv_pool_.assign(num_blocks * executable.kv_layout().bytes_per_block() / sizeof(float) + 64, 0);
-  }
-
-  // The logits of the step, or an empty vector after a failure (reported).
-  std::vector<float> Run(const runtime::StepInputs& inputs) {
-    const runtime::StepSizes sizes = {
-        static_cast<int64_t>(inputs.tokens.size()), static_cast<int64_t>(inputs.logits_rows.size()),
-        static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
-    const std::vector<int32_t>* step_inputs[] = {
-        &inputs.tokens,       &inputs.positions,    &inputs.seq_starts, &inputs.context_lens,
-        &inputs.slot_mapping, &inputs.block_tables, &inputs.logits_rows};
-    const auto& program = *executable_.program().instructions();
-    for (size_t i = 0; i < program.size(); ++i) {
-      SCOPED_TRACE(
-          absl::StrCat("instruction ", i, " (", kvx::EnumNameOpCode(program[i]->op()), ")"));
-      const kvx::Instruction& instruction = *program[i];
-      const InstructionSpec& spec = module_.instructions[i];
-      const PathSpec& path =
-          Product(spec.rows, sizes) < module_.prefill_min_rows ? spec.decode : spec.prefill;
-      cuda_abi::LaunchArgs args = {};
-      args.tokens = static_cast<int32_t>(sizes.tokens);
-      args.logits_rows = static_cast<int32_t>(sizes.logits_rows);
-      args.sequences = static_cast<int32_t>(sizes.sequences);
-      args.max_blocks = static_cast<int32_t>(sizes.max_blocks);
-      int slot = 0;
-      for (const kvx::TensorRef* ref : *instruction.inputs()) {
-        switch (ref->kind()) {
-          case kvx::BufferKind::Arena:
-            args.buffers[slot] = Arena(ref->offset());
-            break;
-          case kvx::BufferKind::Weight:
-            args.buffers[slot] = const_cast<uint8_t*>(executable_.WeightBytes(ref->index()).data());
-            break;
-          case kvx::BufferKind::Input:
-            args.buffers[slot] = const_cast<int32_t*>(step_inputs[ref->index()]->data());
-            break;
-        }
-        ++slot;
-      }
-      const int inputs_count = slot;
-      for (const kvx::TensorRef* ref : *instruction.outputs()) {
-        args.buffers[slot++] = Arena(ref->offset());
-      }
-      if (instruction.op() == kvx::OpCode::KvWrite ||
-          instruction.op() == kvx::OpCode::KvAttention) {
-        args.buffers[cuda_abi::KvPoolBuffer(inputs_count, slot - inputs_count)] =
-            reinterpret_cast<uint8_t*>(kv_pool_.data()) +
-            instruction.layer() * executable_.kv_layout().layer_stride_bytes();
-      }
-      if (!RunPath(kernels_, module_, path, inputs_count, slot - inputs_count, args, sizes)) {
-        return {};
-      }
-    }
-    const float* logits = Arena(executable_.program().logits()->offset());
-    return std::vector<float>(logits,
-                              logits + sizes.logits_rows * executable_.config().vocab_size());
-  }
-
- private:
-  float* Arena(uint64_t offset) { return arena_.data() + offset / sizeof(float); }
-
-  const runtime::Executable& executable_;
-  const CudaModuleSpec& module_;
-  const EmulatedKernels& kernels_;
-  std::vector<float> arena_, kv_pool_;
-};
 
 // Sequences growing over steps, their blocks taken from a shuffled free list.
 class Batch {
@@ -337,15 +131,16 @@ TEST_P(CudaKernelEmulationTest, Stories260KMatchesTheCpuRuntime) {
   absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule((*executable)->root());
   ASSERT_TRUE(module.ok()) << module.status();
 
-  EmulatedKernels kernels;
-  const std::string built = kernels.Build(module->source, directory);
-  ASSERT_EQ(built, "");
+  absl::StatusOr<std::unique_ptr<HostKernels>> kernels = HostKernels::Build(module->source);
+  ASSERT_TRUE(kernels.ok()) << kernels.status();
 
   constexpr int64_t kBlocks = 48;
   absl::StatusOr<std::unique_ptr<runtime::CpuStepRunner>> cpu =
       runtime::CpuStepRunner::Create(**executable, kBlocks, 1);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  EmulatedRunner gpu(**executable, *module, kernels, kBlocks);
+  absl::StatusOr<std::unique_ptr<EmulatedStepRunner>> gpu = EmulatedStepRunner::Create(
+      **executable, *module, **kernels, kBlocks, EmulatedPaths::kAsOnAGpu);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
   const int32_t vocab = static_cast<int32_t>((*executable)->config().vocab_size());
   Batch batch(kBlocks, (*executable)->kv_layout().block_size(), vocab);
 
@@ -363,10 +158,11 @@ TEST_P(CudaKernelEmulationTest, Stories260KMatchesTheCpuRuntime) {
     const runtime::StepInputs inputs = batch.Step(steps[s].first, steps[s].second);
     absl::StatusOr<absl::Span<const float>> expected = (*cpu)->Run(inputs);
     ASSERT_TRUE(expected.ok()) << expected.status();
-    const std::vector<float> actual = gpu.Run(inputs);
+    absl::StatusOr<absl::Span<const float>> actual = (*gpu)->Run(inputs);
+    ASSERT_TRUE(actual.ok()) << actual.status();
     // The prefill GEMM rounds its operands to f16; the rest differs from
     // the CPU in summation order and exp.
-    EXPECT_TRUE(AllClose(actual, *expected, RelativeToLargest(1e-2)))
+    EXPECT_TRUE(AllClose(*actual, *expected, RelativeToLargest(1e-2)))
         << "actual: the emulated kernels' logits; expected: the CPU's";
   }
   std::filesystem::remove_all(directory);
@@ -442,11 +238,8 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
   const kvx::Executable& executable = *kvx::GetExecutable(bytes.data());
   absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(executable);
   ASSERT_TRUE(module.ok()) << module.status();
-  const std::string directory =
-      absl::StrCat(::testing::TempDir(), "/kvjit_emulation_synthetic_", getpid());
-  std::filesystem::create_directories(directory);
-  EmulatedKernels kernels;
-  ASSERT_EQ(kernels.Build(module->source, directory), "");
+  absl::StatusOr<std::unique_ptr<HostKernels>> kernels = HostKernels::Build(module->source);
+  ASSERT_TRUE(kernels.ok()) << kernels.status();
   std::mt19937 random(11);
   cpu::ThreadPool pool(1);
   int linears = 0, ropes = 0;
@@ -491,8 +284,8 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
         args.buffers[inputs] = y.data();
         const runtime::StepSizes sizes = {rows, rows, 1, 1};
         const PathSpec& path =
-            Product(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
-        ASSERT_TRUE(RunPath(kernels, *module, path, inputs, 1, args, sizes));
+            SizeExprProduct(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
+        ASSERT_TRUE(RunsOnHost(**kernels, *module, path, inputs, 1, args, sizes));
         std::vector<double> expected(rows * n), tolerances(rows * n);
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t o = 0; o < n; ++o) {
@@ -542,14 +335,13 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
       args.buffers[1] = const_cast<int32_t*>(positions.data());
       args.buffers[2] = actual.data();
       const runtime::StepSizes sizes = {kTokens, kTokens, 1, 1};
-      ASSERT_TRUE(RunPath(kernels, *module, spec.decode, 2, 1, args, sizes));
+      ASSERT_TRUE(RunsOnHost(**kernels, *module, spec.decode, 2, 1, args, sizes));
       // Angles of thousands of radians, rounded in another order.
       EXPECT_TRUE(AllClose(actual, expected, Absolute(2e-3)));
     }
   }
   EXPECT_EQ(linears, 13);
   EXPECT_EQ(ropes, 2);
-  std::filesystem::remove_all(directory);
 }
 
 // The synthetic program's KvWrite and KvAttention (3 query heads per kv
@@ -565,11 +357,8 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
   const kvx::Executable& executable = *kvx::GetExecutable(bytes.data());
   absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(executable);
   ASSERT_TRUE(module.ok()) << module.status();
-  const std::string directory = absl::StrCat(::testing::TempDir(), "/kvjit_emulation_attention_",
-                                             kvx::EnumNameStorageType(cache), "_", getpid());
-  std::filesystem::create_directories(directory);
-  EmulatedKernels kernels;
-  ASSERT_EQ(kernels.Build(module->source, directory), "");
+  absl::StatusOr<std::unique_ptr<HostKernels>> kernels = HostKernels::Build(module->source);
+  ASSERT_TRUE(kernels.ok()) << kernels.status();
 
   const auto& instructions = *executable.program()->instructions();
   int write_index = -1, attention_index = -1;
@@ -619,7 +408,7 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
     write.buffers[2] = const_cast<int32_t*>(inputs.slot_mapping.data());
     write.buffers[cuda_abi::KvPoolBuffer(3, 0)] = gpu_layer;
     const InstructionSpec& write_spec = module->instructions[write_index];
-    ASSERT_TRUE(RunPath(kernels, *module, write_spec.prefill, 3, 0, write, sizes));
+    ASSERT_TRUE(RunsOnHost(**kernels, *module, write_spec.prefill, 3, 0, write, sizes));
 
     std::vector<float> actual(query.size(), std::nanf("")), expected(query.size());
     attend.buffers[0] = const_cast<float*>(query.data());
@@ -631,8 +420,8 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
     attend.buffers[cuda_abi::KvPoolBuffer(5, 1)] = gpu_layer;
     const InstructionSpec& spec = module->instructions[attention_index];
     const PathSpec& path =
-        Product(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
-    ASSERT_TRUE(RunPath(kernels, *module, path, 5, 1, attend, sizes));
+        SizeExprProduct(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
+    ASSERT_TRUE(RunsOnHost(**kernels, *module, path, 5, 1, attend, sizes));
 
     auto* cpu_bytes = reinterpret_cast<uint8_t*>(cpu_pool.data());
     ASSERT_TRUE(cpu::WriteKv(key.data(), value.data(), tokens, inputs.slot_mapping.data(), layout,
@@ -654,7 +443,6 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
         << "elements are [token, head, dimension] of [" << tokens << ", " << heads << ", "
         << kv.head_dim() << "]";
   }
-  std::filesystem::remove_all(directory);
 }
 
 INSTANTIATE_TEST_SUITE_P(Caches, CudaSyntheticAttentionEmulationTest,

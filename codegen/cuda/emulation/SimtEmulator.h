@@ -1,6 +1,7 @@
 // A host emulation of the CUDA features kvjit's generated kernels use, so
-// that a test can compile a generated translation unit with the host C++
-// compiler and run its kernels on the CPU: every CUDA thread of a block is
+// that a generated translation unit compiles with the host C++ compiler and
+// its kernels run on the CPU (--verify of a CUDA executable without a GPU,
+// and the emulation tests): every CUDA thread of a block is
 // a fiber, __syncthreads waits for the block, __shfl_xor_sync for the
 // warp. Blocks run one after another, so `__shared__` is a static local.
 //
@@ -8,10 +9,10 @@
 // whose lanes has exited (full-mask shuffles need all 32), a __syncthreads
 // that some of the block's threads never reach, and a deadlock.
 //
-// Included (-include) before the generated source by
-// CudaKernelEmulationTest.cpp; not a header of the project's code.
-#ifndef KVJIT_TESTS_UNIT_CODEGEN_CUDA_SIMTEMULATOR_H_
-#define KVJIT_TESTS_UNIT_CODEGEN_CUDA_SIMTEMULATOR_H_
+// Embedded as text by HostKernels.cpp and included (-include) before the
+// generated source; not a header of the project's own code.
+#ifndef KVJIT_CODEGEN_CUDA_EMULATION_SIMTEMULATOR_H_
+#define KVJIT_CODEGEN_CUDA_EMULATION_SIMTEMULATOR_H_
 
 #include <setjmp.h>
 #include <ucontext.h>
@@ -262,4 +263,4 @@ inline float __uint_as_float(unsigned bits) {
 using std::max;
 using std::min;
 
-#endif  // KVJIT_TESTS_UNIT_CODEGEN_CUDA_SIMTEMULATOR_H_
+#endif  // KVJIT_CODEGEN_CUDA_EMULATION_SIMTEMULATOR_H_

@@ -1,0 +1,101 @@
+#include "codegen/cuda/emulation/EmulatedStepRunner.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/cuda/StepValidation.h"
+
+namespace kvjit::codegen::cuda {
+absl::StatusOr<std::unique_ptr<EmulatedStepRunner>> EmulatedStepRunner::Create(
+    const runtime::Executable& executable, const CudaModuleSpec& module, const HostKernels& kernels,
+    int64_t num_blocks, EmulatedPaths paths) {
+  const size_t instructions = executable.program().instructions()->size();
+  if (module.instructions.size() != instructions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the CUDA module describes ", module.instructions.size(),
+                     " instructions; the program has ", instructions));
+  }
+  if (num_blocks <= 0) return absl::InvalidArgumentError("the KV pool needs at least one block");
+  return std::unique_ptr<EmulatedStepRunner>(
+      new EmulatedStepRunner(executable, module, kernels, num_blocks, paths));
+}
+
+EmulatedStepRunner::EmulatedStepRunner(const runtime::Executable& executable,
+                                       const CudaModuleSpec& module, const HostKernels& kernels,
+                                       int64_t num_blocks, EmulatedPaths paths)
+    : executable_(executable),
+      module_(module),
+      kernels_(kernels),
+      num_blocks_(num_blocks),
+      paths_(paths),
+      arena_(executable.program().arena_bytes() / sizeof(float) + 64, 0.0f),
+      kv_pool_(num_blocks * executable.kv_layout().bytes_per_block(), 0) {}
+
+absl::Status EmulatedStepRunner::CopyBlock(int64_t source, int64_t destination) {
+  if (source < 0 || source >= num_blocks_ || destination < 0 || destination >= num_blocks_) {
+    return absl::OutOfRangeError(absl::StrCat("copy of KV block ", source, " into ", destination,
+                                              ": the pool has ", num_blocks_, " blocks"));
+  }
+  const uint64_t bytes = executable_.kv_layout().bytes_per_block();
+  std::memmove(kv_pool_.data() + destination * bytes, kv_pool_.data() + source * bytes, bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Span<const float>> EmulatedStepRunner::Run(const runtime::StepInputs& inputs) {
+  const ::kvjit::cuda::StepLimits limits = {max_tokens_per_step(), num_blocks_, vocab_size(),
+                                            num_blocks_, block_size()};
+  if (absl::Status valid = ::kvjit::cuda::ValidateStep(inputs, limits); !valid.ok()) return valid;
+  const runtime::StepSizes sizes = {
+      static_cast<int64_t>(inputs.tokens.size()), static_cast<int64_t>(inputs.logits_rows.size()),
+      static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
+  // In the order of kvx::StepInput, which BufferKind::Input indexes.
+  const std::vector<int32_t>* step_inputs[] = {
+      &inputs.tokens,       &inputs.positions,    &inputs.seq_starts, &inputs.context_lens,
+      &inputs.slot_mapping, &inputs.block_tables, &inputs.logits_rows};
+  const auto& program = *executable_.program().instructions();
+  for (size_t i = 0; i < program.size(); ++i) {
+    const kvx::Instruction& instruction = *program[i];
+    const InstructionSpec& spec = module_.instructions[i];
+    const bool prefill = paths_ == EmulatedPaths::kPrefillOnly ||
+                         SizeExprProduct(spec.rows, sizes) >= module_.prefill_min_rows;
+    cuda_abi::LaunchArgs args = {};
+    args.tokens = static_cast<int32_t>(sizes.tokens);
+    args.logits_rows = static_cast<int32_t>(sizes.logits_rows);
+    args.sequences = static_cast<int32_t>(sizes.sequences);
+    args.max_blocks = static_cast<int32_t>(sizes.max_blocks);
+    int slot = 0;
+    for (const kvx::TensorRef* ref : *instruction.inputs()) {
+      switch (ref->kind()) {
+        case kvx::BufferKind::Arena:
+          args.buffers[slot] = Arena(ref->offset());
+          break;
+        case kvx::BufferKind::Weight:
+          args.buffers[slot] = const_cast<uint8_t*>(executable_.WeightBytes(ref->index()).data());
+          break;
+        case kvx::BufferKind::Input:
+          args.buffers[slot] = const_cast<int32_t*>(step_inputs[ref->index()]->data());
+          break;
+      }
+      ++slot;
+    }
+    const int inputs_count = slot;
+    for (const kvx::TensorRef* ref : *instruction.outputs())
+      args.buffers[slot++] = Arena(ref->offset());
+    if (instruction.op() == kvx::OpCode::KvWrite || instruction.op() == kvx::OpCode::KvAttention) {
+      args.buffers[cuda_abi::KvPoolBuffer(inputs_count, slot - inputs_count)] =
+          kv_pool_.data() + instruction.layer() * executable_.kv_layout().layer_stride_bytes();
+    }
+    if (absl::Status ran = RunPathOnHost(kernels_, module_, prefill ? spec.prefill : spec.decode,
+                                         inputs_count, slot - inputs_count, args, sizes);
+        !ran.ok()) {
+      return absl::Status(
+          ran.code(),
+          absl::StrCat("instruction ", i, " (", kvx::EnumNameOpCode(instruction.op()), ", ",
+                       prefill ? "prefill" : "decode", " path): ", ran.message()));
+    }
+  }
+  const float* logits = Arena(executable_.program().logits()->offset());
+  return absl::Span<const float>(logits, sizes.logits_rows * vocab_size());
+}
+
+}  // namespace kvjit::codegen::cuda
