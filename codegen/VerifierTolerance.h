@@ -16,14 +16,15 @@ namespace kvjit::codegen {
 // and the compiled row's top choice no worse than that below the
 // reference's best logit.
 struct LogitTolerance {
-  std::string weights;  // what the tolerance was chosen for: "f32/f16/bf16 weights", …
+  std::string weights;  // what the tolerance was chosen for: "f32/f16 weights", …
   double fraction_of_range = 0;
 };
 
 // By the storage types of the module's tfm.param weights: quantized matrices
 // run with 8-bit activations on the CPU, whose rounding moves logits by up
-// to about 1 (docs/numerics.md); float weights leave only f32-vs-double
-// accumulation and the f16 cache's rounding.
+// to about 1 (docs/numerics.md); bf16 weights with activations rounded to
+// bf16; f32 and f16 weights leave only f32-vs-double accumulation and the
+// f16 roundings of activations and cache.
 LogitTolerance ToleranceFor(mlir::ModuleOp imported);
 
 // For the CUDA kernels: the same fractions, whose margins also cover the

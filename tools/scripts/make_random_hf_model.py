@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Writes a tiny random-weight Hugging Face model directory (config.json,
+model.safetensors, tokenizer.json) of one architecture family, seeded, with
+no dependency beyond Python: the models --verify and the family tests run on
+without a download.
+
+  make_random_hf_model.py --family qwen2 --dtype f32 --tokenizer T.json OUT_DIR
+
+Families: llama (untied head, rotate-half rope as Hugging Face stores it),
+qwen2 (q/k/v bias, tied embeddings). The weights are uniform in ±scale with
+per-tensor scales that keep the logits' range near a real model's.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+
+
+def float_to_bf16_bits(value):
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    # Round to nearest even, as torch does.
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def encode(values, dtype):
+    if dtype == "F32":
+        return struct.pack("<%df" % len(values), *values)
+    if dtype == "F16":
+        return struct.pack("<%de" % len(values), *values)
+    if dtype == "BF16":
+        return struct.pack("<%dH" % len(values), *(float_to_bf16_bits(v) for v in values))
+    raise ValueError(dtype)
+
+
+def tensors_of(config, family, rng):
+    d = config["hidden_size"]
+    heads = config["num_attention_heads"]
+    kv_heads = config["num_key_value_heads"]
+    head_dim = d // heads
+    f = config["intermediate_size"]
+    vocab = config["vocab_size"]
+
+    def rand(shape, scale):
+        count = 1
+        for extent in shape:
+            count *= extent
+        return shape, [rng.uniform(-scale, scale) for _ in range(count)]
+
+    def norm(shape):
+        count = shape[0]
+        return shape, [1.0 + rng.uniform(-0.2, 0.2) for _ in range(count)]
+
+    tensors = {"model.embed_tokens.weight": rand([vocab, d], 1.0), "model.norm.weight": norm([d])}
+    if not config["tie_word_embeddings"]:
+        tensors["lm_head.weight"] = rand([vocab, d], 0.5)
+    for layer in range(config["num_hidden_layers"]):
+        p = "model.layers.%d." % layer
+        tensors[p + "input_layernorm.weight"] = norm([d])
+        tensors[p + "post_attention_layernorm.weight"] = norm([d])
+        tensors[p + "self_attn.q_proj.weight"] = rand([heads * head_dim, d], 0.4)
+        tensors[p + "self_attn.k_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
+        tensors[p + "self_attn.v_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
+        tensors[p + "self_attn.o_proj.weight"] = rand([d, heads * head_dim], 0.4)
+        if family == "qwen2":
+            tensors[p + "self_attn.q_proj.bias"] = rand([heads * head_dim], 0.2)
+            tensors[p + "self_attn.k_proj.bias"] = rand([kv_heads * head_dim], 0.2)
+            tensors[p + "self_attn.v_proj.bias"] = rand([kv_heads * head_dim], 0.2)
+        tensors[p + "mlp.gate_proj.weight"] = rand([f, d], 0.4)
+        tensors[p + "mlp.up_proj.weight"] = rand([f, d], 0.4)
+        tensors[p + "mlp.down_proj.weight"] = rand([d, f], 0.3)
+    return tensors
+
+
+def write_safetensors(path, tensors, dtype):
+    header = {}
+    blobs = []
+    offset = 0
+    for name in sorted(tensors):
+        shape, values = tensors[name]
+        blob = encode(values, dtype)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    header_bytes = json.dumps(header, separators=(",", ":")).encode()
+    header_bytes += b" " * (-len(header_bytes) % 8)
+    with open(path, "wb") as out:
+        out.write(struct.pack("<Q", len(header_bytes)))
+        out.write(header_bytes)
+        for blob in blobs:
+            out.write(blob)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--family", choices=["llama", "qwen2"], required=True)
+    parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
+    parser.add_argument("--tokenizer", required=True, help="a tokenizer.json to copy in")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+
+    with open(args.tokenizer) as tokenizer_file:
+        tokenizer = json.load(tokenizer_file)
+    vocab = max([i for i in tokenizer["model"]["vocab"].values()] +
+                [t["id"] for t in tokenizer.get("added_tokens", [])]) + 1
+    architecture = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}[args.family]
+    config = {
+        "architectures": [architecture], "model_type": args.family, "hidden_act": "silu",
+        "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
+        "vocab_size": vocab, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "tie_word_embeddings": args.family == "qwen2",
+        "torch_dtype": {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype],
+    }
+    os.makedirs(args.out_dir, exist_ok=True)
+    with open(os.path.join(args.out_dir, "config.json"), "w") as config_file:
+        json.dump(config, config_file, indent=1)
+    rng = random.Random(args.seed)
+    write_safetensors(os.path.join(args.out_dir, "model.safetensors"),
+                      tensors_of(config, args.family, rng), args.dtype.upper())
+    shutil.copyfile(args.tokenizer, os.path.join(args.out_dir, "tokenizer.json"))
+
+
+if __name__ == "__main__":
+    main()
