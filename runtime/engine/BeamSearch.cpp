@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/engine/RequestValidation.h"
 #include "runtime/engine/StepBuilder.h"
 
 namespace kvjit::runtime {
@@ -370,10 +371,6 @@ absl::StatusOr<BeamSearchResult> BeamSearch::Search(
         absl::StrCat(request, ": num_return_sequences is ", params.num_return_sequences,
                      "; it must be between 1 and num_beams (", params.num_beams, ")"));
   }
-  if (params.max_new_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        request, ": max_new_tokens is ", params.max_new_tokens, "; it must be at least 1"));
-  }
   if (!std::isfinite(params.length_penalty)) {
     return absl::InvalidArgumentError(absl::StrCat(request, ": length_penalty is ",
                                                    params.length_penalty, "; it must be finite"));
@@ -386,25 +383,13 @@ absl::StatusOr<BeamSearchResult> BeamSearch::Search(
     }
   }
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
-  if (prompt_tokens == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(request, ": the prompt has no tokens"));
-  }
-  for (int64_t i = 0; i < prompt_tokens; ++i) {
-    if (prompt[i] < 0 || prompt[i] >= vocab) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          request, ": prompt token ", i, " is ", prompt[i], ", outside the vocabulary of ", vocab));
-    }
-  }
-  if (prompt_tokens >= context_length_) {
-    return absl::OutOfRangeError(absl::StrCat(request, ": the prompt's ", prompt_tokens,
-                                              " tokens leave no room in the context of ",
-                                              context_length_));
-  }
+  KVJIT_ASSIGN_OR_RETURN(const int64_t max_new_tokens,
+                         ValidateRequest(request, prompt, params.max_new_tokens,
+                                         {vocab, context_length_}));
   if (runner_.max_tokens_per_step() < 1) {
     return absl::FailedPreconditionError(absl::StrCat(
         request, ": the runner takes ", runner_.max_tokens_per_step(), " tokens per step"));
   }
-  const int64_t max_new_tokens = std::min(params.max_new_tokens, context_length_ - prompt_tokens);
 
   std::optional<kv::KvBlockManager> own_blocks;
   kv::KvBlockManager* blocks = shared_blocks_;

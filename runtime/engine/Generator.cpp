@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/engine/RequestValidation.h"
 #include "runtime/engine/StepBuilder.h"
 
 namespace kvjit::runtime {
@@ -35,13 +36,9 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
                                                      const std::function<void(absl::Span<const float>)>&
                                                          on_logits) {
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
-  if (prompt_tokens == 0) return absl::InvalidArgumentError("the prompt has no tokens");
-  if (prompt_tokens >= context_length_) {
-    return absl::OutOfRangeError(absl::StrCat("the prompt's ", prompt_tokens,
-                                              " tokens leave no room in the context of ",
-                                              context_length_));
-  }
-  max_new_tokens = std::min(max_new_tokens, context_length_ - prompt_tokens);
+  KVJIT_ASSIGN_OR_RETURN(max_new_tokens,
+                         ValidateRequest("the request", prompt, max_new_tokens,
+                                         {runner_.vocab_size(), context_length_}));
   KVJIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(params));
   KVJIT_ASSIGN_OR_RETURN(kv::KvBlockManager blocks,
                          kv::KvBlockManager::Create(static_cast<int32_t>(runner_.num_blocks()),

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/engine/RequestValidation.h"
 #include "runtime/engine/StepBuilder.h"
 
 namespace kvjit::runtime {
@@ -74,32 +75,15 @@ absl::StatusOr<RequestId> BatchScheduler::Submit(std::vector<int32_t> prompt,
                                                  int64_t num_samples) {
   const RequestId id = next_id_++;
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
-  if (prompt_tokens == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("request ", id, ": the prompt has no tokens"));
-  }
-  if (prompt_tokens >= options_.context_length) {
-    return absl::OutOfRangeError(absl::StrCat("request ", id, ": the prompt's ", prompt_tokens,
-                                              " tokens leave no room in the context of ",
-                                              options_.context_length));
-  }
-  if (max_new_tokens < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request ", id, ": max_new_tokens must be at least 1, got ", max_new_tokens));
-  }
+  // Checked here, not by the step that would embed it: a failed step leaves
+  // every request in it stuck.
+  KVJIT_ASSIGN_OR_RETURN(max_new_tokens,
+                         ValidateRequest(absl::StrCat("request ", id), prompt, max_new_tokens,
+                                         {runner_.vocab_size(), options_.context_length}));
   if (num_samples < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("request ", id, ": num_samples must be at least 1, got ", num_samples));
   }
-  // Checked here, not by the step that would embed it: a failed step leaves
-  // every request in it stuck.
-  for (int64_t i = 0; i < prompt_tokens; ++i) {
-    if (prompt[i] < 0 || prompt[i] >= runner_.vocab_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("request ", id, ": prompt token ", i, " is ",
-                                                     prompt[i], ", outside the vocabulary of ",
-                                                     runner_.vocab_size()));
-    }
-  }
-  max_new_tokens = std::min(max_new_tokens, options_.context_length - prompt_tokens);
   // The last generated token is never fed back, so never cached.
   const int64_t most_cached_tokens = prompt_tokens + max_new_tokens - 1;
   const int64_t most_blocks = (most_cached_tokens + blocks_.block_size() - 1) / blocks_.block_size();

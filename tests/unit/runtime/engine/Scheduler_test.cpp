@@ -876,7 +876,7 @@ TEST(BatchSchedulerTest, RefusesRequestsThatCannotRunAndKeepsWorking) {
       {"no new tokens",
        {Prompt(2, 3), 0},
        absl::StatusCode::kInvalidArgument,
-       "max_new_tokens must be at least 1, got 0"},
+       "max_new_tokens is 0; it must be at least 1"},
       {"no samples", no_samples, absl::StatusCode::kInvalidArgument,
        "num_samples must be at least 1, got 0"},
       {"more than the pool",
