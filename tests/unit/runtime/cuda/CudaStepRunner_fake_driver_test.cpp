@@ -72,6 +72,9 @@ class CudaStepRunnerFakeDriverTest : public ::testing::Test {
     options.target = "cuda";
     options.cuda_arch = arch;
     options.max_tokens_per_step = 64;
+    // --verify would run the kernels on this test's recording driver, which
+    // computes nothing.
+    options.verification = codegen::Verification::kOff;
     const std::string kvx =
         (std::filesystem::temp_directory_path() /
          ("kvjit-fake-driver-" + std::to_string(::getpid()) + "-" + std::to_string(arch) + ".kvx"))
