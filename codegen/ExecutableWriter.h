@@ -9,7 +9,7 @@
 #include "codegen/cuda/CudaModuleSpec.h"
 #include "flatbuffers/flatbuffers.h"
 #include "frontend/model/ModelFile.h"
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Vocabulary.h"
 #include "mlir/IR/BuiltinOps.h"
 
 // The executable writer: the last step of `kvjit compile`, and the only code

@@ -9,7 +9,7 @@
 #include "frontend/model/ModelConfig.h"
 #include "frontend/model/WeightSource.h"
 #include "frontend/safetensors/SafetensorsModel.h"
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 namespace kvjit::model {
 

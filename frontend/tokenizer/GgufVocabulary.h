@@ -5,8 +5,8 @@
 
 #include "absl/status/statusor.h"
 #include "frontend/gguf/GgufFile.h"
-#include "frontend/tokenizer/Tokenizer.h"
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
 

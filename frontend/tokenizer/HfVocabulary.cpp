@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "frontend/safetensors/JsonFile.h"
-#include "frontend/tokenizer/WordSplitter.h"
+#include "runtime/tokenizer/WordSplitter.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
 

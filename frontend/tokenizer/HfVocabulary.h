@@ -6,8 +6,8 @@
 
 #include "absl/status/statusor.h"
 #include "frontend/safetensors/HfTokenizerJson.h"
-#include "frontend/tokenizer/Tokenizer.h"
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
 

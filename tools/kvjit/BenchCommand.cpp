@@ -30,7 +30,7 @@
 #include "runtime/exec/StepRunner.h"
 #include "tools/kvjit/BenchStatistics.h"
 #include "tools/kvjit/CompileOnTheFly.h"
-#include "tools/kvjit/KvxTokenizer.h"
+#include "runtime/tokenizer/ExecutableTokenizer.h"
 #include "tools/kvjit/LoadBench.h"
 #include "tools/kvjit/MachineInfo.h"
 #include "tools/kvjit/MemoryReport.h"
@@ -429,7 +429,7 @@ absl::Status RunLoad(const std::string& model) {
   std::vector<LoadRequest> requests;
   if (!absl::GetFlag(FLAGS_requests_json).empty()) {
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                           TokenizerFromExecutable(first.root()));
+                           tokenizer::TokenizerFromExecutable(first.root()));
     KVJIT_ASSIGN_OR_RETURN(requests, ReadLoadRequests(absl::GetFlag(FLAGS_requests_json), *tokenizer,
                                                       samples, vocab));
   } else {

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "tools/kvjit/BenchServeClient.h"
 #include "tools/kvjit/BenchServeRequests.h"

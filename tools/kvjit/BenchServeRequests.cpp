@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontend/gguf/GgufFile.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/Utf8.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 namespace kvjit::cli {
 

@@ -19,7 +19,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/exec/Executable.h"

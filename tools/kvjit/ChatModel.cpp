@@ -9,7 +9,7 @@
 #include "runtime/engine/RunnerFactory.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "tools/kvjit/CompileOnTheFly.h"
-#include "tools/kvjit/KvxTokenizer.h"
+#include "runtime/tokenizer/ExecutableTokenizer.h"
 #include "tools/kvjit/SharedFlags.h"
 
 ABSL_FLAG(double, memory_utilization, 0,
@@ -67,7 +67,7 @@ absl::StatusOr<ChatModel> OpenChatModel(const std::string& model_or_kvx) {
   KVJIT_ASSIGN_OR_RETURN(model.executable,
                          runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                         TokenizerFromExecutable(model.executable->root()));
+                         tokenizer::TokenizerFromExecutable(model.executable->root()));
   KVJIT_ASSIGN_OR_RETURN(std::string override_template, ChatTemplateFromFlags());
   KVJIT_ASSIGN_OR_RETURN(model.codec, ServeTextCodec::Create(std::move(tokenizer),
                                                              *model.executable->root().tokenizer(),

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/serve/ChatMessage.h"
 
 // Chat prompts in ChatML (the template of SmolLM2-Instruct, Qwen2 and

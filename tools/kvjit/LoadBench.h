@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "runtime/exec/Executable.h"
 #include "tools/kvjit/BenchStatistics.h"

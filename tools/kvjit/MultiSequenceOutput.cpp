@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Scheduler.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/engine/BeamSearch.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"

@@ -10,7 +10,7 @@
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
-#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 #include "ir/Reference/ReferenceGeneration.h"
 #include "runtime/core/StatusMacros.h"
 #include "tools/kvjit/SharedFlags.h"

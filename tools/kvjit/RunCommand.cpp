@@ -12,7 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 #include "runtime/core/ProcessStats.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/BeamSearch.h"
@@ -23,7 +23,7 @@
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/StopChecker.h"
 #include "tools/kvjit/CompileOnTheFly.h"
-#include "tools/kvjit/KvxTokenizer.h"
+#include "runtime/tokenizer/ExecutableTokenizer.h"
 #include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/MultiSequenceOutput.h"
 #include "tools/kvjit/ServeTextCodec.h"
@@ -103,7 +103,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   phase_start = std::chrono::steady_clock::now();
   const uint64_t heap_before_tokenizer = HeapInUse();
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> owned_tokenizer,
-                         TokenizerFromExecutable(executable->root()));
+                         tokenizer::TokenizerFromExecutable(executable->root()));
   const uint64_t tokenizer_heap = HeapInUse() - heap_before_tokenizer;
   phases.tokenizer_s = SecondsSince(phase_start);
 

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 #include "nlohmann/json.hpp"
 #include "tools/kvjit/ChatPrompt.h"
 

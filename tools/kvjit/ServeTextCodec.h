@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/schema/kvx_generated.h"
 #include "runtime/serve/TextCodec.h"
 #include "runtime/template/ChatTemplate.h"

@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/ByteLevelBpeTokenizer.h"
+#include "runtime/tokenizer/ByteLevelBpeTokenizer.h"
 
 #include <memory>
 #include <string>

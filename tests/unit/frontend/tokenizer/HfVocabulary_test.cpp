@@ -9,7 +9,7 @@
 #include "frontend/gguf/GgufFile.h"
 #include "frontend/safetensors/HfTokenizerJson.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
-#include "frontend/tokenizer/WordSplitter.h"
+#include "runtime/tokenizer/WordSplitter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/SentencePieceTokenizer.h"
+#include "runtime/tokenizer/SentencePieceTokenizer.h"
 
 #include <algorithm>
 #include <memory>

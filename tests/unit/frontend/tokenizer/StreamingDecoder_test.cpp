@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 
 #include <memory>
 #include <string>

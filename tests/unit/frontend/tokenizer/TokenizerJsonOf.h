@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Vocabulary.h"
 #include "nlohmann/json.hpp"
 
 namespace kvjit::tokenizer {

@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/Utf8.h"
 
 #include <string>
 

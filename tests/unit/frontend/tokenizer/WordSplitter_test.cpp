@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/WordSplitter.h"
+#include "runtime/tokenizer/WordSplitter.h"
 
 #include <string>
 #include <vector>

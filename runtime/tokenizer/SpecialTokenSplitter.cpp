@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/SpecialTokenSplitter.h"
+#include "runtime/tokenizer/SpecialTokenSplitter.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <utility>
 
-#include "frontend/tokenizer/ByteLevelBpeTokenizer.h"
-#include "frontend/tokenizer/SentencePieceTokenizer.h"
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/ByteLevelBpeTokenizer.h"
+#include "runtime/tokenizer/SentencePieceTokenizer.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {

@@ -1,12 +1,12 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_SPECIALTOKENSPLITTER_H
-#define KVJIT_FRONTEND_TOKENIZER_SPECIALTOKENSPLITTER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_SPECIALTOKENSPLITTER_H
+#define KVJIT_RUNTIME_TOKENIZER_SPECIALTOKENSPLITTER_H
 
 #include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
 
@@ -42,4 +42,4 @@ class SpecialTokenSplitter {
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_SPECIALTOKENSPLITTER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_SPECIALTOKENSPLITTER_H

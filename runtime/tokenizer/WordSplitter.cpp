@@ -1,11 +1,11 @@
-#include "frontend/tokenizer/WordSplitter.h"
+#include "runtime/tokenizer/WordSplitter.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {

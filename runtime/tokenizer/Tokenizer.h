@@ -1,5 +1,5 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_TOKENIZER_H
-#define KVJIT_FRONTEND_TOKENIZER_TOKENIZER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_TOKENIZER_H
+#define KVJIT_RUNTIME_TOKENIZER_TOKENIZER_H
 
 #include <cstdint>
 #include <memory>
@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "frontend/tokenizer/SpecialTokenSplitter.h"
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/SpecialTokenSplitter.h"
+#include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
 
@@ -84,4 +84,4 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> CreateTokenizer(
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_TOKENIZER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_TOKENIZER_H

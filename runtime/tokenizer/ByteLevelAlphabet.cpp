@@ -1,6 +1,6 @@
-#include "frontend/tokenizer/ByteLevelAlphabet.h"
+#include "runtime/tokenizer/ByteLevelAlphabet.h"
 
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {

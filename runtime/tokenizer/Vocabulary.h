@@ -1,5 +1,5 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_VOCABULARY_H
-#define KVJIT_FRONTEND_TOKENIZER_VOCABULARY_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_VOCABULARY_H
+#define KVJIT_RUNTIME_TOKENIZER_VOCABULARY_H
 
 #include <cstdint>
 #include <optional>
@@ -120,4 +120,4 @@ absl::Status ValidateVocabulary(const Vocabulary& vocabulary);
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_VOCABULARY_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_VOCABULARY_H

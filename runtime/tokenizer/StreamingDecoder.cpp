@@ -1,8 +1,8 @@
-#include "frontend/tokenizer/StreamingDecoder.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 
 #include <utility>
 
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 

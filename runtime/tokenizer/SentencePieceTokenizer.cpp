@@ -1,11 +1,11 @@
-#include "frontend/tokenizer/SentencePieceTokenizer.h"
+#include "runtime/tokenizer/SentencePieceTokenizer.h"
 
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "frontend/tokenizer/PairMerger.h"
+#include "runtime/tokenizer/PairMerger.h"
 
 namespace kvjit::tokenizer {
 namespace {

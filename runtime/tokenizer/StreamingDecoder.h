@@ -1,10 +1,10 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_STREAMINGDECODER_H
-#define KVJIT_FRONTEND_TOKENIZER_STREAMINGDECODER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_STREAMINGDECODER_H
+#define KVJIT_RUNTIME_TOKENIZER_STREAMINGDECODER_H
 
 #include <cstdint>
 #include <string>
 
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 namespace kvjit::tokenizer {
 
@@ -32,4 +32,4 @@ class StreamingDecoder {
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_STREAMINGDECODER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_STREAMINGDECODER_H

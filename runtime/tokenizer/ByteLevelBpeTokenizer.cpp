@@ -1,10 +1,10 @@
-#include "frontend/tokenizer/ByteLevelBpeTokenizer.h"
+#include "runtime/tokenizer/ByteLevelBpeTokenizer.h"
 
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "frontend/tokenizer/PairMerger.h"
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/PairMerger.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 

@@ -1,5 +1,5 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_BYTELEVELBPETOKENIZER_H
-#define KVJIT_FRONTEND_TOKENIZER_BYTELEVELBPETOKENIZER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_BYTELEVELBPETOKENIZER_H
+#define KVJIT_RUNTIME_TOKENIZER_BYTELEVELBPETOKENIZER_H
 
 #include <cstdint>
 #include <memory>
@@ -11,10 +11,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "frontend/tokenizer/ByteLevelAlphabet.h"
-#include "frontend/tokenizer/TextNormalizer.h"
-#include "frontend/tokenizer/Tokenizer.h"
-#include "frontend/tokenizer/WordSplitter.h"
+#include "runtime/tokenizer/ByteLevelAlphabet.h"
+#include "runtime/tokenizer/TextNormalizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/WordSplitter.h"
 
 namespace kvjit::tokenizer {
 
@@ -50,4 +50,4 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_BYTELEVELBPETOKENIZER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_BYTELEVELBPETOKENIZER_H

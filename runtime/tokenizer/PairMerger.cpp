@@ -1,8 +1,8 @@
-#include "frontend/tokenizer/PairMerger.h"
+#include "runtime/tokenizer/PairMerger.h"
 
 #include <queue>
 
-#include "frontend/tokenizer/Utf8.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {

@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/TextNormalizer.h"
+#include "runtime/tokenizer/TextNormalizer.h"
 
 #include <utility>
 

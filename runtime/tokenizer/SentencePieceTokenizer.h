@@ -1,5 +1,5 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_SENTENCEPIECETOKENIZER_H
-#define KVJIT_FRONTEND_TOKENIZER_SENTENCEPIECETOKENIZER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_SENTENCEPIECETOKENIZER_H
+#define KVJIT_RUNTIME_TOKENIZER_SENTENCEPIECETOKENIZER_H
 
 #include <array>
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "frontend/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 namespace kvjit::tokenizer {
 
@@ -45,4 +45,4 @@ class SentencePieceTokenizer final : public Tokenizer {
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_SENTENCEPIECETOKENIZER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_SENTENCEPIECETOKENIZER_H

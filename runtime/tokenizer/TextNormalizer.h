@@ -1,12 +1,12 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_TEXTNORMALIZER_H
-#define KVJIT_FRONTEND_TOKENIZER_TEXTNORMALIZER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_TEXTNORMALIZER_H
+#define KVJIT_RUNTIME_TOKENIZER_TEXTNORMALIZER_H
 
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
 
@@ -27,4 +27,4 @@ class TextNormalizer {
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_TEXTNORMALIZER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_TEXTNORMALIZER_H

@@ -1,5 +1,5 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_UTF8_H
-#define KVJIT_FRONTEND_TOKENIZER_UTF8_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_UTF8_H
+#define KVJIT_RUNTIME_TOKENIZER_UTF8_H
 
 #include <cstddef>
 #include <cstdint>
@@ -26,4 +26,4 @@ size_t IncompleteUtf8SuffixLength(std::string_view text);
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_UTF8_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_UTF8_H

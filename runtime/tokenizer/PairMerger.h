@@ -1,5 +1,5 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_PAIRMERGER_H
-#define KVJIT_FRONTEND_TOKENIZER_PAIRMERGER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_PAIRMERGER_H
+#define KVJIT_RUNTIME_TOKENIZER_PAIRMERGER_H
 
 #include <optional>
 #include <string_view>
@@ -23,4 +23,4 @@ std::vector<std::string_view> MergePairs(std::string_view text,
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_PAIRMERGER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_PAIRMERGER_H

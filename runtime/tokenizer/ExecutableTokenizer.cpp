@@ -1,11 +1,11 @@
-#include "tools/kvjit/KvxTokenizer.h"
+#include "runtime/tokenizer/ExecutableTokenizer.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 
-namespace kvjit::cli {
+namespace kvjit::tokenizer {
 
-absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> TokenizerFromExecutable(
+absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromExecutable(
     const kvx::Executable& executable) {
   const kvx::Tokenizer* table = executable.tokenizer();
   if (table == nullptr || table->tokens() == nullptr) {
@@ -50,4 +50,4 @@ absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> TokenizerFromExecutable(
   return tokenizer::CreateTokenizer(std::move(vocabulary));
 }
 
-}  // namespace kvjit::cli
+}  // namespace kvjit::tokenizer

@@ -1,5 +1,5 @@
-#ifndef KVJIT_FRONTEND_TOKENIZER_WORDSPLITTER_H
-#define KVJIT_FRONTEND_TOKENIZER_WORDSPLITTER_H
+#ifndef KVJIT_RUNTIME_TOKENIZER_WORDSPLITTER_H
+#define KVJIT_RUNTIME_TOKENIZER_WORDSPLITTER_H
 
 #include <memory>
 #include <string_view>
@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Vocabulary.h"
 
 #ifndef PCRE2_CODE_UNIT_WIDTH
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -61,4 +61,4 @@ class WordSplitter {
 
 }  // namespace kvjit::tokenizer
 
-#endif  // KVJIT_FRONTEND_TOKENIZER_WORDSPLITTER_H
+#endif  // KVJIT_RUNTIME_TOKENIZER_WORDSPLITTER_H

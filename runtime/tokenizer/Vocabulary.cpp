@@ -1,4 +1,4 @@
-#include "frontend/tokenizer/Vocabulary.h"
+#include "runtime/tokenizer/Vocabulary.h"
 
 #include "absl/strings/str_cat.h"
 
