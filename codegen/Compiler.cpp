@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <filesystem>
@@ -10,18 +11,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "codegen/ExecutableWriter.h"
+#include "codegen/IrFile.h"
 #include "codegen/Verifier.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
+#include "frontend/model/ParamBinding.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/MemoryPlanChecker.h"
 #include "passes/Pipeline.h"
 #include "runtime/core/BuildConfig.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/Executable.h"
+#include "tools/registration/KvjitRegistration.h"
 
 #if KVJIT_HAVE_CUDA
 #include "codegen/cuda/CudaCodegen.h"
@@ -82,9 +88,21 @@ std::string DescribePlan(mlir::ModuleOp module) {
   return "no planned step function";
 }
 
+// The passes of `pm`, as a textual pipeline names them with their options.
+std::string DescribePasses(mlir::PassManager& pm) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  for (mlir::Pass& pass : pm.getPasses()) {
+    if (!text.empty()) stream << ",";
+    pass.printAsTextualPipeline(stream);
+  }
+  return text.empty() ? "none" : text;
+}
+
 // The verifier, with the imported IR's reference logits, where the options
 // (or the model's size) ask for verification; null where they do not.
 absl::StatusOr<std::unique_ptr<Verifier>> StartVerification(mlir::ModuleOp imported,
+                                                            const std::string& description,
                                                             const model::ModelFile& model,
                                                             const CompileOptions& options,
                                                             std::FILE* progress) {
@@ -101,10 +119,10 @@ absl::StatusOr<std::unique_ptr<Verifier>> StartVerification(mlir::ModuleOp impor
     }
     return nullptr;
   }
-  Progress(progress, "verifying against the reference evaluator on the imported IR…\n");
+  Progress(progress, "verifying against the reference evaluator on %s…\n", description.c_str());
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
                          Verifier::Create(imported, model, options.block_size));
-  Progress(progress, "  reference logits of the imported IR (%.2f s)\n",
+  Progress(progress, "  reference logits of %s (%.2f s)\n", description.c_str(),
            verifier->reference_seconds());
   return verifier;
 }
@@ -198,10 +216,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
 }
 #endif
 
-}  // namespace
-
-absl::Status CompileModel(const std::string& model_path, const std::string& output_path,
-                          const CompileOptions& options, std::FILE* progress) {
+absl::Status CheckOptions(const CompileOptions& options) {
   if (options.target != "cpu" && options.target != "cuda") {
     return absl::InvalidArgumentError(
         absl::StrCat("--target must be cpu or cuda, got '", options.target, "'"));
@@ -217,39 +232,55 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
         absl::StrCat("the ", for_cuda ? "CUDA" : "CPU",
                      " backend keeps the KV cache in f32 or f16, not '", options.cache_dtype, "'"));
   }
-  Clock::time_point start = Clock::now();
-  Progress(progress, "importing %s…\n", model_path.c_str());
-  KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                         model::LoadTokenizer(model));
-  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, model::LoadChatTemplate(model));
-  // The builder loads the dialects it writes; each pass loads those it makes.
-  mlir::MLIRContext context;
-  // --dump_ir_after_all prints the whole module after each pass, which MLIR
-  // allows only single-threaded; every kvjit pass runs on the module anyway.
-  context.disableMultithreading();
-  KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                         model::BuildLlamaModule(context, model.config, *model.weights));
-  Progress(progress, "  %s, %s: %lld layers, %zu weights, %zu tokens (%.2f s)\n",
-               model.format.c_str(), model.config.architecture.c_str(),
-               static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
-               tokenizer->vocabulary().tokens.size(), SecondsSince(start));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
-                         StartVerification(*module, model, options, progress));
+  return absl::OkStatus();
+}
 
-  start = Clock::now();
-  Progress(progress, "running passes…\n");
-  KvjitPipelineOptions pipeline;
-  pipeline.blockSize = options.block_size;
-  pipeline.cacheElementType = options.cache_dtype;
-  pipeline.maxTokensPerStep = options.max_tokens_per_step;
-  pipeline.kvMemoryMib = options.kv_memory_mib;
-  mlir::PassManager pm(&context);
+// The passes for `module` into `pm`: the hook of the options, or their
+// textual pipeline less the passes the module is past. Returns the block
+// size of the KV cache the passes give the program.
+absl::StatusOr<int64_t> BuildPipeline(mlir::ModuleOp module, const std::string& source,
+                                      const CompileOptions& options, mlir::PassManager& pm,
+                                      std::FILE* progress) {
   if (options.build_pipeline) {
     options.build_pipeline(pm);
-  } else {
-    BuildKvjitPipeline(pm, pipeline);
+    return options.block_size;
   }
+  KvjitPipelineOptions defaults;
+  defaults.blockSize = options.block_size;
+  defaults.cacheElementType = options.cache_dtype;
+  defaults.maxTokensPerStep = options.max_tokens_per_step;
+  defaults.kvMemoryMib = options.kv_memory_mib;
+  const std::string text = options.pipeline.empty() ? KvjitPipelineText(defaults) : options.pipeline;
+  std::string errors;
+  llvm::raw_string_ostream error_stream(errors);
+  mlir::FailureOr<PipelineForModule> parsed = ParsePipelineFor(module, text, pm, error_stream);
+  if (mlir::failed(parsed)) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": --pipeline: ", errors));
+  }
+  for (const std::string& pass : parsed->skipped) {
+    Progress(progress, "  not running %s: %s is past it\n", pass.c_str(), source.c_str());
+  }
+  return parsed->kv_block_size;
+}
+
+// `module` through the pipeline and the executable writer into
+// `output_path`. `reference` is the whole-sequence IR --verify evaluates;
+// `source` names the input in messages.
+absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
+                           mlir::ModuleOp reference, const std::string& reference_description,
+                           const std::string& source, const model::ModelFile& model,
+                           const tokenizer::Vocabulary& vocabulary,
+                           const std::string& chat_template, const std::string& output_path,
+                           const CompileOptions& options, std::FILE* progress) {
+  mlir::PassManager pm(&context);
+  CompileOptions resolved = options;
+  KVJIT_ASSIGN_OR_RETURN(resolved.block_size, BuildPipeline(module, source, options, pm, progress));
+  KVJIT_ASSIGN_OR_RETURN(
+      std::unique_ptr<Verifier> verifier,
+      StartVerification(reference, reference_description, model, resolved, progress));
+
+  Clock::time_point start = Clock::now();
+  Progress(progress, "running passes: %s…\n", DescribePasses(pm).c_str());
   if (options.verify_each_pass) verifier->CheckAfterEachPass(pm);
   if (options.dump_ir_after_all) {
     pm.enableIRPrinting(
@@ -260,23 +291,30 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   }
   {
     DiagnosticCollector diagnostics(context);
-    if (mlir::failed(pm.run(*module))) {
+    if (mlir::failed(pm.run(module))) {
       return absl::InvalidArgumentError(
-          absl::StrCat(model_path, ": the pipeline failed:\n", diagnostics.errors()));
+          absl::StrCat(source, ": the pipeline failed:\n", diagnostics.errors()));
     }
   }
-  Progress(progress, "  %s (%.2f s)\n", DescribePlan(*module).c_str(), SecondsSince(start));
-  if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, model_path, progress));
+  if (kv::CacheType cache = StepCache(module);
+      cache && !cache.getElementType().isF32() && !cache.getElementType().isF16()) {
+    std::string element;
+    llvm::raw_string_ostream stream(element);
+    stream << cache.getElementType();
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": the pipeline keeps the KV cache in ", element,
+        "; the backends keep it in f32 or f16 (insert-kv-cache{cache-dtype=f32|f16})"));
+  }
+  Progress(progress, "  %s (%.2f s)\n", DescribePlan(module).c_str(), SecondsSince(start));
+  if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, source, progress));
 
   start = Clock::now();
-  KVJIT_ASSIGN_OR_RETURN(
-      flatbuffers::DetachedBuffer executable,
-      WriteExecutable(*module, model, tokenizer->vocabulary(), chat_template));
+  KVJIT_ASSIGN_OR_RETURN(flatbuffers::DetachedBuffer executable,
+                         WriteExecutable(module, model, vocabulary, chat_template));
 #if KVJIT_HAVE_CUDA
-  if (for_cuda) {
-    KVJIT_ASSIGN_OR_RETURN(executable, AddCudaModule(executable, *module, model,
-                                                     tokenizer->vocabulary(), chat_template,
-                                                     options, progress));
+  if (options.target == "cuda") {
+    KVJIT_ASSIGN_OR_RETURN(executable, AddCudaModule(executable, module, model, vocabulary,
+                                                     chat_template, options, progress));
     start = Clock::now();
   }
 #endif
@@ -291,6 +329,76 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
                MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),
                SecondsSince(start));
   return absl::OkStatus();
+}
+
+// The context every compile parses and rewrites IR in.
+void PrepareContext(mlir::MLIRContext& context) {
+  mlir::DialectRegistry registry;
+  RegisterKvjitDialects(registry);
+  context.appendDialectRegistry(registry);
+  // --dump_ir_after_all prints the whole module after each pass, which MLIR
+  // allows only single-threaded; every kvjit pass runs on the module anyway.
+  context.disableMultithreading();
+}
+
+}  // namespace
+
+absl::Status CompileModel(const std::string& model_path, const std::string& output_path,
+                          const CompileOptions& options, std::FILE* progress) {
+  KVJIT_RETURN_IF_ERROR(CheckOptions(options));
+  Clock::time_point start = Clock::now();
+  Progress(progress, "importing %s…\n", model_path.c_str());
+  KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+                         model::LoadTokenizer(model));
+  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, model::LoadChatTemplate(model));
+  mlir::MLIRContext context;
+  PrepareContext(context);
+  KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                         model::BuildLlamaModule(context, model.config, *model.weights));
+  Progress(progress, "  %s, %s: %lld layers, %zu weights, %zu tokens (%.2f s)\n",
+               model.format.c_str(), model.config.architecture.c_str(),
+               static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
+               tokenizer->vocabulary().tokens.size(), SecondsSince(start));
+  return CompileModule(context, *module, *module, "the imported IR", model_path, model,
+                       tokenizer->vocabulary(), chat_template, output_path, options, progress);
+}
+
+absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_path,
+                           const std::string& output_path, const CompileOptions& options,
+                           std::FILE* progress) {
+  KVJIT_RETURN_IF_ERROR(CheckOptions(options));
+  Clock::time_point start = Clock::now();
+  Progress(progress, "reading %s with the weights of %s…\n", ir_path.c_str(), model_path.c_str());
+  KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+                         model::LoadTokenizer(model));
+  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, model::LoadChatTemplate(model));
+  mlir::MLIRContext context;
+  PrepareContext(context);
+  KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, ParseIrFile(context, ir_path));
+  KVJIT_RETURN_IF_ERROR(model::BindParams(*module, *model.weights));
+  const std::vector<std::string> behind = PassesBehind(*module);
+  Progress(progress, "  %s, %s: %lld layers, %zu weights, %zu tokens; the IR is past: %s (%.2f s)\n",
+           model.format.c_str(), model.config.architecture.c_str(),
+           static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
+           tokenizer->vocabulary().tokens.size(),
+           behind.empty() ? "none" : absl::StrJoin(behind, ", ").c_str(), SecondsSince(start));
+  // The reference evaluator runs the whole-sequence function; a step
+  // function is checked against the model's own IR instead.
+  const bool whole_sequence =
+      std::find(behind.begin(), behind.end(), "insert-kv-cache") == behind.end();
+  mlir::OwningOpRef<mlir::ModuleOp> imported;
+  if (!whole_sequence) {
+    KVJIT_ASSIGN_OR_RETURN(imported, model::BuildLlamaModule(context, model.config, *model.weights));
+  }
+  const std::string reference_description =
+      whole_sequence ? absl::StrCat("the IR of ", ir_path)
+                     : absl::StrCat("the IR imported from ", model_path, " (", ir_path,
+                                    " is past insert-kv-cache)");
+  return CompileModule(context, *module, whole_sequence ? *module : *imported,
+                       reference_description, ir_path, model, tokenizer->vocabulary(),
+                       chat_template, output_path, options, progress);
 }
 
 }  // namespace kvjit::codegen

@@ -47,8 +47,13 @@ struct CompileOptions {
   // logits leave tolerance; implies verification.
   bool verify_each_pass = false;
   int verify_threads = 2;
-  // Where set, builds the pass pipeline in place of BuildKvjitPipeline: the
-  // hook through which tests check that verification names a broken pass.
+  // The passes to run, in MLIR's textual pass-pipeline syntax with pass
+  // options; empty: the default one, KvjitPipelineText of the options above.
+  // The kvjit passes the input IR is past are left out; a required one
+  // neither in it nor behind the IR fails the compile, naming it.
+  std::string pipeline;
+  // Where set, builds the pass pipeline in place of `pipeline`: the hook
+  // through which tests check that verification names a broken pass.
   std::function<void(mlir::OpPassManager&)> build_pipeline;
 };
 
@@ -60,6 +65,18 @@ struct CompileOptions {
 // the target with FailedPrecondition.
 absl::Status CompileModel(const std::string& model_path, const std::string& output_path,
                           const CompileOptions& options, std::FILE* progress);
+
+// IR in MLIR text at any level the pipeline accepts (`kvjit import`'s tfm IR,
+// edited or not, or kvjit-opt's output after some of its passes) compiled
+// as CompileModel compiles a model: each tfm.param is bound to the weight of
+// its name in `model_path` (GGUF or Hugging Face directory), whose config,
+// tokenizer and chat template the executable takes, and only the passes the
+// IR is not yet past are run. --verify evaluates the reference on this IR
+// where it is still a whole-sequence function, else on the model's IR as
+// imported.
+absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_path,
+                           const std::string& output_path, const CompileOptions& options,
+                           std::FILE* progress);
 
 }  // namespace kvjit::codegen
 

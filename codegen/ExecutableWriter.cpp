@@ -349,6 +349,8 @@ class ExecutableBuilder {
                       attention.getQuery(), attributes);
         })
         .Case([&](kernel::FusionOp fusion) { return AddFusion(fusion); })
+        .Case<tfm::RmsNormOp, tfm::RopeOp, tfm::AddOp, tfm::MulOp, tfm::ScaleOp, tfm::SiluOp,
+              tfm::GeluOp>([&](mlir::Operation* unfused) { return AddUnfused(unfused); })
         .Default([&](mlir::Operation*) {
           return absl::UnimplementedError(
               absl::StrCat(Describe(op), " has no instruction in the executable"));
@@ -591,31 +593,11 @@ class ExecutableBuilder {
               " reads a value from outside its fusion"));
         }
       }
-      std::optional<kvx::ElementwiseStep> step =
-          llvm::TypeSwitch<mlir::Operation*, std::optional<kvx::ElementwiseStep>>(&inner)
-              .Case([&](tfm::AddOp) {
-                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Add, operand(&inner, 0),
-                                            operand(&inner, 1), 0.0f);
-              })
-              .Case([&](tfm::MulOp) {
-                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Mul, operand(&inner, 0),
-                                            operand(&inner, 1), 0.0f);
-              })
-              .Case([&](tfm::ScaleOp scale) {
-                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Scale, operand(&inner, 0),
-                                            operand(&inner, 0), ToFloat(scale.getFactor()));
-              })
-              .Case([&](tfm::SiluOp) {
-                return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Silu, operand(&inner, 0),
-                                            operand(&inner, 0), 0.0f);
-              })
-              .Case([&](tfm::GeluOp gelu) {
-                return kvx::ElementwiseStep(gelu.getApproximateTanh()
-                                                ? kvx::ElementwiseOpCode::GeluTanh
-                                                : kvx::ElementwiseOpCode::Gelu,
-                                            operand(&inner, 0), operand(&inner, 0), 0.0f);
-              })
-              .Default([](mlir::Operation*) { return std::nullopt; });
+      std::optional<kvx::ElementwiseStep> step;
+      if (inner.getNumOperands() > 0) {
+        const int32_t lhs = operand(&inner, 0);
+        step = ElementwiseStepOf(&inner, lhs, inner.getNumOperands() > 1 ? operand(&inner, 1) : lhs);
+      }
       if (!step) {
         const std::string hint = mlir::isa<tfm::CausalMaskOp>(inner)
                                      ? "; a causal mask belongs to attention, which "
@@ -636,6 +618,58 @@ class ExecutableBuilder {
           " does not yield exactly the result of its last op, which an elementwise kernel writes"));
     }
     return steps;
+  }
+
+  // The step of elementwise `op` over chain operands `lhs` and `rhs` (unary
+  // ops read `lhs` alone); none for an op without one.
+  static std::optional<kvx::ElementwiseStep> ElementwiseStepOf(mlir::Operation* op, int32_t lhs,
+                                                               int32_t rhs) {
+    return llvm::TypeSwitch<mlir::Operation*, std::optional<kvx::ElementwiseStep>>(op)
+        .Case([&](tfm::AddOp) {
+          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Add, lhs, rhs, 0.0f);
+        })
+        .Case([&](tfm::MulOp) {
+          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Mul, lhs, rhs, 0.0f);
+        })
+        .Case([&](tfm::ScaleOp scale) {
+          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Scale, lhs, lhs,
+                                      ToFloat(scale.getFactor()));
+        })
+        .Case([&](tfm::SiluOp) {
+          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Silu, lhs, lhs, 0.0f);
+        })
+        .Case([&](tfm::GeluOp gelu) {
+          return kvx::ElementwiseStep(gelu.getApproximateTanh() ? kvx::ElementwiseOpCode::GeluTanh
+                                                                : kvx::ElementwiseOpCode::Gelu,
+                                      lhs, lhs, 0.0f);
+        })
+        .Default([](mlir::Operation*) { return std::nullopt; });
+  }
+
+  // An op fuse-elementwise would have put in a fusion of its own kind, for
+  // a pipeline that leaves the pass out: the instruction of that fusion,
+  // over the op alone.
+  absl::Status AddUnfused(mlir::Operation* op) {
+    Attributes attributes;
+    if (auto norm = mlir::dyn_cast<tfm::RmsNormOp>(op)) {
+      attributes.epsilon = ToFloat(norm.getEpsilon());
+      return Emit(op, kvx::OpCode::RmsNorm, {norm.getInput(), norm.getWeight()}, norm.getInput(),
+                  attributes);
+    }
+    if (auto rope = mlir::dyn_cast<tfm::RopeOp>(op)) {
+      attributes.rope = AddRopeParams(rope);
+      return Emit(op, kvx::OpCode::Rope, {rope.getInput(), rope.getPositions()}, rope.getInput(),
+                  attributes);
+    }
+    std::optional<kvx::ElementwiseStep> step =
+        ElementwiseStepOf(op, 0, op->getNumOperands() > 1 ? 1 : 0);
+    if (!step) {
+      return absl::UnimplementedError(
+          absl::StrCat(Describe(op), " has no instruction in the executable"));
+    }
+    attributes.elementwise.push_back(*step);
+    std::vector<mlir::Value> inputs(op->getOperands().begin(), op->getOperands().end());
+    return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), attributes);
   }
 
   Offset<kvx::RopeParams> AddRopeParams(tfm::RopeOp rope) {

@@ -1,9 +1,84 @@
 #include "passes/Pipeline.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "ir/Kernel/KernelOps.h"
+#include "ir/Kv/KvOps.h"
+#include "ir/Kv/KvTypes.h"
+#include "ir/Tfm/TfmOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "passes/MemoryPlanChecker.h"
 #include "passes/Passes.h"
 
 namespace kvjit {
+namespace {
+
+constexpr KvjitStage kStages[] = {
+    {"fuse-attention", true},
+    {"insert-kv-cache", true},
+    {"fuse-elementwise", false},
+    {"plan-memory", true},
+};
+
+std::optional<size_t> StageIndex(llvm::StringRef pass) {
+  for (size_t index = 0; index < std::size(kStages); ++index) {
+    if (pass == kStages[index].pass) return index;
+  }
+  return std::nullopt;
+}
+
+template <typename... OpTs>
+bool Contains(mlir::ModuleOp module) {
+  return module
+      .walk([](mlir::Operation* op) {
+        return mlir::isa<OpTs...>(op) ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+bool IsPlanned(mlir::ModuleOp module) {
+  return llvm::any_of(module.getOps<mlir::func::FuncOp>(), [](mlir::func::FuncOp function) {
+    return function->hasAttr(kPlanArenaBytesAttr);
+  });
+}
+
+// Whether stage `index` left its mark on `module`.
+bool LeftItsMark(mlir::ModuleOp module, size_t index) {
+  switch (index) {
+    case 0:
+      return Contains<tfm::AttentionOp, kv::AttentionOp>(module);
+    case 1:
+      return static_cast<bool>(StepCache(module));
+    case 2:
+      return Contains<kernel::FusionOp>(module);
+    default:
+      return IsPlanned(module);
+  }
+}
+
+// insert-kv-cache's block size as its pipeline element prints it
+// ("insert-kv-cache{block-size=32 cache-dtype=f32}"); 0 where it does not.
+int64_t BlockSizeOption(llvm::StringRef element) {
+  constexpr llvm::StringLiteral kOption = "block-size=";
+  const size_t at = element.find(kOption);
+  if (at == llvm::StringRef::npos) return 0;
+  int64_t size = 0;
+  if (element.drop_front(at + kOption.size()).consumeInteger(10, size)) return 0;
+  return size;
+}
+
+std::string StageOrder() {
+  std::string order;
+  for (const KvjitStage& stage : kStages) {
+    order += order.empty() ? "" : ", ";
+    order += stage.pass;
+  }
+  return order;
+}
+
+}  // namespace
 
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options) {
   pm.addPass(createFuseAttention());
@@ -18,11 +93,91 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
   pm.addPass(createPlanMemory(plan));
 }
 
+std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
+  return "fuse-attention,insert-kv-cache{block-size=" + std::to_string(options.blockSize.getValue()) +
+         " cache-dtype=" + options.cacheElementType.getValue() +
+         "},fuse-elementwise,plan-memory{max-tokens-per-step=" +
+         std::to_string(options.maxTokensPerStep.getValue()) +
+         " kv-memory-mib=" + std::to_string(options.kvMemoryMib.getValue()) + "}";
+}
+
 void RegisterKvjitPipeline() {
   mlir::PassPipelineRegistration<KvjitPipelineOptions>(
       "kvjit-pipeline",
       "fuse-attention, insert-kv-cache, fuse-elementwise and plan-memory, in that order",
       BuildKvjitPipeline);
+}
+
+llvm::ArrayRef<KvjitStage> KvjitStages() { return kStages; }
+
+kv::CacheType StepCache(mlir::ModuleOp module) {
+  for (auto function : module.getOps<mlir::func::FuncOp>()) {
+    for (mlir::Type type : function.getArgumentTypes()) {
+      if (auto cache = mlir::dyn_cast<kv::CacheType>(type)) return cache;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> PassesBehind(mlir::ModuleOp module) {
+  std::vector<std::string> behind;
+  for (size_t index = std::size(kStages); index-- > 0;) {
+    if (!LeftItsMark(module, index)) continue;
+    for (size_t earlier = 0; earlier <= index; ++earlier) behind.push_back(kStages[earlier].pass);
+    break;
+  }
+  return behind;
+}
+
+mlir::FailureOr<PipelineForModule> ParsePipelineFor(mlir::ModuleOp module, llvm::StringRef text,
+                                                    mlir::OpPassManager& pm,
+                                                    llvm::raw_ostream& errors) {
+  // A textual pipeline names its passes through the registry; registering
+  // a pass again is harmless.
+  registerKvjitPasses();
+  mlir::OpPassManager parsed(mlir::ModuleOp::getOperationName());
+  if (mlir::failed(mlir::parsePassPipeline(text, parsed, errors))) return mlir::failure();
+
+  const std::vector<std::string> behind = PassesBehind(module);
+  auto is_behind = [&](llvm::StringRef pass) {
+    return std::find(behind.begin(), behind.end(), pass) != behind.end();
+  };
+  PipelineForModule result;
+  if (kv::CacheType cache = StepCache(module)) result.kv_block_size = cache.getBlockSize();
+  std::vector<std::string> named;
+  std::optional<size_t> previous_stage;
+  for (mlir::Pass& pass : parsed.getPasses()) {
+    std::string element;
+    llvm::raw_string_ostream stream(element);
+    pass.printAsTextualPipeline(stream);
+    const std::optional<size_t> stage = StageIndex(pass.getArgument());
+    if (stage) {
+      if (previous_stage && *stage <= *previous_stage) {
+        errors << "the pipeline '" << text << "' runs " << kStages[*stage].pass << " after "
+               << kStages[*previous_stage].pass << "; kvjit's passes run once each, in the order "
+               << StageOrder();
+        return mlir::failure();
+      }
+      previous_stage = stage;
+      named.push_back(kStages[*stage].pass);
+      if (is_behind(kStages[*stage].pass)) {
+        result.skipped.push_back(kStages[*stage].pass);
+        continue;
+      }
+      if (*stage == 1) result.kv_block_size = BlockSizeOption(element);
+    }
+    if (mlir::failed(mlir::parsePassPipeline(element, pm, errors))) return mlir::failure();
+  }
+  for (const KvjitStage& stage : kStages) {
+    if (!stage.required || is_behind(stage.pass) ||
+        std::find(named.begin(), named.end(), stage.pass) != named.end()) {
+      continue;
+    }
+    errors << "the pipeline '" << text << "' leaves out " << stage.pass
+           << ", which the executable needs, and the IR has not been through it";
+    return mlir::failure();
+  }
+  return result;
 }
 
 }  // namespace kvjit

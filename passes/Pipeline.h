@@ -1,8 +1,15 @@
 #ifndef KVJIT_PASSES_PIPELINE_H_
 #define KVJIT_PASSES_PIPELINE_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "ir/Kv/KvTypes.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -27,8 +34,55 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
 // whole-sequence tfm function to a planned step function at the kernel level.
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options);
 
+// BuildKvjitPipeline's pipeline in MLIR's textual pass-pipeline syntax:
+// "fuse-attention,insert-kv-cache{block-size=16 cache-dtype=f32},…".
+std::string KvjitPipelineText(const KvjitPipelineOptions& options);
+
 // Makes the pipeline available as `--kvjit-pipeline` to kvjit-opt.
 void RegisterKvjitPipeline();
+
+// One of kvjit's passes, as a pipeline names it, and whether the executable
+// writer needs the IR to have been through it.
+struct KvjitStage {
+  const char* pass;
+  bool required;
+};
+
+// fuse-attention, insert-kv-cache, fuse-elementwise (optional) and
+// plan-memory, in the order they must run.
+llvm::ArrayRef<KvjitStage> KvjitStages();
+
+// The kvjit passes `module` has been through, in stage order. Each is read
+// off what the pass leaves in the IR, so IR from `kvjit import`, written by
+// hand or printed by kvjit-opt is judged alike: a tfm.attention or
+// kv.attention (fuse-attention), a function with a !kv.cache argument
+// (insert-kv-cache), a kernel.fusion (fuse-elementwise), a function with
+// plan.arena_bytes (plan-memory). A stage before the last one found counts
+// as passed even where it left nothing (fuse-elementwise left out): it can
+// no longer run.
+std::vector<std::string> PassesBehind(mlir::ModuleOp module);
+
+// The KV cache the module's step function reads; null before insert-kv-cache.
+kv::CacheType StepCache(mlir::ModuleOp module);
+
+// What ParsePipelineFor decided.
+struct PipelineForModule {
+  // The kvjit passes of the pipeline left out because the module is past them.
+  std::vector<std::string> skipped;
+  // Tokens per KV-cache block of the compiled program: the module's cache's
+  // where it has one, else insert-kv-cache's option in the pipeline.
+  int64_t kv_block_size = 0;
+};
+
+// Parses `text` (MLIR's textual pass-pipeline syntax, passes with their
+// options, plugins' passes once loaded) into `pm` for `module`: the kvjit
+// passes the module is already past are left out. Fails, with the reason on
+// `errors`, on a syntax error or an unknown pass, on kvjit passes out of
+// stage order, and where a required pass is neither in the pipeline nor
+// behind the module, naming it.
+mlir::FailureOr<PipelineForModule> ParsePipelineFor(mlir::ModuleOp module, llvm::StringRef text,
+                                                    mlir::OpPassManager& pm,
+                                                    llvm::raw_ostream& errors);
 
 }  // namespace kvjit
 

@@ -1,13 +1,23 @@
 // kvjit compile MODEL -o model.kvx: the model through the whole pipeline into
-// an executable the runtime loads.
+// an executable the runtime loads; kvjit compile FILE.mlir --weights MODEL:
+// IR at any level the pipeline accepts, bound to MODEL's weights, through the
+// passes it is not yet past.
 
 #include <cstdio>
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "codegen/Compiler.h"
-#include "tools/kvjit/SharedFlags.h"
+#include "llvm/Support/Error.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
+#include "passes/Pipeline.h"
+#include "runtime/core/StatusMacros.h"
 #include "tools/kvjit/CompilerCommands.h"
+#include "tools/kvjit/SharedFlags.h"
+#include "tools/registration/KvjitRegistration.h"
 
 ABSL_FLAG(std::string, target, "cpu",
           "the backend to compile for: cpu, or cuda (the CPU program plus CUDA kernels, compiled "
@@ -24,18 +34,67 @@ ABSL_FLAG(std::string, dump_cuda_source, "",
 ABSL_FLAG(bool, dump_ir_after_all, false, "print the IR after every pass to stderr");
 ABSL_FLAG(bool, verify, false,
           "check the CPU step program's logits against the reference evaluator on the imported "
-          "IR before writing the executable (on by default for models of at most 200M "
+          "IR (for FILE.mlir: on that IR while it is a whole-sequence function, else on MODEL's "
+          "imported IR) before writing the executable (on by default for models of at most 200M "
           "parameters); outside tolerance, the compile fails and writes nothing");
 ABSL_FLAG(bool, no_verify, false, "skip the check of --verify, whatever the model's size");
 ABSL_FLAG(bool, verify_each_pass, false,
           "also evaluate the IR after each pass with the reference evaluator, naming the first "
           "pass whose logits leave tolerance (implies --verify)");
+ABSL_FLAG(std::string, weights, "",
+          "for an IR input (FILE.mlir): the model (GGUF or Hugging Face directory) whose weights "
+          "the IR's tfm.param symbols name, and whose config and tokenizer the executable takes");
+ABSL_FLAG(std::string, pipeline, "",
+          absl::StrCat("the passes to run, in MLIR's textual pass-pipeline syntax with pass "
+                       "options, e.g. 'fuse-attention,insert-kv-cache{block-size=32},plan-memory'; "
+                       "fuse-attention, insert-kv-cache and plan-memory are required, "
+                       "fuse-elementwise is optional, a plugin's passes may join them; passes the "
+                       "input IR is past are not run again. Default: ",
+                       kvjit::KvjitPipelineText(kvjit::KvjitPipelineOptions()),
+                       ", its options from --block_size, --cache_dtype, --max_tokens_per_step "
+                       "and --kv_memory_mib"));
+ABSL_FLAG(std::vector<std::string>, load_pass_plugin, {},
+          "pass plugins to load before reading --pipeline (shared libraries with "
+          "mlirGetPassPluginInfo, as mlir-opt's --load-pass-plugin loads), comma-separated");
 
 namespace kvjit::cli {
 namespace {
 
+// The default pipeline's options, refused beside --pipeline, which spells
+// out its passes' options itself.
+absl::Status CheckPipelineFlags() {
+  if (absl::GetFlag(FLAGS_pipeline).empty()) return absl::OkStatus();
+  for (const char* flag : {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib"}) {
+    const absl::CommandLineFlag* reflection = absl::FindCommandLineFlag(flag);
+    if (reflection->CurrentValue() != reflection->DefaultValue()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " sets an option of the default pipeline; with --pipeline, give it as the "
+          "pass's option there (insert-kv-cache{block-size=32 cache-dtype=f16}, "
+          "plan-memory{max-tokens-per-step=512 kv-memory-mib=1024})"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Registers every pass a pipeline may name: kvjit's, MLIR's common ones and
+// those of the plugins --load_pass_plugin names.
+absl::Status RegisterPipelinePasses() {
+  RegisterKvjitPasses();
+  for (const std::string& path : absl::GetFlag(FLAGS_load_pass_plugin)) {
+    llvm::Expected<mlir::PassPlugin> plugin = mlir::PassPlugin::load(path);
+    if (!plugin) {
+      return absl::InvalidArgumentError(absl::StrCat("--load_pass_plugin ", path, ": ",
+                                                     llvm::toString(plugin.takeError())));
+    }
+    plugin->registerPassRegistryCallbacks();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunCompile(const std::vector<std::string>& arguments) {
-  if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL argument");
+  if (arguments.size() != 1) {
+    return absl::InvalidArgumentError("expected one MODEL (or FILE.mlir with --weights MODEL)");
+  }
   const std::string output = absl::GetFlag(FLAGS_o);
   if (output.empty() || output == "-") {
     return absl::InvalidArgumentError("name the executable to write with -o FILE");
@@ -55,6 +114,17 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
   if (absl::GetFlag(FLAGS_no_verify)) options.verification = codegen::Verification::kOff;
   if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
     options.verify_threads = threads;
+  }
+  KVJIT_RETURN_IF_ERROR(CheckPipelineFlags());
+  options.pipeline = absl::GetFlag(FLAGS_pipeline);
+  KVJIT_RETURN_IF_ERROR(RegisterPipelinePasses());
+  const std::string weights = absl::GetFlag(FLAGS_weights);
+  if (!weights.empty()) {
+    return codegen::CompileIrFile(arguments[0], weights, output, options, stderr);
+  }
+  if (absl::EndsWith(arguments[0], ".mlir")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        arguments[0], " is IR: name the model whose weights it reads with --weights MODEL"));
   }
   return codegen::CompileModel(arguments[0], output, options, stderr);
 }

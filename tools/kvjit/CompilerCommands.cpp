@@ -27,8 +27,11 @@ const std::vector<Subcommand>& CompilerCommandDescriptions() {
       {"reference",
        "generate greedily with the reference evaluator (full recompute per token, no cache)",
        "MODEL -p PROMPT [-n N]", "tools/kvjit/ReferenceCommand.cpp", nullptr, {"p", "n"}},
-      {"compile", "compile a model (GGUF or Hugging Face directory) into a .kvx executable",
-       "MODEL -o FILE.kvx [--target cpu|cuda [--sm 90] [--fast_math] [--dump_cuda_source F]] "
+      {"compile",
+       "compile a model (GGUF or Hugging Face directory), or tfm IR with a model's weights, into "
+       "a .kvx executable",
+       "MODEL|FILE.mlir --weights MODEL -o FILE.kvx [--pipeline P] [--load_pass_plugin F.so] "
+       "[--target cpu|cuda [--sm 90] [--fast_math] [--dump_cuda_source F]] "
        "[--verify|--no_verify] [--verify_each_pass]",
        "tools/kvjit/CompileCommand.cpp", nullptr,
        {"o", "block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "threads"}},

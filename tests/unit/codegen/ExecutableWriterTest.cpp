@@ -506,6 +506,37 @@ TEST_F(ExecutableWriterTest, ElementwiseChainIsEncodedStepByStep) {
   ASSERT_EQ(Verified(*buffer).weights()->size(), 1u);
 }
 
+// A pipeline without fuse-elementwise leaves elementwise ops outside any
+// fusion: each becomes an elementwise instruction of one step.
+TEST_F(ExecutableWriterTest, UnfusedElementwiseOpsAreOneInstructionEach) {
+  TinyCheckpoint checkpoint;
+  auto model = checkpoint.Open();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto module = PlannedFromText(StepFunction(R"(
+      %s = tfm.scale %x, 2.5 : tensor<?x16xf32>
+      %y = tfm.mul %s, %x : tensor<?x16xf32>)"));
+  ASSERT_TRUE(module);
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  const kvx::Program* program = Verified(*buffer).program();
+  ASSERT_EQ(program->instructions()->size(), 3u);
+  const kvx::Instruction* scale = program->instructions()->Get(1);
+  ASSERT_EQ(scale->op(), OpCode::Elementwise);
+  EXPECT_EQ(scale->inputs()->size(), 1u);
+  ASSERT_EQ(scale->elementwise()->size(), 1u);
+  EXPECT_EQ(scale->elementwise()->Get(0)->op(), kvx::ElementwiseOpCode::Scale);
+  EXPECT_EQ(scale->elementwise()->Get(0)->lhs(), 0);
+  EXPECT_FLOAT_EQ(scale->elementwise()->Get(0)->factor(), 2.5f);
+  const kvx::Instruction* mul = program->instructions()->Get(2);
+  ASSERT_EQ(mul->op(), OpCode::Elementwise);
+  ASSERT_EQ(mul->inputs()->size(), 2u);
+  EXPECT_EQ(mul->inputs()->Get(0)->offset(), scale->outputs()->Get(0)->offset());
+  ASSERT_EQ(mul->elementwise()->size(), 1u);
+  EXPECT_EQ(mul->elementwise()->Get(0)->op(), kvx::ElementwiseOpCode::Mul);
+  EXPECT_EQ(mul->elementwise()->Get(0)->lhs(), 0);
+  EXPECT_EQ(mul->elementwise()->Get(0)->rhs(), 1);
+}
+
 TEST_F(ExecutableWriterTest, OpWithoutInstructionIsNamed) {
   TinyCheckpoint checkpoint;
   auto model = checkpoint.Open();

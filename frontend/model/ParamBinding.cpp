@@ -1,0 +1,55 @@
+#include "frontend/model/ParamBinding.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/Tfm/TfmOps.h"
+#include "ir/Tfm/TfmStorage.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/Location.h"
+
+namespace kvjit::model {
+namespace {
+
+// "m.mlir:7:3: " for a param parsed from a file; "" where the IR has no
+// such location.
+std::string Where(mlir::Location location) {
+  auto file = mlir::dyn_cast<mlir::FileLineColLoc>(location);
+  if (!file) return "";
+  return absl::StrCat(file.getFilename().str(), ":", file.getLine(), ":", file.getColumn(), ": ");
+}
+
+std::string Describe(mlir::Type type) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << type;
+  return text;
+}
+
+}  // namespace
+
+absl::Status BindParams(mlir::ModuleOp module, const WeightSource& weights) {
+  for (auto param : module.getOps<tfm::ParamOp>()) {
+    const std::string name = param.getSymName().str();
+    const std::string declared =
+        absl::StrCat(Where(param.getLoc()), "tfm.param @", name, " declares ",
+                     Describe(param.getType()), " storage <",
+                     tfm::stringifyStorageType(param.getStorage()).str(), ">");
+    const WeightInfo* weight = weights.Find(name);
+    if (weight == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat(declared, ", but ", weights.origin(), " has no weight of that name"));
+    }
+    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+    if (type.getShape() != llvm::ArrayRef<int64_t>(weight->shape) ||
+        tfm::ToQuantStorage(param.getStorage()) != weight->storage) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          declared, ", but ", weights.origin(), " stores it as [",
+          absl::StrJoin(weight->shape, ", "), "] ", quant::StorageTypeName(weight->storage)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvjit::model
