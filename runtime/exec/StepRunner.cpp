@@ -332,6 +332,11 @@ absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const S
                                                " has no CPU kernel"));
 }
 
+absl::Status CpuStepRunner::SetObserver(StepObserver* observer) {
+  observer_ = observer;
+  return absl::OkStatus();
+}
+
 absl::Status CpuStepRunner::CopyBlock(int64_t source, int64_t destination) {
   if (source < 0 || source >= num_blocks_ || destination < 0 || destination >= num_blocks_) {
     return absl::OutOfRangeError(absl::StrCat("copying KV block ", source, " to ", destination,
@@ -376,7 +381,11 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
     }
   }
   const auto& instructions = *executable_.program().instructions();
+  StepObserver* const observer = observer_;
+  if (observer != nullptr) observer->StepBegan(inputs);
   for (size_t i = 0; i < instructions.size(); ++i) {
+    StepObserver::Clock::time_point start;
+    if (observer != nullptr) start = StepObserver::Clock::now();
     absl::Status status = Execute(*instructions[i], inputs, sizes);
     if (!status.ok()) {
       return absl::Status(status.code(),
@@ -384,7 +393,9 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
                                        kvx::EnumNameOpCode(instructions[i]->op()),
                                        "): ", status.message()));
     }
+    if (observer != nullptr) observer->InstructionRan(i, start, StepObserver::Clock::now());
   }
+  if (observer != nullptr) observer->StepEnded();
   KVJIT_ASSIGN_OR_RETURN(float* logits, Floats(*executable_.program().logits()));
   return absl::Span<const float>(logits, sizes.logits_rows * vocab_size_);
 }
