@@ -115,9 +115,9 @@ std::string FormatProfile(const std::vector<PhaseSummary>& phases, const Machine
       "against %.1f GB/s measured read bandwidth and %.1f GFLOP/s peak (%s)\n",
       peaks.read_bandwidth_gb_s, peaks.peak_gflop_s, peaks.peak_source);
   for (const PhaseSummary& phase : phases) {
-    absl::StrAppendFormat(&text, "%s: %d steps of %.1f tokens, %.3f ms per step\n",
-                          StepPhaseName(phase.phase), phase.steps, phase.tokens_per_step,
-                          phase.ms_per_step);
+    absl::StrAppendFormat(&text, "%s: %d step%s of %.1f tokens, %.3f ms per step\n",
+                          StepPhaseName(phase.phase), phase.steps, phase.steps == 1 ? "" : "s",
+                          phase.tokens_per_step, phase.ms_per_step);
     AppendHeader(text, "op");
     for (const ProfileRow& row : phase.ops) AppendRow(text, row.name, row, peaks);
     AppendRow(text, phase.total.name, phase.total, peaks);

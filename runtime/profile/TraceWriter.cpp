@@ -10,6 +10,10 @@ namespace {
 
 double Microseconds(int64_t nanoseconds) { return nanoseconds / 1e3; }
 
+std::string Counted(int64_t count, const char* noun) {
+  return absl::StrCat(count, " ", noun, count == 1 ? "" : "s");
+}
+
 }  // namespace
 
 void TraceBuilder::NameProcess(int pid, const std::string& name) {
@@ -58,8 +62,8 @@ void AddStepTimelines(const StepProfiler& profiler, int pid, const std::string& 
     const StepTimeline& step = profile.last_step;
     ++tid;
     trace.NameThread(pid, tid, absl::StrCat(StepPhaseName(phase), " step"));
-    trace.Add({absl::StrCat(StepPhaseName(phase), " step: ", step.sizes.tokens, " tokens, ",
-                            step.sizes.sequences, " sequences"),
+    trace.Add({absl::StrCat(StepPhaseName(phase), " step: ", Counted(step.sizes.tokens, "token"),
+                            ", ", Counted(step.sizes.sequences, "sequence")),
                "step", pid, tid, 0, step.nanoseconds(),
                {{"tokens", step.sizes.tokens}, {"sequences", step.sizes.sequences}}});
     for (size_t i = 0; i < step.instruction_spans.size(); ++i) {

@@ -146,7 +146,7 @@ TEST_F(StepProfilerTest, TheTraceIsValidJsonWithInstructionsNestedInTheirStep) {
     }
   }
   ASSERT_EQ(steps.size(), 2u);
-  EXPECT_EQ(steps[1]["name"], "prefill step: 4 tokens, 1 sequences");
+  EXPECT_EQ(steps[1]["name"], "prefill step: 4 tokens, 1 sequence");
   EXPECT_DOUBLE_EQ(steps[1]["dur"].get<double>(), 1.5);  // microseconds
   ASSERT_EQ(instructions.size(), 6u);
   double previous_end = 0;
