@@ -67,7 +67,7 @@ ABSL_FLAG(int64_t, kv_pool_blocks, 0,
           "KV blocks for a load run (0: enough for every sample of every request, unshared)");
 ABSL_FLAG(std::string, report_json, "", "also write the report, as JSON, to this file");
 ABSL_FLAG(bool, profile, false,
-          "after the measured runs, one more run of each kvjit engine (CPU) timing every "
+          "after the measured runs, --runs more runs of each kvjit engine (CPU) timing every "
           "instruction of its step program: per instruction and per op kind, ms per step, MB of "
           "weights, activations and KV cache touched, MFLOP, GB/s and GFLOP/s against the "
           "machine's measured read bandwidth and f32 FMA peak; a table on stdout and each "
@@ -295,7 +295,8 @@ absl::Status AddMachineAndProfiles(const std::vector<EngineProfile>& profiles,
   if (profiles.empty()) return absl::OkStatus();
   const PeakCompute peak = MeasurePeakCompute(machine.bandwidth_threads);
   KVJIT_ASSIGN_OR_RETURN(std::vector<nlohmann::json> reports,
-                         ReportProfiles(profiles, machine, peak, absl::GetFlag(FLAGS_trace)));
+                         ReportProfiles(profiles, machine, peak, absl::GetFlag(FLAGS_runs),
+                                        absl::GetFlag(FLAGS_trace)));
   for (size_t i = 0; i < reports.size(); ++i) report["engines"][i]["profile"] = reports[i];
   report["machine"]["peak_gflop_s"] = peak.gflop_s;
   report["machine"]["peak_source"] = peak.source;
@@ -403,15 +404,17 @@ absl::Status RunBatchOne(const std::string& model) {
   for (const std::unique_ptr<KvjitBatchOne>& bench : benches) {
     memory.push_back(MemoryReportToJson(MeasureMemory(*bench->executable, *bench->runner, 0)));
   }
-  // One more run of each engine, timed instruction by instruction, so that
-  // the clock reads stay out of the measured runs.
+  // Runs of their own, timed instruction by instruction, so that the clock
+  // reads stay out of the measured runs.
   std::vector<EngineProfile> profiles;
   if (Profiling()) {
     for (size_t i = 0; i < benches.size(); ++i) {
       KvjitBatchOne& bench = *benches[i];
       auto profiler = std::make_unique<runtime::StepProfiler>(bench.executable->root());
       KVJIT_RETURN_IF_ERROR(bench.runner->SetObserver(profiler.get()));
-      KVJIT_RETURN_IF_ERROR(bench.MeasureOnce().status());
+      for (int run = 0; run < absl::GetFlag(FLAGS_runs); ++run) {
+        KVJIT_RETURN_IF_ERROR(bench.MeasureOnce().status());
+      }
       KVJIT_RETURN_IF_ERROR(bench.runner->SetObserver(nullptr));
       profiles.push_back({executables[i].first, std::move(profiler)});
     }
@@ -525,7 +528,9 @@ absl::Status RunLoad(const std::string& model) {
       LoadRunOptions profiled = options;
       profiled.device = DeviceFromFlags(*loaded[i]);
       profiled.observer = profiler.get();
-      KVJIT_RETURN_IF_ERROR(RunKvjitLoad(*loaded[i], requests, profiled).status());
+      for (int run = 0; run < absl::GetFlag(FLAGS_runs); ++run) {
+        KVJIT_RETURN_IF_ERROR(RunKvjitLoad(*loaded[i], requests, profiled).status());
+      }
       profiles.push_back({executables[i].first, std::move(profiler)});
     }
   }

@@ -18,14 +18,14 @@ struct EngineProfile {
   std::unique_ptr<runtime::StepProfiler> profiler;
 };
 
-// Prints each engine's profile tables to stdout (by op kind, then by
+// Prints each engine's profile tables (of `runs` profiled runs) to stdout (by op kind, then by
 // instruction), against the machine's measured read bandwidth and `peak`;
 // writes the engines' last prefill and decode steps to `trace_path` as a
 // Chrome/Perfetto trace (one process per engine) unless it is empty; and
 // returns each engine's profile as the report's JSON.
 absl::StatusOr<std::vector<nlohmann::json>> ReportProfiles(const std::vector<EngineProfile>& profiles,
                                                            const MachineInfo& machine,
-                                                           const PeakCompute& peak,
+                                                           const PeakCompute& peak, int runs,
                                                            const std::string& trace_path);
 
 }  // namespace kvjit::cli
