@@ -9,9 +9,9 @@ namespace kvjit::runtime {
 struct StepInputs;
 
 // Watches a runner execute its step program, instruction by instruction (a
-// profiler). A runner without an observer pays one null check per
-// instruction; with one, it reads the clock around each instruction and
-// calls these on the thread that runs the step.
+// profiler). A runner without an observer pays one null check per step;
+// with one, it reads the clock around each instruction and calls these on
+// the thread that runs the step.
 class StepObserver {
  public:
   using Clock = std::chrono::steady_clock;
