@@ -122,9 +122,9 @@ std::string FormatProfile(const std::vector<PhaseSummary>& phases, const Machine
     for (const ProfileRow& row : phase.ops) AppendRow(text, row.name, row, peaks);
     AppendRow(text, phase.total.name, phase.total, peaks);
     if (!per_instruction) continue;
-    AppendHeader(text, "#  instruction");
+    AppendHeader(text, "#   instruction");
     for (size_t i = 0; i < phase.instructions.size(); ++i) {
-      AppendRow(text, absl::StrFormat("%-3d%s", i, phase.instructions[i].name),
+      AppendRow(text, absl::StrFormat("%-4d%s", i, phase.instructions[i].name),
                 phase.instructions[i], peaks);
     }
   }

@@ -120,7 +120,7 @@ TEST_F(StepProfilerTest, SummarizesPerStepByInstructionAndOpKind) {
   const std::string table = FormatProfile(phases, peaks, /*per_instruction=*/true);
   EXPECT_NE(table.find("decode: 2 steps of 2.0 tokens"), std::string::npos)
       << table;
-  EXPECT_NE(table.find("1  Linear blk.0.attn_q.weight"), std::string::npos) << table;
+  EXPECT_NE(table.find("1   Linear blk.0.attn_q.weight"), std::string::npos) << table;
   const nlohmann::json json = ProfileToJson(phases, peaks);
   EXPECT_EQ(json["phases"]["decode"]["ops"][0]["name"], "Linear");
   EXPECT_EQ(json["phases"]["decode"]["instructions"][1]["index"], 1);
