@@ -288,9 +288,10 @@ absl::Status CheckLlamaCppComparable(const std::string& model) {
 
 bool Profiling() { return absl::GetFlag(FLAGS_profile) || !absl::GetFlag(FLAGS_trace).empty(); }
 
-// The machine the report records and, when profiling, the profiles printed
-// and added to the report (engine i of `profiles` is report engine i).
-absl::Status AddMachineAndProfiles(const std::vector<EngineProfile>& profiles,
+// Prints the profiles and adds them to the report (engine i of `profiles` is
+// report engine i), with the peak they are set against in its machine; no
+// profiles, nothing.
+absl::Status AddProfiles(const std::vector<EngineProfile>& profiles,
                                    const MachineInfo& machine, nlohmann::json& report) {
   if (profiles.empty()) return absl::OkStatus();
   const PeakCompute peak = MeasurePeakCompute(machine.bandwidth_threads);
@@ -426,7 +427,7 @@ absl::Status RunBatchOne(const std::string& model) {
   report["prompt_tokens"] = absl::GetFlag(FLAGS_prompt_tokens);
   report["gen_tokens"] = absl::GetFlag(FLAGS_gen_tokens);
   PrintRatios(report, summaries, ratio_keys);
-  KVJIT_RETURN_IF_ERROR(AddMachineAndProfiles(profiles, machine, report));
+  KVJIT_RETURN_IF_ERROR(AddProfiles(profiles, machine, report));
   return WriteReport(report);
 }
 
@@ -538,7 +539,7 @@ absl::Status RunLoad(const std::string& model) {
   const std::vector<std::string> ratio_keys = {"output_tokens_per_s"};
   nlohmann::json report = Report("load", model, machine, summaries, measurements, ratio_keys);
   PrintRatios(report, summaries, ratio_keys);
-  KVJIT_RETURN_IF_ERROR(AddMachineAndProfiles(profiles, machine, report));
+  KVJIT_RETURN_IF_ERROR(AddProfiles(profiles, machine, report));
   return WriteReport(report);
 }
 
