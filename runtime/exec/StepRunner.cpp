@@ -332,6 +332,11 @@ absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const S
                                                " has no CPU kernel"));
 }
 
+absl::Status CpuStepRunner::SetObserver(StepObserver* observer) {
+  observer_ = observer;
+  return absl::OkStatus();
+}
+
 absl::Status CpuStepRunner::CopyBlock(int64_t source, int64_t destination) {
   if (source < 0 || source >= num_blocks_ || destination < 0 || destination >= num_blocks_) {
     return absl::OutOfRangeError(absl::StrCat("copying KV block ", source, " to ", destination,
@@ -376,14 +381,24 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
     }
   }
   const auto& instructions = *executable_.program().instructions();
-  for (size_t i = 0; i < instructions.size(); ++i) {
+  auto execute = [&](size_t i) -> absl::Status {
     absl::Status status = Execute(*instructions[i], inputs, sizes);
-    if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat(executable_.path(), ": instruction ", i, " (",
-                                       kvx::EnumNameOpCode(instructions[i]->op()),
-                                       "): ", status.message()));
+    if (status.ok()) return status;
+    return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",
+                                                    kvx::EnumNameOpCode(instructions[i]->op()),
+                                                    "): ", status.message()));
+  };
+  // Unobserved, the loop reads no clock and checks for no observer.
+  if (observer_ == nullptr) {
+    for (size_t i = 0; i < instructions.size(); ++i) KVJIT_RETURN_IF_ERROR(execute(i));
+  } else {
+    observer_->StepBegan(inputs);
+    for (size_t i = 0; i < instructions.size(); ++i) {
+      const StepObserver::Clock::time_point start = StepObserver::Clock::now();
+      KVJIT_RETURN_IF_ERROR(execute(i));
+      observer_->InstructionRan(i, start, StepObserver::Clock::now());
     }
+    observer_->StepEnded();
   }
   KVJIT_ASSIGN_OR_RETURN(float* logits, Floats(*executable_.program().logits()));
   return absl::Span<const float>(logits, sizes.logits_rows * vocab_size_);

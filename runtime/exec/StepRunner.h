@@ -13,6 +13,7 @@
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/core/PageBuffer.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/exec/StepObserver.h"
 
 namespace kvjit::runtime {
 
@@ -66,6 +67,14 @@ class StepRunner {
 
   // Runs one step; the logits [L, vocab] stay valid until the next call.
   virtual absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) = 0;
+
+  // Reports the steps run from now on to `observer` (not owned; null stops
+  // reporting). A backend that cannot time its instructions says so.
+  virtual absl::Status SetObserver(StepObserver* observer) {
+    if (observer == nullptr) return absl::OkStatus();
+    return absl::UnimplementedError(
+        "this backend does not time its steps' instructions; the CPU backend does (--device cpu)");
+  }
 };
 
 // Runs an executable's step program on the CPU: one activation arena sized by
@@ -83,6 +92,7 @@ class CpuStepRunner final : public StepRunner {
   absl::Status CopyBlock(int64_t source, int64_t destination) override;
   absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) override;
   RunnerMemory Memory() const override;
+  absl::Status SetObserver(StepObserver* observer) override;
 
  private:
   CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads);
@@ -104,6 +114,7 @@ class CpuStepRunner final : public StepRunner {
   PageBuffer kv_pool_;
   // Weights read as f32 vectors (norm weights, biases), dequantized once.
   std::map<uint32_t, std::vector<float>> vector_weights_;
+  StepObserver* observer_ = nullptr;
 };
 
 }  // namespace kvjit::runtime

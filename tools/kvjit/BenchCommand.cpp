@@ -28,6 +28,8 @@
 #include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/profile/StepProfiler.h"
+#include "tools/kvjit/BenchProfile.h"
 #include "tools/kvjit/BenchStatistics.h"
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "runtime/tokenizer/ExecutableTokenizer.h"
@@ -64,6 +66,15 @@ ABSL_FLAG(bool, prefix_caching, true,
 ABSL_FLAG(int64_t, kv_pool_blocks, 0,
           "KV blocks for a load run (0: enough for every sample of every request, unshared)");
 ABSL_FLAG(std::string, report_json, "", "also write the report, as JSON, to this file");
+ABSL_FLAG(bool, profile, false,
+          "after the measured runs, --runs more runs of each kvjit engine (CPU) timing every "
+          "instruction of its step program: per instruction and per op kind, ms per step, MB of "
+          "weights, activations and KV cache touched, MFLOP, GB/s and GFLOP/s against the "
+          "machine's measured read bandwidth and f32 FMA peak; a table on stdout and each "
+          "engine's \"profile\" in the report");
+ABSL_FLAG(std::string, trace, "",
+          "write the profiled run's last prefill and decode step to this file as a Chrome/Perfetto "
+          "trace (Trace Event JSON; open in ui.perfetto.dev); implies --profile");
 ABSL_FLAG(std::string, llamacpp_python, "",
           "a python with llama-cpp-python, built natively for this CPU (tools/scripts/"
           "reference_env.sh native prints one); empty: kvjit alone");
@@ -194,7 +205,7 @@ std::vector<std::pair<std::string, Summary>> SummarizeByEngine(
 // The report every mode writes: the machine, each engine's "settings" (as its
 // first run gives them) and summary, every run, and kvjit's ratios to llama.cpp of the
 // median of each figure in `ratio_keys`.
-nlohmann::json Report(const std::string& mode, const std::string& model,
+nlohmann::json Report(const std::string& mode, const std::string& model, const MachineInfo& machine,
                       const std::vector<std::pair<std::string, Summary>>& summaries,
                       const std::vector<nlohmann::json>& measurements,
                       const std::vector<std::string>& ratio_keys) {
@@ -219,7 +230,7 @@ nlohmann::json Report(const std::string& mode, const std::string& model,
                            {"model", model},
                            {"threads", absl::GetFlag(FLAGS_bench_threads)},
                            {"runs", absl::GetFlag(FLAGS_runs)},
-                           {"machine", MachineInfoToJson(DescribeMachine(absl::GetFlag(FLAGS_bench_threads)))},
+                           {"machine", MachineInfoToJson(machine)},
                            {"engines", engines},
                            {"measurements", measurements}};
   const auto llama = std::find_if(summaries.begin(), summaries.end(),
@@ -272,6 +283,24 @@ absl::Status CheckLlamaCppComparable(const std::string& model) {
   if (!absl::GetFlag(FLAGS_llamacpp_python).empty() && absl::EndsWith(model, ".kvx")) {
     return absl::InvalidArgumentError("comparing with llama.cpp needs the GGUF, not a .kvx");
   }
+  return absl::OkStatus();
+}
+
+bool Profiling() { return absl::GetFlag(FLAGS_profile) || !absl::GetFlag(FLAGS_trace).empty(); }
+
+// Prints the profiles and adds them to the report (engine i of `profiles` is
+// report engine i), with the peak they are set against in its machine; no
+// profiles, nothing.
+absl::Status AddProfiles(const std::vector<EngineProfile>& profiles,
+                                   const MachineInfo& machine, nlohmann::json& report) {
+  if (profiles.empty()) return absl::OkStatus();
+  const PeakCompute peak = MeasurePeakCompute(machine.bandwidth_threads);
+  KVJIT_ASSIGN_OR_RETURN(std::vector<nlohmann::json> reports,
+                         ReportProfiles(profiles, machine, peak, absl::GetFlag(FLAGS_runs),
+                                        absl::GetFlag(FLAGS_trace)));
+  for (size_t i = 0; i < reports.size(); ++i) report["engines"][i]["profile"] = reports[i];
+  report["machine"]["peak_gflop_s"] = peak.gflop_s;
+  report["machine"]["peak_source"] = peak.source;
   return absl::OkStatus();
 }
 
@@ -376,12 +405,29 @@ absl::Status RunBatchOne(const std::string& model) {
   for (const std::unique_ptr<KvjitBatchOne>& bench : benches) {
     memory.push_back(MemoryReportToJson(MeasureMemory(*bench->executable, *bench->runner, 0)));
   }
+  // Runs of their own, timed instruction by instruction, so that the clock
+  // reads stay out of the measured runs.
+  std::vector<EngineProfile> profiles;
+  if (Profiling()) {
+    for (size_t i = 0; i < benches.size(); ++i) {
+      KvjitBatchOne& bench = *benches[i];
+      auto profiler = std::make_unique<runtime::StepProfiler>(bench.executable->root());
+      KVJIT_RETURN_IF_ERROR(bench.runner->SetObserver(profiler.get()));
+      for (int run = 0; run < absl::GetFlag(FLAGS_runs); ++run) {
+        KVJIT_RETURN_IF_ERROR(bench.MeasureOnce().status());
+      }
+      KVJIT_RETURN_IF_ERROR(bench.runner->SetObserver(nullptr));
+      profiles.push_back({executables[i].first, std::move(profiler)});
+    }
+  }
+  const MachineInfo machine = DescribeMachine(absl::GetFlag(FLAGS_bench_threads));
   const std::vector<std::string> ratio_keys = {"prefill_tokens_per_s", "decode_tokens_per_s"};
-  nlohmann::json report = Report("batch1", model, summaries, measurements, ratio_keys);
+  nlohmann::json report = Report("batch1", model, machine, summaries, measurements, ratio_keys);
   for (size_t i = 0; i < memory.size(); ++i) report["engines"][i]["memory"] = memory[i];
   report["prompt_tokens"] = absl::GetFlag(FLAGS_prompt_tokens);
   report["gen_tokens"] = absl::GetFlag(FLAGS_gen_tokens);
   PrintRatios(report, summaries, ratio_keys);
+  KVJIT_RETURN_IF_ERROR(AddProfiles(profiles, machine, report));
   return WriteReport(report);
 }
 
@@ -476,9 +522,24 @@ absl::Status RunLoad(const std::string& model) {
   const auto summaries = SummarizeByEngine(contenders, measurements);
   std::printf("%d runs of each engine, interleaved; median (min-max)\n", absl::GetFlag(FLAGS_runs));
   PrintLoadTable(summaries);
+  std::vector<EngineProfile> profiles;
+  if (Profiling()) {
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      auto profiler = std::make_unique<runtime::StepProfiler>(loaded[i]->root());
+      LoadRunOptions profiled = options;
+      profiled.device = DeviceFromFlags(*loaded[i]);
+      profiled.observer = profiler.get();
+      for (int run = 0; run < absl::GetFlag(FLAGS_runs); ++run) {
+        KVJIT_RETURN_IF_ERROR(RunKvjitLoad(*loaded[i], requests, profiled).status());
+      }
+      profiles.push_back({executables[i].first, std::move(profiler)});
+    }
+  }
+  const MachineInfo machine = DescribeMachine(absl::GetFlag(FLAGS_bench_threads));
   const std::vector<std::string> ratio_keys = {"output_tokens_per_s"};
-  nlohmann::json report = Report("load", model, summaries, measurements, ratio_keys);
+  nlohmann::json report = Report("load", model, machine, summaries, measurements, ratio_keys);
   PrintRatios(report, summaries, ratio_keys);
+  KVJIT_RETURN_IF_ERROR(AddProfiles(profiles, machine, report));
   return WriteReport(report);
 }
 
@@ -501,7 +562,7 @@ Subcommand BenchCommand() {
           "requests, beside llama.cpp",
           "MODEL_OR_KVX [--prompt_tokens P] [--gen_tokens G] [--runs R] [--bench_cache_dtypes "
           "f32,f16] [--llamacpp_python PY] [--requests N | --requests_json FILE] [--samples S] "
-          "[--max_batch_tokens B] [--report_json FILE]",
+          "[--max_batch_tokens B] [--report_json FILE] [--profile] [--trace FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
           {"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"}};
 }

@@ -122,6 +122,7 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
                          runtime::CreateStepRunner(executable, blocks, options.threads,
                                                    options.device));
+  KVJIT_RETURN_IF_ERROR(runner->SetObserver(options.observer));
   runtime::BatchSchedulerOptions scheduler_options;
   scheduler_options.max_batch_tokens = std::min(options.max_batch_tokens, runner->max_tokens_per_step());
   scheduler_options.context_length = executable.config().context_length();

@@ -9,6 +9,7 @@
 #include "runtime/tokenizer/Tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "runtime/exec/Executable.h"
+#include "runtime/exec/StepObserver.h"
 #include "tools/kvjit/BenchStatistics.h"
 
 namespace kvjit::cli {
@@ -48,6 +49,8 @@ struct LoadRunOptions {
   bool prefix_caching = true;
   // 0 samples greedily; above, each sample with its own seed.
   float temperature = 0;
+  // Watches every step of the run (a profiler); not owned, may be null.
+  runtime::StepObserver* observer = nullptr;
 };
 
 // Submits every request at once to a BatchScheduler over the executable

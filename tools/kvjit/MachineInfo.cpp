@@ -10,8 +10,13 @@
 #include <sstream>
 #include <thread>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace kvjit::cli {
@@ -73,6 +78,46 @@ double MeasureReadBandwidth(int threads) {
   return kBytes / seconds[seconds.size() / 2] / 1e9;
 }
 
+// Twelve chains: enough to cover an FMA's latency (4 cycles) on two ports.
+constexpr int kChains = 12;
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) float FmaChainsAvx512(int64_t iterations) {
+  __m512 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(0.001f * k);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iterations; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
+  }
+  for (int k = 1; k < kChains; ++k) acc[0] = _mm512_add_ps(acc[0], acc[k]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+
+__attribute__((target("avx2,fma"))) float FmaChainsAvx2(int64_t iterations) {
+  __m256 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(0.001f * k);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iterations; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+  }
+  for (int k = 1; k < kChains; ++k) acc[0] = _mm256_add_ps(acc[0], acc[k]);
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc[0]);
+  return lanes[0] + lanes[7];
+}
+#endif
+
+float MultiplyAddChainsScalar(int64_t iterations) {
+  float acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = 0.001f * k;
+  for (int64_t i = 0; i < iterations; ++i) {
+    for (int k = 0; k < kChains; ++k) acc[k] = acc[k] * 0.999999f + 1e-7f;
+  }
+  float sum = 0;
+  for (float value : acc) sum += value;
+  return sum;
+}
+
 std::string GitDescribe() {
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(
       popen("git describe --always --dirty --abbrev=12 2>/dev/null", "r"), pclose);
@@ -100,6 +145,46 @@ MachineInfo DescribeMachine(int threads) {
   machine.read_bandwidth_gb_s = MeasureReadBandwidth(machine.bandwidth_threads);
   machine.kvjit_commit = GitDescribe();
   return machine;
+}
+
+PeakCompute MeasurePeakCompute(int threads) {
+  threads = std::max(threads, 1);
+  float (*chains)(int64_t) = MultiplyAddChainsScalar;
+  int lanes = 1;
+  std::string isa = "scalar multiply-add";
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) {
+    chains = FmaChainsAvx512;
+    lanes = 16;
+    isa = "AVX-512 FMA";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    chains = FmaChainsAvx2;
+    lanes = 8;
+    isa = "AVX2 FMA";
+  }
+#endif
+  constexpr int64_t kIterations = 20'000'000;
+  std::vector<double> seconds;
+  float checksum = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<std::thread> workers;
+    std::vector<float> sums(threads);
+    const auto start = std::chrono::steady_clock::now();
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] { sums[t] = chains(kIterations); });
+    }
+    for (std::thread& worker : workers) worker.join();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    for (float sum : sums) checksum += sum;
+  }
+  asm volatile("" : : "x"(checksum));
+  std::sort(seconds.begin(), seconds.end());
+  const double flops = 2.0 * kChains * lanes * kIterations * threads;
+  PeakCompute peak;
+  peak.gflop_s = flops / seconds[seconds.size() / 2] / 1e9;
+  peak.source = absl::StrCat("f32 ", isa, ", ", threads, " threads x ", kChains,
+                             " independent chains, measured");
+  return peak;
 }
 
 nlohmann::json MachineInfoToJson(const MachineInfo& machine) {

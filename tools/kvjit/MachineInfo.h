@@ -24,6 +24,16 @@ MachineInfo DescribeMachine(int threads);
 
 nlohmann::json MachineInfoToJson(const MachineInfo& machine);
 
+// The f32 arithmetic rate the CPU reaches with `threads` threads, each
+// running twelve independent chains of the widest fused multiply-add it has
+// (AVX-512 or AVX2; scalar without either): the peak a kernel's GFLOP/s is
+// set against. About a fifth of a second.
+struct PeakCompute {
+  double gflop_s = 0;
+  std::string source;  // how it was measured, in words
+};
+PeakCompute MeasurePeakCompute(int threads);
+
 }  // namespace kvjit::cli
 
 #endif  // KVJIT_TOOLS_KVJIT_MACHINEINFO_H_

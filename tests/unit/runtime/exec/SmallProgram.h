@@ -1,0 +1,75 @@
+#ifndef KVJIT_TESTS_UNIT_RUNTIME_EXEC_SMALLPROGRAM_H_
+#define KVJIT_TESTS_UNIT_RUNTIME_EXEC_SMALLPROGRAM_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "flatbuffers/flatbuffers.h"
+#include "runtime/schema/kvx_generated.h"
+
+namespace kvjit::runtime::testing {
+
+// A step program of three instructions, for cost and profile tests:
+//   0 Embedding  token_embd.weight (F32 [100, 32]), tokens → arena [T, 32]
+//   1 Linear     arena [T, 32] × blk.0.attn_q.weight (Q4_1 [64, 32]) → arena [T, 64]
+//   2 KvAttention arena [T, 4, 16], positions, seq_starts, context_lens,
+//                block_tables → arena [T, 4, 16], over an f16 cache of 2 KV
+//                heads of 16.
+constexpr int64_t kHidden = 32, kOutFeatures = 64, kTableRows = 100;
+constexpr int64_t kHeads = 4, kKvHeads = 2, kHeadDim = 16;
+constexpr uint64_t kTableBytes = kTableRows * kHidden * 4;
+// Q4_1 blocks of 32 weights: an f16 scale, an f16 minimum and 16 bytes of nibbles.
+constexpr uint64_t kQ4_1WeightBytes = kOutFeatures * (kHidden / 32) * 20;
+
+inline std::vector<uint8_t> SmallProgram() {
+  flatbuffers::FlatBufferBuilder fbb;
+  using Dims = std::vector<kvx::Dim>;
+  const kvx::Dim tokens(kvx::DimKind::Tokens, 0), sequences(kvx::DimKind::Sequences, 0);
+  auto stat = [](int64_t size) { return kvx::Dim(kvx::DimKind::Static, size); };
+  auto arena = [&](uint64_t offset, const Dims& shape) {
+    return kvx::CreateTensorRefDirect(fbb, kvx::BufferKind::Arena, 0, offset, &shape);
+  };
+  auto input = [&](kvx::StepInput which, const Dims& shape) {
+    return kvx::CreateTensorRefDirect(fbb, kvx::BufferKind::Input, static_cast<uint32_t>(which), 0,
+                                      &shape);
+  };
+  auto weight = [&](uint32_t index) {
+    return kvx::CreateTensorRefDirect(fbb, kvx::BufferKind::Weight, index);
+  };
+  const std::vector<int64_t> table_shape = {kTableRows, kHidden};
+  const std::vector<int64_t> q_shape = {kOutFeatures, kHidden};
+  std::vector<flatbuffers::Offset<kvx::Weight>> weights = {
+      kvx::CreateWeightDirect(fbb, "token_embd.weight", kvx::StorageType::F32, &table_shape, 0, 0,
+                              kTableBytes),
+      kvx::CreateWeightDirect(fbb, "blk.0.attn_q.weight", kvx::StorageType::Q4_1, &q_shape, 0, 0,
+                              kQ4_1WeightBytes)};
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> embedding_in = {
+      weight(0), input(kvx::StepInput::Tokens, {tokens})};
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> embedding_out = {arena(0, {tokens, stat(kHidden)})};
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> linear_in = {arena(0, {tokens, stat(kHidden)}),
+                                                                weight(1)};
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> linear_out = {
+      arena(4096, {tokens, stat(kOutFeatures)})};
+  const Dims query = {tokens, stat(kHeads), stat(kHeadDim)};
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> attention_in = {
+      arena(4096, query),
+      input(kvx::StepInput::Positions, {tokens}),
+      input(kvx::StepInput::SeqStarts, {kvx::Dim(kvx::DimKind::SequencesPlusOne, 0)}),
+      input(kvx::StepInput::ContextLens, {sequences}),
+      input(kvx::StepInput::BlockTables, {sequences, kvx::Dim(kvx::DimKind::MaxBlocks, 0)})};
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> attention_out = {arena(0, query)};
+  std::vector<flatbuffers::Offset<kvx::Instruction>> instructions = {
+      kvx::CreateInstructionDirect(fbb, kvx::OpCode::Embedding, &embedding_in, &embedding_out),
+      kvx::CreateInstructionDirect(fbb, kvx::OpCode::Linear, &linear_in, &linear_out),
+      kvx::CreateInstructionDirect(fbb, kvx::OpCode::KvAttention, &attention_in, &attention_out,
+                                   0, 0.25f, /*layer=*/0)};
+  auto logits = arena(0, {kvx::Dim(kvx::DimKind::LogitsRows, 0), stat(kHidden)});
+  auto program = kvx::CreateProgramDirect(fbb, &instructions, logits);
+  auto kv_layout = kvx::CreateKvLayout(fbb, 1, kKvHeads, kHeadDim, 16, kvx::StorageType::F16);
+  fbb.Finish(kvx::CreateExecutable(fbb, 0, 0, 0, 0, 0, fbb.CreateVector(weights), kv_layout, program));
+  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+}  // namespace kvjit::runtime::testing
+
+#endif  // KVJIT_TESTS_UNIT_RUNTIME_EXEC_SMALLPROGRAM_H_
