@@ -16,6 +16,9 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "KVJIT_MODEL_DIR"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%shared", config.kvjit_shared_dir))
+# The source and build trees, for tests that run a document's commands.
+config.substitutions.append(("%kvjit_src_root", config.kvjit_source_dir))
+config.substitutions.append(("%kvjit_obj_root", config.kvjit_obj_root))
 # The pass plugin of the --load-pass-plugin tests (tests/passplugin).
 config.substitutions.append(("%count_ops_plugin", config.kvjit_count_ops_plugin))
 # The python lit runs under, for the tests' helper scripts.
