@@ -129,7 +129,9 @@ def PlanMemory : Pass<"plan-memory", "::mlir::ModuleOp"> {
     **Activation arena.** Every tensor result of an op directly in the
     function body gets a byte offset in one arena. Block arguments are the
     step's inputs and `tfm.weight` and constant results are model data, so
-    none of them take arena space. A value's size is its element count times
+    none of them take arena space; nor does a `tfm.slice_columns`, a view
+    that codegen reads in place, whose uses keep the value it views alive
+    instead. A value's size is its element count times
     its element bytes, with every dynamic dimension bounded by
     `max-tokens-per-step` (T): `[T, hidden]` activations, `[L, vocab]`
     logits with L <= T, and the `[heads, T, T]` scores of unfused attention

@@ -7,6 +7,10 @@ namespace kvjit {
 
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options) {
   pm.addPass(createFuseAttention());
+  // Before the cache: the views of Q, K and V reach the reshapes that
+  // insert-kv-cache's kv.write and kv.attention read, and fuse-elementwise
+  // finds gate and up as views for its swiglu.
+  if (options.fuseProjections) pm.addPass(createFuseProjections());
   InsertKvCacheOptions cache;
   cache.blockSize = options.blockSize;
   cache.cacheElementType = options.cacheElementType;
@@ -21,7 +25,7 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
 void RegisterKvjitPipeline() {
   mlir::PassPipelineRegistration<KvjitPipelineOptions>(
       "kvjit-pipeline",
-      "fuse-attention, insert-kv-cache, fuse-elementwise and plan-memory, in that order",
+      "fuse-attention, fuse-projections, insert-kv-cache, fuse-elementwise and plan-memory, in that order",
       BuildKvjitPipeline);
 }
 

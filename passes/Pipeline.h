@@ -21,9 +21,14 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
   Option<int64_t> kvMemoryMib{*this, "kv-memory-mib",
                               llvm::cl::desc("memory for the paged KV pool, in MiB"),
                               llvm::cl::init(1024)};
+  Option<bool> fuseProjections{
+      *this, "fuse-projections",
+      llvm::cl::desc("fuse linears that read one input (Q, K, V; gate, up) into one"),
+      llvm::cl::init(true)};
 };
 
-// fuse-attention → insert-kv-cache → fuse-elementwise → plan-memory: from a
+// fuse-attention → fuse-projections (unless left out) → insert-kv-cache →
+// fuse-elementwise → plan-memory: from a
 // whole-sequence tfm function to a planned step function at the kernel level.
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options);
 
