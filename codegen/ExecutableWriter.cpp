@@ -1,6 +1,7 @@
 #include "codegen/ExecutableWriter.h"
 
 
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -200,7 +201,42 @@ struct TensorInfo {
   uint64_t offset;
   std::vector<kvx::Dim> shape;
   kvx::DimKind row_kind = kvx::DimKind::Static;
+  // Non-zero for a column view: floats from one row's start to the next.
+  uint64_t row_stride = 0;
   TensorRefOffset ref;
+};
+
+// The weights the compiler makes (fuse-projections' concatenations), laid
+// out as their sidecar file: each at a 64-byte aligned offset, so that an
+// f32 weight is read in place with aligned vector loads.
+class Sidecar {
+ public:
+  static constexpr uint64_t kAlignment = 64;
+
+  uint64_t Append(const std::vector<uint8_t>& weight) {
+    bytes_.resize((bytes_.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
+    const uint64_t offset = bytes_.size();
+    bytes_.insert(bytes_.end(), weight.begin(), weight.end());
+    return offset;
+  }
+  bool empty() const { return bytes_.empty(); }
+
+  // Writes the file, named by its checksum, unless one of its size is
+  // already there: compiles of one model share it, and a file is only ever
+  // replaced whole.
+  absl::StatusOr<WeightFileTable::File> Write(const std::string& directory) const {
+    const std::string path =
+        absl::StrCat(directory, "/", absl::Hex(runtime::Fnv1a64(bytes_), absl::kZeroPad16), ".kvw");
+    std::error_code error;
+    if (std::filesystem::file_size(path, error) != bytes_.size() || error) {
+      std::filesystem::create_directories(directory, error);
+      KVJIT_RETURN_IF_ERROR(WriteFileAtomically(path, bytes_));
+    }
+    return WeightFileTable::File{path, bytes_.size()};
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
 };
 
 // What an instruction carries besides its tensors.
@@ -214,8 +250,11 @@ struct Attributes {
 
 class ExecutableBuilder {
  public:
-  ExecutableBuilder(const model::ModelFile& model, WeightFileTable weight_files)
-      : model_(model), weight_files_(std::move(weight_files)) {}
+  ExecutableBuilder(const model::ModelFile& model, WeightFileTable weight_files,
+                    std::string sidecar_directory)
+      : model_(model),
+        weight_files_(std::move(weight_files)),
+        sidecar_directory_(std::move(sidecar_directory)) {}
 
   absl::StatusOr<flatbuffers::DetachedBuffer> Build(mlir::func::FuncOp step,
                                                     const tokenizer::Vocabulary& vocabulary,
@@ -223,11 +262,16 @@ class ExecutableBuilder {
                                                     const CudaSection* cuda) {
     KVJIT_RETURN_IF_ERROR(AddStepInputs(step));
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::Program> program, AddProgram(step));
+    std::vector<WeightFileTable::File> weight_files = weight_files_.files();
+    if (!sidecar_.empty()) {
+      KVJIT_ASSIGN_OR_RETURN(WeightFileTable::File file, sidecar_.Write(sidecar_directory_));
+      weight_files.push_back(std::move(file));
+    }
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::KvLayout> kv_layout, AddKvLayout(step));
     Offset<kvx::ModelConfig> config = AddModelConfig();
     Offset<kvx::Tokenizer> tokenizer = AddTokenizer(vocabulary, chat_template);
     std::vector<Offset<kvx::WeightFile>> files;
-    for (const WeightFileTable::File& file : weight_files_.files()) {
+    for (const WeightFileTable::File& file : weight_files) {
       files.push_back(kvx::CreateWeightFileDirect(fbb_, file.path.c_str(), file.size_bytes));
     }
     if (cuda != nullptr && cuda->module.instructions.size() != instructions_.size()) {
@@ -295,6 +339,10 @@ class ExecutableBuilder {
               absl::StrCat(Describe(&op), " returns ", ret.getNumOperands(),
                            " values; a step function returns the logits alone"));
         }
+        if (tensors_.count(ret.getOperand(0)) && tensors_.at(ret.getOperand(0)).row_stride != 0) {
+          return absl::UnimplementedError(
+              absl::StrCat(Describe(&op), " returns a column view; the logits are dense rows"));
+        }
         KVJIT_ASSIGN_OR_RETURN(logits, Ref(ret.getOperand(0), &op));
         continue;
       }
@@ -323,6 +371,7 @@ class ExecutableBuilder {
           if (linear.getBias()) inputs.push_back(linear.getBias());
           return Emit(op, kvx::OpCode::Linear, inputs, linear.getInput());
         })
+        .Case([&](tfm::SliceColumnsOp slice) { return AddView(slice); })
         .Case([&](tfm::ReshapeOp reshape) {
           return Emit(op, kvx::OpCode::Copy, {reshape.getInput()}, reshape.getInput());
         })
@@ -368,6 +417,13 @@ class ExecutableBuilder {
     for (mlir::Value input : inputs) {
       KVJIT_ASSIGN_OR_RETURN(TensorRefOffset ref, Ref(input, op));
       input_refs.push_back(ref);
+      const bool reads_views = opcode == kvx::OpCode::Copy || opcode == kvx::OpCode::SwiGlu ||
+                               opcode == kvx::OpCode::Elementwise;
+      if (!reads_views && tensors_.at(input).row_stride != 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            Describe(op), " reads a column view (tfm.slice_columns); only Copy, SwiGlu and "
+            "Elementwise instructions read views in place"));
+      }
     }
     const kvx::DimKind row_kind = tensors_.at(rows_from).row_kind;
     KVJIT_RETURN_IF_ERROR(AddResults(op, row_kind));
@@ -435,6 +491,29 @@ class ExecutableBuilder {
     return shape;
   }
 
+  // A column view of an arena tensor: no instruction, a reference into the
+  // viewed rows with their stride.
+  absl::Status AddView(tfm::SliceColumnsOp slice) {
+    mlir::Operation* op = slice.getOperation();
+    auto source = tensors_.find(slice.getInput());
+    if (source == tensors_.end() || source->second.kind != kvx::BufferKind::Arena) {
+      return absl::UnimplementedError(
+          absl::StrCat(Describe(op), " views a value that is not an activation in the arena"));
+    }
+    const TensorInfo& viewed = source->second;
+    auto input_type = mlir::cast<mlir::RankedTensorType>(slice.getInput().getType());
+    auto type = mlir::cast<mlir::RankedTensorType>(slice.getType());
+    TensorInfo info(kvx::BufferKind::Arena, 0,
+                    viewed.offset + static_cast<uint64_t>(slice.getOffset()) * sizeof(float));
+    KVJIT_ASSIGN_OR_RETURN(info.shape, StepShape(op, type, viewed.row_kind));
+    info.row_kind = viewed.row_kind;
+    info.row_stride = viewed.row_stride != 0 ? viewed.row_stride
+                                             : static_cast<uint64_t>(input_type.getDimSize(1));
+    info.ref = CreateRef(info);
+    tensors_.try_emplace(slice.getResult(), std::move(info));
+    return absl::OkStatus();
+  }
+
   absl::Status AddWeight(tfm::WeightOp weight) {
     auto param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(weight,
                                                                         weight.getParamAttr());
@@ -454,7 +533,8 @@ class ExecutableBuilder {
     return absl::OkStatus();
   }
 
-  absl::Status AddWeightEntry(tfm::ParamOp param) {
+  // The model's weight `param` declares, checked against the declaration.
+  absl::StatusOr<const model::WeightInfo*> ModelWeight(tfm::ParamOp param) {
     const std::string name = param.getSymName().str();
     const model::WeightInfo* weight = model_.weights->Find(name);
     if (weight == nullptr) {
@@ -462,13 +542,13 @@ class ExecutableBuilder {
                                               "', which the program reads, is not in the model"));
     }
     auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
-    const std::string param_storage = tfm::stringifyStorageType(param.getStorage()).str();
     if (type.getShape() != llvm::ArrayRef<int64_t>(weight->shape) ||
         tfm::ToQuantStorage(param.getStorage()) != weight->storage) {
       return absl::InvalidArgumentError(absl::StrCat(
           model_.weights->origin(), ": tensor '", name, "' is ",
           std::string(quant::StorageTypeName(weight->storage)), " of ", weight->shape.size(),
-          " dims in the model but the IR declares ", Describe(type), " storage ", param_storage));
+          " dims in the model but the IR declares ", Describe(type), " storage ",
+          tfm::stringifyStorageType(param.getStorage()).str()));
     }
     absl::Span<const uint8_t> bytes = model_.weights->Bytes(*weight);
     if (bytes.size() != weight->size_bytes) {
@@ -476,6 +556,45 @@ class ExecutableBuilder {
                                               "' has ", bytes.size(), " bytes, not ",
                                               weight->size_bytes));
     }
+    return weight;
+  }
+
+  // A concatenation of the model's weights, rows after rows: a row of any
+  // storage type is whole blocks, so the parts' bytes one after the other
+  // are the concatenated matrix. Written to the sidecar.
+  absl::Status AddConcatenatedWeightEntry(tfm::ParamOp param) {
+    auto symbols = param->getParentOfType<mlir::ModuleOp>();
+    std::vector<uint8_t> bytes;
+    std::optional<quant::StorageType> storage;
+    for (mlir::FlatSymbolRefAttr name : param.getConcat()->getAsRange<mlir::FlatSymbolRefAttr>()) {
+      auto part = symbols.lookupSymbol<tfm::ParamOp>(name);
+      if (!part) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tfm.param @", param.getSymName().str(), " concatenates @", name.getValue().str(),
+            ", which no tfm.param declares"));
+      }
+      KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(part));
+      storage = weight->storage;
+      absl::Span<const uint8_t> part_bytes = model_.weights->Bytes(*weight);
+      bytes.insert(bytes.end(), part_bytes.begin(), part_bytes.end());
+    }
+    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+    const std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    const std::string name = param.getSymName().str();
+    const uint32_t sidecar_index = static_cast<uint32_t>(weight_files_.files().size());
+    const uint64_t checksum = runtime::Fnv1a64(bytes);
+    const uint64_t offset = sidecar_.Append(bytes);
+    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), runtime::ToKvxStorage(*storage),
+                                               &shape, sidecar_index, offset, bytes.size(),
+                                               checksum));
+    return absl::OkStatus();
+  }
+
+  absl::Status AddWeightEntry(tfm::ParamOp param) {
+    if (param.getConcat()) return AddConcatenatedWeightEntry(param);
+    const std::string name = param.getSymName().str();
+    KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(param));
+    absl::Span<const uint8_t> bytes = model_.weights->Bytes(*weight);
     KVJIT_ASSIGN_OR_RETURN(WeightFileTable::Location location, weight_files_.Locate(*weight));
     weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(),
                                                runtime::ToKvxStorage(weight->storage),
@@ -709,7 +828,8 @@ class ExecutableBuilder {
   }
 
   TensorRefOffset CreateRef(const TensorInfo& info) {
-    return kvx::CreateTensorRefDirect(fbb_, info.kind, info.index, info.offset, &info.shape);
+    return kvx::CreateTensorRefDirect(fbb_, info.kind, info.index, info.offset, &info.shape,
+                                      info.row_stride);
   }
 
   absl::StatusOr<Offset<kvx::KvLayout>> AddKvLayout(mlir::func::FuncOp step) {
@@ -793,6 +913,8 @@ class ExecutableBuilder {
 
   const model::ModelFile& model_;
   WeightFileTable weight_files_;
+  std::string sidecar_directory_;
+  Sidecar sidecar_;
   flatbuffers::FlatBufferBuilder fbb_;
   llvm::DenseMap<mlir::Value, TensorInfo> tensors_;
   absl::flat_hash_map<std::string, size_t> weight_index_;
@@ -856,8 +978,19 @@ absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
   KVJIT_RETURN_IF_ERROR(RequirePlan(step));
   KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
   KVJIT_ASSIGN_OR_RETURN(WeightFileTable weight_files, WeightFileTable::ForModel(model));
-  ExecutableBuilder builder(model, std::move(weight_files));
+  ExecutableBuilder builder(model, std::move(weight_files), CompiledWeightsDirectory());
   return builder.Build(step, vocabulary, chat_template, cuda);
+}
+
+std::string CompiledWeightsDirectory() {
+  if (const char* directory = std::getenv("KVJIT_WEIGHTS_DIR"); directory && *directory) {
+    return directory;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    return absl::StrCat(xdg, "/kvjit/weights");
+  }
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home && *home ? home : ".", "/.cache/kvjit/weights");
 }
 
 absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,

@@ -46,6 +46,12 @@ struct CudaSection {
 //     safetensors shard, referenced by absolute path and byte offset, with a
 //     64-bit FNV-1a checksum of their bytes. A model whose weights are not in
 //     such a file (an in-memory WeightSource) is a FailedPrecondition error.
+//   - A `tfm.param ... concat` (fuse-projections) is made here: its parts'
+//     bytes, one after the other, in a sidecar weight file (kvx.fbs says its
+//     layout) in CompiledWeightsDirectory(), the executable's last file.
+//   - A `tfm.slice_columns` emits nothing: its result is a reference into
+//     the viewed rows with their `row_stride`, which only Copy, SwiGlu and
+//     Elementwise may read (an Unimplemented error elsewhere).
 // The buffer carries the file identifier "KVJX" and passes
 // kvx::VerifyExecutableBuffer.
 //
@@ -55,6 +61,10 @@ absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
     const CudaSection* cuda = nullptr);
+
+// Where the sidecar weight files go: $KVJIT_WEIGHTS_DIR, else
+// $XDG_CACHE_HOME/kvjit/weights, else ~/.cache/kvjit/weights.
+std::string CompiledWeightsDirectory();
 
 // Writes `executable` to `path` through a temporary file beside it and a
 // rename, so that readers never see half a file; errors name the path.

@@ -16,8 +16,13 @@ bool NeedsArenaSpace(mlir::Value value) {
   auto result = mlir::dyn_cast<mlir::OpResult>(value);
   if (!result || !mlir::isa<mlir::TensorType>(value.getType())) return false;
   mlir::Operation* producer = result.getOwner();
-  return !mlir::isa<tfm::WeightOp>(producer) &&
+  return !mlir::isa<tfm::WeightOp, tfm::SliceColumnsOp>(producer) &&
          !producer->hasTrait<mlir::OpTrait::ConstantLike>();
+}
+
+mlir::Value ViewedValue(mlir::Value value) {
+  while (auto view = value.getDefiningOp<tfm::SliceColumnsOp>()) value = view.getInput();
+  return value;
 }
 
 std::optional<int64_t> BoundedTensorBytes(mlir::Type type, int64_t max_tokens) {
@@ -62,6 +67,9 @@ int64_t LastUsePosition(mlir::OpResult value, mlir::Block& body,
   for (mlir::OpOperand& use : value.getUses()) {
     mlir::Operation* user_in_body = body.findAncestorOpInBlock(*use.getOwner());
     last = std::max(last, positions.lookup(user_in_body));
+    if (auto view = mlir::dyn_cast<tfm::SliceColumnsOp>(use.getOwner())) {
+      last = std::max(last, LastUsePosition(view->getResult(0), body, positions));
+    }
   }
   return last;
 }

@@ -30,7 +30,13 @@ inline constexpr int64_t kNotInArena = -1;
 // Whether `value`, a result of an op in a function body, is an activation
 // the arena holds: a tensor that is neither a weight (`tfm.weight`) nor a
 // constant, which are model data, not per-step values.
+// A column view (`tfm.slice_columns`) is not: codegen reads it in place.
 bool NeedsArenaSpace(mlir::Value value);
+
+// The value whose bytes `value` reads: the viewed value of a column view
+// (through views of views), else `value` itself. A use of a view keeps the
+// bytes it views alive.
+mlir::Value ViewedValue(mlir::Value value);
 
 // The bytes a value of `type` takes with every dynamic dimension bounded by
 // `max_tokens`, before alignment; nullopt where `type` is not a ranked tensor

@@ -26,6 +26,36 @@ def FuseAttention : Pass<"fuse-attention", "::mlir::ModuleOp"> {
   let dependentDialects = ["::kvjit::tfm::TfmDialect"];
 }
 
+def FuseProjections : Pass<"fuse-projections", "::mlir::ModuleOp"> {
+  let summary = "Fuses linears that read one input (Q, K, V; gate, up) into one linear";
+  let description = [{
+    Horizontal fusion: within a block, the `tfm.linear`s that read the same
+    input value, with no bias, each over a `tfm.weight` that nothing else
+    reads, of a param that is itself no concatenation, become one linear
+    over a new param that concatenates their weights' rows
+    (`tfm.param ... concat [...]`), in program order. Each old result
+    becomes a `tfm.slice_columns` of the fused result: its columns, where
+    its own rows of the weight put them. Only weights of one storage type
+    are concatenated (a GGUF row is a whole number of blocks, so rows of one
+    type concatenate byte for byte); where the linears of one input have
+    several storage types, each type with two or more linears is fused
+    apart. The fused param is named by the parts' common prefix and the
+    rest of each name joined with `+`, placed after its last part.
+
+    One matrix product over the concatenated rows computes every output
+    element exactly as its own linear did (the same row times the same
+    input), so the numbers do not change. The input is read once, the step
+    has one kernel launch where it had two or three, and the matrix-vector
+    kernels of decode see one long row range to split over threads.
+
+    Left alone, without a diagnostic: linears of different inputs, a lone
+    linear of its storage type, a linear with a bias, and one whose weight
+    value has other readers or does not come straight from a `tfm.weight`
+    (a transposed or computed weight).
+  }];
+  let dependentDialects = ["::kvjit::tfm::TfmDialect"];
+}
+
 def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
   let summary = "Turns the whole-sequence function into a step function over a paged KV cache";
   let description = [{
@@ -99,7 +129,9 @@ def PlanMemory : Pass<"plan-memory", "::mlir::ModuleOp"> {
     **Activation arena.** Every tensor result of an op directly in the
     function body gets a byte offset in one arena. Block arguments are the
     step's inputs and `tfm.weight` and constant results are model data, so
-    none of them take arena space. A value's size is its element count times
+    none of them take arena space; nor does a `tfm.slice_columns`, a view
+    that codegen reads in place, whose uses keep the value it views alive
+    instead. A value's size is its element count times
     its element bytes, with every dynamic dimension bounded by
     `max-tokens-per-step` (T): `[T, hidden]` activations, `[L, vocab]`
     logits with L <= T, and the `[heads, T, T]` scores of unfused attention

@@ -17,6 +17,7 @@ namespace {
 
 constexpr KvjitStage kStages[] = {
     {"fuse-attention", true},
+    {"fuse-projections", false},
     {"insert-kv-cache", true},
     {"fuse-elementwise", false},
     {"plan-memory", true},
@@ -46,16 +47,12 @@ bool IsPlanned(mlir::ModuleOp module) {
 
 // Whether stage `index` left its mark on `module`.
 bool LeftItsMark(mlir::ModuleOp module, size_t index) {
-  switch (index) {
-    case 0:
-      return Contains<tfm::AttentionOp, kv::AttentionOp>(module);
-    case 1:
-      return static_cast<bool>(StepCache(module));
-    case 2:
-      return Contains<kernel::FusionOp>(module);
-    default:
-      return IsPlanned(module);
-  }
+  const llvm::StringRef pass = kStages[index].pass;
+  if (pass == "fuse-attention") return Contains<tfm::AttentionOp, kv::AttentionOp>(module);
+  if (pass == "fuse-projections") return Contains<tfm::SliceColumnsOp>(module);
+  if (pass == "insert-kv-cache") return static_cast<bool>(StepCache(module));
+  if (pass == "fuse-elementwise") return Contains<kernel::FusionOp>(module);
+  return IsPlanned(module);
 }
 
 // insert-kv-cache's block size as its pipeline element prints it
@@ -82,6 +79,10 @@ std::string StageOrder() {
 
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options) {
   pm.addPass(createFuseAttention());
+  // Before the cache: the views of Q, K and V reach the reshapes that
+  // insert-kv-cache's kv.write and kv.attention read, and fuse-elementwise
+  // finds gate and up as views for its swiglu.
+  if (options.fuseProjections) pm.addPass(createFuseProjections());
   InsertKvCacheOptions cache;
   cache.blockSize = options.blockSize;
   cache.cacheElementType = options.cacheElementType;
@@ -94,7 +95,9 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
 }
 
 std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
-  return "fuse-attention,insert-kv-cache{block-size=" + std::to_string(options.blockSize.getValue()) +
+  return std::string("fuse-attention,") +
+         (options.fuseProjections ? "fuse-projections," : "") +
+         "insert-kv-cache{block-size=" + std::to_string(options.blockSize.getValue()) +
          " cache-dtype=" + options.cacheElementType.getValue() +
          "},fuse-elementwise,plan-memory{max-tokens-per-step=" +
          std::to_string(options.maxTokensPerStep.getValue()) +
@@ -104,7 +107,7 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
 void RegisterKvjitPipeline() {
   mlir::PassPipelineRegistration<KvjitPipelineOptions>(
       "kvjit-pipeline",
-      "fuse-attention, insert-kv-cache, fuse-elementwise and plan-memory, in that order",
+      "fuse-attention, fuse-projections, insert-kv-cache, fuse-elementwise and plan-memory, in that order",
       BuildKvjitPipeline);
 }
 
@@ -164,7 +167,9 @@ mlir::FailureOr<PipelineForModule> ParsePipelineFor(mlir::ModuleOp module, llvm:
         result.skipped.push_back(kStages[*stage].pass);
         continue;
       }
-      if (*stage == 1) result.kv_block_size = BlockSizeOption(element);
+      if (llvm::StringRef(kStages[*stage].pass) == "insert-kv-cache") {
+        result.kv_block_size = BlockSizeOption(element);
+      }
     }
     if (mlir::failed(mlir::parsePassPipeline(element, pm, errors))) return mlir::failure();
   }

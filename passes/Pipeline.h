@@ -28,10 +28,15 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
   Option<int64_t> kvMemoryMib{*this, "kv-memory-mib",
                               llvm::cl::desc("memory for the paged KV pool, in MiB"),
                               llvm::cl::init(1024)};
+  Option<bool> fuseProjections{
+      *this, "fuse-projections",
+      llvm::cl::desc("fuse linears that read one input (Q, K, V; gate, up) into one"),
+      llvm::cl::init(true)};
 };
 
-// fuse-attention → insert-kv-cache → fuse-elementwise → plan-memory: from a
-// whole-sequence tfm function to a planned step function at the kernel level.
+// fuse-attention → fuse-projections (unless left out) → insert-kv-cache →
+// fuse-elementwise → plan-memory: from a whole-sequence tfm function to a
+// planned step function at the kernel level.
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options);
 
 // BuildKvjitPipeline's pipeline in MLIR's textual pass-pipeline syntax:
@@ -48,18 +53,18 @@ struct KvjitStage {
   bool required;
 };
 
-// fuse-attention, insert-kv-cache, fuse-elementwise (optional) and
-// plan-memory, in the order they must run.
+// fuse-attention, fuse-projections (optional), insert-kv-cache,
+// fuse-elementwise (optional) and plan-memory, in the order they must run.
 llvm::ArrayRef<KvjitStage> KvjitStages();
 
 // The kvjit passes `module` has been through, in stage order. Each is read
 // off what the pass leaves in the IR, so IR from `kvjit import`, written by
 // hand or printed by kvjit-opt is judged alike: a tfm.attention or
-// kv.attention (fuse-attention), a function with a !kv.cache argument
-// (insert-kv-cache), a kernel.fusion (fuse-elementwise), a function with
-// plan.arena_bytes (plan-memory). A stage before the last one found counts
-// as passed even where it left nothing (fuse-elementwise left out): it can
-// no longer run.
+// kv.attention (fuse-attention), a tfm.slice_columns (fuse-projections), a
+// function with a !kv.cache argument (insert-kv-cache), a kernel.fusion
+// (fuse-elementwise), a function with plan.arena_bytes (plan-memory). A
+// stage before the last one found counts as passed even where it left
+// nothing (an optional pass left out): it can no longer run.
 std::vector<std::string> PassesBehind(mlir::ModuleOp module);
 
 // The KV cache the module's step function reads; null before insert-kv-cache.

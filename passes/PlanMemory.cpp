@@ -67,7 +67,10 @@ mlir::FailureOr<std::vector<Activation>> CollectActivations(mlir::Block& body, i
   llvm::DenseMap<mlir::Value, int64_t> last_used_at;
   for (auto [position, op] : llvm::enumerate(body)) {
     op.walk([&, position = position](mlir::Operation* nested) {
-      for (mlir::Value operand : nested->getOperands()) last_used_at[operand] = position;
+      for (mlir::Value operand : nested->getOperands()) {
+        last_used_at[operand] = position;
+        last_used_at[ViewedValue(operand)] = position;
+      }
     });
   }
   std::vector<Activation> activations;

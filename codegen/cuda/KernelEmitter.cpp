@@ -95,8 +95,24 @@ absl::StatusOr<std::string> ElementLoad(const EmitContext& context, int input,
   const kvx::TensorRef& ref = *context.instruction.inputs()->Get(input);
   const std::string at = absl::StrCat("[", index, "]");
   switch (ref.kind()) {
-    case kvx::BufferKind::Arena:
-      return absl::StrCat(Buffer(input, "const float"), at);
+    case kvx::BufferKind::Arena: {
+      if (ref.row_stride() == 0) return absl::StrCat(Buffer(input, "const float"), at);
+      // A column view: element i of its dense order lies in row i / width,
+      // `row_stride` floats per row.
+      int64_t width = 1;
+      for (size_t d = 1; d < ref.shape()->size(); ++d) {
+        const kvx::Dim& dim = *ref.shape()->Get(d);
+        if (dim.kind() != kvx::DimKind::Static) {
+          return absl::UnimplementedError("a column view whose rows are not of a static width");
+        }
+        width *= dim.size();
+      }
+      if (ref.shape()->size() < 2 || width <= 0) {
+        return absl::UnimplementedError("a column view that is not rows of a static width");
+      }
+      return absl::StrCat(Buffer(input, "const float"), "[(", index, ") / ", width, " * ",
+                          ref.row_stride(), "ull + (", index, ") % ", width, "]");
+    }
     case kvx::BufferKind::Input:
       return absl::StrCat("static_cast<float>(", Buffer(input, "const int32_t"), at, ")");
     case kvx::BufferKind::Weight:

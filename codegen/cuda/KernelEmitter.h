@@ -64,8 +64,9 @@ SizeExpr StepTokens();
 std::string Buffer(int index, absl::string_view type);
 
 // A C++ expression loading element `index` of input `input` as a float:
-// arena and f32 weights directly, f16 and bf16 weights converted. Quantized
-// weights are an error (they are matrices, read by dequant_<type>).
+// arena and f32 weights directly (a column view through its row stride),
+// f16 and bf16 weights converted. Quantized weights are an error (they are
+// matrices, read by dequant_<type>).
 absl::StatusOr<std::string> ElementLoad(const EmitContext& context, int input,
                                         absl::string_view index);
 

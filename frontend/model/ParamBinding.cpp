@@ -36,12 +36,34 @@ absl::Status BindParams(mlir::ModuleOp module, const WeightSource& weights) {
         absl::StrCat(Where(param.getLoc()), "tfm.param @", name, " declares ",
                      Describe(param.getType()), " storage <",
                      tfm::stringifyStorageType(param.getStorage()).str(), ">");
+    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+    if (auto parts = param.getConcatAttr()) {
+      // fuse-projections' weight: its parts' rows, one after another.
+      int64_t rows = 0;
+      for (auto part : parts.getAsRange<mlir::FlatSymbolRefAttr>()) {
+        const WeightInfo* weight = weights.Find(part.getValue().str());
+        if (weight == nullptr || weight->shape.size() != 2 ||
+            weight->shape[1] != type.getShape().back() ||
+            tfm::ToQuantStorage(param.getStorage()) != weight->storage) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              declared, " as a concatenation of @", part.getValue().str(), ", but ",
+              weights.origin(),
+              weight == nullptr ? " has no weight of that name"
+                                : " stores that part with another shape or storage type"));
+        }
+        rows += weight->shape[0];
+      }
+      if (type.getRank() != 2 || type.getShape()[0] != rows) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(declared, ", but its parts in ", weights.origin(), " have ", rows, " rows"));
+      }
+      continue;
+    }
     const WeightInfo* weight = weights.Find(name);
     if (weight == nullptr) {
       return absl::NotFoundError(
           absl::StrCat(declared, ", but ", weights.origin(), " has no weight of that name"));
     }
-    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
     if (type.getShape() != llvm::ArrayRef<int64_t>(weight->shape) ||
         tfm::ToQuantStorage(param.getStorage()) != weight->storage) {
       return absl::InvalidArgumentError(absl::StrCat(

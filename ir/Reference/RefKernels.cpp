@@ -358,6 +358,40 @@ absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key
   return out;
 }
 
+absl::StatusOr<RefTensor> SliceColumns(const RefTensor& input, int64_t offset, int64_t size) {
+  if (absl::Status s = ExpectRank("slice_columns", "input", input, 2); !s.ok()) return s;
+  const int64_t rows = input.shape[0];
+  const int64_t width = input.shape[1];
+  if (offset < 0 || size < 1 || offset + size > width) {
+    return ShapeError("slice_columns", absl::StrCat("columns [", offset, ", ", offset + size,
+                                                    ") are not within ", width));
+  }
+  RefTensor out = RefTensor::Float({rows, size}, std::vector<float>(rows * size));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(input.values.begin() + r * width + offset, size, out.values.begin() + r * size);
+  }
+  return out;
+}
+
+absl::StatusOr<RefTensor> ConcatRows(const std::vector<const RefTensor*>& parts) {
+  if (parts.empty()) return ShapeError("concat", "there is nothing to concatenate");
+  int64_t rows = 0;
+  for (const RefTensor* part : parts) {
+    if (absl::Status s = ExpectRank("concat", "part", *part, 2); !s.ok()) return s;
+    if (part->shape[1] != parts.front()->shape[1]) {
+      return ShapeError("concat", absl::StrCat("rows of ", part->shape[1], " and of ",
+                                               parts.front()->shape[1], " elements"));
+    }
+    rows += part->shape[0];
+  }
+  RefTensor out = RefTensor::Float({rows, parts.front()->shape[1]}, {});
+  out.values.reserve(rows * parts.front()->shape[1]);
+  for (const RefTensor* part : parts) {
+    out.values.insert(out.values.end(), part->values.begin(), part->values.end());
+  }
+  return out;
+}
+
 absl::StatusOr<RefTensor> GatherRows(const RefTensor& input, const RefTensor& rows) {
   if (absl::Status s = ExpectRank("gather_rows", "input", input, 2); !s.ok()) return s;
   const int64_t width = input.shape[1];

@@ -51,6 +51,10 @@ RefTensor Gelu(const RefTensor& input, bool approximate_tanh);
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,
                                     const RefTensor& value, double scale, bool causal);
 absl::StatusOr<RefTensor> GatherRows(const RefTensor& input, const RefTensor& rows);
+// Columns [offset, offset + size) of each row of a [rows, features] tensor.
+absl::StatusOr<RefTensor> SliceColumns(const RefTensor& input, int64_t offset, int64_t size);
+// The rows of `parts`, matrices of one row length, one after the other.
+absl::StatusOr<RefTensor> ConcatRows(const std::vector<const RefTensor*>& parts);
 absl::StatusOr<RefTensor> Softmax(const RefTensor& input, int64_t axis);
 absl::StatusOr<RefTensor> CausalMask(const RefTensor& input);
 

@@ -9,6 +9,7 @@
 #include "ir/Tfm/TfmOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::reference {
@@ -36,7 +37,9 @@ RopeParams RopeParamsOf(tfm::RopeOp op) {
 // Runs one function body; values live in `env` until the function returns.
 class Interpreter {
  public:
-  Interpreter(WeightProvider& weights, RefKvCache* cache) : weights_(weights), cache_(cache) {}
+  Interpreter(WeightProvider& weights, RefKvCache* cache,
+              absl::node_hash_map<std::string, RefTensor>& concatenated)
+      : weights_(weights), cache_(cache), concatenated_(concatenated) {}
 
   absl::StatusOr<std::vector<RefTensor>> Run(mlir::func::FuncOp function,
                                              std::vector<RefTensor> arguments);
@@ -53,6 +56,10 @@ class Interpreter {
   const RefTensor* GetOptional(mlir::Value value) { return value ? &Get(value) : nullptr; }
   absl::Status CheckAgainstType(mlir::Operation* op, mlir::Type type, const RefTensor& tensor);
 
+  // The values of the param `weight` reads: the provider's, or for a
+  // concatenation, its parts' rows one after the other.
+  absl::StatusOr<const RefTensor*> LoadWeight(tfm::WeightOp weight);
+
   absl::StatusOr<RefKvCache*> Cache(mlir::Operation* op) {
     if (cache_ != nullptr) return cache_;
     return absl::FailedPreconditionError(absl::StrCat(OpName(op), " needs a KV cache"));
@@ -60,6 +67,7 @@ class Interpreter {
 
   WeightProvider& weights_;
   RefKvCache* cache_;
+  absl::node_hash_map<std::string, RefTensor>& concatenated_;
   // Node-based: references handed out by Get() stay valid while values are added.
   absl::node_hash_map<const void*, RefTensor> env_;
   // Values that are other tensors, not copies of them: weights (the
@@ -81,6 +89,29 @@ absl::Status Interpreter::CheckAgainstType(mlir::Operation* op, mlir::Type type,
   type.print(os);
   return absl::InvalidArgumentError(absl::StrCat(OpName(op), " produced ", tensor.ShapeString(),
                                                  ", which does not fit ", os.str()));
+}
+
+absl::StatusOr<const RefTensor*> Interpreter::LoadWeight(tfm::WeightOp weight) {
+  auto param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(weight,
+                                                                      weight.getParamAttr());
+  if (!param || !param.getConcat()) {
+    return weights_.Load(absl::string_view(weight.getParam().data(), weight.getParam().size()));
+  }
+  const std::string name = param.getSymName().str();
+  if (auto known = concatenated_.find(name); known != concatenated_.end()) return &known->second;
+  std::vector<const RefTensor*> parts;
+  for (mlir::FlatSymbolRefAttr part : param.getConcat()->getAsRange<mlir::FlatSymbolRefAttr>()) {
+    KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded,
+                           weights_.Load(absl::string_view(part.getValue().data(),
+                                                           part.getValue().size())));
+    parts.push_back(loaded);
+  }
+  absl::StatusOr<RefTensor> rows = ConcatRows(parts);
+  if (!rows.ok()) {
+    return absl::Status(rows.status().code(),
+                        absl::StrCat("weight @", name, ": ", rows.status().message()));
+  }
+  return &concatenated_.emplace(name, *std::move(rows)).first->second;
 }
 
 absl::StatusOr<RefTensor> Interpreter::Evaluate(mlir::Operation* op) {
@@ -130,6 +161,9 @@ absl::StatusOr<RefTensor> Interpreter::Evaluate(mlir::Operation* op) {
       .Case([&](tfm::AttentionOp a) {
         return Attention(Get(a.getQuery()), Get(a.getKey()), Get(a.getValue()),
                          a.getScale().convertToFloat(), a.getCausal());
+      })
+      .Case([&](tfm::SliceColumnsOp s) {
+        return SliceColumns(Get(s.getInput()), s.getOffset(), s.getSize());
       })
       .Case([&](tfm::GatherRowsOp g) { return GatherRows(Get(g.getInput()), Get(g.getRows())); })
       .Case([&](kv::AttentionOp a) -> Result {
@@ -190,9 +224,7 @@ absl::StatusOr<std::vector<RefTensor>> Interpreter::RunBlock(mlir::Block& block)
       continue;
     }
     if (auto weight = mlir::dyn_cast<tfm::WeightOp>(op)) {
-      KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded,
-                             weights_.Load(absl::string_view(weight.getParam().data(),
-                                                             weight.getParam().size())));
+      KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded, LoadWeight(weight));
       KVJIT_RETURN_IF_ERROR(CheckAgainstType(&op, weight.getResult().getType(), *loaded));
       aliases_[weight.getResult().getAsOpaquePointer()] = loaded;
       continue;
@@ -216,7 +248,7 @@ absl::StatusOr<std::vector<RefTensor>> ReferenceEvaluator::Run(absl::string_view
   if (!func || func.isExternal()) {
     return absl::NotFoundError(absl::StrCat("no function @", function, " to evaluate"));
   }
-  return Interpreter(weights_, cache_).Run(func, std::move(arguments));
+  return Interpreter(weights_, cache_, concatenated_).Run(func, std::move(arguments));
 }
 
 }  // namespace kvjit::reference

@@ -1,8 +1,10 @@
 #ifndef KVJIT_IR_REFERENCE_REFERENCEEVALUATOR_H_
 #define KVJIT_IR_REFERENCE_REFERENCEEVALUATOR_H_
 
+#include <string>
 #include <vector>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/Reference/RefKvCache.h"
@@ -42,6 +44,9 @@ class ReferenceEvaluator {
   mlir::ModuleOp module_;
   WeightProvider& weights_;
   RefKvCache* cache_ = nullptr;
+  // The compiler's concatenated weights (`tfm.param ... concat`), made once
+  // from their parts and kept, as the provider keeps the model's own.
+  absl::node_hash_map<std::string, RefTensor> concatenated_;
 };
 
 }  // namespace kvjit::reference

@@ -66,6 +66,36 @@ LogicalResult ParamOp::verify() {
   return mlir::success();
 }
 
+LogicalResult ParamOp::verifySymbolUses(mlir::SymbolTableCollection& symbols) {
+  if (!getConcat()) return mlir::success();
+  auto type = mlir::cast<RankedTensorType>(getType());
+  if (type.getRank() != 2) {
+    return emitOpError() << "weight @" << getSymName() << " concatenates rows, so it must be a "
+                         << "matrix, got " << type;
+  }
+  int64_t rows = 0;
+  for (mlir::FlatSymbolRefAttr name : getConcat()->getAsRange<mlir::FlatSymbolRefAttr>()) {
+    auto part = symbols.lookupNearestSymbolFrom<ParamOp>(*this, name);
+    if (!part) return emitOpError() << "concatenates " << name << ", which is no tfm.param";
+    if (part.getConcat()) {
+      return emitOpError() << "concatenates " << name << ", itself a concatenation";
+    }
+    auto part_type = mlir::cast<RankedTensorType>(part.getType());
+    if (part.getStorage() != getStorage() || part_type.getRank() != 2 ||
+        part_type.getDimSize(1) != type.getDimSize(1)) {
+      return emitOpError() << "concatenates " << name << " (" << part_type << " storage "
+                           << stringifyStorageType(part.getStorage()) << ") into rows of "
+                           << type.getDimSize(1) << " stored as "
+                           << stringifyStorageType(getStorage());
+    }
+    rows += part_type.getDimSize(0);
+  }
+  if (rows != type.getDimSize(0)) {
+    return emitOpError() << "has " << type.getDimSize(0) << " rows but its parts have " << rows;
+  }
+  return mlir::success();
+}
+
 LogicalResult WeightOp::verifySymbolUses(mlir::SymbolTableCollection& symbols) {
   auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
   if (!param) return emitOpError() << "refers to " << getParamAttr() << ", which is no tfm.param";
@@ -204,6 +234,20 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError() << "changes the element count: " << input << " cannot become " << result;
   }
   return mlir::success();
+}
+
+LogicalResult SliceColumnsOp::verify() {
+  RankedTensorType input = TensorTypeOf(getInput());
+  if (failed(VerifyRank(*this, "input", input, 2))) return mlir::failure();
+  const int64_t features = input.getDimSize(1);
+  const int64_t offset = getOffset();
+  const int64_t size = getSize();
+  if (ShapedType::isDynamic(features) || offset < 0 || size < 1 || offset + size > features) {
+    return emitOpError() << "columns [" << offset << ", " << offset + size
+                         << ") are not within the input's " << DimToString(features)
+                         << " features";
+  }
+  return VerifyResultShape(*this, TensorTypeOf(getResult()), {input.getDimSize(0), size});
 }
 
 LogicalResult GatherRowsOp::verify() {

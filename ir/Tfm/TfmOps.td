@@ -16,7 +16,8 @@ def Tfm_TokenIds : 1DTensorOf<[I32]>;
 // Weights
 //===----------------------------------------------------------------------===//
 
-def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "declares a weight of the model";
   let description = [{
     One weight, by its name in the model file. `type` is its logical shape
@@ -27,11 +28,31 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```mlir
     tfm.param @blk.0.attn_q.weight : tensor<64x64xf32> storage <q4_1>
     ```
+
+    With `concat`, the weight is not in the model file under its own name
+    but made by the compiler: the rows of the listed params, in order, one
+    after the other (`fuse-projections` writes them). They are matrices of
+    one storage type and one row length, and their row counts add up to
+    this one's. Block-quantized rows are independent, so the concatenation
+    is byte for byte the rows' own bytes.
+
+    ```mlir
+    tfm.param @blk.0.ffn_gate_up.weight : tensor<344x64xf32> storage <q4_1>
+        concat [@blk.0.ffn_gate.weight, @blk.0.ffn_up.weight]
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Tfm_Activation>:$type,
-                       Tfm_StorageTypeAttr:$storage);
-  let assemblyFormat = "$sym_name `:` $type `storage` $storage attr-dict";
+                       Tfm_StorageTypeAttr:$storage,
+                       OptionalAttr<FlatSymbolRefArrayAttr>:$concat);
+  let assemblyFormat = "$sym_name `:` $type `storage` $storage (`concat` $concat^)? attr-dict";
+  let builders = [
+    // A weight of the model file.
+    OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
+                   "::kvjit::tfm::StorageTypeAttr":$storage), [{
+      build($_builder, $_state, sym_name, type, storage, /*concat=*/nullptr);
+    }]>,
+  ];
   let hasVerifier = 1;
 }
 
@@ -137,6 +158,20 @@ def Tfm_ReshapeOp : Tfm_Op<"reshape", [Pure]> {
     the dynamic dimension carries over unchanged.
   }];
   let arguments = (ins Tfm_Activation:$input);
+  let results = (outs Tfm_Activation:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tfm_SliceColumnsOp : Tfm_Op<"slice_columns", [Pure]> {
+  let summary = "columns [offset, offset + size) of each row of a [rows, features] tensor";
+  let description = [{
+    `result[r, c] = input[r, offset + c]`. `fuse-projections` splits the
+    result of a fused linear back into its projections with it. Codegen
+    reads it in place, as a view of the wider rows (their stride stays the
+    input's row length), so a split copies nothing.
+  }];
+  let arguments = (ins Tfm_Activation:$input, I64Attr:$offset, I64Attr:$size);
   let results = (outs Tfm_Activation:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

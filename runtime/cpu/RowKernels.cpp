@@ -114,6 +114,23 @@ absl::Status SwiGlu(const float* gate, const float* up, float* out, int64_t n, T
   });
 }
 
+absl::Status SwiGluRows(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                        float* out, int64_t rows, int64_t width, ThreadPool& pool) {
+  // One row (decode) is contiguous whatever its stride: split its elements.
+  if (rows == 1) return SwiGlu(gate, up, out, width, pool);
+  KVJIT_RETURN_IF_ERROR(CheckShape("SwiGlu", rows, width));
+  KVJIT_RETURN_IF_ERROR(CheckPointers("SwiGlu", rows * width, {gate, up, out}));
+  pool.ParallelFor(rows, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* gate_row = gate + r * gate_stride;
+      const float* up_row = up + r * up_stride;
+      float* out_row = out + r * width;
+      SiluChunks(gate_row, 0, width, [&](int64_t i, float silu) { out_row[i] = silu * up_row[i]; });
+    }
+  });
+  return absl::OkStatus();
+}
+
 absl::Status Silu(const float* x, float* out, int64_t n, ThreadPool& pool) {
   return ElementRanges("Silu", n, {x, out}, pool, [&](int64_t begin, int64_t end) {
     SiluChunks(x, begin, end, [&](int64_t i, float silu) { out[i] = silu; });

@@ -34,6 +34,11 @@ absl::Status AddRmsNorm(float* residual, const float* delta, const float* weight
 
 // out = silu(gate) * up, silu(v) = v / (1 + FastExp(-v)).
 absl::Status SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool);
+// SwiGlu over `rows` rows of `width`, gate's and up's rows `gate_stride` and
+// `up_stride` floats apart (column views of wider rows), out's dense; the
+// same values as SwiGlu on dense rows.
+absl::Status SwiGluRows(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                        float* out, int64_t rows, int64_t width, ThreadPool& pool);
 absl::Status Silu(const float* x, float* out, int64_t n, ThreadPool& pool);
 absl::Status Add(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool);
 absl::Status Mul(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool);

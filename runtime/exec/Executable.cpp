@@ -280,6 +280,19 @@ absl::Status Executable::VerifyTensorRef(const kvx::TensorRef* ref, size_t instr
           return invalid("a dimension is negative or the size overflows");
         }
       }
+      if (ref->row_stride() != 0) {
+        // A view spans its rows at the stride, the last one only its own width.
+        const int64_t rows = ref->shape()->size() < 2 ? 0 : MaxExtent(*ref->shape()->Get(0), max_tokens);
+        const uint64_t row_bytes = rows > 0 ? bytes / static_cast<uint64_t>(rows) : 0;
+        uint64_t span = 0;
+        if (rows <= 0 || ref->row_stride() * sizeof(float) < row_bytes ||
+            __builtin_mul_overflow(static_cast<uint64_t>(rows - 1),
+                                   ref->row_stride() * sizeof(float), &span) ||
+            __builtin_add_overflow(span, row_bytes, &bytes)) {
+          return invalid("row stride ", ref->row_stride(),
+                         " does not view whole rows of a tensor of rank 2 or more");
+        }
+      }
       if (ref->offset() % sizeof(float) != 0) {
         return invalid("arena offset ", ref->offset(), " is not a multiple of 4");
       }
@@ -294,6 +307,7 @@ absl::Status Executable::VerifyTensorRef(const kvx::TensorRef* ref, size_t instr
       if (ref->index() >= weight_bytes_.size()) {
         return invalid("weight ", ref->index(), " of ", weight_bytes_.size());
       }
+      if (ref->row_stride() != 0) return invalid("a weight reference has a row stride");
       const kvx::Weight* weight = root_->weights()->Get(ref->index());
       if (weight->shape() == nullptr || weight->shape()->size() != ref->shape()->size()) {
         return invalid("weight '", weight->name()->str(), "' has another rank than its use");
@@ -307,6 +321,7 @@ absl::Status Executable::VerifyTensorRef(const kvx::TensorRef* ref, size_t instr
       return absl::OkStatus();
     }
     case kvx::BufferKind::Input:
+      if (ref->row_stride() != 0) return invalid("a step input reference has a row stride");
       if (ref->index() > static_cast<uint32_t>(kvx::StepInput::MAX)) {
         return invalid("unknown step input ", ref->index());
       }
@@ -329,14 +344,23 @@ absl::Status Executable::VerifyInstruction(const kvx::Instruction& instruction,
   if (inputs < arity.min_inputs || inputs > arity.max_inputs || outputs != arity.outputs) {
     return invalid(inputs, " inputs and ", outputs, " outputs do not fit the opcode");
   }
+  // The kernels that read a column view of wider rows in place.
+  const bool reads_views = instruction.op() == kvx::OpCode::Copy ||
+                           instruction.op() == kvx::OpCode::SwiGlu ||
+                           instruction.op() == kvx::OpCode::Elementwise;
   for (const kvx::TensorRef* ref : *instruction.inputs()) {
     KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, index, "input"));
     if (ref->shape()->size() == 0) return invalid("an input has rank 0");
+    if (ref->row_stride() != 0 && !reads_views) {
+      return invalid("an input is a column view (row_stride ", ref->row_stride(),
+                     "), which only Copy, SwiGlu and Elementwise read");
+    }
   }
   for (size_t i = 0; i < outputs; ++i) {
     const kvx::TensorRef* ref = instruction.outputs()->Get(i);
     KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, index, "output"));
     if (ref->kind() != kvx::BufferKind::Arena) return invalid("an output is not in the arena");
+    if (ref->row_stride() != 0) return invalid("an output is a column view; outputs are dense");
   }
   const kvx::TensorRef& first = *instruction.inputs()->Get(0);
   const auto& in = *instruction.inputs();
@@ -427,7 +451,7 @@ absl::Status Executable::VerifyProgram() const {
   const kvx::TensorRef* logits = program().logits();
   KVJIT_RETURN_IF_ERROR(VerifyTensorRef(logits, instructions.size(), "logits"));
   const auto& shape = *logits->shape();
-  if (logits->kind() != kvx::BufferKind::Arena || shape.size() != 2 ||
+  if (logits->kind() != kvx::BufferKind::Arena || shape.size() != 2 || logits->row_stride() != 0 ||
       shape.Get(0)->kind() != kvx::DimKind::LogitsRows ||
       shape.Get(1)->kind() != kvx::DimKind::Static ||
       shape.Get(1)->size() != config().vocab_size()) {

@@ -52,6 +52,12 @@ int64_t Extent(const kvx::Dim& dim, const StepSizes& sizes) {
   return DimExtent(dim.kind(), dim.size(), sizes);
 }
 
+// Floats from one row's start to the next: a column view's stride, else the
+// row's own width.
+int64_t RowStride(const kvx::TensorRef& ref, int64_t width) {
+  return ref.row_stride() != 0 ? static_cast<int64_t>(ref.row_stride()) : width;
+}
+
 }  // namespace
 
 CpuStepRunner::CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads)
@@ -187,8 +193,20 @@ absl::Status CpuStepRunner::ExecuteElementwise(const kvx::Instruction& instructi
   const kvx::TensorRef& out_ref = *instruction.outputs()->Get(0);
   const int64_t n = ElementCount(out_ref, sizes);
   std::vector<const float*> operands;
+  // Column views, gathered into dense rows for the element-wise kernels.
+  std::vector<std::vector<float>> gathered;
+  gathered.reserve(inputs.size());
   for (const kvx::TensorRef* ref : inputs) {
     KVJIT_ASSIGN_OR_RETURN(float* data, Floats(*ref));
+    if (ref->row_stride() != 0) {
+      const int64_t rows = Extent(*ref->shape()->Get(0), sizes);
+      const int64_t width = rows > 0 ? n / rows : 0;
+      std::vector<float>& dense = gathered.emplace_back(n);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(dense.data() + r * width, data + r * ref->row_stride(), width * sizeof(float));
+      }
+      data = dense.data();
+    }
     operands.push_back(data);
   }
   std::vector<std::vector<float>> steps(instruction.elementwise()->size(),
@@ -278,7 +296,13 @@ absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const S
       KVJIT_ASSIGN_OR_RETURN(float* gate, Floats(*in[0]));
       KVJIT_ASSIGN_OR_RETURN(float* up, Floats(*in[1]));
       KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
-      return cpu::SwiGlu(gate, up, out, ElementCount(*in[0], sizes), pool_);
+      if (in[0]->row_stride() == 0 && in[1]->row_stride() == 0) {
+        return cpu::SwiGlu(gate, up, out, ElementCount(*in[0], sizes), pool_);
+      }
+      const int64_t rows = Extent(*in[0]->shape()->Get(0), sizes);
+      const int64_t w = rows > 0 ? ElementCount(*in[0], sizes) / rows : 0;
+      return cpu::SwiGluRows(gate, RowStride(*in[0], w), up, RowStride(*in[1], w), out, rows, w,
+                             pool_);
     }
     case kvx::OpCode::Rope: {
       KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));
@@ -324,7 +348,16 @@ absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const S
     case kvx::OpCode::Copy: {
       KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));
       KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
-      if (out != x) std::memmove(out, x, ElementCount(*in[0], sizes) * sizeof(float));
+      const int64_t n = ElementCount(*in[0], sizes);
+      if (in[0]->row_stride() == 0) {
+        if (out != x) std::memmove(out, x, n * sizeof(float));
+        return absl::OkStatus();
+      }
+      const int64_t rows = Extent(*in[0]->shape()->Get(0), sizes);
+      const int64_t w = rows > 0 ? n / rows : 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(out + r * w, x + r * in[0]->row_stride(), w * sizeof(float));
+      }
       return absl::OkStatus();
     }
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/SchemaVersion.h"
 #include "tools/kvjit/CompilerCommands.h"
 
 namespace kvjit::cli {
@@ -24,11 +25,12 @@ std::filesystem::path CacheDirectory() {
 
 // Everything the executable depends on: the model's files as they are on
 // disk (path, size, modification time; for a Hugging Face directory, its
-// top-level files), the options and the compiler's version.
+// top-level files), the options, the compiler's version and the schema's (a
+// runtime refuses an executable of another schema).
 std::string CacheKey(const std::filesystem::path& model, const codegen::CompileOptions& options) {
   std::error_code error;
   std::string identity = absl::StrCat(std::filesystem::absolute(model, error).string(), "|",
-                                      KvjitVersion());
+                                      KvjitVersion(), "|schema ", kvx::kSchemaVersion);
   auto add_file = [&](const std::filesystem::path& file) {
     absl::StrAppend(&identity, "|", file.filename().string(), ":",
                     std::filesystem::file_size(file, error), ":",

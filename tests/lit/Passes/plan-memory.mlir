@@ -124,3 +124,26 @@ func.func @step(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf
 // CHECK-LABEL: func.func private @external
 // CHECK-NOT: plan.
 func.func private @external(%x: tensor<?x64xf32>) -> tensor<?x64xf32>
+
+// -----
+
+// Column views take no arena bytes and keep what they view alive: %fused
+// lives until %d reads its second view, so %c and %d cannot take its bytes;
+// only %e, after it, does.
+// CHECK-LABEL: func.func @views
+// CHECK-SAME: plan.arena_bytes = 2048 : i64
+// CHECK: %[[FUSED:.*]] = tfm.silu %{{.*}} {plan.offsets = array<i64: 0>}
+// CHECK: tfm.slice_columns %[[FUSED]] {offset = 0 : i64, plan.offsets = array<i64: -1>, size = 32 : i64}
+// CHECK: tfm.slice_columns %[[FUSED]] {offset = 32 : i64, plan.offsets = array<i64: -1>, size = 32 : i64}
+// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 1024>}
+// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 1536>}
+// CHECK: tfm.mul %{{.*}} {plan.offsets = array<i64: 0>}
+func.func @views(%x: tensor<4x64xf32>) -> tensor<4x32xf32> {
+  %fused = tfm.silu %x : tensor<4x64xf32>
+  %a = tfm.slice_columns %fused {offset = 0 : i64, size = 32 : i64} : (tensor<4x64xf32>) -> tensor<4x32xf32>
+  %b = tfm.slice_columns %fused {offset = 32 : i64, size = 32 : i64} : (tensor<4x64xf32>) -> tensor<4x32xf32>
+  %c = tfm.silu %a : tensor<4x32xf32>
+  %d = tfm.silu %b : tensor<4x32xf32>
+  %e = tfm.mul %c, %d : tensor<4x32xf32>
+  return %e : tensor<4x32xf32>
+}

@@ -22,6 +22,7 @@
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "gmock/gmock.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
@@ -50,24 +51,32 @@ constexpr int64_t kMaxTokens = 64;
 
 // One layer of a Llama-family step program after the pipeline: the first
 // op is the attention norm (rms_norm in layer 0, fused with the previous
-// layer's residual add after that).
-std::vector<OpCode> LayerOpcodes(bool first_layer) {
-  return {first_layer ? OpCode::RmsNorm : OpCode::AddRmsNorm,
-          OpCode::Linear, OpCode::Linear, OpCode::Linear,   // q, k, v
+// layer's residual add after that). fuse-projections makes q, k and v one
+// Linear (unless they have biases) and gate and up another, whose column
+// views the Copy and SwiGlu read.
+std::vector<OpCode> LayerOpcodes(bool first_layer, bool qkv_bias) {
+  std::vector<OpCode> opcodes = {first_layer ? OpCode::RmsNorm : OpCode::AddRmsNorm};
+  const std::vector<OpCode> projections =
+      qkv_bias ? std::vector<OpCode>{OpCode::Linear, OpCode::Linear, OpCode::Linear}
+               : std::vector<OpCode>{OpCode::Linear};
+  opcodes.insert(opcodes.end(), projections.begin(), projections.end());
+  const std::vector<OpCode> rest = {
           OpCode::Copy, OpCode::Rope,                       // q heads
           OpCode::Copy, OpCode::Rope,                       // k heads
           OpCode::Copy,                                     // v heads
           OpCode::KvWrite, OpCode::KvAttention,
           OpCode::Copy, OpCode::Linear,                     // attention output
           OpCode::AddRmsNorm,                               // residual + ffn norm
-          OpCode::Linear, OpCode::Linear, OpCode::SwiGlu,   // gate, up
+          OpCode::Linear, OpCode::SwiGlu,                   // gate and up
           OpCode::Linear};                                  // down
+  opcodes.insert(opcodes.end(), rest.begin(), rest.end());
+  return opcodes;
 }
 
-std::vector<OpCode> ProgramOpcodes(int64_t layers) {
+std::vector<OpCode> ProgramOpcodes(int64_t layers, bool qkv_bias) {
   std::vector<OpCode> opcodes = {OpCode::Embedding};
   for (int64_t layer = 0; layer < layers; ++layer) {
-    std::vector<OpCode> block = LayerOpcodes(layer == 0);
+    std::vector<OpCode> block = LayerOpcodes(layer == 0, qkv_bias);
     opcodes.insert(opcodes.end(), block.begin(), block.end());
   }
   // The last residual add, the logits rows, the final norm and projection.
@@ -121,7 +130,7 @@ void ExpectWellFormed(const kvx::Executable& executable, const model::ModelConfi
   for (const kvx::Instruction* instruction : *program->instructions()) {
     opcodes.push_back(instruction->op());
   }
-  EXPECT_THAT(opcodes, ElementsAreArray(ProgramOpcodes(config.num_layers)));
+  EXPECT_THAT(opcodes, ElementsAreArray(ProgramOpcodes(config.num_layers, config.qkv_bias)));
 
   // Every tensor reference points where it may: arena tensors inside the
   // arena, weights inside the weight table, inputs among the step inputs.
@@ -130,8 +139,16 @@ void ExpectWellFormed(const kvx::Executable& executable, const model::ModelConfi
   auto check_ref = [&](const kvx::TensorRef* ref) {
     switch (ref->kind()) {
       case kvx::BufferKind::Arena:
-        EXPECT_EQ(ref->offset() % 256, 0u);
-        EXPECT_LE(ref->offset() + MaxBytes(ref, kMaxTokens), program->arena_bytes());
+        if (ref->row_stride() == 0) {
+          EXPECT_EQ(ref->offset() % 256, 0u);
+          EXPECT_LE(ref->offset() + MaxBytes(ref, kMaxTokens), program->arena_bytes());
+        } else {
+          // A column view: its last row ends its width past the start.
+          const uint64_t row_bytes = MaxBytes(ref, kMaxTokens) / kMaxTokens;
+          EXPECT_EQ(ref->offset() % sizeof(float), 0u);
+          EXPECT_LE(ref->offset() + (kMaxTokens - 1) * ref->row_stride() * sizeof(float) + row_bytes,
+                    program->arena_bytes());
+        }
         break;
       case kvx::BufferKind::Weight:
         ASSERT_LT(ref->index(), weights.size());
@@ -326,11 +343,21 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   const kvx::Executable& executable = Verified(*buffer);
   ExpectWellFormed(executable, model->config);
 
-  ASSERT_EQ(executable.weight_files()->size(), 1u);
+  // The GGUF, then the sidecar of the fused projections' weights.
+  ASSERT_EQ(executable.weight_files()->size(), 2u);
   EXPECT_EQ(executable.weight_files()->Get(0)->path()->str(),
             std::filesystem::absolute(path).lexically_normal().string());
-  // 9 tensors per layer, the embedding, the final norm and the output.
-  EXPECT_EQ(executable.weights()->size(), 9u * 5 + 3);
+  EXPECT_THAT(executable.weight_files()->Get(1)->path()->str(), ::testing::EndsWith(".kvw"));
+  // 6 tensors per layer (2 of them q+k+v and gate+up, in the sidecar), the
+  // embedding, the final norm and the output.
+  EXPECT_EQ(executable.weights()->size(), 6u * 5 + 3);
+  int in_sidecar = 0;
+  for (const kvx::Weight* weight : *executable.weights()) {
+    in_sidecar += weight->file_index() == 1;
+    EXPECT_EQ(weight->file_index() == 1, absl::StrContains(weight->name()->str(), "+"))
+        << weight->name()->str();
+  }
+  EXPECT_EQ(in_sidecar, 2 * 5);
   const kvx::Weight* embedding = executable.weights()->Get(0);
   EXPECT_EQ(embedding->name()->str(), "token_embd.weight");
   EXPECT_EQ(embedding->storage(), kvx::StorageType::F32);
@@ -408,9 +435,12 @@ TEST_F(ExecutableWriterTest, TinyShardedCheckpoint) {
   const kvx::Executable& executable = Verified(*buffer);
   ExpectWellFormed(executable, checkpoint.config());
 
-  EXPECT_EQ(executable.weight_files()->size(), 2u);
-  // Tied embeddings: the output projection reads token_embd.weight again.
-  EXPECT_EQ(executable.weights()->size(), model->weights->weights().size());
+  // The two shards and the sidecar of the fused gate and up weights.
+  EXPECT_EQ(executable.weight_files()->size(), 3u);
+  // Tied embeddings: the output projection reads token_embd.weight again;
+  // per layer, one weight replaces gate's and up's (q, k, v have biases).
+  EXPECT_EQ(executable.weights()->size(),
+            model->weights->weights().size() - checkpoint.config().num_layers);
   std::vector<uint32_t> files_used;
   for (const kvx::Weight* weight : *executable.weights()) files_used.push_back(weight->file_index());
   EXPECT_THAT(files_used, ::testing::Contains(0u));

@@ -325,3 +325,39 @@ func.func @gather_rows_width(%x: tensor<?x64xf32>, %rows: tensor<?xi32>) {
   %g = tfm.gather_rows %x, %rows : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   return
 }
+
+// -----
+
+tfm.param @a : tensor<16x8xf32> storage <f32>
+tfm.param @b : tensor<16x8xf32> storage <f16>
+// expected-error @+1 {{'tfm.param' op concatenates @b ('tensor<16x8xf32>' storage f16) into rows of 8 stored as f32}}
+tfm.param @ab : tensor<32x8xf32> storage <f32> concat [@a, @b]
+
+// -----
+
+tfm.param @a : tensor<16x8xf32> storage <f32>
+tfm.param @b : tensor<16x8xf32> storage <f32>
+// expected-error @+1 {{'tfm.param' op has 24 rows but its parts have 32}}
+tfm.param @ab : tensor<24x8xf32> storage <f32> concat [@a, @b]
+
+// -----
+
+tfm.param @a : tensor<16x8xf32> storage <f32>
+// expected-error @+1 {{'tfm.param' op concatenates @missing, which is no tfm.param}}
+tfm.param @ab : tensor<32x8xf32> storage <f32> concat [@a, @missing]
+
+// -----
+
+func.func @slice_past_the_end(%x: tensor<?x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'tfm.slice_columns' op columns [12, 20) are not within the input's 16 features}}
+  %s = tfm.slice_columns %x {offset = 12 : i64, size = 8 : i64} : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @slice_of_wrong_width(%x: tensor<?x16xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'tfm.slice_columns' op result type 'tensor<?x4xf32>' does not match the expected shape [?x8]}}
+  %s = tfm.slice_columns %x {offset = 0 : i64, size = 8 : i64} : (tensor<?x16xf32>) -> tensor<?x4xf32>
+  return %s : tensor<?x4xf32>
+}

@@ -94,3 +94,18 @@ func.func @gather(%x: tensor<?x64xf32>, %rows: tensor<?xi32>) -> tensor<?x64xf32
   %g = tfm.gather_rows %x, %rows : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
   return %g : tensor<?x64xf32>
 }
+
+// -----
+
+// A param the compiler concatenates from two of the model's, and a column
+// view of a fused result.
+// CHECK: tfm.param @ab : tensor<32x8xf32> storage <f32> concat [@a, @b]
+// CHECK-LABEL: func.func @slice
+// CHECK: tfm.slice_columns %{{.*}} {offset = 16 : i64, size = 16 : i64} : (tensor<?x32xf32>) -> tensor<?x16xf32>
+tfm.param @a : tensor<16x8xf32> storage <f32>
+tfm.param @b : tensor<16x8xf32> storage <f32>
+tfm.param @ab : tensor<32x8xf32> storage <f32> concat [@a, @b]
+func.func @slice(%x: tensor<?x32xf32>) -> tensor<?x16xf32> {
+  %s = tfm.slice_columns %x {offset = 16 : i64, size = 16 : i64} : (tensor<?x32xf32>) -> tensor<?x16xf32>
+  return %s : tensor<?x16xf32>
+}

@@ -106,6 +106,29 @@ TEST(ElementWiseTest, SiluAndSwiGluMatchDoublePrecision) {
   EXPECT_TRUE(AllClose(out, swiglu, Relative(kFewUlps) + Absolute(1e-30)));
 }
 
+// Gate and up as column views of one fused [rows, 3 * width] result (gate
+// first, then up, then a third projection): the same bits as SwiGlu on the
+// dense rows, one row (decode) and many.
+TEST(ElementWiseTest, SwiGluRowsOfColumnViewsEqualsSwiGluOfDenseRows) {
+  const int64_t width = 96;
+  const int64_t stride = 3 * width;
+  ThreadPool pool(3);
+  for (int64_t rows : {1, 7}) {
+    const std::vector<float> fused = RandomVector(rows * stride, 21, 4.0f);
+    std::vector<float> gate(rows * width), up(rows * width);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(&gate[r * width], &fused[r * stride], width * sizeof(float));
+      std::memcpy(&up[r * width], &fused[r * stride + width], width * sizeof(float));
+    }
+    std::vector<float> dense(rows * width), viewed(rows * width);
+    ASSERT_TRUE(SwiGlu(gate.data(), up.data(), dense.data(), rows * width, pool).ok());
+    ASSERT_TRUE(SwiGluRows(fused.data(), stride, fused.data() + width, stride, viewed.data(), rows,
+                           width, pool)
+                    .ok());
+    EXPECT_TRUE(AllEqual(viewed, dense)) << rows << " rows";
+  }
+}
+
 // silu(v) = v / (1 + FastExp(-v)), llama.cpp's bits: computed with exactly
 // rounded f32 operations (Python fractions) from the exp algorithm.
 TEST(ElementWiseTest, SiluHasGgmlsBits) {

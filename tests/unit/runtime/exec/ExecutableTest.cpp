@@ -43,6 +43,10 @@ class ExecutableTest : public ::testing::Test {
     uint64_t arena_offset = 0;
     uint64_t logits_offset = 0;
     int64_t copy_elements = 4;
+    // Non-zero: the weight's or the arena output's reference claims to be a
+    // column view.
+    uint64_t weight_row_stride = 0;
+    uint64_t output_row_stride = 0;
     // FNV-1a of the 16 zero bytes the weight reads.
     uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
     // A CUDA module for the program, where set.
@@ -100,9 +104,10 @@ class ExecutableTest : public ::testing::Test {
       std::vector<kvx::Dim> shape = {kvx::Dim(kvx::DimKind::Static, n)};
       return b.CreateVectorOfStructs(shape);
     };
-    auto weight_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Weight, 0, 0, dims(4));
+    auto weight_ref =
+        kvx::CreateTensorRef(b, kvx::BufferKind::Weight, 0, 0, dims(4), knobs.weight_row_stride);
     auto arena_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.arena_offset,
-                                          dims(knobs.copy_elements));
+                                          dims(knobs.copy_elements), knobs.output_row_stride);
     auto instruction = kvx::CreateInstruction(b, kvx::OpCode::Copy, b.CreateVector({weight_ref}),
                                               b.CreateVector({arena_ref}));
     std::vector<kvx::Dim> logits_shape = {kvx::Dim(kvx::DimKind::LogitsRows, 0),
@@ -192,6 +197,20 @@ TEST_F(ExecutableTest, RefusesAnUnalignedArenaOffset) {
   Knobs knobs;
   knobs.arena_offset = 2;
   EXPECT_THAT(Message(Build(knobs)), HasSubstr("arena offset 2 is not a multiple of 4"));
+}
+
+// Column views are arena inputs of rank 2 or more; anything else claiming a
+// row stride is refused.
+TEST_F(ExecutableTest, RefusesRowStridesWhereNoViewCanBe) {
+  Knobs knobs;
+  knobs.weight_row_stride = 8;
+  EXPECT_THAT(Message(Build(knobs)),
+              HasSubstr("instruction 0 input: a weight reference has a row stride"));
+  knobs = Knobs();
+  knobs.output_row_stride = 8;
+  EXPECT_THAT(Message(Build(knobs)),
+              HasSubstr("instruction 0 output: row stride 8 does not view whole rows of a tensor "
+                        "of rank 2 or more"));
 }
 
 TEST_F(ExecutableTest, RefusesAnOutputOfAnotherSizeThanTheKernelWrites) {
