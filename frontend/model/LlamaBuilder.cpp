@@ -218,14 +218,13 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
   auto heads_of = [&](Value flat, int64_t count) -> Value {
     return builder_.create<tfm::ReshapeOp>(loc_, Activation({dyn, count, config_.head_dim}), flat);
   };
-  Value q_heads = heads_of(q, config_.num_heads);
-  Value k_heads = heads_of(k, config_.num_kv_heads);
-  if (config_.qk_norm) {
-    q_heads = RmsNorm(q_heads, p + "attn_q_norm.weight");
-    k_heads = RmsNorm(k_heads, p + "attn_k_norm.weight");
-  }
-  q_heads = Rope(q_heads, positions);
-  k_heads = Rope(k_heads, positions);
+  // Qwen3 RMS-normalizes each head of q and k before rope.
+  auto normed_heads_of = [&](Value flat, int64_t count, const char* norm) -> Value {
+    Value heads = heads_of(flat, count);
+    return config_.qk_norm ? RmsNorm(heads, p + norm) : heads;
+  };
+  Value q_heads = Rope(normed_heads_of(q, config_.num_heads, "attn_q_norm.weight"), positions);
+  Value k_heads = Rope(normed_heads_of(k, config_.num_kv_heads, "attn_k_norm.weight"), positions);
   Value v_heads = heads_of(v, config_.num_kv_heads);
   Value attention = Linear(Attention(q_heads, k_heads, v_heads), p + "attn_output.weight");
   Value x1 = builder_.create<tfm::AddOp>(loc_, x, attention);
