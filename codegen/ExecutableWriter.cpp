@@ -804,8 +804,12 @@ class ExecutableBuilder {
           ToFloat(attr.getFactor()), ToFloat(attr.getLowFreqFactor()),
           ToFloat(attr.getHighFreqFactor()), static_cast<uint32_t>(attr.getOriginalContext()));
     }
+    Offset<flatbuffers::Vector<float>> freq_factors = 0;
+    if (std::optional<llvm::ArrayRef<float>> factors = rope.getFreqFactors()) {
+      freq_factors = fbb_.CreateVector(factors->data(), factors->size());
+    }
     return kvx::CreateRopeParams(fbb_, ToKvxRopeStyle(rope.getStyle()), ToFloat(rope.getTheta()),
-                                 static_cast<uint32_t>(rotary_dim), scaling);
+                                 static_cast<uint32_t>(rotary_dim), scaling, freq_factors);
   }
 
   absl::Status CheckCache(mlir::Operation* op, mlir::Value cache) {

@@ -37,12 +37,25 @@ fi
 # The serve tests (tests/unit/serve) drive `kvjit serve` with the official
 # openai client, pinned so that a new release cannot change what they see.
 OPENAI_VERSION=3.57.0
+pip_args=(--quiet --disable-pip-version-check)
+# Debian's own python3 refuses pip installs (PEP 668) unless told.
+if python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+  pip_args+=(--break-system-packages)
+fi
 if ! python3 -c "import openai, sys; sys.exit(openai.__version__ != '$OPENAI_VERSION')" 2>/dev/null; then
   echo "kvjit setup: installing openai==$OPENAI_VERSION for python3"
-  pip_args=(--quiet --disable-pip-version-check)
-  # Debian's own python3 refuses pip installs (PEP 668) unless told.
-  if python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
-    pip_args+=(--break-system-packages)
-  fi
   "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "openai==$OPENAI_VERSION"
+fi
+
+# tools/scripts/make_random_gguf_model.py writes the family tests' random GGUF
+# models with llama.cpp's own GGUF writer (the gguf package, on numpy), pinned
+# so that the files the tests compare against llama.cpp stay byte-identical.
+GGUF_VERSION=0.19.0
+NUMPY_VERSION=2.4.6
+if ! python3 -c "
+import sys
+from importlib.metadata import version
+sys.exit(version('gguf') != '$GGUF_VERSION' or version('numpy') != '$NUMPY_VERSION')" 2>/dev/null; then
+  echo "kvjit setup: installing gguf==$GGUF_VERSION numpy==$NUMPY_VERSION for python3"
+  "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "gguf==$GGUF_VERSION" "numpy==$NUMPY_VERSION"
 fi

@@ -1,5 +1,6 @@
 // Rope: rotary position embedding, both pairings, with linear and Llama 3
-// frequency scaling, as runtime/cpu/Rope.cpp computes it.
+// frequency scaling or per-pair frequency factors, as runtime/cpu/Rope.cpp
+// computes it.
 
 #include <cmath>
 #include <vector>
@@ -53,7 +54,8 @@ constexpr char kPassThrough[] = R"cuda(  if (out != x) {
 
 // The angle per position of each pair: freq_scale * theta^(-2i/rotary_dim)
 // / divisor_i, with Llama 3.1's divisors (high frequencies kept, low ones
-// divided by `factor`, the band between blended).
+// divided by `factor`, the band between blended) or the stored per-pair
+// factors of llama.cpp's rope_freqs tensor.
 std::vector<float> InverseFrequencies(const kvx::RopeParams& rope, int64_t rotary_dim) {
   const int64_t pairs = rotary_dim / 2;
   const kvx::RopeScaling* scaling = rope.scaling();
@@ -75,6 +77,7 @@ std::vector<float> InverseFrequencies(const kvx::RopeParams& rope, int64_t rotar
         divisor = 1.0 / ((1.0 - smooth) / scaling->factor() + smooth);
       }
     }
+    if (rope.freq_factors() != nullptr) divisor *= rope.freq_factors()->Get(static_cast<uint32_t>(i));
     frequencies.push_back(static_cast<float>(frequency / divisor));
   }
   return frequencies;
@@ -92,6 +95,21 @@ absl::Status CheckRope(const kvx::RopeParams* rope, int64_t rotary_dim, int64_t 
         absl::StrCat("rope theta ", rope->theta(), " is not positive"));
   }
   const kvx::RopeScaling* scaling = rope->scaling();
+  if (const flatbuffers::Vector<float>* factors = rope->freq_factors()) {
+    if (scaling != nullptr && scaling->kind() == kvx::RopeScalingKind::Llama3) {
+      return absl::InvalidArgumentError("rope freq_factors and llama3 scaling are exclusive");
+    }
+    if (static_cast<int64_t>(factors->size()) != rotary_dim / 2) {
+      return absl::InvalidArgumentError(absl::StrCat("rope has ", factors->size(),
+                                                     " freq_factors for ", rotary_dim / 2, " pairs"));
+    }
+    for (float factor : *factors) {
+      if (!(factor > 0.0f) || std::isinf(factor)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("rope freq_factor ", factor, " is not positive and finite"));
+      }
+    }
+  }
   if (scaling == nullptr || scaling->kind() == kvx::RopeScalingKind::None) return absl::OkStatus();
   if (!(scaling->factor() > 0.0f)) {
     return absl::InvalidArgumentError(
@@ -130,8 +148,10 @@ absl::StatusOr<InstructionSpec> EmitRope(const EmitContext& context) {
                            {"ROTARY", absl::StrCat(rotary_dim)},
                            {"HEAD_DIM", absl::StrCat(head_dim)},
                            {"THETA", absl::StrCat(rope->theta())},
-                           {"SCALING", kvx::EnumNameRopeScalingKind(
-                                           scaling ? scaling->kind() : kvx::RopeScalingKind::None)},
+                           {"SCALING", rope->freq_factors() != nullptr
+                                           ? "freq_factors"
+                                           : kvx::EnumNameRopeScalingKind(
+                                                 scaling ? scaling->kind() : kvx::RopeScalingKind::None)},
                            {"PAIRS", absl::StrCat(pairs)},
                            {"FREQUENCIES", absl::StrJoin(literals, ", ")},
                            {"THREADS", absl::StrCat(threads)},

@@ -1,5 +1,7 @@
 #include "frontend/model/GgufModel.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 
@@ -28,13 +30,26 @@ class ArchKeys {
   std::string architecture_;
 };
 
+// llama.cpp's converter stores Llama 3.1's rope scaling as this tensor: one
+// f32 divisor of the angle per rotated pair.
+absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config) {
+  const gguf::GgufTensor* tensor = file.FindTensor("rope_freqs.weight");
+  if (tensor == nullptr) return absl::OkStatus();
+  const int64_t pairs = config.head_dim / 2;
+  if (tensor->type != quant::StorageType::kF32 || tensor->dims.size() != 1 ||
+      tensor->dims[0] != pairs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path(), ": tensor 'rope_freqs.weight' must be f32 of ", pairs,
+        " entries (head_dim / 2), one divisor per rotated pair"));
+  }
+  config.rope_freq_factors.resize(static_cast<size_t>(pairs));
+  std::memcpy(config.rope_freq_factors.data(), tensor->data.data(), pairs * sizeof(float));
+  return absl::OkStatus();
+}
+
 absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
                              ModelConfig& config) {
-  if (file.FindTensor("rope_freqs.weight") != nullptr) {
-    return absl::UnimplementedError(absl::StrCat(
-        file.path(), ": tensor 'rope_freqs.weight' (per-frequency rope factors, as in Llama 3.1) "
-                     "is not supported yet"));
-  }
+  KVJIT_RETURN_IF_ERROR(ReadRopeFreqFactors(file, config));
   if (!keys.Has("rope.scaling.type")) return absl::OkStatus();
   absl::StatusOr<absl::string_view> type = file.GetString(keys.Key("rope.scaling.type"));
   if (!type.ok()) return type.status();
@@ -54,10 +69,11 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   ModelConfig config;
   KVJIT_ASSIGN_OR_RETURN(absl::string_view architecture, file.GetString("general.architecture"));
   config.architecture = std::string(architecture);
-  if (config.architecture != "llama" && config.architecture != "qwen2") {
+  if (config.architecture != "llama" && config.architecture != "qwen2" &&
+      config.architecture != "qwen3") {
     return absl::UnimplementedError(absl::StrCat(
         file.path(), ": general.architecture '", config.architecture,
-        "' is not supported (llama, qwen2)"));
+        "' is not supported (llama, qwen2, qwen3)"));
   }
   if (file.Has("general.name")) {
     KVJIT_ASSIGN_OR_RETURN(absl::string_view name, file.GetString("general.name"));
@@ -87,9 +103,10 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   KVJIT_RETURN_IF_ERROR(ReadRopeScaling(file, keys, config));
 
   // llama.cpp's converter permutes Q and K rows of llama checkpoints into
-  // interleaved pairs; qwen2 checkpoints keep Hugging Face's rotate-half order.
-  config.rope_style = config.architecture == "qwen2" ? RopeStyle::kNeox : RopeStyle::kInterleaved;
+  // interleaved pairs; Qwen checkpoints keep Hugging Face's rotate-half order.
+  config.rope_style = config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
   config.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  config.qk_norm = config.architecture == "qwen3";
   config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
 
   KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));

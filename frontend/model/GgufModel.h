@@ -12,7 +12,8 @@
 namespace kvjit::model {
 
 // Reads the hyper-parameters of a Llama-family GGUF (general.architecture
-// "llama", which also covers Mistral, TinyLlama and SmolLM2, or "qwen2").
+// "llama", which also covers Mistral, TinyLlama, SmolLM2 and Llama 3.1/3.2
+// with its rope_freqs tensor, "qwen2" or "qwen3").
 // Missing or inconsistent keys are errors that name the file and the key.
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file);
 

@@ -13,7 +13,19 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
         source, ": attention_bias on o_proj and mlp_bias are not supported yet"));
   }
   ModelConfig config;
-  config.architecture = hf.model_type == hf::ModelType::kQwen2 ? "qwen2" : "llama";
+  switch (hf.model_type) {
+    case hf::ModelType::kLlama:
+    case hf::ModelType::kMistral:
+      config.architecture = "llama";
+      break;
+    case hf::ModelType::kQwen2:
+      config.architecture = "qwen2";
+      break;
+    case hf::ModelType::kQwen3:
+      config.architecture = "qwen3";
+      config.qk_norm = true;
+      break;
+  }
   config.name = hf.architecture;
   config.vocab_size = hf.vocab_size;
   config.hidden_size = hf.hidden_size;
@@ -65,6 +77,8 @@ std::string CanonicalWeightName(const std::string& hf_name) {
       {"self_attn.k_proj.bias", "attn_k.bias"},
       {"self_attn.v_proj.bias", "attn_v.bias"},
       {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
       {"post_attention_layernorm.weight", "ffn_norm.weight"},
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},

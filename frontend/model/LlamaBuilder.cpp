@@ -86,6 +86,10 @@ std::vector<LlamaEmitter::Required> LlamaEmitter::RequiredWeights() const {
       block.push_back({"attn_k.bias", {kv_width}});
       block.push_back({"attn_v.bias", {kv_width}});
     }
+    if (config_.qk_norm) {
+      block.push_back({"attn_q_norm.weight", {config_.head_dim}});
+      block.push_back({"attn_k_norm.weight", {config_.head_dim}});
+    }
     for (Required& weight : block) {
       weight.name = prefix + weight.name;
       required.push_back(std::move(weight));
@@ -103,14 +107,15 @@ absl::Status LlamaEmitter::CheckWeights() const {
   for (const Required& required : RequiredWeights()) {
     const WeightInfo* weight = weights_.Find(required.name);
     if (weight == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat(weights_.origin(), ": tensor '", required.name, "' is missing"));
+      return absl::NotFoundError(absl::StrCat(weights_.origin(), ": tensor '", required.name,
+                                              "' is missing (the ", config_.architecture,
+                                              " architecture needs it)"));
     }
     if (weight->shape != required.shape) {
       return absl::InvalidArgumentError(absl::StrCat(
           weights_.origin(), ": tensor '", required.name, "' has shape ",
-          ShapeToString(weight->shape), " but the model's hyper-parameters need ",
-          ShapeToString(required.shape)));
+          ShapeToString(weight->shape), " but the ", config_.architecture,
+          " model's hyper-parameters need ", ShapeToString(required.shape)));
     }
   }
   return absl::OkStatus();
@@ -155,10 +160,14 @@ Value LlamaEmitter::Rope(Value heads, Value positions) {
         llvm::APFloat(s.factor), llvm::APFloat(s.low_freq_factor),
         llvm::APFloat(s.high_freq_factor), s.original_context);
   }
+  mlir::DenseF32ArrayAttr freq_factors;
+  if (!config_.rope_freq_factors.empty()) {
+    freq_factors = builder_.getDenseF32ArrayAttr(config_.rope_freq_factors);
+  }
   return builder_.create<tfm::RopeOp>(
       loc_, heads.getType(), heads, positions,
       tfm::RopeStyleAttr::get(builder_.getContext(), style),
-      builder_.getF32FloatAttr(config_.rope_theta), mlir::IntegerAttr(), scaling);
+      builder_.getF32FloatAttr(config_.rope_theta), mlir::IntegerAttr(), scaling, freq_factors);
 }
 
 // softmax(Q·Kᵀ / sqrt(head_dim) + causal mask) · V over [T, heads, head_dim]
@@ -209,8 +218,13 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
   auto heads_of = [&](Value flat, int64_t count) -> Value {
     return builder_.create<tfm::ReshapeOp>(loc_, Activation({dyn, count, config_.head_dim}), flat);
   };
-  Value q_heads = Rope(heads_of(q, config_.num_heads), positions);
-  Value k_heads = Rope(heads_of(k, config_.num_kv_heads), positions);
+  // Qwen3 RMS-normalizes each head of q and k before rope.
+  auto normed_heads_of = [&](Value flat, int64_t count, const char* norm) -> Value {
+    Value heads = heads_of(flat, count);
+    return config_.qk_norm ? RmsNorm(heads, p + norm) : heads;
+  };
+  Value q_heads = Rope(normed_heads_of(q, config_.num_heads, "attn_q_norm.weight"), positions);
+  Value k_heads = Rope(normed_heads_of(k, config_.num_kv_heads, "attn_k_norm.weight"), positions);
   Value v_heads = heads_of(v, config_.num_kv_heads);
   Value attention = Linear(Attention(q_heads, k_heads, v_heads), p + "attn_output.weight");
   Value x1 = builder_.create<tfm::AddOp>(loc_, x, attention);

@@ -1,5 +1,7 @@
 #include "frontend/model/ModelConfig.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace kvjit::model {
@@ -34,6 +36,20 @@ absl::Status ModelConfig::Validate(const std::string& source) const {
   }
   if (rope_scaling.kind == RopeScalingKind::kLlama3 && rope_scaling.original_context <= 0) {
     return invalid("llama3 rope scaling needs original_context");
+  }
+  if (!rope_freq_factors.empty()) {
+    if (rope_scaling.kind != RopeScalingKind::kNone) {
+      return invalid("rope frequency factors (rope_freqs) and a rope scaling type are exclusive");
+    }
+    if (static_cast<int64_t>(rope_freq_factors.size()) != head_dim / 2) {
+      return invalid(rope_freq_factors.size(), " rope frequency factors for head_dim ", head_dim,
+                     " (needs head_dim / 2)");
+    }
+    for (float factor : rope_freq_factors) {
+      if (!(factor > 0) || std::isinf(factor)) {
+        return invalid("rope frequency factors must be positive and finite, got ", factor);
+      }
+    }
   }
   return absl::OkStatus();
 }

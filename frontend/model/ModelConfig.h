@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -24,9 +25,9 @@ struct RopeScaling {
 };
 
 // The hyper-parameters of a Llama-family decoder (Llama 2 and 3, TinyLlama,
-// SmolLM2, Mistral, Qwen2), whichever file format they came from.
+// SmolLM2, Mistral, Qwen2, Qwen3), whichever file format they came from.
 struct ModelConfig {
-  std::string architecture;  // "llama" or "qwen2"
+  std::string architecture;  // "llama", "qwen2" or "qwen3"
   std::string name;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -40,8 +41,13 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   RopeStyle rope_style = RopeStyle::kInterleaved;
   RopeScaling rope_scaling;
+  // Per-pair divisors of the rope angle (a GGUF's rope_freqs tensor, Llama
+  // 3.1's scaling as llama.cpp stores it), head_dim / 2 of them; empty: none.
+  std::vector<float> rope_freq_factors;
   bool tied_embeddings = false;
   bool qkv_bias = false;
+  // Qwen3: each head of q and k RMS-normalized (weight [head_dim]) before rope.
+  bool qk_norm = false;
 
   // Refuses sizes that cannot describe a working model; `source` names the
   // file in the message.

@@ -126,16 +126,18 @@ absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& archit
     if (architecture == "LlamaForCausalLM") model_type = "llama";
     if (architecture == "MistralForCausalLM") model_type = "mistral";
     if (architecture == "Qwen2ForCausalLM") model_type = "qwen2";
+    if (architecture == "Qwen3ForCausalLM") model_type = "qwen3";
   }
   if (model_type == "llama") return ModelType::kLlama;
   if (model_type == "mistral") return ModelType::kMistral;
   if (model_type == "qwen2") return ModelType::kQwen2;
+  if (model_type == "qwen3") return ModelType::kQwen3;
   if (model_type.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         reader.Where("model_type"), " is missing and architectures names no known model"));
   }
   return absl::UnimplementedError(absl::StrCat(reader.Where("model_type"), " '", model_type,
-                                               "' is not supported (llama, mistral, qwen2 are)"));
+                                               "' is not supported (llama, mistral, qwen2, qwen3 are)"));
 }
 
 RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
@@ -272,6 +274,12 @@ absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::st
     case ModelType::kQwen2:
       // Qwen2's q, k and v projections always carry a bias; o_proj never does.
       config.attention_qkv_bias = true;
+      break;
+    case ModelType::kQwen3:
+      // Qwen3 normalizes q and k per head instead; attention_bias is off in
+      // every released checkpoint and biases all four projections when on.
+      config.attention_qkv_bias = reader.Bool("attention_bias", false);
+      config.attention_output_bias = config.attention_qkv_bias;
       break;
   }
   config.bos_token_ids = reader.TokenIds("bos_token_id");

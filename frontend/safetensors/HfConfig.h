@@ -14,7 +14,7 @@ namespace kvjit::hf {
 
 // The Hugging Face model types that share Llama's decoder: pre-norm RMSNorm,
 // rotary attention with grouped KV heads, SwiGLU MLP.
-enum class ModelType { kLlama, kMistral, kQwen2 };
+enum class ModelType { kLlama, kMistral, kQwen2, kQwen3 };
 
 enum class RopeScalingType {
   kNone,

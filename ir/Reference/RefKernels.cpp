@@ -52,6 +52,7 @@ RefTensor Map(const RefTensor& input, Fn fn) {
 
 double RopeFrequency(const RopeParams& params, int64_t pair, int64_t rotary_dim) {
   double frequency = std::pow(params.theta, -2.0 * static_cast<double>(pair) / rotary_dim);
+  if (!params.freq_factors.empty()) return frequency / params.freq_factors[pair];
   switch (params.scaling) {
     case RopeScalingKind::kNone:
       return frequency;

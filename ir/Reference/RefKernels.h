@@ -24,6 +24,8 @@ struct RopeParams {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_context = 0;
+  // Per-pair divisors of the frequency (llama.cpp's rope_freqs); empty: none.
+  std::vector<double> freq_factors;
 };
 
 // The rotation frequency (radians per position) of pair `pair` of `rotary_dim`.

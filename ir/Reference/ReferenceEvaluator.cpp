@@ -31,6 +31,9 @@ RopeParams RopeParamsOf(tfm::RopeOp op) {
     params.high_freq_factor = scaling.getHighFreqFactor().convertToDouble();
     params.original_context = scaling.getOriginalContext();
   }
+  if (std::optional<llvm::ArrayRef<float>> factors = op.getFreqFactors()) {
+    params.freq_factors.assign(factors->begin(), factors->end());
+  }
   return params;
 }
 

@@ -1,5 +1,8 @@
 #include "ir/Tfm/TfmOps.h"
 
+#include <cmath>
+#include <optional>
+
 #include "ir/ShapeChecks.h"
 #include "ir/Tfm/TfmStorage.h"
 #include "mlir/IR/Builders.h"
@@ -168,6 +171,18 @@ LogicalResult RopeOp::verify() {
                          << rotary_dim;
   }
   if (!(getTheta().convertToFloat() > 0)) return emitOpError() << "theta must be positive";
+  if (std::optional<llvm::ArrayRef<float>> factors = getFreqFactors()) {
+    if (getScalingAttr()) return emitOpError() << "takes freq_factors or scaling, not both";
+    if (static_cast<int64_t>(factors->size()) != rotary_dim / 2) {
+      return emitOpError() << "freq_factors has " << factors->size() << " entries but rotary_dim "
+                           << rotary_dim << " has " << rotary_dim / 2 << " pairs";
+    }
+    for (float factor : *factors) {
+      if (!(factor > 0) || std::isinf(factor)) {
+        return emitOpError() << "freq_factors must be positive and finite, got " << factor;
+      }
+    }
+  }
   return mlir::success();
 }
 

@@ -119,12 +119,15 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     `input` is `[T, heads, head_dim]`, `positions` is `[T]`. The first
     `rotary_dim` elements of each head (all of them by default) are rotated in
     pairs chosen by `style`; pair i turns by `position · theta^(-2i/rotary_dim)`,
-    with frequencies stretched by `scaling` where present.
+    with frequencies stretched by `scaling` where present. `freq_factors`
+    (rotary_dim / 2 positive divisors, llama.cpp's `rope_freqs` tensor)
+    divides pair i's angle by factor i instead of a `scaling` rule.
   }];
   let arguments = (ins Tfm_Activation:$input, Tfm_TokenIds:$positions,
                        Tfm_RopeStyleAttr:$style, F32Attr:$theta,
                        OptionalAttr<I64Attr>:$rotary_dim,
-                       OptionalAttr<Tfm_RopeScalingAttr>:$scaling);
+                       OptionalAttr<Tfm_RopeScalingAttr>:$scaling,
+                       OptionalAttr<DenseF32ArrayAttr>:$freq_factors);
   let results = (outs Tfm_Activation:$result);
   let assemblyFormat = "$input `,` $positions attr-dict `:` type($input) `,` type($positions)";
   let hasVerifier = 1;

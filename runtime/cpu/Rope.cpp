@@ -13,6 +13,9 @@ namespace {
 // `factor`, and the band between blends the two.
 std::vector<float> FrequencyDivisors(const RopeParams& params) {
   const int64_t pairs = params.rotary_dim / 2;
+  if (!params.freq_factors.empty()) {
+    return std::vector<float>(params.freq_factors.begin(), params.freq_factors.end());
+  }
   std::vector<float> divisors(static_cast<size_t>(pairs), 1.0f);
   if (params.scaling.kind != RopeScaling::Kind::kLlama3) return divisors;
   const RopeScaling& s = params.scaling;
@@ -55,6 +58,20 @@ absl::Status CheckRope(const float* x, int64_t tokens, int64_t heads, int64_t he
                                                    s.low_freq_factor, ") < high_freq_factor (", s.high_freq_factor,
                                                    ") and original_max_positions (", s.original_max_positions,
                                                    ") > 0"));
+  }
+  if (!params.freq_factors.empty()) {
+    if (s.kind == RopeScaling::Kind::kLlama3) {
+      return absl::InvalidArgumentError("Rope: freq_factors and llama3 scaling are exclusive");
+    }
+    if (static_cast<int64_t>(params.freq_factors.size()) != params.rotary_dim / 2) {
+      return absl::InvalidArgumentError(absl::StrCat("Rope: ", params.freq_factors.size(),
+                                                     " freq_factors for ", params.rotary_dim / 2, " pairs"));
+    }
+    for (float factor : params.freq_factors) {
+      if (!(factor > 0.0f) || std::isinf(factor)) {
+        return absl::InvalidArgumentError(absl::StrCat("Rope: freq_factor ", factor, " is not positive and finite"));
+      }
+    }
   }
   if (tokens > 0 && heads > 0 && (x == nullptr || out == nullptr || positions == nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat("Rope: null pointer for [", tokens, ", ", heads, ", ", head_dim, "]"));

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "runtime/cpu/ThreadPool.h"
 
 namespace kvjit::cpu {
@@ -33,6 +34,9 @@ struct RopeParams {
   // rest pass through unchanged.
   int64_t rotary_dim = 0;
   RopeScaling scaling;
+  // Per-pair divisors of the angle (llama.cpp's rope_freqs tensor), rotary_dim
+  // / 2 of them, in place of a llama3 `scaling`; empty: none.
+  absl::Span<const float> freq_factors;
 };
 
 // Rotary position embedding of x [tokens, heads, head_dim] (token t at

@@ -37,6 +37,9 @@ cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
     params.scaling.high_freq_factor = scaling->high_freq_factor();
     params.scaling.original_max_positions = scaling->original_context();
   }
+  if (const flatbuffers::Vector<float>* factors = rope->freq_factors()) {
+    params.freq_factors = absl::MakeConstSpan(factors->data(), factors->size());
+  }
   return params;
 }
 

@@ -7,8 +7,12 @@ without a download.
   make_random_hf_model.py --family qwen2 --dtype f32 --tokenizer T.json OUT_DIR
 
 Families: llama (untied head, rotate-half rope as Hugging Face stores it),
-qwen2 (q/k/v bias, tied embeddings). The weights are uniform in ±scale with
-per-tensor scales that keep the logits' range near a real model's.
+llama3 (Llama 3.1/3.2: rope_scaling of rope_type llama3, theta 500000, untied
+head or --tied as Llama 3.2 1B), qwen2 (q/k/v bias, tied embeddings), qwen3
+(per-head RMSNorm of q and k, no bias, head_dim 32 != hidden / heads, tied
+embeddings). The weights are uniform in ±scale with per-tensor scales that
+keep the logits' range near a real model's. make_random_gguf_model.py writes
+the same weights as a GGUF file.
 """
 import argparse
 import json
@@ -38,7 +42,7 @@ def tensors_of(config, family, rng):
     d = config["hidden_size"]
     heads = config["num_attention_heads"]
     kv_heads = config["num_key_value_heads"]
-    head_dim = d // heads
+    head_dim = config.get("head_dim", d // heads)
     f = config["intermediate_size"]
     vocab = config["vocab_size"]
 
@@ -67,6 +71,9 @@ def tensors_of(config, family, rng):
             tensors[p + "self_attn.q_proj.bias"] = rand([heads * head_dim], 0.2)
             tensors[p + "self_attn.k_proj.bias"] = rand([kv_heads * head_dim], 0.2)
             tensors[p + "self_attn.v_proj.bias"] = rand([kv_heads * head_dim], 0.2)
+        if family == "qwen3":
+            tensors[p + "self_attn.q_norm.weight"] = norm([head_dim])
+            tensors[p + "self_attn.k_norm.weight"] = norm([head_dim])
         tensors[p + "mlp.gate_proj.weight"] = rand([f, d], 0.4)
         tensors[p + "mlp.up_proj.weight"] = rand([f, d], 0.4)
         tensors[p + "mlp.down_proj.weight"] = rand([d, f], 0.3)
@@ -92,34 +99,73 @@ def write_safetensors(path, tensors, dtype):
             out.write(blob)
 
 
+FAMILIES = ["llama", "llama3", "qwen2", "qwen3"]
+
+
+def add_arguments(parser):
+    parser.add_argument("--family", choices=FAMILIES, required=True)
+    parser.add_argument("--tokenizer", required=True, help="a tokenizer.json to take the vocabulary of")
+    parser.add_argument("--tied", action="store_true",
+                        help="llama3: tie the output head to the embeddings (as Llama 3.2 1B)")
+    parser.add_argument("--seed", type=int, default=1)
+
+
+def read_tokenizer(path):
+    with open(path) as tokenizer_file:
+        return json.load(tokenizer_file)
+
+
+def vocab_size_of(tokenizer):
+    return max([i for i in tokenizer["model"]["vocab"].values()] +
+               [t["id"] for t in tokenizer.get("added_tokens", [])]) + 1
+
+
+def config_of(family, vocab, tied, torch_dtype):
+    """The config.json of a random model of `family`."""
+    architecture = {"llama": "LlamaForCausalLM", "llama3": "LlamaForCausalLM",
+                    "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[family]
+    config = {
+        "architectures": [architecture], "model_type": "llama" if family == "llama3" else family,
+        "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
+        "vocab_size": vocab, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "tie_word_embeddings": family in ("qwen2", "qwen3") or tied,
+        "torch_dtype": torch_dtype,
+    }
+    if family == "llama3":
+        # Llama 3.2's rule with a short original context, so that the random
+        # model's 16-wide heads have pairs kept, blended and divided.
+        config["rope_theta"] = 500000.0
+        config["rope_scaling"] = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    if family == "qwen3":
+        config["head_dim"] = 32
+        config["attention_bias"] = False
+    return config
+
+
+def random_tensors(config, family, seed):
+    """{Hugging Face name: (shape, f32 values)}, the same for every --dtype."""
+    return tensors_of(config, family, random.Random(seed))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")
-    parser.add_argument("--family", choices=["llama", "qwen2"], required=True)
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
-    parser.add_argument("--tokenizer", required=True, help="a tokenizer.json to copy in")
-    parser.add_argument("--seed", type=int, default=1)
+    add_arguments(parser)
     args = parser.parse_args()
+    if args.tied and args.family != "llama3":
+        parser.error("--tied is for --family llama3 (the others have a fixed head)")
 
-    with open(args.tokenizer) as tokenizer_file:
-        tokenizer = json.load(tokenizer_file)
-    vocab = max([i for i in tokenizer["model"]["vocab"].values()] +
-                [t["id"] for t in tokenizer.get("added_tokens", [])]) + 1
-    architecture = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}[args.family]
-    config = {
-        "architectures": [architecture], "model_type": args.family, "hidden_act": "silu",
-        "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
-        "vocab_size": vocab, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-        "tie_word_embeddings": args.family == "qwen2",
-        "torch_dtype": {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype],
-    }
+    tokenizer = read_tokenizer(args.tokenizer)
+    config = config_of(args.family, vocab_size_of(tokenizer), args.tied,
+                       {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype])
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "config.json"), "w") as config_file:
         json.dump(config, config_file, indent=1)
-    rng = random.Random(args.seed)
     write_safetensors(os.path.join(args.out_dir, "model.safetensors"),
-                      tensors_of(config, args.family, rng), args.dtype.upper())
+                      random_tensors(config, args.family, args.seed), args.dtype.upper())
     shutil.copyfile(args.tokenizer, os.path.join(args.out_dir, "tokenizer.json"))
 
 

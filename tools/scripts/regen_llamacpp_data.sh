@@ -27,4 +27,20 @@ REF="$ROOT/tools/scripts/llamacpp_reference.py"
   -o "$DATA/smollm2_greedy.json"
 "$PY" "$REF" greedy "$STORIES" --prompts "$DATA/stories260K_greedy_prompts.json" -n 64 \
   -o "$DATA/stories260K_greedy.json"
+
+# The random-weight family models, written with the gguf package
+# scripts/setup.sh installs for python3 (not in the reference venv).
+RANDOM_DIR="$(mktemp -d)"
+trap 'rm -rf "$RANDOM_DIR"' EXIT
+TOKENIZERS="$ROOT/tests/data/hf_tokenizers"
+write_random() {  # NAME ARGS...
+  local name=$1
+  shift
+  python3 "$ROOT/tools/scripts/make_random_gguf_model.py" "$@" "$RANDOM_DIR/random_$name.gguf"
+  "$PY" "$REF" greedy "$RANDOM_DIR/random_$name.gguf" \
+    --prompts "$DATA/random_families_greedy_prompts.json" -n 16 -o "$DATA/random_${name}_greedy.json"
+}
+write_random llama3 --family llama3 --tokenizer "$TOKENIZERS/llama3_style.tokenizer.json"
+write_random llama3_tied --family llama3 --tied --tokenizer "$TOKENIZERS/llama3_style.tokenizer.json"
+write_random qwen3 --family qwen3 --tokenizer "$TOKENIZERS/qwen25_style.tokenizer.json"
 echo "regenerated reference data in $DATA" >&2

@@ -144,6 +144,30 @@ func.func @rope_theta(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
 
 // -----
 
+func.func @rope_freq_factors_count(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op freq_factors has 3 entries but rotary_dim 8 has 4 pairs}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, freq_factors = array<f32: 1.0, 2.0, 3.0>} : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_freq_factors_zero(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op freq_factors must be positive and finite, got 0}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, freq_factors = array<f32: 1.0, 2.0, 0.0, 8.0>} : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_freq_factors_and_scaling(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op takes freq_factors or scaling, not both}}
+  %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, freq_factors = array<f32: 1.0, 2.0, 4.0, 8.0>, scaling = #tfm.rope_scaling<kind = linear, factor = 2.0>} : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
 func.func @rope_scaling(%x: tensor<?x8x8xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{llama3 rope scaling needs a positive original_context}}
   %y = tfm.rope %x, %p {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, scaling = #tfm.rope_scaling<kind = llama3, factor = 8.0>} : tensor<?x8x8xf32>, tensor<?xi32>

@@ -39,7 +39,9 @@ func.func @layers(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?
   %r2b = tfm.rope %r2, %positions {style = #tfm.rope_style<neox>, theta = 500000.0 : f32, scaling = #tfm.rope_scaling<kind = llama3, factor = 32.0, low_freq_factor = 2.0, high_freq_factor = 8.0, original_context = 4096>} : tensor<?x8x8xf32>, tensor<?xi32>
   // CHECK: #tfm.rope_scaling<kind = linear, factor = 2.000000e+00>
   %r3 = tfm.rope %r2b, %positions {style = #tfm.rope_style<neox>, theta = 10000.0 : f32, scaling = #tfm.rope_scaling<kind = linear, factor = 2.0>} : tensor<?x8x8xf32>, tensor<?xi32>
-  %flat = tfm.reshape %r3 : (tensor<?x8x8xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.rope %{{.*}}, %{{.*}} {freq_factors = array<f32: 1.000000e+00, 1.500000e+00, 4.000000e+00, 8.000000e+00>
+  %r4 = tfm.rope %r3, %positions {style = #tfm.rope_style<interleaved>, theta = 500000.0 : f32, freq_factors = array<f32: 1.0, 1.5, 4.0, 8.0>} : tensor<?x8x8xf32>, tensor<?xi32>
+  %flat = tfm.reshape %r4 : (tensor<?x8x8xf32>) -> tensor<?x64xf32>
   // CHECK: tfm.add %{{.*}}, %{{.*}} : tensor<?x64xf32>
   %sum = tfm.add %flat, %x : tensor<?x64xf32>
   // CHECK: tfm.mul %{{.*}}, %{{.*}} : tensor<?x64xf32>

@@ -175,7 +175,7 @@ TEST_F(LlamaBuilderTest, MisshapenTensorIsNamedWithBothShapes) {
   auto module = BuildLlamaModule(context_, config, weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()),
-              HasSubstr("tensor 'blk.0.attn_k.weight' has shape [8, 16] but the model's "
+              HasSubstr("tensor 'blk.0.attn_k.weight' has shape [8, 16] but the qwen2 model's "
                         "hyper-parameters need [16, 16]"));
 }
 

@@ -137,6 +137,23 @@ TEST(HfConfigTest, LlamaAttentionBiasCoversAllProjections) {
   EXPECT_EQ(config->torch_dtype, quant::StorageType::kF16);
 }
 
+TEST(HfConfigTest, ParsesQwen3WithItsOwnHeadDimAndNoBias) {
+  // Qwen3-0.6B.
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "bos_token_id": 151643,
+    "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+    "intermediate_size": 3072, "max_position_embeddings": 40960, "model_type": "qwen3",
+    "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
+    "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 151936})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kQwen3);
+  EXPECT_EQ(config->head_dim, 128);  // not 1024 / 16
+  EXPECT_FALSE(config->attention_qkv_bias);
+  EXPECT_FALSE(config->attention_output_bias);
+  EXPECT_TRUE(config->tie_word_embeddings);
+}
+
 TEST(HfConfigTest, ParsesMistralIgnoringSlidingWindow) {
   // Mistral 7B v0.1.
   absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
@@ -232,7 +249,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllCases, BadConfigTest,
     ::testing::Values(
         BadConfigCase{"UnsupportedModelType", R"({"model_type": "gemma"})",
-                      "model_type 'gemma' is not supported (llama, mistral, qwen2 are)"},
+                      "model_type 'gemma' is not supported (llama, mistral, qwen2, qwen3 are)"},
         BadConfigCase{"NoModelType",
                       R"({"model_type": null, "architectures": ["GPT2LMHeadModel"]})",
                       "model_type is missing and architectures names no known model"},

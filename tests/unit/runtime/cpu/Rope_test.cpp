@@ -21,10 +21,12 @@ struct RopeCase {
   int64_t head_dim;
   int64_t rotary_dim;
   RopeScaling scaling;
+  std::vector<float> freq_factors = {};
 };
 
 // Llama 3.1's published frequency rule, written from its description.
 double NaiveDivisor(const RopeParams& params, int64_t pair) {
+  if (!params.freq_factors.empty()) return params.freq_factors[pair];
   const RopeScaling& s = params.scaling;
   if (s.kind != RopeScaling::Kind::kLlama3) return 1.0;
   const double frequency = std::pow(static_cast<double>(params.theta), -2.0 * pair / params.rotary_dim);
@@ -53,6 +55,7 @@ void CheckRope(const RopeCase& c, const std::vector<int32_t>& positions) {
   params.theta = 500000.0f;
   params.rotary_dim = c.rotary_dim;
   params.scaling = c.scaling;
+  params.freq_factors = c.freq_factors;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   std::vector<float> x(static_cast<size_t>(tokens * heads * c.head_dim));
@@ -118,6 +121,53 @@ TEST(RopeTest, Llama3ScalingDividesLowFrequencies) {
   llama3.high_freq_factor = 4.0f;
   llama3.original_max_positions = 8192;
   CheckRope({RopeStyle::kNeox, 128, 128, llama3}, kPositions);
+}
+
+TEST(RopeTest, FreqFactorsDivideEachPairsAngle) {
+  std::vector<float> factors(32);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.25f * static_cast<float>(i % 7);
+  CheckRope({RopeStyle::kInterleaved, 64, 64, {}, factors}, kPositions);
+  CheckRope({RopeStyle::kNeox, 80, 64, {}, factors}, kPositions);
+}
+
+// llama.cpp's converter stores Llama 3.1's divisors as the rope_freqs tensor;
+// given as factors they rotate exactly as the llama3 rule does.
+TEST(RopeTest, FreqFactorsOfTheLlama3RuleMatchLlama3Scaling) {
+  RopeParams llama3;
+  llama3.style = RopeStyle::kInterleaved;
+  llama3.theta = 500000.0f;
+  llama3.rotary_dim = 64;
+  llama3.scaling.kind = RopeScaling::Kind::kLlama3;
+  llama3.scaling.factor = 8.0f;
+  llama3.scaling.original_max_positions = 8192;
+  std::vector<float> factors(32);
+  for (int64_t i = 0; i < 32; ++i) factors[i] = static_cast<float>(NaiveDivisor(llama3, i));
+  RopeParams with_factors = llama3;
+  with_factors.scaling = {};
+  with_factors.freq_factors = factors;
+
+  const int64_t tokens = static_cast<int64_t>(kPositions.size()), heads = 2;
+  std::vector<float> x(static_cast<size_t>(tokens * heads * 64));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  std::vector<float> by_rule(x.size()), by_factors(x.size());
+  ThreadPool pool(1);
+  ASSERT_TRUE(Rope(x.data(), tokens, heads, 64, kPositions.data(), llama3, by_rule.data(), pool).ok());
+  ASSERT_TRUE(Rope(x.data(), tokens, heads, 64, kPositions.data(), with_factors, by_factors.data(), pool).ok());
+  EXPECT_TRUE(AllEqual(by_factors, by_rule));
+}
+
+TEST(RopeTest, RejectsMiscountedOrNonPositiveFreqFactors) {
+  RopeParams params;
+  params.rotary_dim = 8;
+  ThreadPool pool(1);
+  float x[8] = {};
+  const int32_t position = 0;
+  const std::vector<float> three = {1, 2, 3};
+  params.freq_factors = three;
+  EXPECT_THAT(Rope(x, 1, 1, 8, &position, params, x, pool).message(), HasSubstr("3 freq_factors for 4 pairs"));
+  const std::vector<float> zero = {1, 2, 0, 4};
+  params.freq_factors = zero;
+  EXPECT_THAT(Rope(x, 1, 1, 8, &position, params, x, pool).message(), HasSubstr("freq_factor 0 is not positive"));
 }
 
 TEST(RopeTest, PositionZeroIsTheIdentityAndInPlaceWorks) {

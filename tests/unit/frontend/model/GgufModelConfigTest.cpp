@@ -1,0 +1,117 @@
+// ModelConfigFromGguf on the keys and tensors llama.cpp's converter writes for
+// Llama 3.1/3.2 (the rope_freqs tensor) and Qwen3 (key_length, q/k norms).
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "frontend/model/GgufModel.h"
+#include "frontend/model/LlamaBuilder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mlir/IR/MLIRContext.h"
+#include "tests/unit/frontend/gguf/GgufTestWriter.h"
+#include "tests/unit/frontend/model/InMemoryWeights.h"
+
+namespace kvjit::model {
+namespace {
+
+using gguf::test::ByteWriter;
+using gguf::test::GgufWriter;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr uint32_t kGgmlF32 = 0;
+constexpr uint32_t kGgmlF16 = 1;
+
+std::vector<uint8_t> FloatBytes(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// The hyper-parameters of a 2-layer model of `architecture`: hidden 64, 4
+// heads (head_dim 16 unless key_length says otherwise), vocabulary 10.
+GgufWriter ModelWriter(const std::string& architecture) {
+  GgufWriter writer;
+  const std::string a = architecture + ".";
+  writer.AddString("general.architecture", architecture)
+      .AddUint32(a + "embedding_length", 64)
+      .AddUint32(a + "feed_forward_length", 96)
+      .AddUint32(a + "block_count", 2)
+      .AddUint32(a + "attention.head_count", 4)
+      .AddUint32(a + "attention.head_count_kv", 2)
+      .AddUint32(a + "context_length", 256)
+      .AddRaw(a + "attention.layer_norm_rms_epsilon", gguf::test::kFloat32, ByteWriter().F32(1e-6f))
+      .AddRaw(a + "rope.freq_base", gguf::test::kFloat32, ByteWriter().F32(500000.0f));
+  writer.AddTensor({"token_embd.weight", {64, 10}, kGgmlF32, FloatBytes(std::vector<float>(640)), std::nullopt});
+  return writer;
+}
+
+absl::StatusOr<ModelConfig> ConfigOf(const GgufWriter& writer) {
+  const std::vector<uint8_t> bytes = writer.Build();
+  absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file = gguf::GgufFile::FromBuffer("m.gguf", bytes);
+  if (!file.ok()) return file.status();
+  return ModelConfigFromGguf(**file);
+}
+
+TEST(GgufModelConfigTest, Llama3RopeFreqsBecomeTheRopesFrequencyFactors) {
+  GgufWriter writer = ModelWriter("llama");
+  const std::vector<float> factors = {1, 1, 1, 1, 3.25f, 32, 32, 32};
+  writer.AddTensor({"rope_freqs.weight", {8}, kGgmlF32, FloatBytes(factors), std::nullopt});
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->rope_freq_factors, ElementsAre(1, 1, 1, 1, 3.25f, 32, 32, 32));
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kNone);
+  EXPECT_EQ(config->rope_style, RopeStyle::kInterleaved);
+  EXPECT_FALSE(config->qk_norm);
+}
+
+TEST(GgufModelConfigTest, RopeFreqsOfAnotherLengthOrTypeAreRefused) {
+  GgufWriter short_factors = ModelWriter("llama");
+  short_factors.AddTensor({"rope_freqs.weight", {6}, kGgmlF32, FloatBytes(std::vector<float>(6, 1)), std::nullopt});
+  EXPECT_THAT(ConfigOf(short_factors).status().message(),
+              HasSubstr("m.gguf: tensor 'rope_freqs.weight' must be f32 of 8 entries (head_dim / 2)"));
+
+  GgufWriter f16_factors = ModelWriter("llama");
+  f16_factors.AddTensor({"rope_freqs.weight", {8}, kGgmlF16, std::vector<uint8_t>(16, 0), std::nullopt});
+  EXPECT_THAT(ConfigOf(f16_factors).status().message(), HasSubstr("must be f32 of 8 entries"));
+
+  GgufWriter zero_factor = ModelWriter("llama");
+  zero_factor.AddTensor({"rope_freqs.weight", {8}, kGgmlF32, FloatBytes({1, 1, 1, 0, 1, 1, 1, 1}), std::nullopt});
+  EXPECT_THAT(ConfigOf(zero_factor).status().message(),
+              HasSubstr("rope frequency factors must be positive and finite, got 0"));
+}
+
+TEST(GgufModelConfigTest, Qwen3NormalizesQAndKWithItsOwnHeadDim) {
+  GgufWriter writer = ModelWriter("qwen3");
+  writer.AddUint32("qwen3.attention.key_length", 32).AddUint32("qwen3.attention.value_length", 32);
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "qwen3");
+  EXPECT_EQ(config->head_dim, 32);
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_FALSE(config->qkv_bias);
+  EXPECT_EQ(config->rope_style, RopeStyle::kNeox);
+}
+
+TEST(GgufModelConfigTest, AnUnknownArchitectureIsNamedWithTheSupportedOnes) {
+  EXPECT_THAT(ConfigOf(ModelWriter("gemma3")).status().message(),
+              HasSubstr("general.architecture 'gemma3' is not supported (llama, qwen2, qwen3)"));
+}
+
+TEST(GgufModelConfigTest, AQwen3WithoutItsQNormIsRefusedNamingBoth) {
+  ModelConfig config = TinyGqaConfig();
+  InMemoryWeights weights = RandomWeightsFor(config, 3);
+  config.architecture = "qwen3";
+  config.qkv_bias = false;
+  config.qk_norm = true;
+  mlir::MLIRContext context;
+  auto module = BuildLlamaModule(context, config, weights);
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(std::string(module.status().message()),
+              HasSubstr("tensor 'blk.0.attn_q_norm.weight' is missing (the qwen3 architecture needs it)"));
+}
+
+}  // namespace
+}  // namespace kvjit::model

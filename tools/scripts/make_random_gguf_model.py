@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Writes the random-weight model of make_random_hf_model.py (same family,
+seed and weights) as a GGUF file, with llama.cpp's own writer (the `gguf`
+package, pinned in scripts/setup.sh), laid out as llama.cpp's
+convert_hf_to_gguf.py lays out that architecture:
+
+  make_random_gguf_model.py --family llama3 --dtype f32 --tokenizer T.json OUT.gguf
+
+- llama / llama3: general.architecture "llama"; q and k rows permuted from
+  Hugging Face's rotate-half order into interleaved pairs; llama3's rope
+  scaling stored only as the `rope_freqs.weight` tensor (one f32 divisor per
+  rotated pair, no rope.scaling.* keys); output.weight absent when tied.
+- qwen2 / qwen3: general.architecture "qwen2" / "qwen3", q and k rows kept in
+  Hugging Face's order; qwen3's q_norm / k_norm as blk.N.attn_q_norm.weight /
+  attn_k_norm.weight and its head_dim as qwen3.attention.key_length.
+- --dtype f16: matrices in F16, vectors (norms, biases, rope_freqs) in F32.
+- the vocabulary of the tokenizer.json as a "gpt2" (byte-level BPE) GGUF
+  vocabulary: tokens by id, special added tokens CONTROL, merges "a b".
+"""
+import argparse
+import math
+import os
+import sys
+
+import gguf
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_random_hf_model as hf  # noqa: E402
+
+ARCHITECTURE = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
+
+PER_LAYER = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+GLOBAL = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
+
+# The special tokens of each tokenizer family, as the released GGUFs set them.
+SPECIAL_IDS = {
+    "llama": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
+    "llama3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
+    "qwen2": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
+    "qwen3": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
+}
+
+
+def gguf_name(hf_name):
+    if hf_name in GLOBAL:
+        return GLOBAL[hf_name]
+    parts = hf_name.split(".", 3)  # model.layers.N.rest
+    return "blk.%s.%s" % (parts[2], PER_LAYER[parts[3]])
+
+
+def permute_to_interleaved(weights, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute: rotate-half rows of each head
+    into interleaved pairs."""
+    return (weights.reshape(heads, 2, weights.shape[0] // heads // 2, *weights.shape[1:])
+            .swapaxes(1, 2).reshape(weights.shape))
+
+
+def llama3_rope_factors(config):
+    """convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors for rope_type
+    llama3: 1 for high frequencies, `factor` for low ones, a blend between."""
+    scaling = config["rope_scaling"]
+    dim = config.get("head_dim", config["hidden_size"] // config["num_attention_heads"])
+    base = config["rope_theta"]
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context = scaling["original_max_position_embeddings"]
+    factors = []
+    for freq in freqs:
+        wavelength = 2 * math.pi / freq
+        if wavelength < old_context / high:
+            factors.append(1)
+        elif wavelength > old_context / low:
+            factors.append(factor)
+        else:
+            smooth = (old_context / wavelength - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)
+
+
+def add_vocabulary(writer, tokenizer, family, vocab):
+    tokens = ["[PAD%d]" % i for i in range(vocab)]
+    types = [gguf.TokenType.UNUSED] * vocab
+    for text, token_id in tokenizer["model"]["vocab"].items():
+        tokens[token_id] = text
+        types[token_id] = gguf.TokenType.NORMAL
+    for added in tokenizer.get("added_tokens", []):
+        tokens[added["id"]] = added["content"]
+        types[added["id"]] = gguf.TokenType.CONTROL if added["special"] else gguf.TokenType.USER_DEFINED
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tokenizer["model"]["merges"]]
+    special = SPECIAL_IDS[family]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre(special["pre"])
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(special["bos"])
+    writer.add_eos_token_id(special["eos"])
+    writer.add_add_bos_token(special["add_bos"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_file")
+    parser.add_argument("--dtype", choices=["f32", "f16"], default="f32")
+    hf.add_arguments(parser)
+    args = parser.parse_args()
+    if args.tied and args.family != "llama3":
+        parser.error("--tied is for --family llama3 (the others have a fixed head)")
+
+    tokenizer = hf.read_tokenizer(args.tokenizer)
+    vocab = hf.vocab_size_of(tokenizer)
+    config = hf.config_of(args.family, vocab, args.tied, "float32")
+    architecture = ARCHITECTURE[args.family]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+
+    writer = gguf.GGUFWriter(args.out_file, architecture)
+    writer.add_name("random %s (seed %d)" % (args.family, args.seed))
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_rope_freq_base(config["rope_theta"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    if "head_dim" in config:
+        writer.add_key_length(config["head_dim"])
+        writer.add_value_length(config["head_dim"])
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if args.dtype == "f16"
+                         else gguf.LlamaFileType.ALL_F32)
+    if architecture == "llama":
+        writer.add_vocab_size(vocab)
+        writer.add_rope_dimension_count(
+            config.get("head_dim", config["hidden_size"] // heads))
+    add_vocabulary(writer, tokenizer, args.family, vocab)
+
+    tensors = hf.random_tensors(config, args.family, args.seed)
+    if args.family == "llama3":
+        writer.add_tensor("rope_freqs.weight", llama3_rope_factors(config))
+    for hf_tensor_name in sorted(tensors):
+        shape, values = tensors[hf_tensor_name]
+        data = np.array(values, dtype=np.float32).reshape(shape)
+        if architecture == "llama" and hf_tensor_name.endswith("self_attn.q_proj.weight"):
+            data = permute_to_interleaved(data, heads)
+        if architecture == "llama" and hf_tensor_name.endswith("self_attn.k_proj.weight"):
+            data = permute_to_interleaved(data, kv_heads)
+        if args.dtype == "f16" and data.ndim > 1:
+            data = data.astype(np.float16)
+        writer.add_tensor(gguf_name(hf_tensor_name), data)
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+if __name__ == "__main__":
+    main()
