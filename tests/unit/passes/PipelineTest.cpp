@@ -110,7 +110,7 @@ TEST_F(PipelineTest, AnOptionalPassLeftOutCountsAsBehind) {
   ASSERT_EQ(Run(*module, "fuse-attention,insert-kv-cache,plan-memory"), "");
   // fuse-elementwise can no longer run on the planned module.
   EXPECT_THAT(PassesBehind(*module),
-              ElementsAre("fuse-attention", "insert-kv-cache", "fuse-elementwise", "plan-memory"));
+              ElementsAre("fuse-attention", "fuse-projections", "insert-kv-cache", "fuse-elementwise", "plan-memory"));
 }
 
 TEST_F(PipelineTest, ARefusedPipelineRunsNothing) {
@@ -130,16 +130,16 @@ TEST_F(PipelineTest, SkipsThePassesTheModuleIsPast) {
   ASSERT_TRUE(mlir::succeeded(
       mlir::parsePassPipeline("fuse-attention,insert-kv-cache{block-size=8}", first, stream)));
   ASSERT_TRUE(mlir::succeeded(first.run(*module)));
-  EXPECT_THAT(PassesBehind(*module), ElementsAre("fuse-attention", "insert-kv-cache"));
+  EXPECT_THAT(PassesBehind(*module), ElementsAre("fuse-attention", "fuse-projections", "insert-kv-cache"));
 
   PipelineForModule decided;
   KvjitPipelineOptions defaults;
   ASSERT_EQ(Run(*module, KvjitPipelineText(defaults), &decided), "");
-  EXPECT_THAT(decided.skipped, ElementsAre("fuse-attention", "insert-kv-cache"));
+  EXPECT_THAT(decided.skipped, ElementsAre("fuse-attention", "fuse-projections", "insert-kv-cache"));
   // The cache insert-kv-cache made, not the default pipeline's option.
   EXPECT_EQ(decided.kv_block_size, 8);
   EXPECT_THAT(PassesBehind(*module),
-              ElementsAre("fuse-attention", "insert-kv-cache", "fuse-elementwise", "plan-memory"));
+              ElementsAre("fuse-attention", "fuse-projections", "insert-kv-cache", "fuse-elementwise", "plan-memory"));
 }
 
 TEST_F(PipelineTest, BlockSizeComesFromThePipelinesOption) {
