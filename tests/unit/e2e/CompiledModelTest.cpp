@@ -18,6 +18,7 @@
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
+#include "tests/unit/e2e/LlamaCppComparison.h"
 
 namespace kvjit {
 namespace {
@@ -176,52 +177,19 @@ TEST(CompiledSmolLM2Test, GreedyIdsAndLogitsEqualLlamaCpps) {
   ASSERT_FALSE(expected_path.empty());
   nlohmann::json expected = nlohmann::json::parse(std::ifstream(expected_path));
 
-  const std::string kvx = (std::filesystem::temp_directory_path() /
-                           ("kvjit-smollm2-" + std::to_string(::getpid()) + ".kvx"))
-                              .string();
-  codegen::CompileOptions options;
-  options.cache_dtype = "f16";
-  options.max_tokens_per_step = 128;
-  ASSERT_TRUE(codegen::CompileModel(path, kvx, options, nullptr).ok());
-  auto executable = runtime::Executable::Load(kvx);
-  std::filesystem::remove(kvx);
+  auto executable = testing::CompileLikeTheLlamaCppReference(path);
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/64, /*threads=*/2);
   ASSERT_TRUE(runner.ok()) << runner.status();
-
-  int compared_tokens = 0;
-  // Our logits of llama.cpp's top five tokens at each step, and llama.cpp's.
-  std::vector<float> ours, llama_cpps;
-  for (const nlohmann::json& prompt : expected["prompts"]) {
-    const std::vector<int32_t> prompt_ids = prompt["prompt_ids"].get<std::vector<int32_t>>();
-    const std::vector<int32_t> want = prompt["generated_ids"].get<std::vector<int32_t>>();
-    runtime::Generator generator(**runner, 8192);
-    sampling::SamplingParams greedy;
-    greedy.temperature = 0;
-    size_t step = 0;
-    bool same_so_far = true;
-    auto got = generator.Generate(
-        prompt_ids, greedy, static_cast<int64_t>(want.size()),
-        [&](int32_t token) {
-          same_so_far = same_so_far && token == want[step++];
-          return true;
-        },
-        [&](absl::Span<const float> logits) {
-          // Only while both runs have seen the same tokens.
-          if (!same_so_far) return;
-          const auto& top = prompt["steps"][step];
-          for (size_t k = 0; k < top["top_ids"].size(); ++k) {
-            ours.push_back(logits[top["top_ids"][k].get<int32_t>()]);
-            llama_cpps.push_back(top["top_logits"][k].get<float>());
-          }
-        });
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->tokens, want) << prompt["name"] << "; the logits so far: "
-                                 << AllEqual(ours, llama_cpps).message();
-    compared_tokens += static_cast<int>(want.size());
+  auto comparison = testing::CompareWithLlamaCpp(**runner, expected, /*context_length=*/8192);
+  ASSERT_TRUE(comparison.ok()) << comparison.status();
+  for (const testing::PromptComparison& prompt : comparison->prompts) {
+    EXPECT_EQ(prompt.ours, prompt.llama_cpps)
+        << prompt.name << "; the logits so far: "
+        << AllEqual(comparison->our_logits, comparison->llama_cpp_logits).message();
   }
-  EXPECT_EQ(compared_tokens, 128);
-  EXPECT_TRUE(AllEqual(ours, llama_cpps));
+  EXPECT_EQ(comparison->generated_tokens, 128u);
+  EXPECT_TRUE(AllEqual(comparison->our_logits, comparison->llama_cpp_logits));
 }
 
 }  // namespace

@@ -18,14 +18,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "runtime/engine/Generator.h"
-#include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
+#include "tests/unit/e2e/LlamaCppComparison.h"
 
 namespace kvjit {
 namespace {
@@ -73,52 +71,21 @@ TEST_P(LlamaCppFamiliesTest, GreedyIdsEqualAndLogitsCloseToLlamaCpps) {
 
   absl::StatusOr<std::string> model = WriteRandomGguf(c);
   ASSERT_TRUE(model.ok()) << model.status();
-  const std::string kvx = *model + ".kvx";
-  codegen::CompileOptions options;
-  options.cache_dtype = "f16";  // llama.cpp's default, with which the reference was made
-  options.max_tokens_per_step = 128;
-  const absl::Status compiled = codegen::CompileModel(*model, kvx, options, nullptr);
-  if (!compiled.ok()) std::filesystem::remove(*model);
-  ASSERT_TRUE(compiled.ok()) << compiled;
-  auto executable = runtime::Executable::Load(kvx);
-  std::filesystem::remove(kvx);
+  auto executable = testing::CompileLikeTheLlamaCppReference(*model);
+  if (!executable.ok()) std::filesystem::remove(*model);
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/64, /*threads=*/2);
   ASSERT_TRUE(runner.ok()) << runner.status();
-
-  size_t compared_tokens = 0;
-  // Our logits of llama.cpp's top five tokens at each step, and llama.cpp's.
-  std::vector<float> ours, llama_cpps;
-  for (const nlohmann::json& prompt : expected["prompts"]) {
-    const std::vector<int32_t> prompt_ids = prompt["prompt_ids"].get<std::vector<int32_t>>();
-    const std::vector<int32_t> want = prompt["generated_ids"].get<std::vector<int32_t>>();
-    runtime::Generator generator(**runner, 256);
-    sampling::SamplingParams greedy;
-    greedy.temperature = 0;
-    size_t step = 0;
-    bool same_so_far = true;
-    auto got = generator.Generate(
-        prompt_ids, greedy, static_cast<int64_t>(want.size()),
-        [&](int32_t token) {
-          same_so_far = same_so_far && token == want[step++];
-          return true;
-        },
-        [&](absl::Span<const float> logits) {
-          if (!same_so_far) return;  // only while both runs have seen the same tokens
-          const nlohmann::json& top = prompt["steps"][step];
-          for (size_t k = 0; k < top["top_ids"].size(); ++k) {
-            ours.push_back(logits[top["top_ids"][k].get<int32_t>()]);
-            llama_cpps.push_back(top["top_logits"][k].get<float>());
-          }
-        });
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->tokens, want) << prompt["name"];
-    compared_tokens += want.size();
+  auto comparison = testing::CompareWithLlamaCpp(**runner, expected, /*context_length=*/256);
+  ASSERT_TRUE(comparison.ok()) << comparison.status();
+  for (const testing::PromptComparison& prompt : comparison->prompts) {
+    EXPECT_EQ(prompt.ours, prompt.llama_cpps) << prompt.name;
   }
   std::filesystem::remove(*model);  // the executable read its weights from it until here
-  EXPECT_GE(compared_tokens, 32u);
-  EXPECT_EQ(ours.size(), 5 * compared_tokens);
-  EXPECT_TRUE(AllClose(ours, llama_cpps, RelativeToLargest(kLogitTolerance)));
+  EXPECT_GE(comparison->generated_tokens, 32u);
+  EXPECT_EQ(comparison->our_logits.size(), 5 * comparison->generated_tokens);
+  EXPECT_TRUE(AllClose(comparison->our_logits, comparison->llama_cpp_logits,
+                       RelativeToLargest(kLogitTolerance)));
 }
 
 INSTANTIATE_TEST_SUITE_P(

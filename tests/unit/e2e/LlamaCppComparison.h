@@ -1,0 +1,45 @@
+#ifndef KVJIT_TESTS_UNIT_E2E_LLAMACPPCOMPARISON_H_
+#define KVJIT_TESTS_UNIT_E2E_LLAMACPPCOMPARISON_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "runtime/exec/Executable.h"
+#include "runtime/exec/StepRunner.h"
+
+namespace kvjit::testing {
+
+// `model` compiled as llama.cpp's reference runs were made (f16 KV cache,
+// 128 tokens per step) into a temporary .kvx, loaded, and the file removed.
+absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileLikeTheLlamaCppReference(
+    const std::string& model);
+
+struct PromptComparison {
+  std::string name;
+  std::vector<int32_t> ours;
+  std::vector<int32_t> llama_cpps;
+};
+
+// Greedy generation of each prompt of a llama.cpp reference file
+// (tests/data/llamacpp/*.json, written by tools/scripts/llamacpp_reference.py)
+// next to llama.cpp's: the ids of each prompt, and at every step while both
+// runs have produced the same tokens our logits of llama.cpp's top tokens
+// beside llama.cpp's own.
+struct LlamaCppComparison {
+  std::vector<PromptComparison> prompts;
+  std::vector<float> our_logits;
+  std::vector<float> llama_cpp_logits;
+  size_t generated_tokens = 0;
+};
+
+absl::StatusOr<LlamaCppComparison> CompareWithLlamaCpp(runtime::StepRunner& runner,
+                                                       const nlohmann::json& reference,
+                                                       int64_t context_length);
+
+}  // namespace kvjit::testing
+
+#endif  // KVJIT_TESTS_UNIT_E2E_LLAMACPPCOMPARISON_H_
