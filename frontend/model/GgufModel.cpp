@@ -47,9 +47,41 @@ absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config
   return absl::OkStatus();
 }
 
+// Phi-3's LongRoPE as llama.cpp's converter stores it: per-pair divisors for
+// contexts up to rope.scaling.original_context_length (rope_factors_short) and
+// beyond it (rope_factors_long), and the cos/sin multiplier
+// rope.scaling.attn_factor. llama.cpp picks the long factors when its context
+// exceeds the original; kvjit compiles for the model's whole context, so it
+// does where context_length does.
+absl::Status ReadLongRope(const gguf::GgufFile& file, const ArchKeys& keys, ModelConfig& config) {
+  const gguf::GgufTensor* long_factors = file.FindTensor("rope_factors_long.weight");
+  const gguf::GgufTensor* short_factors = file.FindTensor("rope_factors_short.weight");
+  if (long_factors == nullptr && short_factors == nullptr) return absl::OkStatus();
+  if (long_factors == nullptr || short_factors == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path(), ": tensor 'rope_factors_", long_factors == nullptr ? "long" : "short",
+        ".weight' is missing beside its pair (LongRoPE needs both)"));
+  }
+  KVJIT_ASSIGN_OR_RETURN(int64_t original,
+                         keys.IntOr("rope.scaling.original_context_length", config.context_length));
+  const gguf::GgufTensor* chosen = config.context_length > original ? long_factors : short_factors;
+  const int64_t pairs = config.head_dim / 2;
+  if (chosen->type != quant::StorageType::kF32 || chosen->dims.size() != 1 ||
+      chosen->dims[0] != pairs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path(), ": tensor '", chosen->name, "' must be f32 of ", pairs,
+        " entries (head_dim / 2), one divisor per rotated pair"));
+  }
+  config.rope_freq_factors.resize(static_cast<size_t>(pairs));
+  std::memcpy(config.rope_freq_factors.data(), chosen->data.data(), pairs * sizeof(float));
+  KVJIT_ASSIGN_OR_RETURN(config.rope_attention_factor, keys.FloatOr("rope.scaling.attn_factor", 1.0));
+  return absl::OkStatus();
+}
+
 absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
                              ModelConfig& config) {
   KVJIT_RETURN_IF_ERROR(ReadRopeFreqFactors(file, config));
+  KVJIT_RETURN_IF_ERROR(ReadLongRope(file, keys, config));
   if (!keys.Has("rope.scaling.type")) return absl::OkStatus();
   absl::StatusOr<absl::string_view> type = file.GetString(keys.Key("rope.scaling.type"));
   if (!type.ok()) return type.status();
@@ -70,10 +102,10 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   KVJIT_ASSIGN_OR_RETURN(absl::string_view architecture, file.GetString("general.architecture"));
   config.architecture = std::string(architecture);
   if (config.architecture != "llama" && config.architecture != "qwen2" &&
-      config.architecture != "qwen3") {
+      config.architecture != "qwen3" && config.architecture != "phi3") {
     return absl::UnimplementedError(absl::StrCat(
         file.path(), ": general.architecture '", config.architecture,
-        "' is not supported (llama, qwen2, qwen3)"));
+        "' is not supported (llama, qwen2, qwen3, phi3)"));
   }
   if (file.Has("general.name")) {
     KVJIT_ASSIGN_OR_RETURN(absl::string_view name, file.GetString("general.name"));
@@ -107,6 +139,14 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   config.rope_style = config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
   config.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
   config.qk_norm = config.architecture == "qwen3";
+  config.fused_projections = config.architecture == "phi3";
+  KVJIT_ASSIGN_OR_RETURN(int64_t sliding_window, keys.IntOr("attention.sliding_window", 0));
+  if (sliding_window > 0 && sliding_window < config.context_length) {
+    return absl::UnimplementedError(absl::StrCat(
+        file.path(), ": ", keys.Key("attention.sliding_window"), " = ", sliding_window,
+        " is shorter than the context ", config.context_length,
+        ": sliding-window attention is not supported yet"));
+  }
   config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
 
   KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));

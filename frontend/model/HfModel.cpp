@@ -1,11 +1,39 @@
 #include "frontend/model/HfModel.h"
 
+#include <cmath>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::model {
+
+namespace {
+
+// LongRoPE as transformers computes it for a model run at its
+// max_position_embeddings (and llama.cpp for a context that large): the long
+// factors where that exceeds the original context, else the short ones.
+absl::Status ApplyLongRope(const hf::LlamaConfig& hf, const std::string& source,
+                           ModelConfig& config) {
+  const hf::RopeScaling& scaling = hf.rope_scaling;
+  const size_t pairs = static_cast<size_t>(hf.head_dim / 2);
+  for (const auto* factors : {&scaling.short_factor, &scaling.long_factor}) {
+    if (factors->size() != pairs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": rope_scaling's ", factors == &scaling.short_factor ? "short" : "long",
+          "_factor has ", factors->size(), " entries; head_dim ", hf.head_dim, " needs ", pairs));
+    }
+  }
+  const double original = static_cast<double>(scaling.original_max_position_embeddings);
+  const double scale = static_cast<double>(hf.max_position_embeddings) / original;
+  const std::vector<double>& chosen = scale > 1.0 ? scaling.long_factor : scaling.short_factor;
+  config.rope_freq_factors.assign(chosen.begin(), chosen.end());
+  config.rope_attention_factor = scaling.attention_factor.value_or(
+      scale <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(scale) / std::log(original)));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const std::string& source) {
   if (hf.attention_output_bias || hf.mlp_bias) {
@@ -24,6 +52,15 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
     case hf::ModelType::kQwen3:
       config.architecture = "qwen3";
       config.qk_norm = true;
+      break;
+    case hf::ModelType::kPhi3:
+      if (hf.sliding_window > 0 && hf.sliding_window < hf.max_position_embeddings) {
+        return absl::UnimplementedError(absl::StrCat(
+            source, ": phi3 with sliding_window ", hf.sliding_window, " shorter than its context ",
+            hf.max_position_embeddings, " needs sliding-window attention, not supported yet"));
+      }
+      config.architecture = "phi3";
+      config.fused_projections = true;
       break;
   }
   config.name = hf.architecture;
@@ -54,6 +91,9 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
       config.rope_scaling.high_freq_factor = hf.rope_scaling.high_freq_factor;
       config.rope_scaling.original_context = hf.rope_scaling.original_max_position_embeddings;
       break;
+    case hf::RopeScalingType::kLongRope:
+      KVJIT_RETURN_IF_ERROR(ApplyLongRope(hf, source, config));
+      break;
   }
   KVJIT_RETURN_IF_ERROR(config.Validate(source));
   return config;
@@ -83,6 +123,9 @@ std::string CanonicalWeightName(const std::string& hf_name) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      // Phi-3's fused projections, as llama.cpp names them.
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},
   };
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
   std::smatch match;

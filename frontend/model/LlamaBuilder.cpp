@@ -48,6 +48,8 @@ class LlamaEmitter {
   }
   Value Weight(const std::string& name);
   Value Linear(Value input, const std::string& weight, const std::string& bias = "");
+  // Columns [offset, offset + size) of a [T, features] activation.
+  Value Columns(Value input, int64_t offset, int64_t size);
   Value RmsNorm(Value input, const std::string& weight);
   Value Rope(Value heads, Value positions);
   Value Attention(Value q, Value k, Value v);
@@ -76,11 +78,20 @@ std::vector<LlamaEmitter::Required> LlamaEmitter::RequiredWeights() const {
                                     {OutputWeightName(), {config_.vocab_size, d}}};
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     std::string prefix = absl::StrCat("blk.", layer, ".");
-    std::vector<Required> block = {{"attn_norm.weight", {d}},     {"attn_q.weight", {q_width, d}},
-                                   {"attn_k.weight", {kv_width, d}}, {"attn_v.weight", {kv_width, d}},
-                                   {"attn_output.weight", {d, q_width}}, {"ffn_norm.weight", {d}},
-                                   {"ffn_gate.weight", {ffn, d}}, {"ffn_up.weight", {ffn, d}},
+    std::vector<Required> block = {{"attn_norm.weight", {d}},
+                                   {"attn_output.weight", {d, q_width}},
+                                   {"ffn_norm.weight", {d}},
                                    {"ffn_down.weight", {d, ffn}}};
+    if (config_.fused_projections) {
+      block.push_back({"attn_qkv.weight", {q_width + 2 * kv_width, d}});
+      block.push_back({"ffn_up.weight", {2 * ffn, d}});
+    } else {
+      block.push_back({"attn_q.weight", {q_width, d}});
+      block.push_back({"attn_k.weight", {kv_width, d}});
+      block.push_back({"attn_v.weight", {kv_width, d}});
+      block.push_back({"ffn_gate.weight", {ffn, d}});
+      block.push_back({"ffn_up.weight", {ffn, d}});
+    }
     if (config_.qkv_bias) {
       block.push_back({"attn_q.bias", {q_width}});
       block.push_back({"attn_k.bias", {kv_width}});
@@ -140,6 +151,12 @@ Value LlamaEmitter::Linear(Value input, const std::string& weight, const std::st
   Value b = bias.empty() ? Value() : Weight(bias);
   int64_t out = mlir::cast<mlir::RankedTensorType>(w.getType()).getDimSize(0);
   return builder_.create<tfm::LinearOp>(loc_, Activation({ShapedType::kDynamic, out}), input, w, b);
+}
+
+Value LlamaEmitter::Columns(Value input, int64_t offset, int64_t size) {
+  return builder_.create<tfm::SliceColumnsOp>(loc_, Activation({ShapedType::kDynamic, size}), input,
+                                              builder_.getI64IntegerAttr(offset),
+                                              builder_.getI64IntegerAttr(size));
 }
 
 Value LlamaEmitter::RmsNorm(Value input, const std::string& weight) {
@@ -212,9 +229,19 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
     return config_.qkv_bias ? p + name : std::string();
   };
   Value h = RmsNorm(x, p + "attn_norm.weight");
-  Value q = Linear(h, p + "attn_q.weight", bias("attn_q.bias"));
-  Value k = Linear(h, p + "attn_k.weight", bias("attn_k.bias"));
-  Value v = Linear(h, p + "attn_v.weight", bias("attn_v.bias"));
+  Value q, k, v;
+  if (config_.fused_projections) {
+    const int64_t q_width = config_.num_heads * config_.head_dim;
+    const int64_t kv_width = config_.num_kv_heads * config_.head_dim;
+    Value qkv = Linear(h, p + "attn_qkv.weight");
+    q = Columns(qkv, 0, q_width);
+    k = Columns(qkv, q_width, kv_width);
+    v = Columns(qkv, q_width + kv_width, kv_width);
+  } else {
+    q = Linear(h, p + "attn_q.weight", bias("attn_q.bias"));
+    k = Linear(h, p + "attn_k.weight", bias("attn_k.bias"));
+    v = Linear(h, p + "attn_v.weight", bias("attn_v.bias"));
+  }
   auto heads_of = [&](Value flat, int64_t count) -> Value {
     return builder_.create<tfm::ReshapeOp>(loc_, Activation({dyn, count, config_.head_dim}), flat);
   };
@@ -225,13 +252,32 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
   };
   Value q_heads = Rope(normed_heads_of(q, config_.num_heads, "attn_q_norm.weight"), positions);
   Value k_heads = Rope(normed_heads_of(k, config_.num_kv_heads, "attn_k_norm.weight"), positions);
+  // LongRoPE's attention factor multiplies rope's cos and sin. Applied to q
+  // and k themselves (not folded into the scores' scale), the cache holds k
+  // as llama.cpp's does, rounded after the factor.
+  if (config_.rope_attention_factor != 1.0) {
+    auto scaled = [&](Value heads) -> Value {
+      return builder_.create<tfm::ScaleOp>(
+          loc_, heads.getType(), heads, builder_.getF32FloatAttr(config_.rope_attention_factor));
+    };
+    q_heads = scaled(q_heads);
+    k_heads = scaled(k_heads);
+  }
   Value v_heads = heads_of(v, config_.num_kv_heads);
   Value attention = Linear(Attention(q_heads, k_heads, v_heads), p + "attn_output.weight");
   Value x1 = builder_.create<tfm::AddOp>(loc_, x, attention);
 
   Value h2 = RmsNorm(x1, p + "ffn_norm.weight");
-  Value gate = Linear(h2, p + "ffn_gate.weight");
-  Value up = Linear(h2, p + "ffn_up.weight");
+  Value gate, up;
+  if (config_.fused_projections) {
+    const int64_t ffn = config_.intermediate_size;
+    Value gate_up = Linear(h2, p + "ffn_up.weight");
+    gate = Columns(gate_up, 0, ffn);
+    up = Columns(gate_up, ffn, ffn);
+  } else {
+    gate = Linear(h2, p + "ffn_gate.weight");
+    up = Linear(h2, p + "ffn_up.weight");
+  }
   Value gated = builder_.create<tfm::MulOp>(loc_, builder_.create<tfm::SiluOp>(loc_, gate), up);
   Value down = Linear(gated, p + "ffn_down.weight");
   return builder_.create<tfm::AddOp>(loc_, x1, down);

@@ -51,6 +51,10 @@ absl::Status ModelConfig::Validate(const std::string& source) const {
       }
     }
   }
+  if (!(rope_attention_factor > 0) || std::isinf(rope_attention_factor)) {
+    return invalid("the rope attention factor must be positive and finite, got ",
+                   rope_attention_factor);
+  }
   return absl::OkStatus();
 }
 

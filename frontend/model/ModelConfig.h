@@ -25,9 +25,9 @@ struct RopeScaling {
 };
 
 // The hyper-parameters of a Llama-family decoder (Llama 2 and 3, TinyLlama,
-// SmolLM2, Mistral, Qwen2, Qwen3), whichever file format they came from.
+// SmolLM2, Mistral, Qwen2, Qwen3, Phi-3), whichever file format they came from.
 struct ModelConfig {
-  std::string architecture;  // "llama", "qwen2" or "qwen3"
+  std::string architecture;  // "llama", "qwen2", "qwen3" or "phi3"
   std::string name;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -44,10 +44,16 @@ struct ModelConfig {
   // Per-pair divisors of the rope angle (a GGUF's rope_freqs tensor, Llama
   // 3.1's scaling as llama.cpp stores it), head_dim / 2 of them; empty: none.
   std::vector<float> rope_freq_factors;
+  // Multiplies rope's cos and sin for q and k alike (Phi-3's LongRoPE
+  // attention factor), so attention scores grow by its square.
+  double rope_attention_factor = 1.0;
   bool tied_embeddings = false;
   bool qkv_bias = false;
   // Qwen3: each head of q and k RMS-normalized (weight [head_dim]) before rope.
   bool qk_norm = false;
+  // Phi-3: q, k and v as one weight attn_qkv [q + 2 kv widths, hidden], and
+  // gate and up as one ffn_up [2 × intermediate, hidden], gate first.
+  bool fused_projections = false;
 
   // Refuses sizes that cannot describe a working model; `source` names the
   // file in the message.

@@ -75,6 +75,25 @@ class FieldReader {
     return value->get<std::string>();
   }
 
+  // A list of positive numbers; empty (and an error) where absent.
+  std::vector<double> PositiveNumbers(absl::string_view key) {
+    const nlohmann::json* value = Find(key);
+    std::vector<double> numbers;
+    if (value == nullptr || !value->is_array()) {
+      Fail(absl::InvalidArgumentError(absl::StrCat(Where(key), " must be a list of numbers")));
+      return numbers;
+    }
+    for (const nlohmann::json& entry : *value) {
+      if (!entry.is_number() || !(entry.get<double>() > 0.0)) {
+        Fail(absl::InvalidArgumentError(
+            absl::StrCat(Where(key), " must hold positive numbers, got ", Describe(entry))));
+        return {};
+      }
+      numbers.push_back(entry.get<double>());
+    }
+    return numbers;
+  }
+
   // An integer or a list of integers; empty where absent.
   std::vector<int64_t> TokenIds(absl::string_view key) {
     const nlohmann::json* value = Find(key);
@@ -127,17 +146,19 @@ absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& archit
     if (architecture == "MistralForCausalLM") model_type = "mistral";
     if (architecture == "Qwen2ForCausalLM") model_type = "qwen2";
     if (architecture == "Qwen3ForCausalLM") model_type = "qwen3";
+    if (architecture == "Phi3ForCausalLM") model_type = "phi3";
   }
   if (model_type == "llama") return ModelType::kLlama;
   if (model_type == "mistral") return ModelType::kMistral;
   if (model_type == "qwen2") return ModelType::kQwen2;
   if (model_type == "qwen3") return ModelType::kQwen3;
+  if (model_type == "phi3") return ModelType::kPhi3;
   if (model_type.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         reader.Where("model_type"), " is missing and architectures names no known model"));
   }
   return absl::UnimplementedError(absl::StrCat(reader.Where("model_type"), " '", model_type,
-                                               "' is not supported (llama, mistral, qwen2, qwen3 are)"));
+                                               "' is not supported (llama, mistral, qwen2, qwen3, phi3 are)"));
 }
 
 RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
@@ -162,9 +183,22 @@ RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
       reader.Fail(absl::InvalidArgumentError(
           absl::StrCat(reader.Where("high_freq_factor"), " must exceed low_freq_factor")));
     }
+  } else if (type == "longrope" || type == "su") {
+    scaling.type = RopeScalingType::kLongRope;
+    scaling.short_factor = reader.PositiveNumbers("short_factor");
+    scaling.long_factor = reader.PositiveNumbers("long_factor");
+    if (reader.Find("attention_factor") != nullptr) {
+      scaling.attention_factor = reader.PositiveNumber("attention_factor");
+    }
+    // Phi-3 keeps it at the top level; newer configs inside rope_scaling.
+    scaling.original_max_position_embeddings = reader.PositiveInteger(
+        "original_max_position_embeddings",
+        outer.Find("original_max_position_embeddings") != nullptr
+            ? std::optional<int64_t>(outer.PositiveInteger("original_max_position_embeddings"))
+            : std::nullopt);
   } else {
     reader.Fail(absl::UnimplementedError(absl::StrCat(
-        outer.Where(key), " type '", type, "' is not supported (linear and llama3 are)")));
+        outer.Where(key), " type '", type, "' is not supported (linear, llama3, longrope are)")));
   }
   if (!reader.status().ok()) outer.Fail(reader.status());
   return scaling;
@@ -281,6 +315,19 @@ absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::st
       config.attention_qkv_bias = reader.Bool("attention_bias", false);
       config.attention_output_bias = config.attention_qkv_bias;
       break;
+    case ModelType::kPhi3:
+      // Phi-3's projections have no biases (Phi3Attention's qkv_proj and o_proj
+      // are bias=False whatever the config).
+      if (reader.Find("sliding_window") != nullptr) {
+        config.sliding_window = reader.PositiveInteger("sliding_window");
+      }
+      break;
+  }
+  if (reader.Find("partial_rotary_factor") != nullptr &&
+      reader.PositiveNumber("partial_rotary_factor") != 1.0 && reader.status().ok()) {
+    return absl::UnimplementedError(absl::StrCat(
+        reader.Where("partial_rotary_factor"), " ", reader.Find("partial_rotary_factor")->dump(),
+        " is not supported (rope over part of each head: only 1.0 is)"));
   }
   config.bos_token_ids = reader.TokenIds("bos_token_id");
   config.eos_token_ids = reader.TokenIds("eos_token_id");

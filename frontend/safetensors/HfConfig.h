@@ -13,8 +13,9 @@
 namespace kvjit::hf {
 
 // The Hugging Face model types that share Llama's decoder: pre-norm RMSNorm,
-// rotary attention with grouped KV heads, SwiGLU MLP.
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3 };
+// rotary attention with grouped KV heads, SwiGLU MLP. Phi-3 stores q, k, v as
+// one qkv_proj and gate, up as one gate_up_proj.
+enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kPhi3 };
 
 enum class RopeScalingType {
   kNone,
@@ -25,6 +26,12 @@ enum class RopeScalingType {
   // than original_max_position_embeddings / low_freq_factor are divided by
   // `factor`, and the band between is interpolated smoothly.
   kLlama3,
+  // Phi-3's LongRoPE ("longrope", formerly "su"): each rotated pair's angle
+  // divided by its entry of long_factor where the model's context exceeds
+  // original_max_position_embeddings, else of short_factor; cos and sin
+  // multiplied by attention_factor (default sqrt(1 + ln(s) / ln(original))
+  // for s = context / original, 1 when s <= 1).
+  kLongRope,
 };
 
 struct RopeScaling {
@@ -33,6 +40,9 @@ struct RopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 1.0;
   int64_t original_max_position_embeddings = 0;
+  std::vector<double> short_factor;  // kLongRope: head_dim / 2 divisors each
+  std::vector<double> long_factor;
+  std::optional<double> attention_factor;  // kLongRope, where the config gives it
 };
 
 // A checkpoint's config.json for the Llama family.
@@ -67,6 +77,8 @@ struct LlamaConfig {
   RopeScaling rope_scaling;
 
   bool tie_word_embeddings = false;
+  // Phi-3's sliding_window (keys within that many positions); 0 where none.
+  int64_t sliding_window = 0;
   // Bias on q_proj, k_proj and v_proj: Llama's attention_bias, always on for Qwen2.
   bool attention_qkv_bias = false;
   // Bias on o_proj: Llama's attention_bias; never for Mistral or Qwen2.

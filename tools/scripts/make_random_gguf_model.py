@@ -13,6 +13,12 @@ convert_hf_to_gguf.py lays out that architecture:
 - qwen2 / qwen3: general.architecture "qwen2" / "qwen3", q and k rows kept in
   Hugging Face's order; qwen3's q_norm / k_norm as blk.N.attn_q_norm.weight /
   attn_k_norm.weight and its head_dim as qwen3.attention.key_length.
+- phi3: general.architecture "phi3", qkv_proj as blk.N.attn_qkv.weight and
+  gate_up_proj as blk.N.ffn_up.weight (as Hugging Face stores them, no
+  permutation: llama.cpp's phi3 rope is NeoX), LongRoPE as the tensors
+  rope_factors_long.weight / rope_factors_short.weight with
+  phi3.rope.scaling.original_context_length and phi3.rope.scaling.attn_factor,
+  and phi3.attention.sliding_window 0 (none).
 - --dtype f16: matrices in F16, vectors (norms, biases, rope_freqs) in F32.
 - the vocabulary of the tokenizer.json as a "gpt2" (byte-level BPE) GGUF
   vocabulary: tokens by id, special added tokens CONTROL, merges "a b".
@@ -28,7 +34,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_random_hf_model as hf  # noqa: E402
 
-ARCHITECTURE = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
+ARCHITECTURE = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
+                "phi3": "phi3"}
 
 PER_LAYER = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -45,6 +52,8 @@ PER_LAYER = {
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight",
+    "mlp.gate_up_proj.weight": "ffn_up.weight",
 }
 
 GLOBAL = {
@@ -59,6 +68,7 @@ SPECIAL_IDS = {
     "llama3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
     "qwen2": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
     "qwen3": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
+    "phi3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
 }
 
 
@@ -98,6 +108,22 @@ def llama3_rope_factors(config):
     return np.array(factors, dtype=np.float32)
 
 
+def add_phi3_longrope(writer, config):
+    """convert_hf_to_gguf.py's Phi3MiniModel: rope dimension, original context,
+    the attention factor it derives, both factor tensors, no sliding window."""
+    head_dim = config["hidden_size"] // config["num_attention_heads"]
+    original = config["original_max_position_embeddings"]
+    scale = config["max_position_embeddings"] / original
+    attn_factor = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(original))
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_scaling_orig_ctx_len(original)
+    writer.add_rope_scaling_attn_factors(attn_factor)
+    writer.add_sliding_window(0)
+    scaling = config["rope_scaling"]
+    writer.add_tensor("rope_factors_long.weight", np.array(scaling["long_factor"], dtype=np.float32))
+    writer.add_tensor("rope_factors_short.weight", np.array(scaling["short_factor"], dtype=np.float32))
+
+
 def add_vocabulary(writer, tokenizer, family, vocab):
     tokens = ["[PAD%d]" % i for i in range(vocab)]
     types = [gguf.TokenType.UNUSED] * vocab
@@ -135,7 +161,10 @@ def main():
     heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
 
     writer = gguf.GGUFWriter(args.out_file, architecture)
-    writer.add_name("random %s (seed %d)" % (args.family, args.seed))
+    # llama.cpp gives a model whose general.name contains "phi3" Phi-3's
+    # SentencePiece token attributes, and fails where those tokens are absent.
+    family_name = "Phi 3" if args.family == "phi3" else args.family
+    writer.add_name("random %s (seed %d)" % (family_name, args.seed))
     writer.add_block_count(config["num_hidden_layers"])
     writer.add_context_length(config["max_position_embeddings"])
     writer.add_embedding_length(config["hidden_size"])
@@ -153,6 +182,8 @@ def main():
         writer.add_vocab_size(vocab)
         writer.add_rope_dimension_count(
             config.get("head_dim", config["hidden_size"] // heads))
+    if architecture == "phi3":
+        add_phi3_longrope(writer, config)
     add_vocabulary(writer, tokenizer, args.family, vocab)
 
     tensors = hf.random_tensors(config, args.family, args.seed)

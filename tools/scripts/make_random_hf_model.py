@@ -63,9 +63,12 @@ def tensors_of(config, family, rng):
         p = "model.layers.%d." % layer
         tensors[p + "input_layernorm.weight"] = norm([d])
         tensors[p + "post_attention_layernorm.weight"] = norm([d])
-        tensors[p + "self_attn.q_proj.weight"] = rand([heads * head_dim, d], 0.4)
-        tensors[p + "self_attn.k_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
-        tensors[p + "self_attn.v_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
+        if family == "phi3":
+            tensors[p + "self_attn.qkv_proj.weight"] = rand([(heads + 2 * kv_heads) * head_dim, d], 0.4)
+        else:
+            tensors[p + "self_attn.q_proj.weight"] = rand([heads * head_dim, d], 0.4)
+            tensors[p + "self_attn.k_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
+            tensors[p + "self_attn.v_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
         tensors[p + "self_attn.o_proj.weight"] = rand([d, heads * head_dim], 0.4)
         if family == "qwen2":
             tensors[p + "self_attn.q_proj.bias"] = rand([heads * head_dim], 0.2)
@@ -74,8 +77,11 @@ def tensors_of(config, family, rng):
         if family == "qwen3":
             tensors[p + "self_attn.q_norm.weight"] = norm([head_dim])
             tensors[p + "self_attn.k_norm.weight"] = norm([head_dim])
-        tensors[p + "mlp.gate_proj.weight"] = rand([f, d], 0.4)
-        tensors[p + "mlp.up_proj.weight"] = rand([f, d], 0.4)
+        if family == "phi3":
+            tensors[p + "mlp.gate_up_proj.weight"] = rand([2 * f, d], 0.4)
+        else:
+            tensors[p + "mlp.gate_proj.weight"] = rand([f, d], 0.4)
+            tensors[p + "mlp.up_proj.weight"] = rand([f, d], 0.4)
         tensors[p + "mlp.down_proj.weight"] = rand([d, f], 0.3)
     return tensors
 
@@ -99,7 +105,7 @@ def write_safetensors(path, tensors, dtype):
             out.write(blob)
 
 
-FAMILIES = ["llama", "llama3", "qwen2", "qwen3"]
+FAMILIES = ["llama", "llama3", "qwen2", "qwen3", "phi3"]
 
 
 def add_arguments(parser):
@@ -123,7 +129,8 @@ def vocab_size_of(tokenizer):
 def config_of(family, vocab, tied, torch_dtype):
     """The config.json of a random model of `family`."""
     architecture = {"llama": "LlamaForCausalLM", "llama3": "LlamaForCausalLM",
-                    "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[family]
+                    "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                    "phi3": "Phi3ForCausalLM"}[family]
     config = {
         "architectures": [architecture], "model_type": "llama" if family == "llama3" else family,
         "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
@@ -141,6 +148,19 @@ def config_of(family, vocab, tied, torch_dtype):
     if family == "qwen3":
         config["head_dim"] = 32
         config["attention_bias"] = False
+    if family == "phi3":
+        # Phi-3-mini-128k's LongRoPE, scaled down: one divisor per rotated pair
+        # (8 for head_dim 16) for contexts within the original 64 tokens and
+        # another beyond it; sliding_window null, as in Phi-4-mini.
+        factors = random.Random(7)
+        pairs = config["hidden_size"] // config["num_attention_heads"] // 2
+        config["rope_scaling"] = {
+            "type": "longrope",
+            "short_factor": [round(factors.uniform(1.0, 1.5), 4) for _ in range(pairs)],
+            "long_factor": [round(factors.uniform(1.0, 4.0), 4) for _ in range(pairs)],
+        }
+        config["original_max_position_embeddings"] = 64
+        config["sliding_window"] = None
     return config
 
 

@@ -1,4 +1,4 @@
-// Random-weight Llama 3.1/3.2 and Qwen3 GGUFs (tools/scripts/
+// Random-weight Llama 3.1/3.2, Qwen3 and Phi-3 (fused projections, LongRoPE) GGUFs (tools/scripts/
 // make_random_gguf_model.py, written at test time with llama.cpp's gguf
 // package), greedy, against llama.cpp's ids and top-5 logits on the same files
 // (tests/data/llamacpp/random_*_greedy.json, made by
@@ -93,7 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         FamilyCase{"random_llama3_greedy.json", "llama3", false, "llama3_style.tokenizer.json"},
         FamilyCase{"random_llama3_tied_greedy.json", "llama3", true, "llama3_style.tokenizer.json"},
-        FamilyCase{"random_qwen3_greedy.json", "qwen3", false, "qwen25_style.tokenizer.json"}),
+        FamilyCase{"random_qwen3_greedy.json", "qwen3", false, "qwen25_style.tokenizer.json"},
+        FamilyCase{"random_phi3_greedy.json", "phi3", false, "llama3_style.tokenizer.json"}),
     [](const ::testing::TestParamInfo<FamilyCase>& info) {
       return absl::StrCat(info.param.family, info.param.tied ? "_tied" : "_untied");
     });

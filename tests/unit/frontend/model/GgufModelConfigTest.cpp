@@ -1,5 +1,6 @@
 // ModelConfigFromGguf on the keys and tensors llama.cpp's converter writes for
-// Llama 3.1/3.2 (the rope_freqs tensor) and Qwen3 (key_length, q/k norms).
+// Llama 3.1/3.2 (the rope_freqs tensor), Qwen3 (key_length, q/k norms) and
+// Phi-3 (fused projections, LongRoPE's factor tensors and attention factor).
 
 #include <cstring>
 #include <string>
@@ -95,9 +96,52 @@ TEST(GgufModelConfigTest, Qwen3NormalizesQAndKWithItsOwnHeadDim) {
   EXPECT_EQ(config->rope_style, RopeStyle::kNeox);
 }
 
+// Phi-3-mini-128k's layout at a 256-token context over a 64-token original.
+GgufWriter Phi3Writer(uint32_t original_context) {
+  GgufWriter writer = ModelWriter("phi3");
+  writer.AddUint32("phi3.rope.scaling.original_context_length", original_context)
+      .AddRaw("phi3.rope.scaling.attn_factor", gguf::test::kFloat32, ByteWriter().F32(1.25f))
+      .AddUint32("phi3.attention.sliding_window", 0);
+  writer.AddTensor({"rope_factors_long.weight", {8}, kGgmlF32,
+                    FloatBytes({2, 2, 2, 2, 4, 4, 4, 4}), std::nullopt});
+  writer.AddTensor({"rope_factors_short.weight", {8}, kGgmlF32,
+                    FloatBytes({1, 1, 1, 1, 1.5f, 1.5f, 1.5f, 1.5f}), std::nullopt});
+  return writer;
+}
+
+TEST(GgufModelConfigTest, Phi3BeyondItsOriginalContextTakesTheLongFactors) {
+  absl::StatusOr<ModelConfig> config = ConfigOf(Phi3Writer(64));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->fused_projections);
+  EXPECT_EQ(config->rope_style, RopeStyle::kNeox);
+  EXPECT_THAT(config->rope_freq_factors, ElementsAre(2, 2, 2, 2, 4, 4, 4, 4));
+  EXPECT_DOUBLE_EQ(config->rope_attention_factor, 1.25);
+}
+
+TEST(GgufModelConfigTest, Phi3WithinItsOriginalContextTakesTheShortFactors) {
+  absl::StatusOr<ModelConfig> config = ConfigOf(Phi3Writer(256));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->rope_freq_factors, ElementsAre(1, 1, 1, 1, 1.5f, 1.5f, 1.5f, 1.5f));
+}
+
+TEST(GgufModelConfigTest, Phi3WithOneFactorTensorIsRefused) {
+  GgufWriter writer = ModelWriter("phi3");
+  writer.AddTensor({"rope_factors_long.weight", {8}, kGgmlF32, FloatBytes(std::vector<float>(8, 2)),
+                    std::nullopt});
+  EXPECT_THAT(ConfigOf(writer).status().message(),
+              HasSubstr("m.gguf: tensor 'rope_factors_short.weight' is missing beside its pair"));
+}
+
+TEST(GgufModelConfigTest, ASlidingWindowShorterThanTheContextIsRefused) {
+  GgufWriter writer = ModelWriter("phi3");
+  writer.AddUint32("phi3.attention.sliding_window", 128);
+  EXPECT_THAT(ConfigOf(writer).status().message(),
+              HasSubstr("m.gguf: phi3.attention.sliding_window = 128 is shorter than the context 256"));
+}
+
 TEST(GgufModelConfigTest, AnUnknownArchitectureIsNamedWithTheSupportedOnes) {
   EXPECT_THAT(ConfigOf(ModelWriter("gemma3")).status().message(),
-              HasSubstr("general.architecture 'gemma3' is not supported (llama, qwen2, qwen3)"));
+              HasSubstr("general.architecture 'gemma3' is not supported (llama, qwen2, qwen3, phi3)"));
 }
 
 TEST(GgufModelConfigTest, AQwen3WithoutItsQNormIsRefusedNamingBoth) {

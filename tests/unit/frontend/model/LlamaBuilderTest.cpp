@@ -1,7 +1,10 @@
 #include "frontend/model/LlamaBuilder.h"
 
 #include <cmath>
+#include <cstring>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -196,6 +199,108 @@ TEST_F(LlamaBuilderTest, InvalidConfigIsRefused) {
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()),
               HasSubstr("num_heads (4) is not a multiple of num_kv_heads (3)"));
+}
+
+std::vector<float> ValuesOf(const InMemoryWeights& weights, const std::string& name) {
+  for (const WeightInfo& info : weights.weights()) {
+    if (info.name != name) continue;
+    absl::Span<const uint8_t> bytes = weights.Bytes(info);
+    std::vector<float> values(bytes.size() / sizeof(float));
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    return values;
+  }
+  return {};
+}
+
+// `names`' rows one after another, as a checkpoint that stores them fused.
+std::vector<float> Rows(const InMemoryWeights& weights, const std::vector<std::string>& names) {
+  std::vector<float> rows;
+  for (const std::string& name : names) {
+    std::vector<float> part = ValuesOf(weights, name);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  return rows;
+}
+
+absl::StatusOr<std::vector<float>> LogitsOf(mlir::MLIRContext& context, const ModelConfig& config,
+                                            const InMemoryWeights& weights) {
+  auto module = BuildLlamaModule(context, config, weights);
+  if (!module.ok()) return module.status();
+  ReferenceWeights provider(weights);
+  reference::ReferenceEvaluator evaluator(**module, provider);
+  auto logits = reference::EvaluateLogits(evaluator, kForwardFunctionName, {3, 17, 5, 39, 0, 22});
+  if (!logits.ok()) return logits.status();
+  return logits->values;
+}
+
+// Phi-3's attn_qkv and gate-first ffn_up, read as column views, compute what
+// the separate projections do.
+TEST_F(LlamaBuilderTest, FusedProjectionsMatchSeparateOnes) {
+  ModelConfig separate = TinyGqaConfig();
+  separate.qkv_bias = false;
+  const InMemoryWeights weights = RandomWeightsFor(separate, 5);
+  InMemoryWeights fused_weights;
+  for (const WeightInfo& info : weights.weights()) {
+    const bool fused_away = absl::StrContains(info.name, "attn_q.") ||
+                            absl::StrContains(info.name, "attn_k.") ||
+                            absl::StrContains(info.name, "attn_v.") ||
+                            absl::StrContains(info.name, "ffn_gate.") ||
+                            absl::StrContains(info.name, "ffn_up.");
+    if (!fused_away) fused_weights.Add(info.name, info.shape, ValuesOf(weights, info.name));
+  }
+  const int64_t d = separate.hidden_size;
+  const int64_t qkv_rows = (separate.num_heads + 2 * separate.num_kv_heads) * separate.head_dim;
+  for (int64_t layer = 0; layer < separate.num_layers; ++layer) {
+    const std::string p = absl::StrCat("blk.", layer, ".");
+    fused_weights.Add(p + "attn_qkv.weight", {qkv_rows, d},
+                      Rows(weights, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}));
+    fused_weights.Add(p + "ffn_up.weight", {2 * separate.intermediate_size, d},
+                      Rows(weights, {p + "ffn_gate.weight", p + "ffn_up.weight"}));
+  }
+  ModelConfig fused = separate;
+  fused.fused_projections = true;
+
+  auto expected = LogitsOf(context_, separate, weights);
+  auto got = LogitsOf(context_, fused, fused_weights);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(AllClose(*got, *expected, Absolute(1e-5) + Relative(1e-5)));
+}
+
+TEST_F(LlamaBuilderTest, FusedProjectionsNeedTheFusedTensors) {
+  ModelConfig config = TinyGqaConfig();
+  config.qkv_bias = false;
+  config.fused_projections = true;
+  InMemoryWeights weights = RandomWeightsFor(config, 1);
+  auto module = BuildLlamaModule(context_, config, weights);
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(std::string(module.status().message()),
+              HasSubstr("tensor 'blk.0.attn_qkv.weight' is missing"));
+}
+
+// LongRoPE's attention factor a multiplies rope's output for q and k: the
+// logits of q and k weights scaled by a, without the factor.
+TEST_F(LlamaBuilderTest, RopeAttentionFactorScalesQueriesAndKeys) {
+  ModelConfig config = TinyGqaConfig();
+  config.qkv_bias = false;
+  const InMemoryWeights weights = RandomWeightsFor(config, 9);
+  const float factor = 1.3f;
+  InMemoryWeights scaled;
+  for (const WeightInfo& info : weights.weights()) {
+    std::vector<float> values = ValuesOf(weights, info.name);
+    if (absl::StrContains(info.name, "attn_q.") || absl::StrContains(info.name, "attn_k.")) {
+      for (float& value : values) value *= factor;
+    }
+    scaled.Add(info.name, info.shape, values);
+  }
+  ModelConfig with_factor = config;
+  with_factor.rope_attention_factor = factor;
+
+  auto expected = LogitsOf(context_, config, scaled);
+  auto got = LogitsOf(context_, with_factor, weights);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(AllClose(*got, *expected, Absolute(1e-4) + Relative(1e-4)));
 }
 
 }  // namespace

@@ -171,6 +171,29 @@ TEST(HfConfigTest, ParsesMistralIgnoringSlidingWindow) {
   EXPECT_FALSE(config->attention_output_bias);
 }
 
+TEST(HfConfigTest, ParsesPhi3WithLongRope) {
+  // Phi-3-mini-128k-instruct, its 48 factors per list cut to 4.
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "architectures": ["Phi3ForCausalLM"], "bos_token_id": 1, "eos_token_id": 32000,
+    "hidden_act": "silu", "hidden_size": 3072, "intermediate_size": 8192,
+    "max_position_embeddings": 131072, "model_type": "phi3", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-05, "rope_scaling": {"long_factor": [1.08, 1.1, 1.13, 1.19],
+    "short_factor": [1.05, 1.05, 1.05, 1.1], "type": "longrope"}, "rope_theta": 10000.0,
+    "sliding_window": 262144, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "vocab_size": 32064})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kPhi3);
+  EXPECT_EQ(config->head_dim, 96);
+  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kLongRope);
+  EXPECT_THAT(config->rope_scaling.long_factor, ElementsAre(1.08, 1.1, 1.13, 1.19));
+  EXPECT_THAT(config->rope_scaling.short_factor, ElementsAre(1.05, 1.05, 1.05, 1.1));
+  EXPECT_EQ(config->rope_scaling.original_max_position_embeddings, 4096);
+  EXPECT_FALSE(config->rope_scaling.attention_factor.has_value());
+  EXPECT_EQ(config->sliding_window, 262144);
+  EXPECT_FALSE(config->attention_qkv_bias);
+}
+
 TEST(HfConfigTest, ParsesQwen2WithImpliedQkvBias) {
   // Qwen2.5-0.5B-Instruct.
   absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
@@ -249,7 +272,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllCases, BadConfigTest,
     ::testing::Values(
         BadConfigCase{"UnsupportedModelType", R"({"model_type": "gemma"})",
-                      "model_type 'gemma' is not supported (llama, mistral, qwen2, qwen3 are)"},
+                      "model_type 'gemma' is not supported (llama, mistral, qwen2, qwen3, phi3 are)"},
         BadConfigCase{"NoModelType",
                       R"({"model_type": null, "architectures": ["GPT2LMHeadModel"]})",
                       "model_type is missing and architectures names no known model"},
@@ -274,7 +297,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"BadEosToken", R"({"eos_token_id": [2, "x"]})",
                       "eos_token_id must be a non-negative integer"},
         BadConfigCase{"YarnScaling", R"({"rope_scaling": {"rope_type": "yarn", "factor": 4}})",
-                      "rope_scaling type 'yarn' is not supported (linear and llama3 are)"},
+                      "rope_scaling type 'yarn' is not supported (linear, llama3, longrope are)"},
         BadConfigCase{"DynamicScaling", R"({"rope_scaling": {"type": "dynamic", "factor": 2}})",
                       "rope_scaling type 'dynamic' is not supported"},
         BadConfigCase{"ScalingNotObject", R"({"rope_scaling": 2})",
@@ -290,6 +313,20 @@ INSTANTIATE_TEST_SUITE_P(
                           "low_freq_factor": 4, "high_freq_factor": 1,
                           "original_max_position_embeddings": 8192}})",
                       "rope_scaling.high_freq_factor must exceed low_freq_factor"},
+        BadConfigCase{"LongRopeWithoutLongFactor",
+                      R"({"rope_scaling": {"type": "longrope", "short_factor": [1, 1]},
+                          "original_max_position_embeddings": 4096})",
+                      "rope_scaling.long_factor must be a list of numbers"},
+        BadConfigCase{"LongRopeWithZeroFactor",
+                      R"({"rope_scaling": {"type": "su", "short_factor": [1, 0],
+                          "long_factor": [1, 2]}, "original_max_position_embeddings": 4096})",
+                      "rope_scaling.short_factor must hold positive numbers, got 0"},
+        BadConfigCase{"LongRopeWithoutOriginalLength",
+                      R"({"rope_scaling": {"type": "longrope", "short_factor": [1],
+                          "long_factor": [2]}})",
+                      "rope_scaling.original_max_position_embeddings is missing"},
+        BadConfigCase{"PartialRotary", R"({"partial_rotary_factor": 0.75})",
+                      "partial_rotary_factor 0.75 is not supported"},
         BadConfigCase{"ZeroRopeTheta", R"({"rope_theta": 0})",
                       "rope_theta must be a positive number"},
         BadConfigCase{"UnknownTorchDtype", R"({"torch_dtype": "float64"})",
