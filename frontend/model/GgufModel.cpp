@@ -47,6 +47,27 @@ absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config
   return absl::OkStatus();
 }
 
+// llama.cpp's key for a model whose every layer attends over a sliding
+// window of that many positions. A per-layer pattern of windowed and full
+// layers (its sliding_window_pattern) is refused rather than guessed at.
+absl::Status ReadSlidingWindow(const gguf::GgufFile& file, const ArchKeys& keys,
+                               ModelConfig& config) {
+  if (keys.Has("attention.sliding_window_pattern")) {
+    return absl::UnimplementedError(absl::StrCat(
+        file.path(), ": general.architecture '", config.architecture, "' with ",
+        keys.Key("attention.sliding_window_pattern"),
+        ": kvjit builds a sliding window on every layer or none, not a per-layer pattern"));
+  }
+  if (!keys.Has("attention.sliding_window")) return absl::OkStatus();
+  KVJIT_ASSIGN_OR_RETURN(const int64_t window, keys.Int("attention.sliding_window"));
+  if (window <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path(), ": ", keys.Key("attention.sliding_window"), " must be positive, got ", window));
+  }
+  config.layer_windows.assign(static_cast<size_t>(config.num_layers), window);
+  return absl::OkStatus();
+}
+
 absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
                              ModelConfig& config) {
   KVJIT_RETURN_IF_ERROR(ReadRopeFreqFactors(file, config));
@@ -101,6 +122,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
         " differs from the head dimension ", config.head_dim, " (partial rotary is not supported)"));
   }
   KVJIT_RETURN_IF_ERROR(ReadRopeScaling(file, keys, config));
+  KVJIT_RETURN_IF_ERROR(ReadSlidingWindow(file, keys, config));
 
   // llama.cpp's converter permutes Q and K rows of llama checkpoints into
   // interleaved pairs; Qwen checkpoints keep Hugging Face's rotate-half order.

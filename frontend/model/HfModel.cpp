@@ -40,6 +40,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
   config.rope_style = RopeStyle::kNeox;
   config.tied_embeddings = hf.tie_word_embeddings;
   config.qkv_bias = hf.attention_qkv_bias;
+  config.layer_windows = hf.layer_windows;
   switch (hf.rope_scaling.type) {
     case hf::RopeScalingType::kNone:
       break;

@@ -48,6 +48,11 @@ struct ModelConfig {
   bool qkv_bias = false;
   // Qwen3: each head of q and k RMS-normalized (weight [head_dim]) before rope.
   bool qk_norm = false;
+  // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window):
+  // empty where every layer attends over the whole context, else one entry
+  // per layer, its window in positions or 0 for the whole context. The query
+  // at position p attends to keys j with p - window < j <= p.
+  std::vector<int64_t> layer_windows;
 
   // Refuses sizes that cannot describe a working model; `source` names the
   // file in the message.

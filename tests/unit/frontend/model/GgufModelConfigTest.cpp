@@ -83,6 +83,31 @@ TEST(GgufModelConfigTest, RopeFreqsOfAnotherLengthOrTypeAreRefused) {
               HasSubstr("rope frequency factors must be positive and finite, got 0"));
 }
 
+// llama.cpp's key for a model whose every layer has a sliding window.
+TEST(GgufModelConfigTest, SlidingWindowCoversEveryLayer) {
+  GgufWriter writer = ModelWriter("llama");
+  writer.AddUint32("llama.attention.sliding_window", 32);
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>(2, 32));
+  EXPECT_TRUE(ConfigOf(ModelWriter("llama"))->layer_windows.empty());
+
+  GgufWriter zero = ModelWriter("llama");
+  zero.AddUint32("llama.attention.sliding_window", 0);
+  EXPECT_THAT(ConfigOf(zero).status().message(),
+              HasSubstr("m.gguf: llama.attention.sliding_window must be positive, got 0"));
+}
+
+// A per-layer pattern of windowed and full layers is refused, naming the
+// architecture and the key.
+TEST(GgufModelConfigTest, SlidingWindowPatternIsRefused) {
+  GgufWriter writer = ModelWriter("qwen2");
+  writer.AddUint32("qwen2.attention.sliding_window", 32).AddUint32("qwen2.attention.sliding_window_pattern", 4);
+  EXPECT_THAT(ConfigOf(writer).status().message(),
+              HasSubstr("m.gguf: general.architecture 'qwen2' with qwen2.attention.sliding_window_pattern: kvjit "
+                        "builds a sliding window on every layer or none"));
+}
+
 TEST(GgufModelConfigTest, Qwen3NormalizesQAndKWithItsOwnHeadDim) {
   GgufWriter writer = ModelWriter("qwen3");
   writer.AddUint32("qwen3.attention.key_length", 32).AddUint32("qwen3.attention.value_length", 32);
