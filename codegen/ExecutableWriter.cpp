@@ -246,6 +246,7 @@ struct Attributes {
   uint64_t layer = 0;
   Offset<kvx::RopeParams> rope;
   std::vector<kvx::ElementwiseStep> elementwise;
+  uint64_t window = 0;
 };
 
 class ExecutableBuilder {
@@ -392,6 +393,9 @@ class ExecutableBuilder {
           Attributes attributes;
           attributes.layer = attention.getLayer();
           attributes.scale = ToFloat(attention.getScale());
+          if (mlir::IntegerAttr window = attention.getWindowAttr()) {
+            attributes.window = window.getInt();
+          }
           return Emit(op, kvx::OpCode::KvAttention,
                       {attention.getQuery(), attention.getPositions(), attention.getSeqStarts(),
                        attention.getContextLens(), attention.getBlockTables()},
@@ -435,7 +439,8 @@ class ExecutableBuilder {
     instructions_.push_back(kvx::CreateInstructionDirect(
         fbb_, opcode, &input_refs, &output_refs, attributes.epsilon, attributes.scale,
         static_cast<uint32_t>(attributes.layer), attributes.rope,
-        attributes.elementwise.empty() ? nullptr : &attributes.elementwise));
+        attributes.elementwise.empty() ? nullptr : &attributes.elementwise,
+        static_cast<uint32_t>(attributes.window)));
     return absl::OkStatus();
   }
 

@@ -119,8 +119,10 @@ struct FuseAttentionChain : mlir::OpRewritePattern<tfm::TransposeOp> {
     // -inf as well, which agrees with masking last only for positive factors.
     Value logits = probabilities.getInput();
     bool causal = false;
+    mlir::IntegerAttr window;
     if (auto mask = DefinerWithSoleUse<tfm::CausalMaskOp>(logits)) {
       causal = true;
+      window = mask.getWindowAttr();
       logits = mask.getInput();
     }
     mlir::FloatAttr scale = rewriter.getF32FloatAttr(1.0f);
@@ -146,7 +148,8 @@ struct FuseAttentionChain : mlir::OpRewritePattern<tfm::TransposeOp> {
     // The rest of the chain is Pure and now unused: the greedy driver erases it.
     rewriter.replaceOpWithNewOp<tfm::AttentionOp>(to_tokens, result_type, query, key, value,
                                                   scale,
-                                                  causal ? rewriter.getUnitAttr() : nullptr);
+                                                  causal ? rewriter.getUnitAttr() : nullptr,
+                                                  window);
     return success();
   }
 };

@@ -128,7 +128,8 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
           attention.getLoc(), attention.getType(), attention.getQuery(),
           body.getArgument(kCache), builder.getI64IntegerAttr(layer),
           body.getArgument(kPositions), body.getArgument(kSeqStarts),
-          body.getArgument(kContextLens), body.getArgument(kBlockTables), attention.getScaleAttr());
+          body.getArgument(kContextLens), body.getArgument(kBlockTables), attention.getScaleAttr(),
+          attention.getWindowAttr());
       attention.replaceAllUsesWith(cached);
       attention.erase();
     }

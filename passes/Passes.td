@@ -9,7 +9,7 @@ def FuseAttention : Pass<"fuse-attention", "::mlir::ModuleOp"> {
     Matches what the frontend writes for attention — transposes `[1, 0, 2]`
     of Q and V and `[1, 2, 0]` of K to head-major order, `Q·Kᵀ`, an optional
     `tfm.scale` (scale 1 without one), an optional `tfm.causal_mask` after
-    it, `tfm.softmax` over the keys (the last axis), `·V` and the transpose
+    it (its sliding `window`, where it has one, becomes the attention's), `tfm.softmax` over the keys (the last axis), `·V` and the transpose
     `[1, 0, 2]` back — and replaces it with one `tfm.attention` on the
     token-major `[T, heads, head_dim]` operands. Where K and V are both
     repeated alike on the head axis (grouped-query attention: `tfm.repeat`
@@ -64,7 +64,8 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
     arguments of the step contract (tokens, positions, seq_starts,
     context_lens, slot_mapping, block_tables, logits_rows, cache). Each
     attention, in program order, becomes layer i of the cache: `kv.write` of
-    its K and V, then `kv.attention` of its queries over the cache. Rows are
+    its K and V, then `kv.attention` of its queries over the cache, with the
+    attention's sliding `window` where it has one (layers may differ). Rows are
     independent through row-wise ops (linear, norms), so the logits are
     computed only for `logits_rows`: a `tfm.gather_rows` moves up past the
     final row-wise ops. One function thus serves prefill, chunked prefill and

@@ -1,7 +1,8 @@
 // KvAttention: causal attention of each new token over its sequence's paged
 // cache, as runtime/cpu/PagedAttention.cpp computes it: token t at position
-// p attends to keys 0..p of its sequence; query head h reads kv head
-// h / (heads / kv_heads). Scores are scale · (q · k), folded by an online
+// p attends to keys 0..p of its sequence, or with a sliding window to keys
+// p - window + 1..p (blocks before those are never read: the runtime may
+// have given them back); query head h reads kv head h / (heads / kv_heads). Scores are scale · (q · k), folded by an online
 // softmax in f32.
 //
 // Decode path (split-K "flash decoding"): one block per (token, kv head,
@@ -38,6 +39,7 @@ constexpr char kCommonConstants[] = R"cuda(@POOL_CONSTANTS@  constexpr int kHead
   constexpr int kDimsPerLane = (kHeadDim + 31) / 32;
   constexpr int kWarps = @THREADS@ / 32;
   constexpr float kScale = @SCALE@;
+  constexpr int kWindow = @WINDOW@;  // 0: the whole context
   const float* query = static_cast<const float*>(args.buffers[0]);
   const int32_t* positions = static_cast<const int32_t*>(args.buffers[1]);
   const int32_t* seq_starts = static_cast<const int32_t*>(args.buffers[2]);
@@ -58,8 +60,9 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   const int splits = (args.max_blocks + kBlocksPerSplit - 1) / kBlocksPerSplit;
   const int sequence = find_sequence(seq_starts, args.sequences, token);
   const int32_t* table = block_tables + static_cast<int64_t>(sequence) * args.max_blocks;
-  const int first_key = split * kSplitKeys;
-  const int end_key = min(positions[token] + 1, first_key + kSplitKeys);
+  const int window_first_key = kWindow > 0 ? max(0, positions[token] - kWindow + 1) : 0;
+  const int first_key = max(split * kSplitKeys, window_first_key);
+  const int end_key = min(positions[token] + 1, split * kSplitKeys + kSplitKeys);
 
   __shared__ float q_shared[kGroup][kHeadDim];
   __shared__ float warp_max[kWarps][kGroup];
@@ -195,6 +198,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
 
   // Pair i of this warp is pair warp + kWarps * i of the tile.
   int row_of[kPairsPerWarp], sequence_of[kPairsPerWarp], visible[kPairsPerWarp];
+  int first_visible[kPairsPerWarp];
   float q[kPairsPerWarp][kDimsPerLane], output[kPairsPerWarp][kDimsPerLane];
   float running_max[kPairsPerWarp], denominator[kPairsPerWarp];
 #pragma unroll
@@ -204,6 +208,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
     row_of[i] = pair < kPairs && row < end_row ? row : -1;
     sequence_of[i] = row_of[i] >= 0 ? find_sequence(seq_starts, args.sequences, row) : -1;
     visible[i] = row_of[i] >= 0 ? positions[row] + 1 : 0;
+    first_visible[i] = kWindow > 0 ? max(0, visible[i] - kWindow) : 0;
     running_max[i] = negative_infinity();
     denominator[i] = 0.0f;
     const int64_t head = kv_head * kGroup + pair % kGroup;
@@ -221,10 +226,13 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   for (int sequence = first_sequence; sequence <= last_sequence; ++sequence) {
     const int rows_begin = max(first_row, seq_starts[sequence]);
     const int rows_end = min(end_row, seq_starts[sequence + 1]);
-    int key_end = 0;
-    for (int row = rows_begin; row < rows_end; ++row) key_end = max(key_end, positions[row] + 1);
+    int key_begin = 0x7fffffff, key_end = 0;
+    for (int row = rows_begin; row < rows_end; ++row) {
+      key_begin = min(key_begin, kWindow > 0 ? max(0, positions[row] - kWindow + 1) : 0);
+      key_end = max(key_end, positions[row] + 1);
+    }
     const int32_t* table = block_tables + static_cast<int64_t>(sequence) * args.max_blocks;
-    for (int tile_start = 0; tile_start < key_end; tile_start += kTileKeys) {
+    for (int tile_start = key_begin; tile_start < key_end; tile_start += kTileKeys) {
       const int tile_keys = min(kTileKeys, key_end - tile_start);
       __syncthreads();  // the previous tile is no longer read
       for (int i = threadIdx.x; i < tile_keys * kHeadDim; i += blockDim.x) {
@@ -241,7 +249,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
       for (int i = 0; i < kPairsPerWarp; ++i) {
         if (sequence_of[i] != sequence) continue;  // the same for the whole warp
         const int keys = min(tile_keys, visible[i] - tile_start);
-        for (int j = 0; j < keys; ++j) {
+        for (int j = max(0, first_visible[i] - tile_start); j < keys; ++j) {
           float partial = 0.0f;
 #pragma unroll
           for (int c = 0; c < kDimsPerLane; ++c) {
@@ -322,6 +330,7 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
                               {"HEADS", absl::StrCat(heads)},
                               {"THREADS", absl::StrCat(kAttentionThreads)},
                               {"SCALE", FloatLiteral(instruction.scale())},
+                              {"WINDOW", absl::StrCat(instruction.window())},
                               {"POOL", absl::StrCat(KvPoolBuffer(instruction))}});
   auto fill = [&](const char* text, uint32_t threads) {
     return Fill(text, {{"COMMON", common},

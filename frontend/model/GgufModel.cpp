@@ -78,6 +78,26 @@ absl::Status ReadLongRope(const gguf::GgufFile& file, const ArchKeys& keys, Mode
   return absl::OkStatus();
 }
 
+// llama.cpp's key for a model whose every layer attends over a sliding
+// window of that many positions (0: none). A per-layer pattern of windowed and full
+// layers (its sliding_window_pattern) is refused rather than guessed at.
+absl::Status ReadSlidingWindow(const gguf::GgufFile& file, const ArchKeys& keys,
+                               ModelConfig& config) {
+  if (keys.Has("attention.sliding_window_pattern")) {
+    return absl::UnimplementedError(absl::StrCat(
+        file.path(), ": general.architecture '", config.architecture, "' with ",
+        keys.Key("attention.sliding_window_pattern"),
+        ": kvjit builds a sliding window on every layer or none, not a per-layer pattern"));
+  }
+  if (!keys.Has("attention.sliding_window")) return absl::OkStatus();
+  KVJIT_ASSIGN_OR_RETURN(const int64_t window, keys.Int("attention.sliding_window"));
+  // llama.cpp's Phi-3 converter writes 0 for a checkpoint without a window,
+  // and llama.cpp reads 0 as none.
+  if (window == 0) return absl::OkStatus();
+  config.layer_windows.assign(static_cast<size_t>(config.num_layers), window);
+  return absl::OkStatus();
+}
+
 absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
                              ModelConfig& config) {
   KVJIT_RETURN_IF_ERROR(ReadRopeFreqFactors(file, config));
@@ -133,6 +153,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
         " differs from the head dimension ", config.head_dim, " (partial rotary is not supported)"));
   }
   KVJIT_RETURN_IF_ERROR(ReadRopeScaling(file, keys, config));
+  KVJIT_RETURN_IF_ERROR(ReadSlidingWindow(file, keys, config));
 
   // llama.cpp's converter permutes Q and K rows of llama checkpoints into
   // interleaved pairs; Qwen checkpoints keep Hugging Face's rotate-half order.
@@ -140,13 +161,6 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   config.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
   config.qk_norm = config.architecture == "qwen3";
   config.fused_projections = config.architecture == "phi3";
-  KVJIT_ASSIGN_OR_RETURN(int64_t sliding_window, keys.IntOr("attention.sliding_window", 0));
-  if (sliding_window > 0 && sliding_window < config.context_length) {
-    return absl::UnimplementedError(absl::StrCat(
-        file.path(), ": ", keys.Key("attention.sliding_window"), " = ", sliding_window,
-        " is shorter than the context ", config.context_length,
-        ": sliding-window attention is not supported yet"));
-  }
   config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
 
   KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));

@@ -54,11 +54,6 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
       config.qk_norm = true;
       break;
     case hf::ModelType::kPhi3:
-      if (hf.sliding_window > 0 && hf.sliding_window < hf.max_position_embeddings) {
-        return absl::UnimplementedError(absl::StrCat(
-            source, ": phi3 with sliding_window ", hf.sliding_window, " shorter than its context ",
-            hf.max_position_embeddings, " needs sliding-window attention, not supported yet"));
-      }
       config.architecture = "phi3";
       config.fused_projections = true;
       break;
@@ -77,6 +72,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
   config.rope_style = RopeStyle::kNeox;
   config.tied_embeddings = hf.tie_word_embeddings;
   config.qkv_bias = hf.attention_qkv_bias;
+  config.layer_windows = hf.layer_windows;
   switch (hf.rope_scaling.type) {
     case hf::RopeScalingType::kNone:
       break;

@@ -52,7 +52,7 @@ class LlamaEmitter {
   Value Columns(Value input, int64_t offset, int64_t size);
   Value RmsNorm(Value input, const std::string& weight);
   Value Rope(Value heads, Value positions);
-  Value Attention(Value q, Value k, Value v);
+  Value Attention(int64_t layer, Value q, Value k, Value v);
   Value Block(int64_t layer, Value x, Value positions);
 
   const ModelConfig& config_;
@@ -189,7 +189,7 @@ Value LlamaEmitter::Rope(Value heads, Value positions) {
 
 // softmax(Q·Kᵀ / sqrt(head_dim) + causal mask) · V over [T, heads, head_dim]
 // inputs, each KV head shared by heads / kv_heads query heads.
-Value LlamaEmitter::Attention(Value q, Value k, Value v) {
+Value LlamaEmitter::Attention(int64_t layer, Value q, Value k, Value v) {
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.head_dim;
   const int64_t group = config_.num_heads / config_.num_kv_heads;
@@ -214,7 +214,9 @@ Value LlamaEmitter::Attention(Value q, Value k, Value v) {
   Value scaled = builder_.create<tfm::ScaleOp>(
       loc_, scores_type, scores,
       builder_.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(head_dim))));
-  Value masked = builder_.create<tfm::CausalMaskOp>(loc_, scores_type, scaled);
+  const int64_t window = config_.layer_windows.empty() ? 0 : config_.layer_windows[layer];
+  Value masked = builder_.create<tfm::CausalMaskOp>(
+      loc_, scores_type, scaled, window > 0 ? builder_.getI64IntegerAttr(window) : nullptr);
   Value probs = builder_.create<tfm::SoftmaxOp>(loc_, scores_type, masked,
                                                 builder_.getI64IntegerAttr(-1));
   Value context = builder_.create<tfm::MatmulOp>(loc_, Activation({heads, dyn, head_dim}), probs, vh);
@@ -264,7 +266,7 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
     k_heads = scaled(k_heads);
   }
   Value v_heads = heads_of(v, config_.num_kv_heads);
-  Value attention = Linear(Attention(q_heads, k_heads, v_heads), p + "attn_output.weight");
+  Value attention = Linear(Attention(layer, q_heads, k_heads, v_heads), p + "attn_output.weight");
   Value x1 = builder_.create<tfm::AddOp>(loc_, x, attention);
 
   Value h2 = RmsNorm(x1, p + "ffn_norm.weight");

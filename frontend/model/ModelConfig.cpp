@@ -55,6 +55,14 @@ absl::Status ModelConfig::Validate(const std::string& source) const {
     return invalid("the rope attention factor must be positive and finite, got ",
                    rope_attention_factor);
   }
+  if (!layer_windows.empty()) {
+    if (static_cast<int64_t>(layer_windows.size()) != num_layers) {
+      return invalid(layer_windows.size(), " sliding windows for ", num_layers, " layers");
+    }
+    for (int64_t window : layer_windows) {
+      if (window < 0) return invalid("a sliding window must be positive, got ", window);
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -54,6 +54,11 @@ struct ModelConfig {
   // Phi-3: q, k and v as one weight attn_qkv [q + 2 kv widths, hidden], and
   // gate and up as one ffn_up [2 × intermediate, hidden], gate first.
   bool fused_projections = false;
+  // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window):
+  // empty where every layer attends over the whole context, else one entry
+  // per layer, its window in positions or 0 for the whole context. The query
+  // at position p attends to keys j with p - window < j <= p.
+  std::vector<int64_t> layer_windows;
 
   // Refuses sizes that cannot describe a working model; `source` names the
   // file in the message.

@@ -244,6 +244,60 @@ std::optional<quant::StorageType> ReadTorchDtype(FieldReader& reader) {
   return std::nullopt;
 }
 
+// transformers' Qwen2Config and Qwen3Config default.
+constexpr int64_t kDefaultMaxWindowLayers = 28;
+
+// Which layers attend over a sliding window (see LlamaConfig).
+void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
+  bool applies = false;
+  switch (config.model_type) {
+    case ModelType::kLlama:
+      return;
+    case ModelType::kMistral:
+    case ModelType::kPhi3:
+      applies = true;
+      break;
+    case ModelType::kQwen2:
+    case ModelType::kQwen3:
+      applies = reader.Bool("use_sliding_window", false);
+      break;
+  }
+  if (!applies || reader.Find("sliding_window") == nullptr) return;
+  const int64_t window = reader.PositiveInteger("sliding_window");
+  if (!reader.status().ok()) return;
+  const int64_t layers = config.num_hidden_layers;
+  if (const nlohmann::json* layer_types = reader.Find("layer_types")) {
+    if (!layer_types->is_array() || static_cast<int64_t>(layer_types->size()) != layers) {
+      reader.Fail(absl::InvalidArgumentError(absl::StrCat(
+          reader.Where("layer_types"), " must list one kind for each of the ", layers, " layers")));
+      return;
+    }
+    for (const nlohmann::json& kind : *layer_types) {
+      const std::string name = kind.is_string() ? kind.get<std::string>() : kind.dump();
+      if (name != "sliding_attention" && name != "full_attention") {
+        reader.Fail(absl::UnimplementedError(absl::StrCat(
+            config.architecture.empty() ? "this model" : config.architecture, ": ",
+            reader.Where("layer_types"), " names the layer kind '", name,
+            "', which kvjit does not build (sliding_attention and full_attention it does)")));
+        return;
+      }
+      config.layer_windows.push_back(name == "sliding_attention" ? window : 0);
+    }
+  } else {
+    const int64_t first_windowed = config.model_type == ModelType::kMistral
+                                       ? 0
+                                       : reader.PositiveInteger("max_window_layers",
+                                                                kDefaultMaxWindowLayers);
+    for (int64_t layer = 0; layer < layers; ++layer) {
+      config.layer_windows.push_back(layer >= first_windowed ? window : 0);
+    }
+  }
+  if (std::all_of(config.layer_windows.begin(), config.layer_windows.end(),
+                  [](int64_t w) { return w == 0; })) {
+    config.layer_windows.clear();
+  }
+}
+
 absl::Status CheckShapes(const LlamaConfig& config, const FieldReader& reader) {
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
     return absl::InvalidArgumentError(
@@ -318,9 +372,6 @@ absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::st
     case ModelType::kPhi3:
       // Phi-3's projections have no biases (Phi3Attention's qkv_proj and o_proj
       // are bias=False whatever the config).
-      if (reader.Find("sliding_window") != nullptr) {
-        config.sliding_window = reader.PositiveInteger("sliding_window");
-      }
       break;
   }
   if (reader.Find("partial_rotary_factor") != nullptr &&
@@ -329,6 +380,7 @@ absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::st
         reader.Where("partial_rotary_factor"), " ", reader.Find("partial_rotary_factor")->dump(),
         " is not supported (rope over part of each head: only 1.0 is)"));
   }
+  ReadSlidingWindows(reader, config);
   config.bos_token_ids = reader.TokenIds("bos_token_id");
   config.eos_token_ids = reader.TokenIds("eos_token_id");
   config.torch_dtype = ReadTorchDtype(reader);

@@ -56,8 +56,11 @@ struct RopeScaling {
 // GGUF style interleaved; the two agree on the attention they compute
 // (tests/unit/frontend/safetensors/RopeStyle_test.cpp shows it).
 //
-// Ignored on purpose: Mistral's and Qwen2's sliding_window (kvjit attends over
-// the whole context, which matches the models up to their window size).
+// Sliding-window attention, as transformers applies it: Mistral's and Phi-3's
+// sliding_window (null: none) to every layer; Qwen2's and Qwen3's only with
+// use_sliding_window, to the layers from max_window_layers on; a config's
+// layer_types list ("sliding_attention" / "full_attention"), where it has
+// one, names each layer's kind.
 struct LlamaConfig {
   ModelType model_type = ModelType::kLlama;
   // The first entry of "architectures" (such as "LlamaForCausalLM"), or empty.
@@ -76,9 +79,11 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
 
+  // One entry per layer, its sliding window or 0 for full attention; empty
+  // where no layer has a window.
+  std::vector<int64_t> layer_windows;
+
   bool tie_word_embeddings = false;
-  // Phi-3's sliding_window (keys within that many positions); 0 where none.
-  int64_t sliding_window = 0;
   // Bias on q_proj, k_proj and v_proj: Llama's attention_bias, always on for Qwen2.
   bool attention_qkv_bias = false;
   // Bias on o_proj: Llama's attention_bias; never for Mistral or Qwen2.

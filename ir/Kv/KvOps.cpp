@@ -67,6 +67,9 @@ LogicalResult AttentionOp::verify() {
   if (!DimsCompatible(query.getDimSize(0), TensorTypeOf(getPositions()).getDimSize(0))) {
     return emitOpError() << "positions must have one entry per query token";
   }
+  if (mlir::IntegerAttr window = getWindowAttr(); window && window.getInt() <= 0) {
+    return emitOpError() << "window must be positive, got " << window.getInt();
+  }
   if (TensorTypeOf(getResult()) != query) {
     return emitOpError() << "result type must equal the query's type " << query;
   }

@@ -33,11 +33,17 @@ def Kv_AttentionOp : Kv_Op<"attention", [MemoryEffects<[MemRead]>]> {
     step's K and V (kv.write comes first) and `context_lens[s]` tokens in all.
     Query head h reads KV head `h / (heads / kv_heads)`. The result is
     `[T, heads, head_dim]`.
+
+    With a `window` (sliding-window attention), the token at position p
+    attends only to the cached positions j with `p - window < j <= p`. The
+    runtime may then have given back the blocks of s that hold only
+    positions before that range: their entries in `block_tables` are never
+    read, whatever they hold.
   }];
   let arguments = (ins Kv_Activation:$query, Kv_CacheType:$cache, I64Attr:$layer,
                        Kv_I32Vector:$positions, Kv_I32Vector:$seq_starts,
                        Kv_I32Vector:$context_lens, 2DTensorOf<[I32]>:$block_tables,
-                       F32Attr:$scale);
+                       F32Attr:$scale, OptionalAttr<I64Attr>:$window);
   let results = (outs Kv_Activation:$result);
   let assemblyFormat = [{
     $query `,` $cache `[` $layer `]` `positions` $positions `seq_starts` $seq_starts

@@ -320,7 +320,8 @@ RefTensor Gelu(const RefTensor& input, bool approximate_tanh) {
 }
 
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,
-                                    const RefTensor& value, double scale, bool causal) {
+                                    const RefTensor& value, double scale, bool causal,
+                                    int64_t window) {
   if (query.shape.size() != 3 || key.shape.size() != 3 || key.shape != value.shape ||
       query.shape[2] != key.shape[2] || key.shape[1] == 0 || query.shape[1] % key.shape[1] != 0) {
     return ShapeError("attention", absl::StrCat("query ", query.ShapeString(), ", key ",
@@ -333,11 +334,12 @@ absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key
   std::vector<double> scores(keys);
   for (int64_t i = 0; i < queries; ++i) {
     const int64_t visible = causal ? std::min(keys, keys - queries + i + 1) : keys;
+    const int64_t first = causal && window > 0 ? std::max<int64_t>(0, visible - window) : 0;
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t kv = h / group;
       const float* q = &query.values[(i * heads + h) * dim];
       double max_score = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < visible; ++j) {
+      for (int64_t j = first; j < visible; ++j) {
         const float* k = &key.values[(j * kv_heads + kv) * dim];
         double dot = 0;
         for (int64_t e = 0; e < dim; ++e) dot += static_cast<double>(q[e]) * k[e];
@@ -345,11 +347,11 @@ absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key
         max_score = std::max(max_score, scores[j]);
       }
       double sum = 0;
-      for (int64_t j = 0; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - max_score));
+      for (int64_t j = first; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - max_score));
       float* o = &out.values[(i * heads + h) * dim];
       for (int64_t e = 0; e < dim; ++e) {
         double acc = 0;
-        for (int64_t j = 0; j < visible; ++j) {
+        for (int64_t j = first; j < visible; ++j) {
           acc += scores[j] / sum * value.values[(j * kv_heads + kv) * dim + e];
         }
         o[e] = static_cast<float>(acc);
@@ -434,7 +436,7 @@ absl::StatusOr<RefTensor> Softmax(const RefTensor& input, int64_t axis) {
   return out;
 }
 
-absl::StatusOr<RefTensor> CausalMask(const RefTensor& input) {
+absl::StatusOr<RefTensor> CausalMask(const RefTensor& input, int64_t window) {
   const size_t rank = input.shape.size();
   if (rank < 2) return ShapeError("causal_mask", "input needs [..., queries, keys]");
   const int64_t queries = input.shape[rank - 2];
@@ -445,6 +447,10 @@ absl::StatusOr<RefTensor> CausalMask(const RefTensor& input) {
   for (int64_t p = 0; p < planes; ++p) {
     for (int64_t q = 0; q < queries; ++q) {
       for (int64_t k = offset + q + 1; k < keys; ++k) {
+        out.values[(p * queries + q) * keys + k] = -std::numeric_limits<float>::infinity();
+      }
+      const int64_t first_in_window = window > 0 ? offset + q - window + 1 : 0;
+      for (int64_t k = 0; k < std::min(first_in_window, keys); ++k) {
         out.values[(p * queries + q) * keys + k] = -std::numeric_limits<float>::infinity();
       }
     }

@@ -49,16 +49,21 @@ absl::StatusOr<RefTensor> Mul(const RefTensor& lhs, const RefTensor& rhs);
 RefTensor Scale(const RefTensor& input, double factor);
 RefTensor Silu(const RefTensor& input);
 RefTensor Gelu(const RefTensor& input, bool approximate_tanh);
-// query [T, H, D], key/value [S, KV, D]; query i at position S - T + i when causal.
+// query [T, H, D], key/value [S, KV, D]; query i at position p = S - T + i
+// when causal. A positive `window` (causal only) leaves query p the keys j
+// with p - window < j <= p; 0 means no window.
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,
-                                    const RefTensor& value, double scale, bool causal);
+                                    const RefTensor& value, double scale, bool causal,
+                                    int64_t window = 0);
 absl::StatusOr<RefTensor> GatherRows(const RefTensor& input, const RefTensor& rows);
 // Columns [offset, offset + size) of each row of a [rows, features] tensor.
 absl::StatusOr<RefTensor> SliceColumns(const RefTensor& input, int64_t offset, int64_t size);
 // The rows of `parts`, matrices of one row length, one after the other.
 absl::StatusOr<RefTensor> ConcatRows(const std::vector<const RefTensor*>& parts);
 absl::StatusOr<RefTensor> Softmax(const RefTensor& input, int64_t axis);
-absl::StatusOr<RefTensor> CausalMask(const RefTensor& input);
+// Masks key j of query p = keys - queries + i where j > p, and with a
+// positive `window` also where j <= p - window.
+absl::StatusOr<RefTensor> CausalMask(const RefTensor& input, int64_t window = 0);
 
 }  // namespace kvjit::reference
 

@@ -46,7 +46,8 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
                                              const RefTensor& positions,
                                              const RefTensor& seq_starts,
                                              const RefTensor& context_lens,
-                                             const RefTensor& block_tables, double scale) const {
+                                             const RefTensor& block_tables, double scale,
+                                             int64_t window) const {
   auto error = [](auto... parts) {
     return absl::InvalidArgumentError(absl::StrCat("kv.attention: ", parts...));
   };
@@ -81,20 +82,24 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
         return error("token ", t, " at position ", positions.ints[t], " of sequence ", s,
                      " is past its context of ", context_lens.ints[s]);
       }
-      scores.assign(visible, 0.0);
-      std::vector<int64_t> slots(visible);
-      for (int64_t j = 0; j < visible; ++j) {
-        const int32_t block = block_tables.ints[s * max_blocks + j / block_size_];
+      // Keys are indexed from the window's first position on.
+      const int64_t first = window > 0 ? std::max<int64_t>(0, visible - window) : 0;
+      const int64_t keys = visible - first;
+      scores.assign(keys, 0.0);
+      std::vector<int64_t> slots(keys);
+      for (int64_t j = 0; j < keys; ++j) {
+        const int64_t key_position = first + j;
+        const int32_t block = block_tables.ints[s * max_blocks + key_position / block_size_];
         if (block < 0 || block >= num_blocks_) {
           return error("sequence ", s, " names block ", block, " outside the pool");
         }
-        slots[j] = block * block_size_ + j % block_size_;
+        slots[j] = block * block_size_ + key_position % block_size_;
       }
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t kv = h / group;
         const float* q = &query.values[(t * heads + h) * head_dim_];
         double max_score = -std::numeric_limits<double>::infinity();
-        for (int64_t j = 0; j < visible; ++j) {
+        for (int64_t j = 0; j < keys; ++j) {
           const float* k = &keys_[Offset(slots[j], layer, kv)];
           double dot = 0;
           for (int64_t e = 0; e < head_dim_; ++e) dot += static_cast<double>(q[e]) * k[e];
@@ -106,7 +111,7 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
         float* o = &out.values[(t * heads + h) * head_dim_];
         for (int64_t e = 0; e < head_dim_; ++e) {
           double acc = 0;
-          for (int64_t j = 0; j < visible; ++j) {
+          for (int64_t j = 0; j < keys; ++j) {
             acc += scores[j] / sum * values_[Offset(slots[j], layer, kv) + e];
           }
           o[e] = static_cast<float>(acc);

@@ -15,6 +15,9 @@
 namespace kvjit::reference {
 namespace {
 
+// An attention's `window` attribute; 0 where it has none.
+int64_t WindowOf(mlir::IntegerAttr window) { return window ? window.getInt() : 0; }
+
 std::string OpName(mlir::Operation* op) { return op->getName().getStringRef().str(); }
 
 RopeParams RopeParamsOf(tfm::RopeOp op) {
@@ -160,10 +163,13 @@ absl::StatusOr<RefTensor> Interpreter::Evaluate(mlir::Operation* op) {
         return Gelu(Get(g.getInput()), g.getApproximateTanh());
       })
       .Case([&](tfm::SoftmaxOp s) { return Softmax(Get(s.getInput()), s.getAxisAttr().getInt()); })
-      .Case([&](tfm::CausalMaskOp c) { return CausalMask(Get(c.getInput())); })
+      .Case([&](tfm::CausalMaskOp c) {
+        return CausalMask(Get(c.getInput()), WindowOf(c.getWindowAttr()));
+      })
       .Case([&](tfm::AttentionOp a) {
         return Attention(Get(a.getQuery()), Get(a.getKey()), Get(a.getValue()),
-                         a.getScale().convertToFloat(), a.getCausal());
+                         a.getScale().convertToFloat(), a.getCausal(),
+                         WindowOf(a.getWindowAttr()));
       })
       .Case([&](tfm::SliceColumnsOp s) {
         return SliceColumns(Get(s.getInput()), s.getOffset(), s.getSize());
@@ -173,7 +179,8 @@ absl::StatusOr<RefTensor> Interpreter::Evaluate(mlir::Operation* op) {
         KVJIT_ASSIGN_OR_RETURN(RefKvCache * cache, Cache(a));
         return cache->Attend(a.getLayerAttr().getInt(), Get(a.getQuery()), Get(a.getPositions()),
                              Get(a.getSeqStarts()), Get(a.getContextLens()),
-                             Get(a.getBlockTables()), a.getScale().convertToFloat());
+                             Get(a.getBlockTables()), a.getScale().convertToFloat(),
+                             WindowOf(a.getWindowAttr()));
       })
       .Default([&](mlir::Operation* other) -> Result {
         return absl::UnimplementedError(

@@ -306,6 +306,12 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "query head_dim " << query.getDimSize(2) << " differs from key head_dim "
                          << key.getDimSize(2);
   }
+  if (mlir::IntegerAttr window = getWindowAttr()) {
+    if (window.getInt() <= 0) {
+      return emitOpError() << "window must be positive, got " << window.getInt();
+    }
+    if (!getCausal()) return emitOpError() << "has a window but is not causal";
+  }
   return VerifyResultShape(*this, TensorTypeOf(getResult()),
                            {query.getDimSize(0), heads, query.getDimSize(2)});
 }
@@ -322,6 +328,9 @@ LogicalResult SoftmaxOp::verify() {
 LogicalResult CausalMaskOp::verify() {
   if (TensorTypeOf(getInput()).getRank() < 2) {
     return emitOpError() << "input must be [..., queries, keys], got " << getInput().getType();
+  }
+  if (mlir::IntegerAttr window = getWindowAttr(); window && window.getInt() <= 0) {
+    return emitOpError() << "window must be positive, got " << window.getInt();
   }
   return mlir::success();
 }

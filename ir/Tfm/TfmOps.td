@@ -212,11 +212,13 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
     `[T, heads, head_dim]`, `key` and `value` are `[S, kv_heads, head_dim]`
     with `heads` a multiple of `kv_heads`: query head h reads KV head
     `h / (heads / kv_heads)`. With `causal`, query i sits at position
-    `S - T + i` and sees keys 0 through that position. The result is
+    `p = S - T + i` and sees keys 0 through p; a `window` (sliding-window
+    attention, causal only) narrows that to the keys j with
+    `p - window < j <= p`, the last `window` positions. The result is
     `[T, heads, head_dim]`.
   }];
   let arguments = (ins Tfm_Activation:$query, Tfm_Activation:$key, Tfm_Activation:$value,
-                       F32Attr:$scale, UnitAttr:$causal);
+                       F32Attr:$scale, UnitAttr:$causal, OptionalAttr<I64Attr>:$window);
   let results = (outs Tfm_Activation:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
@@ -270,9 +272,12 @@ def Tfm_CausalMaskOp : Tfm_UnaryOp<"causal_mask",
     "sets attention scores of keys after their query to -inf"> {
   let description = [{
     `input` is `[..., queries, keys]`; query i sits at position
-    `keys - queries + i`, so key j is masked where `j > keys - queries + i`.
+    `p = keys - queries + i`, so key j is masked where `j > p`. With a
+    `window` (sliding-window attention, as Mistral's and llama.cpp's masks
+    define it), key j is also masked where `j <= p - window`: each query sees
+    at most the `window` positions ending at its own.
   }];
-  let arguments = (ins Tfm_Activation:$input);
+  let arguments = (ins Tfm_Activation:$input, OptionalAttr<I64Attr>:$window);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
 }

@@ -77,30 +77,51 @@ struct HalfScratch {
   std::vector<float> lanes;    // [HalfDotLanes, head_dim]: the probability-weighted sum of values
 };
 
-// One query head over `visible` cached positions, as ggml's non-flash
+// The first cached position the query at `position` reads.
+int64_t FirstVisible(int64_t position, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, position - window + 1) : 0;
+}
+
+// Keys from `begin` up to `end` in runs that stay within one block each.
+template <typename Visit>
+void ForEachBlockRun(int64_t begin, int64_t end, int64_t block_size, Visit visit) {
+  for (int64_t first = begin; first < end;) {
+    const int64_t count = std::min(block_size - first % block_size, end - first);
+    visit(first, count);
+    first += count;
+  }
+}
+
+// One query head over the cached positions begin..end-1, as ggml's non-flash
 // attention computes it on AVX2 (see PagedAttention.h).
-void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t visible, float scale, HalfDotOrder order,
-                    HalfScratch& scratch, float* out) {
+void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t begin, int64_t end, float scale,
+                    HalfDotOrder order, HalfScratch& scratch, float* out) {
   const int64_t head_dim = cache.layout->head_dim;
   RoundToHalfRow(query, scratch.query.data(), head_dim);
+  // Indexed from the register of 8 that holds `begin`, as ggml's row of all
+  // keys would be; positions before `begin` are masked keys, weight 0.
+  const int64_t base = begin / 8 * 8;
   float* weights = scratch.weights.data();
+  float* visible_weights = weights + (begin - base);
+  const int64_t visible = end - begin;
   float max = -std::numeric_limits<float>::infinity();
   const int64_t block_size = cache.layout->block_size;
-  for (int64_t first = 0; first < visible; first += block_size) {
-    HalfDotRows(order, cache.Key(first), cache.layout->SlotStride(), std::min(block_size, visible - first),
-                scratch.query.data(), head_dim, weights + first);
-  }
+  ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
+    HalfDotRows(order, cache.Key(first), cache.layout->SlotStride(), count, scratch.query.data(), head_dim,
+                weights + (first - base));
+  });
   for (int64_t j = 0; j < visible; ++j) {
-    weights[j] *= scale;
-    max = std::max(max, weights[j]);
+    visible_weights[j] *= scale;
+    max = std::max(max, visible_weights[j]);
   }
-  for (int64_t j = 0; j < visible; ++j) weights[j] -= max;
-  FastExpRow(weights, weights, visible);
+  for (int64_t j = 0; j < visible; ++j) visible_weights[j] -= max;
+  FastExpRow(visible_weights, visible_weights, visible);
   // ggml sums the exponentials a register of 8 at a time, each folded in f32
   // and added to a double; its rows are padded with masked keys, whose
   // exponentials are 0.
-  const int64_t padded = (visible + 7) / 8 * 8;
-  std::fill(weights + visible, weights + padded, 0.0f);
+  const int64_t padded = (end - base + 7) / 8 * 8;
+  std::fill(weights, visible_weights, 0.0f);
+  std::fill(weights + (end - base), weights + padded, 0.0f);
   double sum = 0.0;
   for (int64_t j = 0; j < padded; j += 8) sum += static_cast<double>(SumEightLanes(weights + j, 1));
   const float inverse = static_cast<float>(1.0 / sum);
@@ -108,19 +129,19 @@ void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t visi
   // with the probabilities (rounded to f16, ggml's operand type): position j
   // feeds lane j % lanes of every column. ggml's padded positions have
   // probability 0 and add nothing.
-  for (int64_t j = 0; j < visible; ++j) weights[j] *= inverse;
-  RoundToHalfRow(weights, weights, visible);
+  for (int64_t j = 0; j < visible; ++j) visible_weights[j] *= inverse;
+  RoundToHalfRow(visible_weights, visible_weights, visible);
   const int lanes = HalfDotLanes(order);
   std::fill(scratch.lanes.begin(), scratch.lanes.begin() + lanes * head_dim, 0.0f);
-  for (int64_t first = 0; first < visible; first += block_size) {
-    HalfAxpyRows(cache.Value(first), cache.layout->SlotStride(), std::min(block_size, visible - first),
-                 weights + first, head_dim, scratch.lanes.data(), lanes, first);
-  }
+  ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
+    HalfAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights + (first - base), head_dim,
+                 scratch.lanes.data(), lanes, first);
+  });
   FoldHalfDotLaneRows(order, scratch.lanes.data(), head_dim, out);
 }
 
 absl::Status CheckBatch(const PagedAttentionBatch& batch, int64_t tokens, const PagedKvLayout& layout,
-                        int64_t num_blocks) {
+                        int64_t num_blocks, int64_t window) {
   const int64_t sequences = batch.num_sequences;
   if (sequences < 0 || batch.max_blocks_per_sequence < 0) {
     return absl::InvalidArgumentError(absl::StrCat("PagedAttention: negative sequence count ", sequences,
@@ -148,17 +169,21 @@ absl::Status CheckBatch(const PagedAttentionBatch& batch, int64_t tokens, const 
                                                 ", outside 0..", capacity, " (", batch.max_blocks_per_sequence,
                                                 " blocks of ", layout.block_size, ")"));
     }
-    const int32_t* table = batch.block_tables + s * batch.max_blocks_per_sequence;
-    for (int64_t i = 0; i * layout.block_size < context; ++i) {
-      if (table[i] < 0 || table[i] >= num_blocks) {
-        return absl::OutOfRangeError(absl::StrCat("PagedAttention: sequence ", s, " block ", i, " is ", table[i],
-                                                  ", outside the pool's ", num_blocks, " blocks"));
-      }
-    }
+    int64_t first_read = context;
     for (int32_t t = begin; t < end; ++t) {
       if (batch.positions[t] < 0 || batch.positions[t] >= context) {
         return absl::OutOfRangeError(absl::StrCat("PagedAttention: token ", t, " of sequence ", s, " has position ",
                                                   batch.positions[t], ", outside its context 0..", context - 1));
+      }
+      first_read = std::min(first_read, FirstVisible(batch.positions[t], window));
+    }
+    // Blocks before the window's first key are not read: the runtime may have
+    // given them back, and their entries are stale.
+    const int32_t* table = batch.block_tables + s * batch.max_blocks_per_sequence;
+    for (int64_t i = first_read / layout.block_size; i * layout.block_size < context; ++i) {
+      if (table[i] < 0 || table[i] >= num_blocks) {
+        return absl::OutOfRangeError(absl::StrCat("PagedAttention: sequence ", s, " block ", i, " is ", table[i],
+                                                  ", outside the pool's ", num_blocks, " blocks"));
       }
     }
   }
@@ -211,14 +236,16 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 
 absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, const PagedKvLayout& layout,
                             int64_t layer, const uint8_t* kv_pool, int64_t num_blocks,
-                            const PagedAttentionBatch& batch, float scale, float* out, ThreadPool& pool) {
+                            const PagedAttentionBatch& batch, float scale, int64_t window, float* out,
+                            ThreadPool& pool) {
   KVJIT_RETURN_IF_ERROR(CheckLayout("PagedAttention", layout, layer, num_blocks));
+  if (window < 0) return absl::InvalidArgumentError(absl::StrCat("PagedAttention: negative window ", window));
   if (tokens < 0 || heads <= 0 || heads % layout.kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("PagedAttention: ", tokens, " tokens of ", heads,
                                                    " query heads; heads must be a positive multiple of kv_heads (",
                                                    layout.kv_heads, ")"));
   }
-  KVJIT_RETURN_IF_ERROR(CheckBatch(batch, tokens, layout, num_blocks));
+  KVJIT_RETURN_IF_ERROR(CheckBatch(batch, tokens, layout, num_blocks, window));
   if (tokens == 0) return absl::OkStatus();
   if (query == nullptr || out == nullptr || kv_pool == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("PagedAttention: null query, output or pool for ", tokens, " tokens"));
@@ -251,8 +278,8 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
         const HalfDotOrder order = decode ? HalfDotOrder::kVecDot : HalfDotOrder::kTinyBlas;
         for (int64_t g = 0; g < group; ++g) {
           const int64_t row = (t * heads + kv_head * group + g) * head_dim;
-          AttendHalfHead(query + row, cache, static_cast<int64_t>(batch.positions[t]) + 1, scale, order, scratch,
-                         out + row);
+          AttendHalfHead(query + row, cache, FirstVisible(batch.positions[t], window),
+                         static_cast<int64_t>(batch.positions[t]) + 1, scale, order, scratch, out + row);
         }
       }
     });
@@ -271,15 +298,16 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
       const int64_t kv_head = item % layout.kv_heads;
       const int32_t sequence = sequence_of_token[t];
       const int32_t* table = batch.block_tables + sequence * batch.max_blocks_per_sequence;
-      const int64_t visible = static_cast<int64_t>(batch.positions[t]) + 1;
+      const int64_t end = static_cast<int64_t>(batch.positions[t]) + 1;
       for (int64_t g = 0; g < group; ++g) {
         states[g] = {-std::numeric_limits<float>::infinity(), 0.0f, outputs.data() + g * head_dim};
         std::fill(states[g].output, states[g].output + head_dim, 0.0f);
       }
-      for (int64_t first = 0; first < visible; first += layout.block_size) {
-        const int64_t count = std::min(layout.block_size, visible - first);
+      ForEachBlockRun(FirstVisible(batch.positions[t], window), end, layout.block_size, [&](int64_t first,
+                                                                                             int64_t count) {
         const uint8_t* key_slots = kv_pool + table[first / layout.block_size] * layout.BlockBytes() +
-                                   layer * layout.LayerStride() + kv_head * head_dim * layout.ElementBytes();
+                                   layer * layout.LayerStride() + first % layout.block_size * layout.SlotStride() +
+                                   kv_head * head_dim * layout.ElementBytes();
         LoadHeadRows(key_slots, layout, count, keys.data());
         LoadHeadRows(key_slots + layout.ValueOffset(), layout, count, values.data());
         for (int64_t g = 0; g < group; ++g) {
@@ -299,7 +327,7 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
             for (int64_t d = 0; d < head_dim; ++d) state.output[d] += weight * v[d];
           }
         }
-      }
+      });
       for (int64_t g = 0; g < group; ++g) {
         float* dst = out + (t * heads + kv_head * group + g) * head_dim;
         const float inverse = 1.0f / states[g].denominator;

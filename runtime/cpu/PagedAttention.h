@@ -55,7 +55,13 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // Causal attention of query [tokens, heads, head_dim] over the cache of
 // `layer`, written to out [tokens, heads, head_dim]: the token at position p
 // of sequence s attends to that sequence's keys 0..p, found through its block
-// table row. Query head h reads kv head h / (heads / kv_heads) (GQA).
+// table row. Query head h reads kv head h / (heads / kv_heads) (GQA). A
+// positive `window` (sliding-window attention) narrows the keys to those at
+// p - window < j <= p; block table entries of blocks wholly before the
+// first of them are neither read nor checked (the runtime may have given
+// those blocks back). The window changes which keys take part, not how the
+// arithmetic below orders them: a key's lane is its position's, as though
+// the keys outside the window were masked with weight 0.
 //
 // The arithmetic depends on the cache's element type:
 //
@@ -90,7 +96,8 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // blocks they use within the pool. Errors are InvalidArgument / OutOfRange.
 absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, const PagedKvLayout& layout,
                             int64_t layer, const uint8_t* kv_pool, int64_t num_blocks,
-                            const PagedAttentionBatch& batch, float scale, float* out, ThreadPool& pool);
+                            const PagedAttentionBatch& batch, float scale, int64_t window, float* out,
+                            ThreadPool& pool);
 
 }  // namespace kvjit::cpu
 

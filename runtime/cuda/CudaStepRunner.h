@@ -52,6 +52,7 @@ class CudaStepRunner final : public runtime::StepRunner {
   int64_t vocab_size() const override { return limits_.vocab_size; }
   int64_t max_tokens_per_step() const override { return limits_.max_tokens; }
   int64_t block_size() const override { return limits_.block_size; }
+  int64_t attention_window() const override { return executable_.AttentionWindow(); }
   absl::Status CopyBlock(int64_t source, int64_t destination) override;
   absl::StatusOr<absl::Span<const float>> Run(const runtime::StepInputs& inputs) override;
 

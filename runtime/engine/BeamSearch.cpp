@@ -214,6 +214,7 @@ absl::Status BeamSearchRun::Prefill() {
     KVJIT_RETURN_IF_ERROR(builder.AddSequence(
         sequence, absl::MakeConstSpan(prompt_).subspan(done, count), done, /*wants_logits=*/true));
     KVJIT_ASSIGN_OR_RETURN(logits, runner_.Run(std::move(builder).Finish()));
+    KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks_, sequence, runner_.attention_window()));
     done += count;
   }
   if (static_cast<int64_t>(logits.size()) != runner_.vocab_size()) {
@@ -255,6 +256,11 @@ absl::Status BeamSearchRun::DecodeStep() {
                                           static_cast<int32_t>(b), live_[b].sum_logprobs));
     }
     first += count;
+  }
+  // Each beam lets go of its own references: a prefix block the other beams
+  // share stays in the pool until the last of them passes it.
+  for (const Beam& beam : live_) {
+    KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks_, beam.sequence, runner_.attention_window()));
   }
   ++stats_.decode_steps;
   return absl::OkStatus();

@@ -26,7 +26,9 @@ absl::StatusOr<absl::Span<const float>> Generator::Step(kv::KvBlockManager& bloc
   KVJIT_RETURN_IF_ERROR(builder.AddSequence(kSequence, absl::MakeConstSpan(tokens, count), position,
                                             /*wants_logits=*/true));
   const StepInputs inputs = std::move(builder).Finish();
-  return runner_.Run(inputs);
+  KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner_.Run(inputs));
+  KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks, kSequence, runner_.attention_window()));
+  return logits;
 }
 
 absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>& prompt,
@@ -77,6 +79,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   m.decode_tokens_per_s = decode_steps > 0 ? decode_steps / decode_s : 0;
   m.prefill_tokens_per_s = prefill_s > 0 ? prompt_tokens / prefill_s : 0;
   m.peak_kv_blocks = blocks.counters().peak_blocks_in_use;
+  m.kv_blocks_released_by_window = blocks.counters().window_released_blocks;
   m.kv_blocks_total = blocks.num_blocks();
   KVJIT_RETURN_IF_ERROR(blocks.Free(kSequence));
   return result;

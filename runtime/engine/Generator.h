@@ -21,6 +21,8 @@ struct GenerationMetrics {
   double decode_tokens_per_s = 0;
   int32_t peak_kv_blocks = 0;
   int64_t kv_blocks_total = 0;
+  // Blocks given back while the sliding attention window moved past them.
+  int64_t kv_blocks_released_by_window = 0;
 };
 
 struct GenerationResult {

@@ -371,6 +371,9 @@ absl::Status BatchScheduler::ConsumeLogits(const std::vector<Sequence*>& schedul
           blocks_.CacheFullBlocks(sequence->id, absl::MakeConstSpan(sequence->history)
                                                     .first(sequence->cached_tokens))));
     }
+    KVJIT_RETURN_IF_ERROR(NameRequest(
+        sequence->request->id,
+        ReleaseBehindWindow(blocks_, sequence->id, runner_.attention_window())));
     if (!ends_uncached) continue;
     const absl::Span<const float> row_logits = logits.subspan(row++ * vocab, vocab);
     std::vector<Sequence*> sampling = {sequence};

@@ -30,16 +30,27 @@ absl::Status StepBuilder::AddSequence(kv::SequenceId sequence, absl::Span<const 
 }
 
 StepInputs StepBuilder::Finish() && {
-  // Rows past a sequence's context are never read; 0 pads them.
+  // Rows past a sequence's context are never read, nor are blocks released
+  // behind the attention window; 0 stands for both.
   inputs_.block_tables.assign(tables_.size() * inputs_.max_blocks, 0);
   for (size_t s = 0; s < tables_.size(); ++s) {
-    std::copy(tables_[s]->blocks.begin(), tables_[s]->blocks.end(),
-              inputs_.block_tables.begin() + s * inputs_.max_blocks);
+    std::replace_copy(tables_[s]->blocks.begin(), tables_[s]->blocks.end(),
+                      inputs_.block_tables.begin() + s * inputs_.max_blocks, kv::kReleasedBlock, 0);
   }
   if (inputs_.logits_rows.empty() && !inputs_.tokens.empty()) {
     inputs_.logits_rows.push_back(static_cast<int32_t>(inputs_.tokens.size() - 1));
   }
   return std::move(inputs_);
+}
+
+absl::Status ReleaseBehindWindow(kv::KvBlockManager& blocks, kv::SequenceId sequence, int64_t window) {
+  if (window <= 0) return absl::OkStatus();
+  const kv::BlockTable* table = blocks.FindSequence(sequence);
+  if (table == nullptr) {
+    return absl::NotFoundError(absl::StrCat("sequence ", sequence, " has no KV blocks"));
+  }
+  // The next query sits at num_tokens and reads from num_tokens - window + 1.
+  return blocks.ReleaseBlocksBefore(sequence, table->num_tokens - window + 1);
 }
 
 }  // namespace kvjit::runtime

@@ -32,6 +32,11 @@ class StepBuilder {
   std::vector<const kv::BlockTable*> tables_;
 };
 
+// After a step of `sequence`: gives back its blocks that no query from its
+// next position on reads, every layer attending over at most the last
+// `window` positions (StepRunner::attention_window; 0 releases nothing).
+absl::Status ReleaseBehindWindow(kv::KvBlockManager& blocks, kv::SequenceId sequence, int64_t window);
+
 }  // namespace kvjit::runtime
 
 #endif  // KVJIT_RUNTIME_ENGINE_STEPBUILDER_H_

@@ -1,5 +1,6 @@
 #include "runtime/exec/Executable.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -414,6 +415,9 @@ absl::Status Executable::VerifyInstruction(const kvx::Instruction& instruction,
     }
     if (!fits) return invalid("the output's shape does not fit the inputs'");
   }
+  if (instruction.window() != 0 && instruction.op() != kvx::OpCode::KvAttention) {
+    return invalid("has a sliding window, which only KvAttention takes");
+  }
   switch (instruction.op()) {
     case kvx::OpCode::Rope:
     case kvx::OpCode::KvAttention:
@@ -580,6 +584,16 @@ absl::Status Executable::VerifyCudaModule() const {
     KVJIT_RETURN_IF_ERROR(VerifyCudaPath(launch.prefill(), instruction, i, "prefill"));
   }
   return absl::OkStatus();
+}
+
+int64_t Executable::AttentionWindow() const {
+  int64_t widest = 0;
+  for (const kvx::Instruction* instruction : *program().instructions()) {
+    if (instruction->op() != kvx::OpCode::KvAttention) continue;
+    if (instruction->window() == 0) return 0;
+    widest = std::max<int64_t>(widest, instruction->window());
+  }
+  return widest;
 }
 
 }  // namespace kvjit::runtime

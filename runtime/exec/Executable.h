@@ -70,6 +70,11 @@ class Executable {
   // an executable compiled for the CPU alone.
   const kvx::CudaModule* cuda() const { return root_->cuda(); }
 
+  // The widest sliding window over the program's KvAttention instructions, or
+  // 0 where one of them reads its sequence's whole context: the query at
+  // position p reads no cached position before p - window + 1 in any layer.
+  int64_t AttentionWindow() const;
+
  private:
   explicit Executable(std::string path) : path_(std::move(path)) {}
   absl::Status Verify();

@@ -337,8 +337,8 @@ absl::Status CpuStepRunner::Execute(const kvx::Instruction& instruction, const S
       KVJIT_ASSIGN_OR_RETURN(float* out, Floats(out_ref(0)));
       const int64_t heads = Extent(*in[0]->shape()->Get(1), sizes);
       return cpu::PagedAttention(query, sizes.tokens, heads, kv_layout_, instruction.layer(),
-                                 kv_pool_.data(), num_blocks_, batch, instruction.scale(), out,
-                                 pool_);
+                                 kv_pool_.data(), num_blocks_, batch, instruction.scale(),
+                                 instruction.window(), out, pool_);
     }
     case kvx::OpCode::GatherRows: {
       KVJIT_ASSIGN_OR_RETURN(float* x, Floats(*in[0]));

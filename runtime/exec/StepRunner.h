@@ -59,6 +59,11 @@ class StepRunner {
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_tokens_per_step() const = 0;
   virtual int64_t block_size() const = 0;
+  // Executable::AttentionWindow of the program run: a sequence's blocks
+  // wholly before its next position - window + 1 are never read again. 0
+  // (every position stays readable) for a runner whose program has no
+  // sliding window.
+  virtual int64_t attention_window() const { return 0; }
 
   // Copies every slot of KV block `source` into block `destination` (the
   // copy-on-write of a block that forked sequences shared); run before the
@@ -89,6 +94,7 @@ class CpuStepRunner final : public StepRunner {
   int64_t vocab_size() const override { return vocab_size_; }
   int64_t max_tokens_per_step() const override { return executable_.program().max_tokens(); }
   int64_t block_size() const override { return kv_layout_.block_size; }
+  int64_t attention_window() const override { return executable_.AttentionWindow(); }
   absl::Status CopyBlock(int64_t source, int64_t destination) override;
   absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) override;
   RunnerMemory Memory() const override;

@@ -118,6 +118,10 @@ absl::StatusOr<int32_t> KvBlockManager::SlotFor(SequenceId sequence, int64_t pos
                                               " tokens)"));
   }
   const BlockId block = table->blocks[position / block_size_];
+  if (block == kReleasedBlock) {
+    return absl::OutOfRangeError(absl::StrCat("sequence ", sequence, ": position ", position,
+                                              " is in a block released behind the attention window"));
+  }
   return static_cast<int32_t>(int64_t{block} * block_size_ + position % block_size_);
 }
 
@@ -128,7 +132,7 @@ absl::Status KvBlockManager::Free(SequenceId sequence) {
   tables_.erase(found);
   // Last to first, so that a cached prefix's tail is evicted before its head.
   for (auto block = table.blocks.rbegin(); block != table.blocks.rend(); ++block) {
-    KVJIT_RETURN_IF_ERROR(pool_.Release(*block));
+    if (*block != kReleasedBlock) KVJIT_RETURN_IF_ERROR(pool_.Release(*block));
   }
   // A copy still queued into a block nobody holds now would write into
   // whatever sequence gets that block next.
@@ -137,6 +141,22 @@ absl::Status KvBlockManager::Free(SequenceId sequence) {
                                          return pool_.ReferenceCount(copy.destination) == 0;
                                        }),
                         pending_copies_.end());
+  return absl::OkStatus();
+}
+
+absl::Status KvBlockManager::ReleaseBlocksBefore(SequenceId sequence, int64_t position) {
+  auto found = tables_.find(sequence);
+  if (found == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat("cannot release blocks of KV sequence ", sequence, ": no such sequence"));
+  }
+  BlockTable& table = found->second;
+  const int64_t whole_blocks = std::clamp<int64_t>(position, 0, table.num_tokens) / block_size_;
+  for (int64_t index = table.num_released_blocks; index < whole_blocks; ++index) {
+    const BlockId block = std::exchange(table.blocks[index], kReleasedBlock);
+    KVJIT_RETURN_IF_ERROR(pool_.Release(block));
+    if (pool_.ReferenceCount(block) == 0) ++window_released_blocks_;
+  }
+  table.num_released_blocks = std::max(table.num_released_blocks, whole_blocks);
   return absl::OkStatus();
 }
 
@@ -149,7 +169,9 @@ absl::Status KvBlockManager::Fork(SequenceId parent, SequenceId child) {
     return absl::AlreadyExistsError(
         absl::StrCat("cannot fork KV sequence ", parent, " into ", child, ": sequence ", child, " exists"));
   }
-  for (BlockId block : parent_table->blocks) KVJIT_RETURN_IF_ERROR(pool_.AddReference(block));
+  for (BlockId block : parent_table->blocks) {
+    if (block != kReleasedBlock) KVJIT_RETURN_IF_ERROR(pool_.AddReference(block));
+  }
   // Copied before the insertion, which may move the parent's table.
   BlockTable child_table = *parent_table;
   tables_.emplace(child, std::move(child_table));
@@ -224,8 +246,10 @@ absl::Status KvBlockManager::CacheFullBlocks(SequenceId sequence, absl::Span<con
                                               " tokens, it holds ", table.num_tokens));
   }
   const int64_t full_blocks = static_cast<int64_t>(tokens.size()) / block_size_;
-  for (int64_t index = table.num_hashed_blocks; index < full_blocks; ++index) {
+  int64_t index = table.num_hashed_blocks;
+  for (; index < full_blocks; ++index) {
     const BlockId block = table.blocks[index];
+    if (block == kReleasedBlock || (index > 0 && table.blocks[index - 1] == kReleasedBlock)) break;
     const absl::Span<const int32_t> block_tokens = tokens.subspan(index * block_size_, block_size_);
     const uint64_t prefix_hash =
         index == 0 ? kEmptyPrefixHash : *block_hashes_[table.blocks[index - 1]];
@@ -239,7 +263,7 @@ absl::Status KvBlockManager::CacheFullBlocks(SequenceId sequence, absl::Span<con
     // once) is cached once; the other copy is freed as usual.
     if (cached_blocks_.try_emplace(hash, block).second) KVJIT_RETURN_IF_ERROR(pool_.MarkCacheable(block));
   }
-  table.num_hashed_blocks = std::max(table.num_hashed_blocks, full_blocks);
+  table.num_hashed_blocks = std::max(table.num_hashed_blocks, index);
   return absl::OkStatus();
 }
 
@@ -256,8 +280,10 @@ GroupBlockUsage KvBlockManager::UsageOf(absl::Span<const SequenceId> sequences) 
   for (SequenceId sequence : sequences) {
     const BlockTable* table = FindSequence(sequence);
     if (table == nullptr) continue;
-    usage.total += static_cast<int32_t>(table->blocks.size());
-    for (BlockId block : table->blocks) ++holders[block];
+    usage.total += static_cast<int32_t>(table->blocks.size() - table->num_released_blocks);
+    for (BlockId block : table->blocks) {
+      if (block != kReleasedBlock) ++holders[block];
+    }
   }
   usage.distinct = static_cast<int32_t>(holders.size());
   for (const auto& [block, count] : holders) usage.shared += count > 1 ? 1 : 0;
@@ -275,6 +301,7 @@ KvBlockCounters KvBlockManager::counters() const {
   counters.blocks_evicted = blocks_evicted_;
   counters.prefix_hit_blocks = prefix_hit_blocks_;
   counters.prefix_hit_tokens = prefix_hit_blocks_ * block_size_;
+  counters.window_released_blocks = window_released_blocks_;
   return counters;
 }
 

@@ -16,6 +16,9 @@ namespace kvjit::kv {
 // A request's sequence (one per request, one per beam or parallel sample).
 using SequenceId = int64_t;
 
+// A block table's entry for a block ReleaseBlocksBefore gave back.
+inline constexpr BlockId kReleasedBlock = -1;
+
 // Where a sequence's tokens live: token i is in blocks[i / block_size] at
 // offset i % block_size.
 struct BlockTable {
@@ -23,6 +26,9 @@ struct BlockTable {
   int64_t num_tokens = 0;
   // Leading blocks the prefix cache has hashed (see CacheFullBlocks).
   int64_t num_hashed_blocks = 0;
+  // Leading blocks given back by ReleaseBlocksBefore; their entries are
+  // kReleasedBlock.
+  int64_t num_released_blocks = 0;
 };
 
 // A block the runtime must copy, whole, before the step's kernels write the
@@ -53,6 +59,10 @@ struct KvBlockCounters {
   // cache instead of computing them, and the tokens in them.
   int64_t prefix_hit_blocks = 0;
   int64_t prefix_hit_tokens = 0;
+  // Blocks ReleaseBlocksBefore returned to the pool since creation (a
+  // sliding attention window moved past them); a shared block counts once,
+  // when its last holder lets it go.
+  int64_t window_released_blocks = 0;
 };
 
 // The blocks a group of sequences holds (a request's samples, a search's
@@ -130,6 +140,15 @@ class KvBlockManager {
   // evicted), and queued copies into them are dropped.
   absl::Status Free(SequenceId sequence);
 
+  // Gives back `sequence`'s blocks that lie wholly before `position` (no
+  // later step reads them: the model's sliding attention window has moved
+  // past them), one reference each, so that a block other sequences still
+  // hold stays theirs. Positions past the sequence's tokens count as its
+  // end. Their table entries become kReleasedBlock; the sequence keeps its
+  // length, and SlotFor refuses positions in them. A NotFound error for an
+  // unknown sequence.
+  absl::Status ReleaseBlocksBefore(SequenceId sequence, int64_t position);
+
   // Makes `child` a sequence with the same tokens as `parent`, sharing every
   // block (beam search, parallel samples). The child must not exist yet.
   absl::Status Fork(SequenceId parent, SequenceId child);
@@ -145,7 +164,9 @@ class KvBlockManager {
 
   // Tells the prefix cache that `sequence`'s leading tokens are `tokens` and
   // that their keys and values are in the cache: every whole block among
-  // them becomes findable by MatchPrefix. `tokens` must not run past the
+  // them becomes findable by MatchPrefix, up to the first that was released
+  // or follows a released one (its chained hash is gone with its
+  // predecessor). `tokens` must not run past the
   // sequence's reserved tokens.
   absl::Status CacheFullBlocks(SequenceId sequence, absl::Span<const int32_t> tokens);
 
@@ -199,6 +220,7 @@ class KvBlockManager {
   absl::flat_hash_map<uint64_t, BlockId> cached_blocks_;
   int64_t blocks_evicted_ = 0;
   int64_t prefix_hit_blocks_ = 0;
+  int64_t window_released_blocks_ = 0;
 };
 
 }  // namespace kvjit::kv

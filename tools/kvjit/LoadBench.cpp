@@ -180,6 +180,7 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
                         {"peak_kv_blocks_shared", kv.peak_blocks_shared},
                         {"kv_blocks_copied", kv.blocks_copied},
                         {"kv_blocks_evicted", kv.blocks_evicted},
+                        {"kv_blocks_freed_by_window", kv.window_released_blocks},
                         {"prefix_cache", options.prefix_caching},
                         {"prefix_hit_tokens", kv.prefix_hit_tokens}};
 }
@@ -216,6 +217,7 @@ void PrintLoadTable(
       {"peak_kv_blocks_shared", "peak KV blocks shared"},
       {"kv_blocks_copied", "KV blocks copied"},
       {"kv_blocks_evicted", "KV blocks evicted"},
+      {"kv_blocks_freed_by_window", "KV blocks freed by window"},
       {"prefix_hit_tokens", "prefix-cache hit tokens"},
   };
   std::printf("%-24s", "");

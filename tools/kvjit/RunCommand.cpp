@@ -205,12 +205,18 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
     std::fprintf(stderr,
                  "prompt tokens %lld, generated %lld\nTTFT %.2f ms (prefill %.1f tokens/s)\n"
                  "TPOT %.2f ms (decode %.1f tokens/s)\nKV blocks used %d of %lld (%lld tokens "
-                 "each)\n",
+                 "each)",
                  static_cast<long long>(m.prompt_tokens), static_cast<long long>(m.generated_tokens),
                  m.time_to_first_token_s * 1e3, m.prefill_tokens_per_s,
                  m.time_per_output_token_s * 1e3, m.decode_tokens_per_s, m.peak_kv_blocks,
                  static_cast<long long>(m.kv_blocks_total),
                  static_cast<long long>(layout.block_size()));
+    if (const int64_t window = runner->attention_window(); window > 0) {
+      std::fprintf(stderr, "; %lld freed behind the %lld-token sliding window",
+                   static_cast<long long>(m.kv_blocks_released_by_window),
+                   static_cast<long long>(window));
+    }
+    std::fputs("\n", stderr);
     PrintStartupPhases(phases, stderr);
     PrintMemoryReport(MeasureMemory(*executable, *runner, tokenizer_heap), stderr);
   }

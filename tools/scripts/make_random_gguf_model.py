@@ -10,6 +10,7 @@ convert_hf_to_gguf.py lays out that architecture:
   Hugging Face's rotate-half order into interleaved pairs; llama3's rope
   scaling stored only as the `rope_freqs.weight` tensor (one f32 divisor per
   rotated pair, no rope.scaling.* keys); output.weight absent when tied.
+- mistral: as llama, with llama.attention.sliding_window (the window).
 - qwen2 / qwen3: general.architecture "qwen2" / "qwen3", q and k rows kept in
   Hugging Face's order; qwen3's q_norm / k_norm as blk.N.attn_q_norm.weight /
   attn_k_norm.weight and its head_dim as qwen3.attention.key_length.
@@ -35,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_random_hf_model as hf  # noqa: E402
 
 ARCHITECTURE = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-                "phi3": "phi3"}
+                "phi3": "phi3", "mistral": "llama"}
 
 PER_LAYER = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -66,6 +67,7 @@ GLOBAL = {
 SPECIAL_IDS = {
     "llama": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
     "llama3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
+    "mistral": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
     "qwen2": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
     "qwen3": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
     "phi3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
@@ -156,7 +158,8 @@ def main():
 
     tokenizer = hf.read_tokenizer(args.tokenizer)
     vocab = hf.vocab_size_of(tokenizer)
-    config = hf.config_of(args.family, vocab, args.tied, "float32")
+    config = hf.config_of(args.family, vocab, args.tied, "float32", args.sliding_window,
+                          args.context)
     architecture = ARCHITECTURE[args.family]
     heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
 
@@ -173,6 +176,8 @@ def main():
     writer.add_head_count_kv(kv_heads)
     writer.add_rope_freq_base(config["rope_theta"])
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    if config.get("sliding_window"):
+        writer.add_sliding_window(config["sliding_window"])
     if "head_dim" in config:
         writer.add_key_length(config["head_dim"])
         writer.add_value_length(config["head_dim"])

@@ -10,7 +10,9 @@ Families: llama (untied head, rotate-half rope as Hugging Face stores it),
 llama3 (Llama 3.1/3.2: rope_scaling of rope_type llama3, theta 500000, untied
 head or --tied as Llama 3.2 1B), qwen2 (q/k/v bias, tied embeddings), qwen3
 (per-head RMSNorm of q and k, no bias, head_dim 32 != hidden / heads, tied
-embeddings). The weights are uniform in ±scale with per-tensor scales that
+embeddings), mistral (Llama's layers with a sliding attention window of
+--sliding_window positions on every layer, 32 unless given). --context sets
+max_position_embeddings (256 unless given). The weights are uniform in ±scale with per-tensor scales that
 keep the logits' range near a real model's. make_random_gguf_model.py writes
 the same weights as a GGUF file.
 """
@@ -105,7 +107,7 @@ def write_safetensors(path, tensors, dtype):
             out.write(blob)
 
 
-FAMILIES = ["llama", "llama3", "qwen2", "qwen3", "phi3"]
+FAMILIES = ["llama", "llama3", "qwen2", "qwen3", "phi3", "mistral"]
 
 
 def add_arguments(parser):
@@ -114,6 +116,9 @@ def add_arguments(parser):
     parser.add_argument("--tied", action="store_true",
                         help="llama3: tie the output head to the embeddings (as Llama 3.2 1B)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sliding_window", type=int, default=32,
+                        help="mistral: the attention window in positions")
+    parser.add_argument("--context", type=int, default=256, help="max_position_embeddings")
 
 
 def read_tokenizer(path):
@@ -126,15 +131,15 @@ def vocab_size_of(tokenizer):
                [t["id"] for t in tokenizer.get("added_tokens", [])]) + 1
 
 
-def config_of(family, vocab, tied, torch_dtype):
+def config_of(family, vocab, tied, torch_dtype, sliding_window=32, context=256):
     """The config.json of a random model of `family`."""
     architecture = {"llama": "LlamaForCausalLM", "llama3": "LlamaForCausalLM",
                     "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-                    "phi3": "Phi3ForCausalLM"}[family]
+                    "phi3": "Phi3ForCausalLM", "mistral": "MistralForCausalLM"}[family]
     config = {
         "architectures": [architecture], "model_type": "llama" if family == "llama3" else family,
         "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": context,
         "vocab_size": vocab, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
         "tie_word_embeddings": family in ("qwen2", "qwen3") or tied,
         "torch_dtype": torch_dtype,
@@ -161,6 +166,8 @@ def config_of(family, vocab, tied, torch_dtype):
         }
         config["original_max_position_embeddings"] = 64
         config["sliding_window"] = None
+    if family == "mistral":
+        config["sliding_window"] = sliding_window
     return config
 
 
@@ -180,7 +187,8 @@ def main():
 
     tokenizer = read_tokenizer(args.tokenizer)
     config = config_of(args.family, vocab_size_of(tokenizer), args.tied,
-                       {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype])
+                       {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype],
+                       args.sliding_window, args.context)
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "config.json"), "w") as config_file:
         json.dump(config, config_file, indent=1)

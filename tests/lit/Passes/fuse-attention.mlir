@@ -262,3 +262,22 @@ func.func @additive_mask(%q: tensor<?x4x8xf32>, %k: tensor<?x4x8xf32>, %v: tenso
   %out = tfm.transpose %ctx [1, 0, 2] : (tensor<4x?x8xf32>) -> tensor<?x4x8xf32>
   return %out : tensor<?x4x8xf32>
 }
+
+// -----
+
+// A sliding-window mask: the window moves onto the fused attention.
+// CHECK-LABEL: func.func @sliding_window
+// CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 0.353553385 : f32, window = 32 : i64}
+// CHECK-NOT: tfm.causal_mask
+func.func @sliding_window(%q: tensor<?x4x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>) -> tensor<?x4x8xf32> {
+  %qh = tfm.transpose %q [1, 0, 2] : (tensor<?x4x8xf32>) -> tensor<4x?x8xf32>
+  %kt = tfm.transpose %k [1, 2, 0] : (tensor<?x4x8xf32>) -> tensor<4x8x?xf32>
+  %vh = tfm.transpose %v [1, 0, 2] : (tensor<?x4x8xf32>) -> tensor<4x?x8xf32>
+  %scores = tfm.matmul %qh, %kt : (tensor<4x?x8xf32>, tensor<4x8x?xf32>) -> tensor<4x?x?xf32>
+  %scaled = tfm.scale %scores, 0.353553385 : tensor<4x?x?xf32>
+  %masked = tfm.causal_mask %scaled {window = 32 : i64} : tensor<4x?x?xf32>
+  %p = tfm.softmax %masked {axis = -1 : i64} : tensor<4x?x?xf32>
+  %ctx = tfm.matmul %p, %vh : (tensor<4x?x?xf32>, tensor<4x?x8xf32>) -> tensor<4x?x8xf32>
+  %out = tfm.transpose %ctx [1, 0, 2] : (tensor<4x?x8xf32>) -> tensor<?x4x8xf32>
+  return %out : tensor<?x4x8xf32>
+}

@@ -70,3 +70,12 @@ func.func @attention_result(%q: tensor<?x8x8xf32>, %p: tensor<?xi32>, %t: tensor
   %o = kv.attention %q, %cache[0] positions %p seq_starts %p context_lens %p block_tables %t {scale = 1.0 : f32} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x4x8xf32>
   return
 }
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @attention_window(%q: tensor<?x8x8xf32>, %p: tensor<?xi32>, %t: tensor<?x?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.attention' op window must be positive, got 0}}
+  %o = kv.attention %q, %cache[0] positions %p seq_starts %p context_lens %p block_tables %t {scale = 1.0 : f32, window = 0 : i64} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x8xf32>
+  return
+}

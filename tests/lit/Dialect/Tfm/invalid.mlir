@@ -296,6 +296,14 @@ func.func @causal_mask_rank(%x: tensor<64xf32>) {
 
 // -----
 
+func.func @causal_mask_window(%x: tensor<4x?x?xf32>) {
+  // expected-error @+1 {{'tfm.causal_mask' op window must be positive, got 0}}
+  %y = tfm.causal_mask %x {window = 0 : i64} : tensor<4x?x?xf32>
+  return
+}
+
+// -----
+
 func.func @add_shapes(%a: tensor<?x64xf32>, %b: tensor<?x32xf32>) {
   // expected-error @+1 {{'tfm.add' op requires the same type for all operands and results}}
   %c = "tfm.add"(%a, %b) : (tensor<?x64xf32>, tensor<?x32xf32>) -> tensor<?x64xf32>
@@ -339,6 +347,22 @@ func.func @attention_head_dim(%q: tensor<?x8x16xf32>, %k: tensor<?x4x8xf32>, %v:
 func.func @attention_key_value(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x2x8xf32>) {
   // expected-error @+1 {{'tfm.attention' op key and value must have one type}}
   %o = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x2x8xf32>) -> tensor<?x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_window(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op window must be positive, got -4}}
+  %o = tfm.attention %q, %k, %k {causal, scale = 1.0 : f32, window = -4 : i64} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_window_not_causal(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op has a window but is not causal}}
+  %o = tfm.attention %q, %k, %k {scale = 1.0 : f32, window = 16 : i64} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
   return
 }
 

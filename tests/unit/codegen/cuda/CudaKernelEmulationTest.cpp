@@ -432,7 +432,7 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
         inputs.block_tables.data(), sizes.sequences,          sizes.max_blocks};
     ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout, attention.layer(),
                                     cpu_bytes, kBlocks, cpu_batch, attention.scale(),
-                                    expected.data(), pool)
+                                    attention.window(), expected.data(), pool)
                     .ok());
     ASSERT_EQ(std::memcmp(cpu_pool.data(), gpu_pool.data(), cpu_pool.size() * sizeof(float)), 0)
         << "the caches differ";

@@ -84,6 +84,33 @@ TEST(GgufModelConfigTest, RopeFreqsOfAnotherLengthOrTypeAreRefused) {
               HasSubstr("rope frequency factors must be positive and finite, got 0"));
 }
 
+// llama.cpp's key for a model whose every layer has a sliding window.
+TEST(GgufModelConfigTest, SlidingWindowCoversEveryLayer) {
+  GgufWriter writer = ModelWriter("llama");
+  writer.AddUint32("llama.attention.sliding_window", 32);
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>(2, 32));
+  EXPECT_TRUE(ConfigOf(ModelWriter("llama"))->layer_windows.empty());
+
+  // What llama.cpp's Phi-3 converter writes for a checkpoint without one.
+  GgufWriter zero = ModelWriter("llama");
+  zero.AddUint32("llama.attention.sliding_window", 0);
+  absl::StatusOr<ModelConfig> none = ConfigOf(zero);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->layer_windows.empty());
+}
+
+// A per-layer pattern of windowed and full layers is refused, naming the
+// architecture and the key.
+TEST(GgufModelConfigTest, SlidingWindowPatternIsRefused) {
+  GgufWriter writer = ModelWriter("qwen2");
+  writer.AddUint32("qwen2.attention.sliding_window", 32).AddUint32("qwen2.attention.sliding_window_pattern", 4);
+  EXPECT_THAT(ConfigOf(writer).status().message(),
+              HasSubstr("m.gguf: general.architecture 'qwen2' with qwen2.attention.sliding_window_pattern: kvjit "
+                        "builds a sliding window on every layer or none"));
+}
+
 TEST(GgufModelConfigTest, Qwen3NormalizesQAndKWithItsOwnHeadDim) {
   GgufWriter writer = ModelWriter("qwen3");
   writer.AddUint32("qwen3.attention.key_length", 32).AddUint32("qwen3.attention.value_length", 32);
@@ -132,11 +159,12 @@ TEST(GgufModelConfigTest, Phi3WithOneFactorTensorIsRefused) {
               HasSubstr("m.gguf: tensor 'rope_factors_short.weight' is missing beside its pair"));
 }
 
-TEST(GgufModelConfigTest, ASlidingWindowShorterThanTheContextIsRefused) {
+TEST(GgufModelConfigTest, Phi3sSlidingWindowCoversEveryLayer) {
   GgufWriter writer = ModelWriter("phi3");
   writer.AddUint32("phi3.attention.sliding_window", 128);
-  EXPECT_THAT(ConfigOf(writer).status().message(),
-              HasSubstr("m.gguf: phi3.attention.sliding_window = 128 is shorter than the context 256"));
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>(2, 128));
 }
 
 TEST(GgufModelConfigTest, AnUnknownArchitectureIsNamedWithTheSupportedOnes) {

@@ -2,6 +2,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -154,7 +155,7 @@ TEST(HfConfigTest, ParsesQwen3WithItsOwnHeadDimAndNoBias) {
   EXPECT_TRUE(config->tie_word_embeddings);
 }
 
-TEST(HfConfigTest, ParsesMistralIgnoringSlidingWindow) {
+TEST(HfConfigTest, ParsesMistralWithItsSlidingWindowOnEveryLayer) {
   // Mistral 7B v0.1.
   absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
     "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
@@ -169,6 +170,39 @@ TEST(HfConfigTest, ParsesMistralIgnoringSlidingWindow) {
   EXPECT_EQ(config->num_key_value_heads, 8);
   EXPECT_FALSE(config->attention_qkv_bias);
   EXPECT_FALSE(config->attention_output_bias);
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>(32, 4096));
+}
+
+constexpr char kTinyMistral[] = R"({
+    "architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 64,
+    "intermediate_size": 96, "max_position_embeddings": 256, "num_attention_heads": 4,
+    "num_hidden_layers": 3, "rms_norm_eps": 1e-05, "vocab_size": 100})";
+
+// Mistral v0.2 and later set sliding_window to null: full attention.
+TEST(HfConfigTest, MistralWithoutASlidingWindowAttendsOverEverything) {
+  nlohmann::json json = nlohmann::json::parse(kTinyMistral);
+  json["sliding_window"] = nullptr;
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->layer_windows.empty());
+}
+
+// transformers' layer_types names each layer's kind where a config has it.
+TEST(HfConfigTest, LayerTypesNameTheWindowedLayers) {
+  nlohmann::json json = nlohmann::json::parse(kTinyMistral);
+  json["sliding_window"] = 16;
+  json["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention"};
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->layer_windows, ElementsAre(16, 0, 16));
+
+  json["layer_types"] = {"sliding_attention", "chunked_attention", "full_attention"};
+  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+              HasSubstr("MistralForCausalLM: config.json: layer_types names the layer kind "
+                        "'chunked_attention', which kvjit does not build"));
+  json["layer_types"] = {"full_attention"};
+  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+              HasSubstr("layer_types must list one kind for each of the 3 layers"));
 }
 
 TEST(HfConfigTest, ParsesPhi3WithLongRope) {
@@ -190,7 +224,7 @@ TEST(HfConfigTest, ParsesPhi3WithLongRope) {
   EXPECT_THAT(config->rope_scaling.short_factor, ElementsAre(1.05, 1.05, 1.05, 1.1));
   EXPECT_EQ(config->rope_scaling.original_max_position_embeddings, 4096);
   EXPECT_FALSE(config->rope_scaling.attention_factor.has_value());
-  EXPECT_EQ(config->sliding_window, 262144);
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>(32, 262144));
   EXPECT_FALSE(config->attention_qkv_bias);
 }
 
@@ -211,6 +245,18 @@ TEST(HfConfigTest, ParsesQwen2WithImpliedQkvBias) {
   EXPECT_FALSE(config->attention_output_bias);
   EXPECT_TRUE(config->tie_word_embeddings);
   EXPECT_THAT(config->eos_token_ids, ElementsAre(151645));
+  EXPECT_TRUE(config->layer_windows.empty()) << "use_sliding_window is false";
+}
+
+// With use_sliding_window, Qwen2 windows the layers from max_window_layers on.
+TEST(HfConfigTest, Qwen2WindowsLayersFromMaxWindowLayersOn) {
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64,
+    "intermediate_size": 96, "max_position_embeddings": 256, "max_window_layers": 2,
+    "num_attention_heads": 4, "num_hidden_layers": 4, "rms_norm_eps": 1e-06,
+    "sliding_window": 32, "use_sliding_window": true, "vocab_size": 100})");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->layer_windows, ElementsAre(0, 0, 32, 32));
 }
 
 TEST(HfConfigTest, InfersModelTypeFromArchitectures) {

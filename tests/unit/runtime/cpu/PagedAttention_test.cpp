@@ -120,18 +120,26 @@ Step MakeStep(const Cache& cache, const std::vector<size_t>& which, uint32_t see
   return step;
 }
 
-std::vector<float> Attend(const Cache& cache, const Step& step, float scale, int threads) {
+std::vector<float> Attend(const Cache& cache, const Step& step, float scale, int threads, int64_t window = 0) {
   ThreadPool pool(threads);
   std::vector<float> out(step.query.size(), std::nanf(""));
   const absl::Status status = PagedAttention(step.query.data(), step.tokens, kHeads, cache.layout, kLayer,
                                              cache.pool.data(), kPoolBlocks, step.Batch(cache.max_blocks), scale,
-                                             out.data(), pool);
+                                             window, out.data(), pool);
   EXPECT_TRUE(status.ok()) << status;
   return out;
 }
 
-// softmax(q k^T * scale) v over keys 0..p of the sequence's contiguous copy, in double.
-std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which, float scale) {
+// The first key the query at `position` sees: HF Mistral's and llama.cpp's
+// sliding window keeps keys j with position - j < window.
+int32_t FirstKey(int32_t position, int64_t window) {
+  return window > 0 ? std::max<int32_t>(0, position - static_cast<int32_t>(window) + 1) : 0;
+}
+
+// softmax(q k^T * scale) v over keys 0..p (the window's, with one) of the
+// sequence's contiguous copy, in double.
+std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which, float scale,
+                                   int64_t window = 0) {
   std::vector<double> out(step.query.size());
   for (size_t i = 0; i < which.size(); ++i) {
     const std::vector<float>& k = cache.keys[which[i]];
@@ -145,17 +153,18 @@ std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const s
         for (float& x : q) x = AsStored(x, cache.layout.element_type);  // an f16 cache's query is f16 too
         std::vector<double> scores(visible);
         double max = -INFINITY;
-        for (int32_t j = 0; j < visible; ++j) {
+        const int32_t first = FirstKey(step.positions[t], window);
+        for (int32_t j = first; j < visible; ++j) {
           double dot = 0.0;
           for (int64_t d = 0; d < kHeadDim; ++d) dot += static_cast<double>(q[d]) * k[(j * kKvHeads + g) * kHeadDim + d];
           scores[j] = dot * scale;
           max = std::max(max, scores[j]);
         }
         double sum = 0.0;
-        for (double& s : scores) sum += (s = std::exp(s - max));
+        for (int32_t j = first; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - max));
         for (int64_t d = 0; d < kHeadDim; ++d) {
           double acc = 0.0;
-          for (int32_t j = 0; j < visible; ++j) acc += scores[j] * v[(j * kKvHeads + g) * kHeadDim + d];
+          for (int32_t j = first; j < visible; ++j) acc += scores[j] * v[(j * kKvHeads + g) * kHeadDim + d];
           out[(t * kHeads + h) * kHeadDim + d] = acc / sum;
         }
       }
@@ -194,7 +203,7 @@ float RoundToHalf(float x) { return quant::HalfToFloat(quant::FloatToHalf(x)); }
 // that many rows in the step.
 template <class Order>
 std::vector<float> GgmlAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which, float scale,
-                                 const Order& vec_dot) {
+                                 const Order& vec_dot, int64_t window = 0) {
   std::vector<float> out(step.query.size());
   for (size_t i = 0; i < which.size(); ++i) {
     const std::vector<float>& k = cache.keys[which[i]];
@@ -207,20 +216,22 @@ std::vector<float> GgmlAttention(const Cache& cache, const Step& step, const std
         const int64_t g = h / (kHeads / kKvHeads);
         std::vector<float> q(kHeadDim);
         for (int64_t d = 0; d < kHeadDim; ++d) q[d] = RoundToHalf(step.query[(t * kHeads + h) * kHeadDim + d]);
+        // Keys outside the window are masked (-inf): exponential 0.
         std::vector<float> e(padded, 0.0f);
         float max = -INFINITY;
-        for (int64_t j = 0; j < visible; ++j) {
+        const int64_t first = FirstKey(step.positions[t], window);
+        for (int64_t j = first; j < visible; ++j) {
           e[j] = GgmlDot(order, &k[(j * kKvHeads + g) * kHeadDim], 1, q.data(), kHeadDim) * scale;
           max = std::max(max, e[j]);
         }
-        for (int64_t j = 0; j < visible; ++j) e[j] = FastExp(e[j] - max);
+        for (int64_t j = first; j < visible; ++j) e[j] = FastExp(e[j] - max);
         double sum = 0.0;
         for (int64_t j = 0; j < padded; j += 8) {
           sum += ((e[j] + e[j + 4]) + (e[j + 2] + e[j + 6])) + ((e[j + 1] + e[j + 5]) + (e[j + 3] + e[j + 7]));
         }
         const float inverse = static_cast<float>(1.0 / sum);
         std::vector<float> p(padded, 0.0f), padded_v(padded * kKvHeads * kHeadDim, 0.0f);
-        for (int64_t j = 0; j < visible; ++j) p[j] = RoundToHalf(e[j] * inverse);
+        for (int64_t j = first; j < visible; ++j) p[j] = RoundToHalf(e[j] * inverse);
         std::copy(v.begin(), v.begin() + visible * kKvHeads * kHeadDim, padded_v.begin());
         for (int64_t d = 0; d < kHeadDim; ++d) {
           out[(t * kHeads + h) * kHeadDim + d] =
@@ -281,6 +292,48 @@ TEST_P(PagedAttentionTest, ResultsDoNotDependOnThreadsOrBatch) {
   }
 }
 
+// A window of 20 positions (the query at p sees p - 19..p): sequences of 37
+// and 70 tokens lose their early keys, the 5- and 16-token ones keep all.
+constexpr int64_t kWindow = 20;
+
+TEST_P(PagedAttentionTest, SlidingWindowMatchesNaiveAttentionOverTheWindow) {
+  const Cache cache = BuildCache(GetParam(), 5);
+  const Step step = MakeStep(cache, kAllSequences, 500);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  const std::vector<float> out = Attend(cache, step, scale, 2, kWindow);
+  const double tolerance = GetParam() == KvElementType::kF32 ? 2e-5 : 1e-3;
+  EXPECT_TRUE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale, kWindow), Absolute(tolerance)));
+  // The window matters: over the whole context the long sequences differ.
+  EXPECT_FALSE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale), Absolute(1e-2)));
+}
+
+// Blocks wholly before every query's window may have gone back to the pool:
+// entries pointing outside it are neither read nor refused, and the
+// results stay the same bits.
+TEST_P(PagedAttentionTest, SlidingWindowReadsNoBlockBeforeTheWindow) {
+  const Cache cache = BuildCache(GetParam(), 6);
+  Step step = MakeStep(cache, kAllSequences, 600);
+  const std::vector<float> intact = Attend(cache, step, 0.2f, 2, kWindow);
+  int64_t released = 0;
+  for (size_t s = 0; s < kAllSequences.size(); ++s) {
+    const int32_t first = FirstKey(step.positions[step.seq_starts[s]], kWindow);
+    for (int64_t b = 0; (b + 1) * kBlockSize <= first; ++b, ++released) {
+      step.block_tables[s * cache.max_blocks + b] = -1;
+    }
+  }
+  ASSERT_EQ(released, 3) << "the 70-token sequence's first three blocks";
+  EXPECT_TRUE(AllEqual(Attend(cache, step, 0.2f, 2, kWindow), intact));
+}
+
+TEST(PagedAttentionF16Test, SlidingWindowFollowsGgmlsMaskedRow) {
+  const Cache cache = BuildCache(KvElementType::kF16, 7);
+  const Step step = MakeStep(cache, kAllSequences, 700);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  EXPECT_TRUE(AllEqual(Attend(cache, step, scale, 2, kWindow),
+                       GgmlAttention(
+                           cache, step, kAllSequences, scale, [](int32_t rows) { return rows == 1; }, kWindow)));
+}
+
 INSTANTIATE_TEST_SUITE_P(F32AndF16, PagedAttentionTest, ::testing::Values(KvElementType::kF32, KvElementType::kF16),
                          [](const ::testing::TestParamInfo<KvElementType>& info) {
                            return info.param == KvElementType::kF32 ? "f32" : "f16";
@@ -338,7 +391,7 @@ TEST(PagedAttentionErrors, RejectsBadMetadataBeforeReadingTheCache) {
   ThreadPool pool(1);
   const auto run = [&](const Step& step, int64_t heads) {
     return PagedAttention(step.query.data(), step.tokens, heads, cache.layout, kLayer, cache.pool.data(), kPoolBlocks,
-                          step.Batch(cache.max_blocks), scale, out.data(), pool);
+                          step.Batch(cache.max_blocks), scale, /*window=*/0, out.data(), pool);
   };
   Step step = MakeStep(cache, {0}, 1);
   EXPECT_THAT(run(step, 5).message(), HasSubstr("heads must be a positive multiple of kv_heads (2)"));

@@ -693,5 +693,81 @@ TEST_F(KvBlockManagerPrefixStressTest, RandomSequencesReadTheirOwnPrefixesEveryw
   EXPECT_GT(manager_.counters().blocks_cached, 0);
 }
 
+TEST(KvBlockManagerWindowTest, ReleasesOnlyWholeBlocksBeforeThePosition) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 10).ok());  // blocks 0, 1, 2 (2 of 4)
+  ASSERT_TRUE(manager.ReleaseBlocksBefore(1, 7).ok());  // block 0 lies before 7, block 1 (4..7) does not
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(kReleasedBlock, 1, 2));
+  EXPECT_EQ(manager.FindSequence(1)->num_released_blocks, 1);
+  EXPECT_EQ(TokensOf(manager, 1), 10);
+  EXPECT_EQ(manager.num_free_blocks(), 6);
+  EXPECT_EQ(manager.ReferenceCount(0), 0);
+  EXPECT_EQ(manager.counters().window_released_blocks, 1);
+  EXPECT_EQ(manager.counters().blocks_in_use, 2);
+
+  // Positions in the released block are gone; later ones keep their slots.
+  const absl::StatusOr<int32_t> gone = manager.SlotFor(1, 3);
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(gone.status().message(), HasSubstr("released behind the attention window"));
+  EXPECT_EQ(*manager.SlotFor(1, 4), 4);
+
+  // Again, or further back: nothing more. Past the end: up to the end.
+  ASSERT_TRUE(manager.ReleaseBlocksBefore(1, 2).ok());
+  ASSERT_TRUE(manager.ReleaseBlocksBefore(1, 7).ok());
+  EXPECT_EQ(manager.counters().window_released_blocks, 1);
+  ASSERT_TRUE(manager.ReleaseBlocksBefore(1, 100).ok());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(kReleasedBlock, kReleasedBlock, 2));
+
+  // Appending still works; freeing returns what is left.
+  ASSERT_TRUE(manager.Reserve(1, 4).ok());
+  EXPECT_THAT(BlocksOf(manager, 1), ElementsAre(kReleasedBlock, kReleasedBlock, 2, 1));
+  ASSERT_TRUE(manager.Free(1).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 8);
+  EXPECT_EQ(manager.ReleaseBlocksBefore(1, 4).code(), absl::StatusCode::kNotFound);
+}
+
+// Beams share their prompt's blocks: each beam's release drops its own
+// reference, and a block returns to the pool with the last of them.
+TEST(KvBlockManagerWindowTest, SharedBlocksReturnWithTheirLastHolder) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 8).ok());  // blocks 0, 1
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  ASSERT_TRUE(manager.ReleaseBlocksBefore(1, 4).ok());
+  EXPECT_EQ(manager.ReferenceCount(0), 1);
+  EXPECT_EQ(manager.num_free_blocks(), 6);
+  EXPECT_EQ(manager.counters().window_released_blocks, 0);
+  EXPECT_THAT(BlocksOf(manager, 2), ElementsAre(0, 1));
+
+  // A fork of a sequence that released blocks takes no reference to them.
+  ASSERT_TRUE(manager.Fork(1, 3).ok());
+  EXPECT_THAT(BlocksOf(manager, 3), ElementsAre(kReleasedBlock, 1));
+  EXPECT_EQ(manager.ReferenceCount(0), 1);
+  EXPECT_EQ(manager.ReferenceCount(1), 3);
+  const GroupBlockUsage usage = manager.UsageOf({1, 2, 3});
+  EXPECT_EQ(usage.distinct, 2);
+  EXPECT_EQ(usage.total, 4);
+
+  ASSERT_TRUE(manager.ReleaseBlocksBefore(2, 4).ok());
+  EXPECT_EQ(manager.ReferenceCount(0), 0);
+  EXPECT_EQ(manager.num_free_blocks(), 7);
+  EXPECT_EQ(manager.counters().window_released_blocks, 1);
+  for (SequenceId sequence : {1, 2, 3}) ASSERT_TRUE(manager.Free(sequence).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 8);
+}
+
+// The prefix cache chains each block's hash onto the one before: it stops
+// at a released block, and at one whose predecessor went.
+TEST(KvBlockManagerWindowTest, PrefixCachingStopsAtReleasedBlocks) {
+  KvBlockManager manager = MakeManager(8, 4);
+  const std::vector<int32_t> tokens = Iota(0, 12);
+  ASSERT_TRUE(manager.Reserve(1, 12).ok());
+  ASSERT_TRUE(manager.CacheFullBlocks(1, absl::MakeConstSpan(tokens).first(4)).ok());
+  ASSERT_TRUE(manager.ReleaseBlocksBefore(1, 8).ok());  // blocks 0 and 1
+  ASSERT_TRUE(manager.CacheFullBlocks(1, tokens).ok());
+  EXPECT_EQ(manager.FindSequence(1)->num_hashed_blocks, 1);
+  // Block 0 stays findable (cached, evictable) until the pool needs it.
+  EXPECT_EQ(manager.MatchPrefix(tokens).num_tokens, 4);
+}
+
 }  // namespace
 }  // namespace kvjit::kv
