@@ -284,7 +284,9 @@ void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
       config.layer_windows.push_back(name == "sliding_attention" ? window : 0);
     }
   } else {
-    const int64_t first_windowed = config.model_type == ModelType::kMistral
+    const bool qwen =
+        config.model_type == ModelType::kQwen2 || config.model_type == ModelType::kQwen3;
+    const int64_t first_windowed = !qwen
                                        ? 0
                                        : reader.PositiveInteger("max_window_layers",
                                                                 kDefaultMaxWindowLayers);
