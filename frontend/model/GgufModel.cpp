@@ -1,5 +1,6 @@
 #include "frontend/model/GgufModel.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -115,6 +116,30 @@ absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
   return absl::OkStatus();
 }
 
+// Gemma 3 as llama.cpp runs it (its converter has already added Gemma's
+// 1 to every norm weight): embeddings scaled by sqrt(hidden), norms after
+// attention and after the FFN, gelu_tanh(gate) · up, q/k norms, scores
+// scaled by 1 / sqrt(key_length) (llama.cpp's rule, with 27B's
+// hidden / heads), and five local layers (the sliding window, rope base
+// 10000, unscaled) to every global one.
+void ReadGemma3(ModelConfig& config) {
+  config.embedding_scale = std::sqrt(static_cast<double>(config.hidden_size));
+  config.post_norms = true;
+  config.gelu_ffn = true;
+  constexpr int64_t kGemma3_27bLayers = 62;
+  const double query_pre_attn_scalar =
+      config.num_layers == kGemma3_27bLayers
+          ? static_cast<double>(config.hidden_size / config.num_heads)
+          : static_cast<double>(config.head_dim);
+  config.attention_scale = 1.0 / std::sqrt(query_pre_attn_scalar);
+  config.global_layer_period = 6;
+  config.local_rope_theta = 10000.0;
+  // gemma3.attention.sliding_window is the local layers' window alone.
+  for (size_t layer = 0; layer < config.layer_windows.size(); ++layer) {
+    if (!config.IsLocalLayer(static_cast<int64_t>(layer))) config.layer_windows[layer] = 0;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
@@ -122,10 +147,11 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   KVJIT_ASSIGN_OR_RETURN(absl::string_view architecture, file.GetString("general.architecture"));
   config.architecture = std::string(architecture);
   if (config.architecture != "llama" && config.architecture != "qwen2" &&
-      config.architecture != "qwen3" && config.architecture != "phi3") {
+      config.architecture != "qwen3" && config.architecture != "phi3" &&
+      config.architecture != "gemma3") {
     return absl::UnimplementedError(absl::StrCat(
         file.path(), ": general.architecture '", config.architecture,
-        "' is not supported (llama, qwen2, qwen3, phi3)"));
+        "' is not supported (llama, qwen2, qwen3, phi3, gemma3)"));
   }
   if (file.Has("general.name")) {
     KVJIT_ASSIGN_OR_RETURN(absl::string_view name, file.GetString("general.name"));
@@ -159,8 +185,9 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   // interleaved pairs; Qwen checkpoints keep Hugging Face's rotate-half order.
   config.rope_style = config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
   config.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
-  config.qk_norm = config.architecture == "qwen3";
+  config.qk_norm = config.architecture == "qwen3" || config.architecture == "gemma3";
   config.fused_projections = config.architecture == "phi3";
+  if (config.architecture == "gemma3") ReadGemma3(config);
   config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
 
   KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));

@@ -51,7 +51,7 @@ class LlamaEmitter {
   // Columns [offset, offset + size) of a [T, features] activation.
   Value Columns(Value input, int64_t offset, int64_t size);
   Value RmsNorm(Value input, const std::string& weight);
-  Value Rope(Value heads, Value positions);
+  Value Rope(Value heads, Value positions, int64_t layer);
   Value Attention(int64_t layer, Value q, Value k, Value v);
   Value Block(int64_t layer, Value x, Value positions);
 
@@ -96,6 +96,10 @@ std::vector<LlamaEmitter::Required> LlamaEmitter::RequiredWeights() const {
       block.push_back({"attn_q.bias", {q_width}});
       block.push_back({"attn_k.bias", {kv_width}});
       block.push_back({"attn_v.bias", {kv_width}});
+    }
+    if (config_.post_norms) {
+      block.push_back({"post_attention_norm.weight", {d}});
+      block.push_back({"post_ffw_norm.weight", {d}});
     }
     if (config_.qk_norm) {
       block.push_back({"attn_q_norm.weight", {config_.head_dim}});
@@ -164,12 +168,14 @@ Value LlamaEmitter::RmsNorm(Value input, const std::string& weight) {
                                          builder_.getF32FloatAttr(config_.rms_norm_eps));
 }
 
-Value LlamaEmitter::Rope(Value heads, Value positions) {
+Value LlamaEmitter::Rope(Value heads, Value positions, int64_t layer) {
   auto style = config_.rope_style == RopeStyle::kNeox ? tfm::RopeStyle::neox
                                                       : tfm::RopeStyle::interleaved;
+  // Gemma 3's local layers rotate at their own base and unscaled.
+  const bool local = config_.IsLocalLayer(layer);
   tfm::RopeScalingAttr scaling;
   const RopeScaling& s = config_.rope_scaling;
-  if (s.kind != RopeScalingKind::kNone) {
+  if (s.kind != RopeScalingKind::kNone && !local) {
     scaling = tfm::RopeScalingAttr::get(
         builder_.getContext(),
         s.kind == RopeScalingKind::kLinear ? tfm::RopeScalingKind::linear
@@ -178,13 +184,14 @@ Value LlamaEmitter::Rope(Value heads, Value positions) {
         llvm::APFloat(s.high_freq_factor), s.original_context);
   }
   mlir::DenseF32ArrayAttr freq_factors;
-  if (!config_.rope_freq_factors.empty()) {
+  if (!config_.rope_freq_factors.empty() && !local) {
     freq_factors = builder_.getDenseF32ArrayAttr(config_.rope_freq_factors);
   }
   return builder_.create<tfm::RopeOp>(
       loc_, heads.getType(), heads, positions,
       tfm::RopeStyleAttr::get(builder_.getContext(), style),
-      builder_.getF32FloatAttr(config_.rope_theta), mlir::IntegerAttr(), scaling, freq_factors);
+      builder_.getF32FloatAttr(local ? config_.local_rope_theta : config_.rope_theta),
+      mlir::IntegerAttr(), scaling, freq_factors);
 }
 
 // softmax(Q·Kᵀ / sqrt(head_dim) + causal mask) · V over [T, heads, head_dim]
@@ -213,7 +220,9 @@ Value LlamaEmitter::Attention(int64_t layer, Value q, Value k, Value v) {
   Value scores = builder_.create<tfm::MatmulOp>(loc_, scores_type, qh, kt);
   Value scaled = builder_.create<tfm::ScaleOp>(
       loc_, scores_type, scores,
-      builder_.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(head_dim))));
+      builder_.getF32FloatAttr(config_.attention_scale > 0
+                                   ? config_.attention_scale
+                                   : 1.0 / std::sqrt(static_cast<double>(head_dim))));
   const int64_t window = config_.layer_windows.empty() ? 0 : config_.layer_windows[layer];
   Value masked = builder_.create<tfm::CausalMaskOp>(
       loc_, scores_type, scaled, window > 0 ? builder_.getI64IntegerAttr(window) : nullptr);
@@ -252,8 +261,10 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
     Value heads = heads_of(flat, count);
     return config_.qk_norm ? RmsNorm(heads, p + norm) : heads;
   };
-  Value q_heads = Rope(normed_heads_of(q, config_.num_heads, "attn_q_norm.weight"), positions);
-  Value k_heads = Rope(normed_heads_of(k, config_.num_kv_heads, "attn_k_norm.weight"), positions);
+  Value q_heads =
+      Rope(normed_heads_of(q, config_.num_heads, "attn_q_norm.weight"), positions, layer);
+  Value k_heads =
+      Rope(normed_heads_of(k, config_.num_kv_heads, "attn_k_norm.weight"), positions, layer);
   // LongRoPE's attention factor multiplies rope's cos and sin. Applied to q
   // and k themselves (not folded into the scores' scale), the cache holds k
   // as llama.cpp's does, rounded after the factor.
@@ -267,6 +278,7 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
   }
   Value v_heads = heads_of(v, config_.num_kv_heads);
   Value attention = Linear(Attention(layer, q_heads, k_heads, v_heads), p + "attn_output.weight");
+  if (config_.post_norms) attention = RmsNorm(attention, p + "post_attention_norm.weight");
   Value x1 = builder_.create<tfm::AddOp>(loc_, x, attention);
 
   Value h2 = RmsNorm(x1, p + "ffn_norm.weight");
@@ -280,8 +292,14 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
     gate = Linear(h2, p + "ffn_gate.weight");
     up = Linear(h2, p + "ffn_up.weight");
   }
-  Value gated = builder_.create<tfm::MulOp>(loc_, builder_.create<tfm::SiluOp>(loc_, gate), up);
+  Value activated = config_.gelu_ffn
+                        ? builder_.create<tfm::GeluOp>(loc_, gate.getType(), gate,
+                                                       builder_.getUnitAttr())
+                              .getResult()
+                        : builder_.create<tfm::SiluOp>(loc_, gate).getResult();
+  Value gated = builder_.create<tfm::MulOp>(loc_, activated, up);
   Value down = Linear(gated, p + "ffn_down.weight");
+  if (config_.post_norms) down = RmsNorm(down, p + "post_ffw_norm.weight");
   return builder_.create<tfm::AddOp>(loc_, x1, down);
 }
 
@@ -307,6 +325,10 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> LlamaEmitter::Emit() {
   Value x = builder_.create<tfm::EmbeddingOp>(
       loc_, Activation({ShapedType::kDynamic, config_.hidden_size}), Weight("token_embd.weight"),
       tokens);
+  if (config_.embedding_scale != 1.0) {
+    x = builder_.create<tfm::ScaleOp>(loc_, x.getType(), x,
+                                      builder_.getF32FloatAttr(config_.embedding_scale));
+  }
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) x = Block(layer, x, positions);
   Value normed = RmsNorm(x, "output_norm.weight");
   Value out = Linear(normed, OutputWeightName());

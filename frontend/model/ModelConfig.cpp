@@ -51,6 +51,16 @@ absl::Status ModelConfig::Validate(const std::string& source) const {
       }
     }
   }
+  if (!(embedding_scale > 0) || std::isinf(embedding_scale)) {
+    return invalid("the embedding scale must be positive and finite, got ", embedding_scale);
+  }
+  if (attention_scale < 0 || std::isinf(attention_scale)) {
+    return invalid("the attention scale must be positive and finite, got ", attention_scale);
+  }
+  if (global_layer_period < 0) return invalid("global_layer_period must not be negative");
+  if (global_layer_period > 0 && !(local_rope_theta > 0)) {
+    return invalid("the local layers' rope theta must be positive, got ", local_rope_theta);
+  }
   if (!(rope_attention_factor > 0) || std::isinf(rope_attention_factor)) {
     return invalid("the rope attention factor must be positive and finite, got ",
                    rope_attention_factor);

@@ -25,9 +25,10 @@ struct RopeScaling {
 };
 
 // The hyper-parameters of a Llama-family decoder (Llama 2 and 3, TinyLlama,
-// SmolLM2, Mistral, Qwen2, Qwen3, Phi-3), whichever file format they came from.
+// SmolLM2, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3), whichever file format
+// they came from.
 struct ModelConfig {
-  std::string architecture;  // "llama", "qwen2", "qwen3" or "phi3"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "phi3" or "gemma3"
   std::string name;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -59,6 +60,28 @@ struct ModelConfig {
   // per layer, its window in positions or 0 for the whole context. The query
   // at position p attends to keys j with p - window < j <= p.
   std::vector<int64_t> layer_windows;
+
+  // Gemma 3's departures from Llama's layer.
+  // The embedding's rows multiplied by this (Gemma: sqrt(hidden_size)).
+  double embedding_scale = 1.0;
+  // The attention output and the FFN output RMS-normalized before their
+  // residual adds (post_attention_norm, post_ffw_norm).
+  bool post_norms = false;
+  // gelu_tanh(gate) · up instead of silu(gate) · up.
+  bool gelu_ffn = false;
+  // Scores scaled by this instead of 1 / sqrt(head_dim) (Gemma:
+  // 1 / sqrt(query_pre_attn_scalar)); 0: 1 / sqrt(head_dim).
+  double attention_scale = 0.0;
+  // Layers alternate local (sliding-window) and global attention: layer i is
+  // global where (i + 1) is a multiple of this; 0: every layer is global.
+  // Local layers rotate with local_rope_theta and no rope scaling; their
+  // windows are in layer_windows.
+  int64_t global_layer_period = 0;
+  double local_rope_theta = 10000.0;
+
+  bool IsLocalLayer(int64_t layer) const {
+    return global_layer_period > 0 && (layer + 1) % global_layer_period != 0;
+  }
 
   // Refuses sizes that cannot describe a working model; `source` names the
   // file in the message.

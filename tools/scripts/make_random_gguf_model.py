@@ -20,6 +20,11 @@ convert_hf_to_gguf.py lays out that architecture:
   rope_factors_long.weight / rope_factors_short.weight with
   phi3.rope.scaling.original_context_length and phi3.rope.scaling.attn_factor,
   and phi3.attention.sliding_window 0 (none).
+- gemma3: general.architecture "gemma3", 1 added to every norm weight (as
+  convert_hf_to_gguf.py does for Gemma), post_attention_layernorm as
+  post_attention_norm, pre_feedforward_layernorm as ffn_norm,
+  post_feedforward_layernorm as post_ffw_norm, gemma3.attention.sliding_window
+  (8, so that the test prompts outgrow it).
 - --dtype f16: matrices in F16, vectors (norms, biases, rope_freqs) in F32.
 - the vocabulary of the tokenizer.json as a "gpt2" (byte-level BPE) GGUF
   vocabulary: tokens by id, special added tokens CONTROL, merges "a b".
@@ -36,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_random_hf_model as hf  # noqa: E402
 
 ARCHITECTURE = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-                "phi3": "phi3", "mistral": "llama"}
+                "phi3": "phi3", "mistral": "llama", "gemma3": "gemma3"}
 
 PER_LAYER = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -71,14 +76,23 @@ SPECIAL_IDS = {
     "qwen2": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
     "qwen3": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
     "phi3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
+    "gemma3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
 }
 
+# Gemma's names for its four norms of a layer.
+GEMMA_PER_LAYER = dict(PER_LAYER, **{
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+})
 
-def gguf_name(hf_name):
+
+def gguf_name(hf_name, family):
     if hf_name in GLOBAL:
         return GLOBAL[hf_name]
     parts = hf_name.split(".", 3)  # model.layers.N.rest
-    return "blk.%s.%s" % (parts[2], PER_LAYER[parts[3]])
+    per_layer = GEMMA_PER_LAYER if family == "gemma3" else PER_LAYER
+    return "blk.%s.%s" % (parts[2], per_layer[parts[3]])
 
 
 def permute_to_interleaved(weights, heads):
@@ -203,7 +217,9 @@ def main():
             data = permute_to_interleaved(data, kv_heads)
         if args.dtype == "f16" and data.ndim > 1:
             data = data.astype(np.float16)
-        writer.add_tensor(gguf_name(hf_tensor_name), data)
+        if args.family == "gemma3" and hf_tensor_name.endswith("norm.weight"):
+            data = data + 1.0
+        writer.add_tensor(gguf_name(hf_tensor_name, args.family), data)
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()

@@ -56,15 +56,24 @@ def tensors_of(config, family, rng):
 
     def norm(shape):
         count = shape[0]
-        return shape, [1.0 + rng.uniform(-0.2, 0.2) for _ in range(count)]
+        # Gemma stores w for a norm weight of 1 + w.
+        offset = 0.0 if family == "gemma3" else 1.0
+        return shape, [offset + rng.uniform(-0.2, 0.2) for _ in range(count)]
 
-    tensors = {"model.embed_tokens.weight": rand([vocab, d], 1.0), "model.norm.weight": norm([d])}
+    # Gemma multiplies the embedding by sqrt(hidden) and ties the head to it:
+    # smaller rows keep both the residual stream and the logits in range.
+    embed_scale = 0.3 if family == "gemma3" else 1.0
+    tensors = {"model.embed_tokens.weight": rand([vocab, d], embed_scale),
+               "model.norm.weight": norm([d])}
     if not config["tie_word_embeddings"]:
         tensors["lm_head.weight"] = rand([vocab, d], 0.5)
     for layer in range(config["num_hidden_layers"]):
         p = "model.layers.%d." % layer
         tensors[p + "input_layernorm.weight"] = norm([d])
         tensors[p + "post_attention_layernorm.weight"] = norm([d])
+        if family == "gemma3":
+            tensors[p + "pre_feedforward_layernorm.weight"] = norm([d])
+            tensors[p + "post_feedforward_layernorm.weight"] = norm([d])
         if family == "phi3":
             tensors[p + "self_attn.qkv_proj.weight"] = rand([(heads + 2 * kv_heads) * head_dim, d], 0.4)
         else:
@@ -76,7 +85,7 @@ def tensors_of(config, family, rng):
             tensors[p + "self_attn.q_proj.bias"] = rand([heads * head_dim], 0.2)
             tensors[p + "self_attn.k_proj.bias"] = rand([kv_heads * head_dim], 0.2)
             tensors[p + "self_attn.v_proj.bias"] = rand([kv_heads * head_dim], 0.2)
-        if family == "qwen3":
+        if family in ("qwen3", "gemma3"):
             tensors[p + "self_attn.q_norm.weight"] = norm([head_dim])
             tensors[p + "self_attn.k_norm.weight"] = norm([head_dim])
         if family == "phi3":
@@ -107,7 +116,7 @@ def write_safetensors(path, tensors, dtype):
             out.write(blob)
 
 
-FAMILIES = ["llama", "llama3", "qwen2", "qwen3", "phi3", "mistral"]
+FAMILIES = ["llama", "llama3", "qwen2", "qwen3", "phi3", "mistral", "gemma3"]
 
 
 def add_arguments(parser):
@@ -135,13 +144,15 @@ def config_of(family, vocab, tied, torch_dtype, sliding_window=32, context=256):
     """The config.json of a random model of `family`."""
     architecture = {"llama": "LlamaForCausalLM", "llama3": "LlamaForCausalLM",
                     "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-                    "phi3": "Phi3ForCausalLM", "mistral": "MistralForCausalLM"}[family]
+                    "phi3": "Phi3ForCausalLM", "mistral": "MistralForCausalLM",
+                    "gemma3": "Gemma3ForCausalLM"}[family]
     config = {
-        "architectures": [architecture], "model_type": "llama" if family == "llama3" else family,
+        "architectures": [architecture],
+        "model_type": {"llama3": "llama", "gemma3": "gemma3_text"}.get(family, family),
         "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": context,
         "vocab_size": vocab, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-        "tie_word_embeddings": family in ("qwen2", "qwen3") or tied,
+        "tie_word_embeddings": family in ("qwen2", "qwen3", "gemma3") or tied,
         "torch_dtype": torch_dtype,
     }
     if family == "llama3":
@@ -168,6 +179,14 @@ def config_of(family, vocab, tied, torch_dtype, sliding_window=32, context=256):
         config["sliding_window"] = None
     if family == "mistral":
         config["sliding_window"] = sliding_window
+    if family == "gemma3":
+        config.update({
+            "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+            "num_hidden_layers": 6, "head_dim": 16, "query_pre_attn_scalar": 16,
+            "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+            "sliding_window": 8, "sliding_window_pattern": 6,
+            "final_logit_softcapping": None, "attn_logit_softcapping": None,
+        })
     return config
 
 

@@ -167,9 +167,28 @@ TEST(GgufModelConfigTest, Phi3sSlidingWindowCoversEveryLayer) {
   EXPECT_EQ(config->layer_windows, std::vector<int64_t>(2, 128));
 }
 
+TEST(GgufModelConfigTest, Gemma3TakesItsLayerAsLlamaCppRunsIt) {
+  GgufWriter writer = ModelWriter("gemma3");
+  writer.AddUint32("gemma3.attention.sliding_window", 512);
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->embedding_scale, 8.0);  // sqrt(64)
+  EXPECT_TRUE(config->post_norms);
+  EXPECT_TRUE(config->gelu_ffn);
+  EXPECT_TRUE(config->qk_norm);
+  EXPECT_DOUBLE_EQ(config->attention_scale, 0.25);  // 1 / sqrt(head_dim 16)
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>({512, 512}));  // both layers local
+  EXPECT_DOUBLE_EQ(config->local_rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 500000.0);
+  EXPECT_TRUE(config->IsLocalLayer(0));
+  EXPECT_TRUE(config->IsLocalLayer(4));
+  EXPECT_FALSE(config->IsLocalLayer(5));
+  EXPECT_EQ(config->rope_style, RopeStyle::kNeox);
+}
+
 TEST(GgufModelConfigTest, AnUnknownArchitectureIsNamedWithTheSupportedOnes) {
-  EXPECT_THAT(ConfigOf(ModelWriter("gemma3")).status().message(),
-              HasSubstr("general.architecture 'gemma3' is not supported (llama, qwen2, qwen3, phi3)"));
+  EXPECT_THAT(ConfigOf(ModelWriter("gemma2")).status().message(),
+              HasSubstr("general.architecture 'gemma2' is not supported (llama, qwen2, qwen3, phi3, gemma3)"));
 }
 
 TEST(GgufModelConfigTest, AQwen3WithoutItsQNormIsRefusedNamingBoth) {
