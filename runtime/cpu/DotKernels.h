@@ -59,7 +59,8 @@ const DotKernels& Avx2DotKernels();
 
 // One weight row against four activation rows at once, each result bit for
 // bit its RowDot's; for the 32-element block types, where unpacking a block
-// once for several tokens pays (prefill, batched decode).
+// once for several tokens pays (prefill, batched decode). AVX2 only: the
+// AVX-512 VNNI path has the register-blocked GEMM of BlockGemm.h.
 using RowDot4 = void (*)(const uint8_t* weight_row, const void* const activation_rows[4],
                          int64_t cols, float out[4]);
 struct DotKernels4 {
@@ -71,7 +72,6 @@ struct DotKernels4 {
 };
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const DotKernels4& Avx2DotKernels4();
-const DotKernels4& Avx512VnniDotKernels4();
 #endif
 
 // The numeric contract both implementations follow exactly, so that their
