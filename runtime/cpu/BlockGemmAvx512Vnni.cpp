@@ -22,9 +22,10 @@
 #endif
 
 // GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(),
-// which its -Wmaybe-uninitialized reports at every inlined use (GCC bug
+// which its -W(maybe-)uninitialized reports at every inlined use (GCC bug
 // 105593, fixed in 13).
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
@@ -165,7 +166,7 @@ void UnpackTile(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t b
       }
       _mm256_store_si256(reinterpret_cast<__m256i*>(out + kTileValues + 32 * r), values);
       scales[r] = scale;
-      for (int t = 0; t < 4; ++t) offsets[4 * r + t] = offset;
+      if (Format::kHasOffset) _mm_store_ps(offsets + 4 * r, _mm_set1_ps(offset));
     }
   }
 }
@@ -191,8 +192,9 @@ void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t blocks, floa
       const __m512 weight_scale = _mm512_set1_ps(weight_scales[r]);
 #pragma GCC unroll 2
       for (int pair = 0; pair < 2; ++pair) {
-        const __m512i start = Format::kBias != 0 ? _mm512_load_si512(p + kPanelCorrections + 64 * pair)
-                                                 : _mm512_setzero_si512();
+        // The corrections are zeros for the unsigned formats; loading them
+        // anyway costs a load port where a zeroed register costs an ALU one.
+        const __m512i start = _mm512_load_si512(p + kPanelCorrections + 64 * pair);
         const __m512i lanes = _mm512_dpbusd_epi32(start, values, activations[pair]);
         const __m512 d = _mm512_mul_ps(weight_scale, activation_scales[pair]);
         acc[r][pair] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lanes), acc[r][pair]);
@@ -209,10 +211,16 @@ void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t blocks, floa
   _mm512_store_ps(offset_of + 16, offsets[1]);
   for (int r = 0; r < 8; ++r) {
     for (int pair = 0; pair < 2; ++pair) {
-      alignas(64) float lanes[16];  // token 2 * pair in 0..7, 2 * pair + 1 in 8..15
-      _mm512_store_ps(lanes, acc[r][pair]);
-      results[r][2 * pair] = LaneSum(lanes) + offset_of[4 * r + 2 * pair];
-      results[r][2 * pair + 1] = LaneSum(lanes + 8) + offset_of[4 * r + 2 * pair + 1];
+      // LaneSum on both halves at once: lane 0 of each 256-bit half ends as
+      // ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
+      const __m512 v = acc[r][pair];
+      const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
+      const __m512 sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
+      alignas(64) float lanes[16];  // token 2 * pair in lane 0, 2 * pair + 1 in lane 8
+      _mm512_store_ps(lanes, sums);
+      results[r][2 * pair] = lanes[0] + offset_of[4 * r + 2 * pair];
+      results[r][2 * pair + 1] = lanes[8] + offset_of[4 * r + 2 * pair + 1];
     }
   }
 }

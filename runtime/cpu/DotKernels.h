@@ -55,6 +55,9 @@ struct DotKernels {
 const DotKernels& PortableDotKernels();
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const DotKernels& Avx2DotKernels();
+// MatMul.cpp's QuantizeQ8Block32 over `blocks` consecutive blocks of x, in
+// AVX2: the same bytes.
+void Avx2QuantizeQ8Blocks32(const float* x, int64_t blocks, Q8Block32* out);
 #endif
 
 // One weight row against four activation rows at once, each result bit for

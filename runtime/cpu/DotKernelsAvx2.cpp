@@ -316,7 +316,52 @@ float DotFloat(const uint8_t* weight_row, const void* activation_row, int64_t co
   return static_cast<float>(sum);
 }
 
+// The magic-number rounding of MatMul.cpp's RoundToNearestEven, lane by
+// lane: the same integers for every input.
+__m256i RoundToNearestEven8(__m256 v) {
+  const __m256i bits = _mm256_castps_si256(_mm256_add_ps(v, _mm256_set1_ps(12582912.0f)));
+  return _mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+}
+
+float RoundThroughHalf(float value) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(value), _MM_FROUND_TO_NEAREST_INT)));
+}
+
 }  // namespace
+
+void Avx2QuantizeQ8Blocks32(const float* x, int64_t blocks, Q8Block32* out) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* block = x + 32 * b;
+    __m256 v[4];
+    for (int j = 0; j < 4; ++j) v[j] = _mm256_loadu_ps(block + 8 * j);
+    // max_ps(a, b) keeps b where a is NaN, as std::max(amax, |x|) keeps amax.
+    __m256 amax = _mm256_setzero_ps();
+    for (int j = 0; j < 4; ++j) amax = _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[j]), amax);
+    __m128 folded = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    folded = _mm_max_ps(folded, _mm_movehl_ps(folded, folded));
+    folded = _mm_max_ss(folded, _mm_movehdup_ps(folded));
+    const float block_amax = _mm_cvtss_f32(folded);
+    const float d = block_amax / 127.0f;
+    const __m256 inverse = _mm256_set1_ps(block_amax != 0.0f ? 127.0f / block_amax : 0.0f);
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) q[j] = RoundToNearestEven8(_mm256_mul_ps(v[j], inverse));
+    // For finite inputs the integers are within int8 (|x| * 127 / amax is at
+    // most 127), so the saturating packs keep them; packing interleaves
+    // 128-bit halves, which the permute puts back in element order.
+    const __m256i words = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i words_high = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(words, words_high),
+                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].q), bytes);
+    const __m256i sums = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+    out[b].scale = RoundThroughHalf(d);
+    out[b].scaled_sum = RoundThroughHalf(d * static_cast<float>(_mm_cvtsi128_si32(sum)));
+  }
+}
 
 const DotKernels& Avx2DotKernels() {
   static constexpr DotKernels kKernels = {

@@ -176,7 +176,7 @@ void QuantizeQ8KBlock(const float* x, Q8KBlock& out) {
   out.scale = 1.0f / inverse_scale;
 }
 
-void PrepareActivationRow(ActivationFormat format, const float* x, int64_t cols, uint8_t* out) {
+void PrepareActivationRow(ActivationFormat format, CpuIsa isa, const float* x, int64_t cols, uint8_t* out) {
   switch (format) {
     case ActivationFormat::kF32: std::memcpy(out, x, static_cast<size_t>(cols) * sizeof(float)); return;
     case ActivationFormat::kF16Rounded: {
@@ -192,6 +192,9 @@ void PrepareActivationRow(ActivationFormat format, const float* x, int64_t cols,
     case ActivationFormat::kQ8_0:
     case ActivationFormat::kQ8_1: {
       auto* blocks = reinterpret_cast<Q8Block32*>(out);
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+      if (isa != CpuIsa::kPortable) return internal::Avx2QuantizeQ8Blocks32(x, cols / 32, blocks);
+#endif
       for (int64_t b = 0; b < cols / 32; ++b) QuantizeQ8Block32(x + 32 * b, blocks[b]);
       return;
     }
@@ -281,7 +284,7 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   std::vector<uint8_t> activations(static_cast<size_t>(tokens * activation_row_bytes));
   pool.ParallelFor(tokens, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      PrepareActivationRow(format, x + t * w.cols, w.cols, activations.data() + t * activation_row_bytes);
+      PrepareActivationRow(format, isa, x + t * w.cols, w.cols, activations.data() + t * activation_row_bytes);
     }
   });
   const uint8_t* activation_rows = activations.data();
