@@ -282,11 +282,11 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   const ActivationFormat format = ActivationFormatFor(w.type);
   const int64_t activation_row_bytes = ActivationRowBytes(format, w.cols);
   std::vector<uint8_t> activations(static_cast<size_t>(tokens * activation_row_bytes));
-  pool.ParallelFor(tokens, [&](int64_t begin, int64_t end) {
+  auto prepare_activations = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       PrepareActivationRow(format, isa, x + t * w.cols, w.cols, activations.data() + t * activation_row_bytes);
     }
-  });
+  };
   const uint8_t* activation_rows = activations.data();
 
   const int64_t rows = w.rows;
@@ -296,7 +296,10 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   if (gemm != nullptr) {
     const auto* blocks = reinterpret_cast<const Q8Block32*>(activation_rows);
     AlignedBytes panel = AllocateAligned(internal::GemmPanelBytes(tokens, cols));
+    // Each token group is quantized and laid out by the same thread: one
+    // hand-off to the pool instead of two.
     pool.ParallelFor(internal::GemmTokenGroups(tokens), [&](int64_t begin, int64_t end) {
+      prepare_activations(begin * internal::kGemmTokenGroup, std::min(tokens, end * internal::kGemmTokenGroup));
       gemm->pack(blocks, tokens, cols, begin, end, panel.get());
     });
     // Whole row groups per thread, so that none unpacks a group in part.
@@ -311,6 +314,7 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
     return absl::OkStatus();
   }
 
+  pool.ParallelFor(tokens, prepare_activations);
   const RowDot dot = RowDotFor(KernelsFor(isa), w.type);
   const internal::RowDot4 dot4 = RowDot4For(isa, w.type);
   const int64_t min_rows_per_chunk = std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens));
