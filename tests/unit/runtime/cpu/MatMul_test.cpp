@@ -176,10 +176,11 @@ TEST_P(MatMulTest, AgreesWithF32ReferenceWithinActivationQuantizationError) {
   }
 }
 
-// Token counts on both sides of the GEMM's groups of four.
+// Token counts on both sides of the GEMM's groups of four, and past its
+// passes of 128 tokens.
 TEST_P(MatMulTest, EveryIsaEqualsPortableBitForBit) {
   if (SupportedIsas().size() < 2) GTEST_SKIP() << "this CPU or build has no vector kernels to compare";
-  for (int64_t tokens : {1, 3, 4, 7, 33}) {
+  for (int64_t tokens : {1, 3, 4, 7, 33, 133}) {
     const Problem p = MakeProblem(GetParam(), tokens, 2000 + static_cast<uint32_t>(tokens));
     const std::vector<float> portable = RunMatMul(p, 1, CpuIsa::kPortable);
     for (CpuIsa isa : SupportedIsas()) {
