@@ -10,9 +10,10 @@ namespace kvjit::cpu {
 enum class CpuIsa {
   kPortable,
   kAvx2,  // AVX2 + FMA + F16C, compiled in on x86-64 only.
-  // The AVX2 kernels, the four-row ones (prefill, batched decode) with their
-  // byte dot products in AVX-512 VL + VNNI (vpdpbusd): the same bits, fewer
-  // instructions.
+  // The AVX2 kernels for single tokens; for steps of four tokens or more
+  // over the 32-element block types (prefill, batched decode), a
+  // register-blocked GEMM in 512-bit registers with VNNI's vpdpbusd
+  // (BlockGemm.h): the same bits, a fraction of the instructions.
   kAvx512Vnni,
 };
 

@@ -55,11 +55,15 @@ struct DotKernels {
 const DotKernels& PortableDotKernels();
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const DotKernels& Avx2DotKernels();
+// MatMul.cpp's QuantizeQ8Block32 over `blocks` consecutive blocks of x, in
+// AVX2: the same bytes.
+void Avx2QuantizeQ8Blocks32(const float* x, int64_t blocks, Q8Block32* out);
 #endif
 
 // One weight row against four activation rows at once, each result bit for
 // bit its RowDot's; for the 32-element block types, where unpacking a block
-// once for several tokens pays (prefill, batched decode).
+// once for several tokens pays (prefill, batched decode). AVX2 only: the
+// AVX-512 VNNI path has the register-blocked GEMM of BlockGemm.h.
 using RowDot4 = void (*)(const uint8_t* weight_row, const void* const activation_rows[4],
                          int64_t cols, float out[4]);
 struct DotKernels4 {
@@ -71,7 +75,6 @@ struct DotKernels4 {
 };
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const DotKernels4& Avx2DotKernels4();
-const DotKernels4& Avx512VnniDotKernels4();
 #endif
 
 // The numeric contract both implementations follow exactly, so that their

@@ -4,10 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/quant/Dequantize.h"
 #include "runtime/quant/Half.h"
@@ -59,12 +62,12 @@ RowDot RowDotFor(const DotKernels& kernels, StorageType type) {
 }
 
 // The four-row kernel for `type` under `isa`, or null where there is none
-// (the rows then go one by one, with the same results).
+// (the rows then go one by one, with the same results). AVX-512 VNNI takes
+// steps of four tokens or more through the GEMM instead.
 internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
-    const internal::DotKernels4& kernels = isa == CpuIsa::kAvx2 ? internal::Avx2DotKernels4()
-                                                                : internal::Avx512VnniDotKernels4();
+  if (isa == CpuIsa::kAvx2) {
+    const internal::DotKernels4& kernels = internal::Avx2DotKernels4();
     switch (type) {
       case StorageType::kQ8_0: return kernels.q8_0;
       case StorageType::kQ4_0: return kernels.q4_0;
@@ -78,9 +81,30 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
   return nullptr;
 }
 
+// The register-blocked GEMM for `type` under `isa`, or null where there is
+// none (the four-row kernels then take the step, with the same results).
+const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx512Vnni) {
+    const internal::BlockGemmKernels& kernels = internal::Avx512VnniBlockGemmKernels();
+    switch (type) {
+      case StorageType::kQ8_0: return &kernels.q8_0;
+      case StorageType::kQ4_0: return &kernels.q4_0;
+      case StorageType::kQ4_1: return &kernels.q4_1;
+      case StorageType::kQ5_0: return &kernels.q5_0;
+      case StorageType::kQ5_1: return &kernels.q5_1;
+      default: return nullptr;
+    }
+  }
+#endif
+  return nullptr;
+}
+
 const DotKernels& KernelsFor(CpuIsa isa) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  // kAvx512Vnni's single rows are AVX2's (see DotKernelsAvx512Vnni.cpp).
+  // kAvx512Vnni's single rows are AVX2's: a decode GEMV is bound by reading
+  // the weights, and vpdpbusd measured ~15% slower there than AVX2's pair of
+  // instructions (runtime/cpu/bench/KernelBench.cpp).
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) return internal::Avx2DotKernels();
 #endif
   return internal::PortableDotKernels();
@@ -152,7 +176,7 @@ void QuantizeQ8KBlock(const float* x, Q8KBlock& out) {
   out.scale = 1.0f / inverse_scale;
 }
 
-void PrepareActivationRow(ActivationFormat format, const float* x, int64_t cols, uint8_t* out) {
+void PrepareActivationRow(ActivationFormat format, CpuIsa isa, const float* x, int64_t cols, uint8_t* out) {
   switch (format) {
     case ActivationFormat::kF32: std::memcpy(out, x, static_cast<size_t>(cols) * sizeof(float)); return;
     case ActivationFormat::kF16Rounded: {
@@ -168,6 +192,9 @@ void PrepareActivationRow(ActivationFormat format, const float* x, int64_t cols,
     case ActivationFormat::kQ8_0:
     case ActivationFormat::kQ8_1: {
       auto* blocks = reinterpret_cast<Q8Block32*>(out);
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+      if (isa != CpuIsa::kPortable) return internal::Avx2QuantizeQ8Blocks32(x, cols / 32, blocks);
+#endif
       for (int64_t b = 0; b < cols / 32; ++b) QuantizeQ8Block32(x + 32 * b, blocks[b]);
       return;
     }
@@ -213,6 +240,19 @@ absl::Status CheckOperands(absl::string_view kernel, const WeightView& w, const 
   return absl::OkStatus();
 }
 
+// Bytes on a 64-byte boundary, for the GEMM's aligned vector loads.
+struct AlignedDelete {
+  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+using AlignedBytes = std::unique_ptr<uint8_t[], AlignedDelete>;
+AlignedBytes AllocateAligned(int64_t bytes) {
+  return AlignedBytes(static_cast<uint8_t*>(::operator new[](static_cast<size_t>(bytes), std::align_val_t{64})));
+}
+
+// Below this many tokens the GEMM's padding to groups of four and its
+// unpacking of the weights cost more than they save.
+constexpr int64_t kMinGemmTokens = 4;
+
 // Weight rows per token tile are re-read from L1 for each token of the tile;
 // the tile bounds the activations kept hot in L2. It changes no arithmetic.
 constexpr int64_t kTokenTile = 16;
@@ -242,18 +282,41 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   const ActivationFormat format = ActivationFormatFor(w.type);
   const int64_t activation_row_bytes = ActivationRowBytes(format, w.cols);
   std::vector<uint8_t> activations(static_cast<size_t>(tokens * activation_row_bytes));
-  pool.ParallelFor(tokens, [&](int64_t begin, int64_t end) {
+  auto prepare_activations = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      PrepareActivationRow(format, x + t * w.cols, w.cols, activations.data() + t * activation_row_bytes);
+      PrepareActivationRow(format, isa, x + t * w.cols, w.cols, activations.data() + t * activation_row_bytes);
     }
-  });
+  };
   const uint8_t* activation_rows = activations.data();
 
-  const RowDot dot = RowDotFor(KernelsFor(isa), w.type);
-  const internal::RowDot4 dot4 = RowDot4For(isa, w.type);
   const int64_t rows = w.rows;
   const int64_t cols = w.cols;
   const uint8_t* weights = w.bytes.data();
+  const internal::BlockGemmKernel* gemm = tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type) : nullptr;
+  if (gemm != nullptr) {
+    const auto* blocks = reinterpret_cast<const Q8Block32*>(activation_rows);
+    AlignedBytes panel = AllocateAligned(internal::GemmPanelBytes(tokens, cols));
+    // Each token group is quantized and laid out by the same thread: one
+    // hand-off to the pool instead of two.
+    pool.ParallelFor(internal::GemmTokenGroups(tokens), [&](int64_t begin, int64_t end) {
+      prepare_activations(begin * internal::kGemmTokenGroup, std::min(tokens, end * internal::kGemmTokenGroup));
+      gemm->pack(blocks, tokens, cols, begin, end, panel.get());
+    });
+    // Whole row groups per thread, so that none unpacks a group in part.
+    const int64_t row_groups = (rows + internal::kGemmRowGroup - 1) / internal::kGemmRowGroup;
+    const int64_t min_groups_per_chunk =
+        std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens * internal::kGemmRowGroup));
+    pool.ParallelFor(row_groups, min_groups_per_chunk, [&](int64_t begin, int64_t end) {
+      AlignedBytes tile = AllocateAligned(internal::GemmTileBytes(cols));
+      gemm->multiply(weights, static_cast<int64_t>(row_bytes), begin * internal::kGemmRowGroup,
+                     std::min(rows, end * internal::kGemmRowGroup), panel.get(), tokens, cols, y, rows, tile.get());
+    });
+    return absl::OkStatus();
+  }
+
+  pool.ParallelFor(tokens, prepare_activations);
+  const RowDot dot = RowDotFor(KernelsFor(isa), w.type);
+  const internal::RowDot4 dot4 = RowDot4For(isa, w.type);
   const int64_t min_rows_per_chunk = std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens));
   pool.ParallelFor(rows, min_rows_per_chunk, [&](int64_t begin, int64_t end) {
     for (int64_t tile = 0; tile < tokens; tile += kTokenTile) {

@@ -43,7 +43,8 @@ struct WeightView {
 // Each y[t, o] is computed by one thread in an order fixed by the weight
 // type and w.cols alone: results are bitwise identical for any thread count
 // and any number or mix of other tokens in the batch (batch invariance).
-// Both ISAs give the same bits. Errors (InvalidArgument) for a null pointer,
+// Every ISA gives the same bits, as does the register-blocked GEMM that
+// takes steps of four or more tokens under AVX-512 VNNI (BlockGemm.h). Errors (InvalidArgument) for a null pointer,
 // negative tokens, cols not a whole number of blocks, or a byte count that
 // does not match rows x cols; FailedPrecondition for an ISA this CPU lacks.
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);

@@ -1,5 +1,6 @@
-// Throughput of the matrix kernels on SmolLM2-135M's Q4_1 shapes, for one
-// token (a decode GEMV) and 128 (a prefill GEMM): weight bytes streamed per
+// Throughput of the matrix kernels on SmolLM2-135M's shapes (Q4_1 layers,
+// the Q8_0 output projection), for one token (a decode GEMV), 16 (a batched
+// decode of 16 sequences) and 128 (a prefill GEMM): weight bytes streamed per
 // second and multiply-adds (2 flops each) per second, for every ISA this CPU
 // runs, at 1 and 2 threads. Not a test: run by hand.
 //
@@ -19,37 +20,46 @@ namespace kvjit::cpu {
 namespace {
 
 struct Shape {
-  int64_t rows;
-  int64_t cols;
+  quant::StorageType type;
+  int64_t cols;  // inputs
+  int64_t rows;  // outputs
   const char* role;
 };
 
-// Q4_1 blocks with random nibbles and realistic f16 scales and offsets.
-std::vector<uint8_t> RandomQ4_1(int64_t rows, int64_t cols, std::mt19937& rng) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(rows * cols / 32 * 20));
+void StoreHalf(uint8_t* p, float value) {
+  const uint16_t bits = quant::FloatToHalf(value);
+  p[0] = static_cast<uint8_t>(bits);
+  p[1] = static_cast<uint8_t>(bits >> 8);
+}
+
+// Blocks with random values and realistic f16 scales (and Q4_1's offsets).
+std::vector<uint8_t> RandomWeights(quant::StorageType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  const bool q8 = type == quant::StorageType::kQ8_0;
+  const size_t block_bytes = q8 ? 34 : 20;
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * cols / 32) * block_bytes);
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(0.001f, 0.02f);
-  for (size_t block = 0; block < bytes.size(); block += 20) {
-    const uint16_t d = quant::FloatToHalf(scale(rng));
-    const uint16_t m = quant::FloatToHalf(-8.0f * scale(rng));
-    bytes[block] = static_cast<uint8_t>(d);
-    bytes[block + 1] = static_cast<uint8_t>(d >> 8);
-    bytes[block + 2] = static_cast<uint8_t>(m);
-    bytes[block + 3] = static_cast<uint8_t>(m >> 8);
-    for (int i = 4; i < 20; ++i) bytes[block + i] = static_cast<uint8_t>(byte(rng));
+  for (size_t block = 0; block < bytes.size(); block += block_bytes) {
+    StoreHalf(&bytes[block], scale(rng));
+    if (!q8) StoreHalf(&bytes[block + 2], -8.0f * scale(rng));
+    for (size_t i = q8 ? 2 : 4; i < block_bytes; ++i) bytes[block + i] = static_cast<uint8_t>(byte(rng));
   }
   return bytes;
 }
 
 int Run(int milliseconds) {
-  const Shape shapes[] = {{576, 1536, "ffn_down"}, {1536, 576, "ffn_up/gate"}, {49152, 576, "output"}};
+  const Shape shapes[] = {
+      {quant::StorageType::kQ4_1, 576, 576, "attn_q/o"},   {quant::StorageType::kQ4_1, 576, 1536, "ffn_up/gate"},
+      {quant::StorageType::kQ4_1, 1536, 576, "ffn_down"},  {quant::StorageType::kQ8_0, 576, 1536, "ffn_up"},
+      {quant::StorageType::kQ8_0, 576, 49152, "output"},
+  };
   std::mt19937 rng(2024);
-  std::printf("%-12s %-13s %6s %-10s %7s %10s %10s %10s\n", "role", "shape", "tokens", "isa", "threads",
-              "us/call", "GB/s", "GFLOP/s");
+  std::printf("%-12s %-5s %-13s %6s %-10s %7s %10s %10s %10s\n", "role", "type", "in x out", "tokens", "isa",
+              "threads", "us/call", "GB/s", "GFLOP/s");
   for (const Shape& shape : shapes) {
-    const std::vector<uint8_t> bytes = RandomQ4_1(shape.rows, shape.cols, rng);
-    const WeightView weight{quant::StorageType::kQ4_1, shape.rows, shape.cols, bytes};
-    for (int64_t tokens : {1, 128}) {
+    const std::vector<uint8_t> bytes = RandomWeights(shape.type, shape.rows, shape.cols, rng);
+    const WeightView weight{shape.type, shape.rows, shape.cols, bytes};
+    for (int64_t tokens : {1, 16, 128}) {
     std::vector<float> x(static_cast<size_t>(shape.cols * tokens)), y(static_cast<size_t>(shape.rows * tokens));
     std::normal_distribution<float> normal;
     for (float& v : x) v = normal(rng);
@@ -74,9 +84,10 @@ int Run(int milliseconds) {
         }
         const double seconds = elapsed.count() / static_cast<double>(calls);
         char shape_text[48];
-        std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(shape.rows),
-                      static_cast<long long>(shape.cols));
-        std::printf("%-12s %-13s %6lld %-10s %7d %10.1f %10.2f %10.2f\n", shape.role, shape_text,
+        std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(shape.cols),
+                      static_cast<long long>(shape.rows));
+        std::printf("%-12s %-5s %-13s %6lld %-10s %7d %10.1f %10.2f %10.2f\n", shape.role,
+                    std::string(quant::StorageTypeName(shape.type)).c_str(), shape_text,
                     static_cast<long long>(tokens), std::string(CpuIsaName(isa)).c_str(), threads,
                     seconds * 1e6, bytes.size() / seconds / 1e9,
                     2.0 * shape.rows * shape.cols * tokens / seconds / 1e9);

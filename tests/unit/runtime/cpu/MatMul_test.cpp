@@ -176,9 +176,11 @@ TEST_P(MatMulTest, AgreesWithF32ReferenceWithinActivationQuantizationError) {
   }
 }
 
+// Token counts on both sides of the GEMM's groups of four, and past its
+// passes of 128 tokens.
 TEST_P(MatMulTest, EveryIsaEqualsPortableBitForBit) {
   if (SupportedIsas().size() < 2) GTEST_SKIP() << "this CPU or build has no vector kernels to compare";
-  for (int64_t tokens : {1, 7, 33}) {
+  for (int64_t tokens : {1, 3, 4, 7, 33, 133}) {
     const Problem p = MakeProblem(GetParam(), tokens, 2000 + static_cast<uint32_t>(tokens));
     const std::vector<float> portable = RunMatMul(p, 1, CpuIsa::kPortable);
     for (CpuIsa isa : SupportedIsas()) {
@@ -219,23 +221,31 @@ INSTANTIATE_TEST_SUITE_P(AllStorageTypes, MatMulTest, ::testing::ValuesIn(kAllTy
 
 // Hand-made Q8_0 case where the whole computation is exact: integer
 // activations with amax = 127 quantize to themselves (d = 1, exact in f16),
-// and the weights' d is 1 too, so y is the integer dot product.
+// and the weights' d is 1 too, so y is the integer dot product. The weights
+// reach both ends of int8 (-128 and 127), and the five tokens, each its own
+// permutation and sign of the activations, take the GEMM where there is one.
 TEST(MatMulExact, Q8_0IntegerProductsAreExact) {
+  constexpr int64_t kTokens = 5;
   std::vector<uint8_t> bytes(34);
   testing::StoreU16(bytes.data(), 0x3c00);  // d = 1
-  std::vector<float> x(32);
-  for (int i = 0; i < 32; ++i) {
-    bytes[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(3 * i - 50));
-    x[i] = static_cast<float>((i * 37) % 255 - 127);
+  for (int i = 0; i < 32; ++i) bytes[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(3 * i - 50));
+  bytes[2 + 7] = static_cast<uint8_t>(static_cast<int8_t>(-128));
+  bytes[2 + 8] = static_cast<uint8_t>(static_cast<int8_t>(127));
+  std::vector<float> x(32 * kTokens);
+  std::vector<float> expected(kTokens, 0.0f);
+  for (int64_t t = 0; t < kTokens; ++t) {
+    const float sign = t % 2 == 0 ? 1.0f : -1.0f;
+    for (int i = 0; i < 32; ++i) x[t * 32 + i] = sign * static_cast<float>((i * 37 + 11 * t) % 255 - 127);
+    x[t * 32 + 5 + t] = sign * 127.0f;
+    for (int i = 0; i < 32; ++i) {
+      expected[t] += static_cast<float>(static_cast<int8_t>(bytes[2 + i])) * x[t * 32 + i];
+    }
   }
-  x[5] = 127.0f;
-  float expected = 0.0f;
-  for (int i = 0; i < 32; ++i) expected += static_cast<float>(static_cast<int8_t>(bytes[2 + i])) * x[i];
   ThreadPool pool(1);
   for (CpuIsa isa : SupportedIsas()) {
-    float y = 0.0f;
-    ASSERT_TRUE(MatMul(WeightView{StorageType::kQ8_0, 1, 32, bytes}, x.data(), 1, &y, pool, isa).ok());
-    EXPECT_EQ(y, expected) << CpuIsaName(isa);
+    std::vector<float> y(kTokens);
+    ASSERT_TRUE(MatMul(WeightView{StorageType::kQ8_0, 1, 32, bytes}, x.data(), kTokens, y.data(), pool, isa).ok());
+    EXPECT_THAT(y, ::testing::ElementsAreArray(expected)) << CpuIsaName(isa);
   }
 }
 

@@ -1,0 +1,279 @@
+// The register-blocked GEMM of BlockGemm.h in AVX-512 VNNI.
+//
+// DotKernels.h's contract gives every (weight row, token) pair eight float
+// accumulators, one per lane of a block's 32 products, each taking
+// fma(d, float(integer lane sum), acc) per block. A 512-bit register holds
+// two such pairs: one weight row's block (broadcast to both halves) against
+// two tokens' blocks. Per pair and block that is four instructions --
+// vpdpbusd for the lane sums, a conversion, the scale product d and the FMA
+// -- the contract's own operations, so the results equal the single-row
+// kernels' bit for bit. The micro-kernel keeps 8 rows x 4 tokens (16
+// registers of pairs) in flight, the weights unpacked once per 8 rows for
+// every token group, and the activations' bytes, scales and corrections
+// laid out once per call.
+//
+// vpdpbusd multiplies unsigned bytes by signed ones, so every weight format
+// is stored unsigned, value + bias (Q8_0: 128, Q4_0: 8, Q5_0: 16, the
+// offset formats: 0), and each lane's integer sum starts from -bias times
+// the sum of its four activations, which the panel carries: exact in int32.
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512VL__) || !defined(__AVX512BW__)
+#error "BlockGemmAvx512Vnni.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni"
+#endif
+
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(),
+// which its -W(maybe-)uninitialized reports at every inlined use (GCC bug
+// 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "runtime/cpu/BlockGemm.h"
+
+namespace kvjit::cpu::internal {
+namespace {
+
+__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+float LoadHalf(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return _cvtsh_ss(bits);
+}
+
+// Low nibbles of 16 bytes (elements 0..15), then their high nibbles (16..31).
+__m256i Nibbles(const uint8_t* qs) {
+  const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
+}
+
+// 0x10 in byte i where bit i of the 32-bit little-endian word at p is set.
+__m256i FifthBits(const uint8_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  const __mmask32 set = static_cast<__mmask32>(bits);
+  return _mm256_maskz_mov_epi8(set, _mm256_set1_epi8(0x10));
+}
+
+// Each format: its block size, where its f16 scale and (offset formats) m
+// are, its bias, and its 32 values + bias as unsigned bytes.
+struct Q8_0Format {
+  static constexpr int64_t kBytes = 34;
+  static constexpr bool kHasOffset = false;
+  static constexpr int32_t kBias = 128;
+  static __m256i Unsigned(const uint8_t* block) {
+    return _mm256_xor_si256(Load256(block + 2), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+
+struct Q4_0Format {
+  static constexpr int64_t kBytes = 18;
+  static constexpr bool kHasOffset = false;
+  static constexpr int32_t kBias = 8;
+  static __m256i Unsigned(const uint8_t* block) { return Nibbles(block + 2); }
+};
+
+struct Q4_1Format {
+  static constexpr int64_t kBytes = 20;
+  static constexpr bool kHasOffset = true;
+  static constexpr int32_t kBias = 0;
+  static __m256i Unsigned(const uint8_t* block) { return Nibbles(block + 4); }
+};
+
+struct Q5_0Format {
+  static constexpr int64_t kBytes = 22;
+  static constexpr bool kHasOffset = false;
+  static constexpr int32_t kBias = 16;
+  static __m256i Unsigned(const uint8_t* block) {
+    return _mm256_or_si256(Nibbles(block + 6), FifthBits(block + 2));
+  }
+};
+
+struct Q5_1Format {
+  static constexpr int64_t kBytes = 24;
+  static constexpr bool kHasOffset = true;
+  static constexpr int32_t kBias = 0;
+  static __m256i Unsigned(const uint8_t* block) {
+    return _mm256_or_si256(Nibbles(block + 8), FifthBits(block + 4));
+  }
+};
+
+// Offsets of the vectors inside a panel block and a tile block (BlockGemm.h).
+constexpr int64_t kPanelActivations = 0;    // tokens (0, 1), then (2, 3)
+constexpr int64_t kPanelScales = 128;       // likewise
+constexpr int64_t kPanelCorrections = 256;  // likewise
+constexpr int64_t kPanelScaledSums = 384;
+constexpr int64_t kTileValues = 0;
+constexpr int64_t kTileOffsets = 256;
+constexpr int64_t kTileScales = 384;
+
+template <int32_t kBias>
+void PackActivations(const Q8Block32* activations, int64_t tokens, int64_t cols, int64_t group_begin,
+                     int64_t group_end, uint8_t* panel) {
+  const int64_t blocks = cols / 32;
+  const __m256i ones = _mm256_set1_epi8(1);
+  const __m256i minus_bias = _mm256_set1_epi32(-kBias);
+  for (int64_t group = group_begin; group < group_end; ++group) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* out = panel + (group * blocks + b) * kPanelBlockBytes;
+      auto* scaled_sums = reinterpret_cast<float*>(out + kPanelScaledSums);
+      for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
+        const int64_t t = group * kGemmTokenGroup + i;
+        const int64_t half = 32 * i;  // i / 2 picks the pair's vector, i % 2 its half
+        if (t >= tokens) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kPanelActivations + half), _mm256_setzero_si256());
+          _mm256_storeu_ps(reinterpret_cast<float*>(out + kPanelScales + half), _mm256_setzero_ps());
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kPanelCorrections + half), _mm256_setzero_si256());
+          for (int j = 0; j < 4; ++j) scaled_sums[4 * j + i] = 0.0f;
+          continue;
+        }
+        const Q8Block32& a = activations[t * blocks + b];
+        const __m256i q = Load256(a.q);
+        const __m256i lane_sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kPanelActivations + half), q);
+        _mm256_storeu_ps(reinterpret_cast<float*>(out + kPanelScales + half), _mm256_set1_ps(a.scale));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kPanelCorrections + half),
+                            _mm256_mullo_epi32(lane_sums, minus_bias));
+        for (int j = 0; j < 4; ++j) scaled_sums[4 * j + i] = a.scaled_sum;
+      }
+    }
+  }
+}
+
+// Unpacks `count` (at most 8) rows starting at `rows` into the tile; the
+// rest of the group's eight are zeros.
+template <class Format>
+void UnpackTile(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t blocks, uint8_t* tile) {
+  for (int64_t r = 0; r < kGemmRowGroup; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* out = tile + b * kTileBlockBytes;
+      auto* offsets = reinterpret_cast<float*>(out + kTileOffsets);
+      auto* scales = reinterpret_cast<float*>(out + kTileScales);
+      __m256i values = _mm256_setzero_si256();
+      float scale = 0.0f, offset = 0.0f;
+      if (r < count) {
+        const uint8_t* block = rows + r * row_bytes + b * Format::kBytes;
+        values = Format::Unsigned(block);
+        scale = LoadHalf(block);
+        if (Format::kHasOffset) offset = LoadHalf(block + 2);
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + kTileValues + 32 * r), values);
+      scales[r] = scale;
+      if (Format::kHasOffset) _mm_store_ps(offsets + 4 * r, _mm_set1_ps(offset));
+    }
+  }
+}
+
+// Eight rows (the tile) against one token group (its panel blocks):
+// results[r][t] for row r and token t of the group.
+template <class Format>
+void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t blocks, float results[8][4]) {
+  __m512 acc[8][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  __m512 offsets[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = panel + b * kPanelBlockBytes;
+    const uint8_t* w = tile + b * kTileBlockBytes;
+    const __m512i activations[2] = {_mm512_load_si512(p + kPanelActivations),
+                                    _mm512_load_si512(p + kPanelActivations + 64)};
+    const __m512 activation_scales[2] = {_mm512_load_ps(p + kPanelScales), _mm512_load_ps(p + kPanelScales + 64)};
+    const auto* weight_scales = reinterpret_cast<const float*>(w + kTileScales);
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) {
+      const __m512i values = _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * r)));
+      const __m512 weight_scale = _mm512_set1_ps(weight_scales[r]);
+#pragma GCC unroll 2
+      for (int pair = 0; pair < 2; ++pair) {
+        // The corrections are zeros for the unsigned formats; loading them
+        // anyway costs a load port where a zeroed register costs an ALU one.
+        const __m512i start = _mm512_load_si512(p + kPanelCorrections + 64 * pair);
+        const __m512i lanes = _mm512_dpbusd_epi32(start, values, activations[pair]);
+        const __m512 d = _mm512_mul_ps(weight_scale, activation_scales[pair]);
+        acc[r][pair] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lanes), acc[r][pair]);
+      }
+    }
+    if (Format::kHasOffset) {
+      const __m512 scaled_sums = _mm512_load_ps(p + kPanelScaledSums);
+      offsets[0] = _mm512_fmadd_ps(_mm512_load_ps(w + kTileOffsets), scaled_sums, offsets[0]);
+      offsets[1] = _mm512_fmadd_ps(_mm512_load_ps(w + kTileOffsets + 64), scaled_sums, offsets[1]);
+    }
+  }
+  alignas(64) float offset_of[32];  // row r, token t at 4r + t
+  _mm512_store_ps(offset_of, offsets[0]);
+  _mm512_store_ps(offset_of + 16, offsets[1]);
+  for (int r = 0; r < 8; ++r) {
+    for (int pair = 0; pair < 2; ++pair) {
+      // LaneSum on both halves at once: lane 0 of each 256-bit half ends as
+      // ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
+      const __m512 v = acc[r][pair];
+      const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
+      const __m512 sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
+      alignas(64) float lanes[16];  // token 2 * pair in lane 0, 2 * pair + 1 in lane 8
+      _mm512_store_ps(lanes, sums);
+      results[r][2 * pair] = lanes[0] + offset_of[4 * r + 2 * pair];
+      results[r][2 * pair + 1] = lanes[8] + offset_of[4 * r + 2 * pair + 1];
+    }
+  }
+}
+
+// One unpacked row group (`count` rows from row `first`) against token
+// groups [group_begin, group_end).
+template <class Format>
+void MultiplyTile(const uint8_t* tile, int64_t count, int64_t first, const uint8_t* panel, int64_t group_begin,
+                  int64_t group_end, int64_t tokens, int64_t blocks, float* y, int64_t y_stride) {
+  for (int64_t group = group_begin; group < group_end; ++group) {
+    float results[8][4];
+    MicroKernel<Format>(tile, panel + group * blocks * kPanelBlockBytes, blocks, results);
+    for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
+      const int64_t t = group * kGemmTokenGroup + i;
+      if (t >= tokens) break;
+      for (int64_t r = 0; r < count; ++r) y[t * y_stride + first + r] = results[r][i];
+    }
+  }
+}
+
+// Token groups per pass over a thread's rows: every row group reads their
+// panel blocks again, which must stay in L2 (128 tokens of 1536 columns take
+// 688 KiB); a longer step unpacks each row group once per pass.
+constexpr int64_t kGroupsPerPass = 32;
+
+template <class Format>
+void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
+              int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* tile) {
+  const int64_t blocks = cols / 32;
+  const int64_t groups = GemmTokenGroups(tokens);
+  for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
+    const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
+    for (int64_t first = row_begin; first < row_end; first += kGemmRowGroup) {
+      const int64_t count = row_end - first < kGemmRowGroup ? row_end - first : kGemmRowGroup;
+      UnpackTile<Format>(weights + first * row_bytes, row_bytes, count, blocks, tile);
+      MultiplyTile<Format>(tile, count, first, panel, pass, pass_end, tokens, blocks, y, y_stride);
+    }
+  }
+}
+
+template <class Format>
+constexpr BlockGemmKernel KernelFor() {
+  return {PackActivations<Format::kBias>, Multiply<Format>};
+}
+
+}  // namespace
+
+const BlockGemmKernels& Avx512VnniBlockGemmKernels() {
+  static constexpr BlockGemmKernels kKernels = {
+      KernelFor<Q8_0Format>(), KernelFor<Q4_0Format>(), KernelFor<Q4_1Format>(),
+      KernelFor<Q5_0Format>(), KernelFor<Q5_1Format>(),
+  };
+  return kKernels;
+}
+
+}  // namespace kvjit::cpu::internal
