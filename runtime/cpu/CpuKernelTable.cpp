@@ -86,7 +86,7 @@ absl::Status RunRmsNorm(CpuOpContext& context) {
   KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(1)));
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
   const int64_t w = context.Width(context.input(0));
-  return cpu::RmsNorm(x, weight, context.instruction.epsilon(),
+  return cpu::RmsNorm(x, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
                       context.Elements(context.input(0)) / w, w, out, context.pool);
 }
 
@@ -100,8 +100,8 @@ absl::Status RunAddRmsNorm(CpuOpContext& context) {
   const int64_t n = context.Elements(context.input(0));
   if (sum != a) std::memcpy(sum, a, n * sizeof(float));
   const int64_t w = context.Width(context.input(0));
-  return cpu::AddRmsNorm(sum, b, weight, context.instruction.epsilon(), n / w, w, normed,
-                         context.pool);
+  return cpu::AddRmsNorm(sum, b, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
+                         n / w, w, normed, context.pool);
 }
 
 // SwiGlu: in gate, up → out silu(gate)·up; either input may be a column view.
@@ -130,7 +130,7 @@ absl::Status RunRope(CpuOpContext& context) {
   const int64_t heads = context.Extent(x_ref, 1);
   const int64_t head_dim = context.Extent(x_ref, 2);
   return cpu::Rope(x, context.sizes.tokens, heads, head_dim, positions,
-                   RopeParamsOf(context.instruction.rope(), head_dim), out, context.pool);
+                   RopeParamsOf(context.instruction.params_as_RopeParams(), head_dim), out, context.pool);
 }
 
 // Elementwise: in operands → out the last step of the chain. Column views
@@ -154,7 +154,7 @@ absl::Status RunElementwise(CpuOpContext& context) {
     }
     operands.push_back(data);
   }
-  const auto& chain = *context.instruction.elementwise();
+  const auto& chain = *context.instruction.params_as_ElementwiseParams()->steps();
   std::vector<std::vector<float>> steps(chain.size(), std::vector<float>(n));
   auto operand = [&](int index) -> const float* {
     return index >= 0 ? operands[index] : steps[-index - 1].data();
@@ -196,8 +196,8 @@ absl::Status RunKvWrite(CpuOpContext& context) {
   KVJIT_ASSIGN_OR_RETURN(float* value, context.Floats(context.input(1)));
   KVJIT_ASSIGN_OR_RETURN(const int32_t* slots, context.Ints(context.input(2)));
   return cpu::WriteKv(key, value, context.sizes.tokens, slots, context.kv.layout,
-                      context.instruction.layer(), context.kv.data, context.kv.num_blocks,
-                      context.pool);
+                      context.instruction.params_as_KvWriteParams()->layer(), context.kv.data,
+                      context.kv.num_blocks, context.pool);
 }
 
 // KvAttention: in query, positions, seq_starts, context_lens, block_tables →
@@ -213,9 +213,10 @@ absl::Status RunKvAttention(CpuOpContext& context) {
   batch.max_blocks_per_sequence = context.sizes.max_blocks;
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
   const int64_t heads = context.Extent(context.input(0), 1);
-  return cpu::PagedAttention(query, context.sizes.tokens, heads, context.kv.layout,
-                             context.instruction.layer(), context.kv.data, context.kv.num_blocks,
-                             batch, context.instruction.scale(), out, context.pool);
+  const kvx::KvAttentionParams& params = *context.instruction.params_as_KvAttentionParams();
+  return cpu::PagedAttention(query, context.sizes.tokens, heads, context.kv.layout, params.layer(),
+                             context.kv.data, context.kv.num_blocks, batch, params.scale(), out,
+                             context.pool);
 }
 
 // GatherRows: in x, rows → out.

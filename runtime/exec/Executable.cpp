@@ -238,6 +238,18 @@ absl::Status Executable::VerifyInstruction(const kvx::Instruction& instruction,
   if (inputs < op->min_inputs || inputs > op->max_inputs || outputs != op->outputs) {
     return invalid(inputs, " inputs and ", outputs, " outputs do not fit the opcode");
   }
+  // The kernels read the parameters their opcode's entry names, unchecked.
+  if (instruction.params_type() != op->params) {
+    auto name = [](kvx::OpParams type) -> std::string {
+      return type > kvx::OpParams::MAX ? absl::StrCat("of unknown type ", static_cast<int>(type))
+                                       : kvx::EnumNameOpParams(type);
+    };
+    return invalid("carries parameters ", name(instruction.params_type()),
+                   " where the opcode takes ", name(op->params));
+  }
+  if (op->params != kvx::OpParams::NONE && instruction.params() == nullptr) {
+    return invalid("its ", kvx::EnumNameOpParams(op->params), " are missing");
+  }
   for (const kvx::TensorRef* ref : *instruction.inputs()) {
     KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, index, "input"));
     if (ref->shape()->size() == 0) return invalid("an input has rank 0");

@@ -184,8 +184,8 @@ absl::Status VerifyRope(const OpCheckContext& context) {
 // Each rotated pair: four multiplies and two adds.
 void CostRope(const OpCostContext& context, InstructionCost& cost) {
   const int64_t head_dim = Extent(*context.instruction.inputs()->Get(0), 2, context.sizes);
-  const kvx::RopeParams* rope = context.instruction.rope();
-  const int64_t rotary = rope != nullptr && rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
+  const kvx::RopeParams& rope = *context.instruction.params_as_RopeParams();
+  const int64_t rotary = rope.rotary_dim() > 0 ? rope.rotary_dim() : head_dim;
   cost.flops = 3 * (context.output_elements / head_dim) * rotary;
 }
 
@@ -196,8 +196,8 @@ absl::Status VerifyElementwise(const OpCheckContext& context) {
     fits = fits && SameShape(*ref, context.output(0));
   }
   if (absl::Status status = OutputFits(fits); !status.ok()) return status;
-  const auto* steps = context.instruction.elementwise();
-  if (steps == nullptr || steps->size() == 0) {
+  const auto* steps = context.instruction.params_as_ElementwiseParams()->steps();
+  if (steps->size() == 0) {
     return absl::InvalidArgumentError("has no elementwise steps");
   }
   const int inputs = static_cast<int>(context.num_inputs());
@@ -213,15 +213,25 @@ absl::Status VerifyElementwise(const OpCheckContext& context) {
 }
 
 void CostElementwise(const OpCostContext& context, InstructionCost& cost) {
-  if (context.instruction.elementwise() == nullptr) return;
-  for (const kvx::ElementwiseStep* step : *context.instruction.elementwise()) {
+  for (const kvx::ElementwiseStep* step : *context.instruction.params_as_ElementwiseParams()->steps()) {
     cost.flops += ElementwiseFlops(step->op()) * context.output_elements;
   }
 }
 
+// A layer of the KV layout.
+absl::Status CacheLayer(const OpCheckContext& context, uint32_t layer) {
+  const uint32_t layers = context.executable.kv_layout()->num_layers();
+  if (layer >= layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", layer, " of a KV layout of ", layers));
+  }
+  return absl::OkStatus();
+}
+
 // KvWrite: in key, value, slot_mapping → the cache's layer.
 absl::Status VerifyKvWrite(const OpCheckContext& context) {
-  return HeadOperand(context, /*of_the_cache=*/true);
+  if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
+  return CacheLayer(context, context.instruction.params_as_KvWriteParams()->layer());
 }
 
 void CostKvWrite(const OpCostContext& context, InstructionCost& cost) {
@@ -234,7 +244,8 @@ absl::Status VerifyKvAttention(const OpCheckContext& context) {
   if (absl::Status fits = OutputFits(SameShape(context.output(0), context.input(0))); !fits.ok()) {
     return fits;
   }
-  return HeadOperand(context, /*of_the_cache=*/true);
+  if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
+  return CacheLayer(context, context.instruction.params_as_KvAttentionParams()->layer());
 }
 
 // Each (query head, key) pair: the q·k and p·v dot products, and the score's
@@ -270,18 +281,21 @@ void CostCopy(const OpCostContext& context, InstructionCost& cost) {
 }
 
 // In OpCode order.
+using P = kvx::OpParams;
 constexpr OpDescription kOps[] = {
-    {kvx::OpCode::Embedding, 2, 2, 1, false, VerifyEmbedding, CostEmbedding},
-    {kvx::OpCode::Linear, 2, 3, 1, false, VerifyLinear, CostLinear},
-    {kvx::OpCode::RmsNorm, 2, 2, 1, false, VerifyNorm, CostRmsNorm},
-    {kvx::OpCode::AddRmsNorm, 3, 3, 2, false, VerifyNorm, CostAddRmsNorm},
-    {kvx::OpCode::SwiGlu, 2, 2, 1, true, VerifySwiGlu, CostSwiGlu},
-    {kvx::OpCode::Rope, 2, 2, 1, false, VerifyRope, CostRope},
-    {kvx::OpCode::Elementwise, 1, 64, 1, true, VerifyElementwise, CostElementwise},
-    {kvx::OpCode::KvWrite, 3, 3, 0, false, VerifyKvWrite, CostKvWrite},
-    {kvx::OpCode::KvAttention, 5, 5, 1, false, VerifyKvAttention, CostKvAttention},
-    {kvx::OpCode::GatherRows, 2, 2, 1, false, VerifyGatherRows, NoFlops},
-    {kvx::OpCode::Copy, 1, 1, 1, true, VerifyCopy, CostCopy},
+    {kvx::OpCode::Embedding, 2, 2, 1, P::NONE, false, VerifyEmbedding, CostEmbedding},
+    {kvx::OpCode::Linear, 2, 3, 1, P::NONE, false, VerifyLinear, CostLinear},
+    {kvx::OpCode::RmsNorm, 2, 2, 1, P::RmsNormParams, false, VerifyNorm, CostRmsNorm},
+    {kvx::OpCode::AddRmsNorm, 3, 3, 2, P::RmsNormParams, false, VerifyNorm, CostAddRmsNorm},
+    {kvx::OpCode::SwiGlu, 2, 2, 1, P::NONE, true, VerifySwiGlu, CostSwiGlu},
+    {kvx::OpCode::Rope, 2, 2, 1, P::RopeParams, false, VerifyRope, CostRope},
+    {kvx::OpCode::Elementwise, 1, 64, 1, P::ElementwiseParams, true, VerifyElementwise,
+     CostElementwise},
+    {kvx::OpCode::KvWrite, 3, 3, 0, P::KvWriteParams, false, VerifyKvWrite, CostKvWrite},
+    {kvx::OpCode::KvAttention, 5, 5, 1, P::KvAttentionParams, false, VerifyKvAttention,
+     CostKvAttention},
+    {kvx::OpCode::GatherRows, 2, 2, 1, P::NONE, false, VerifyGatherRows, NoFlops},
+    {kvx::OpCode::Copy, 1, 1, 1, P::NONE, true, VerifyCopy, CostCopy},
 };
 
 constexpr bool EveryOpcodeInOrder() {
@@ -309,8 +323,11 @@ const OpDescription* FindOp(kvx::OpCode op) {
 }
 
 std::optional<uint32_t> KvCacheLayer(const kvx::Instruction& instruction) {
-  if (instruction.op() == kvx::OpCode::KvWrite || instruction.op() == kvx::OpCode::KvAttention) {
-    return instruction.layer();
+  if (const kvx::KvWriteParams* write = instruction.params_as_KvWriteParams()) {
+    return write->layer();
+  }
+  if (const kvx::KvAttentionParams* attention = instruction.params_as_KvAttentionParams()) {
+    return attention->layer();
   }
   return std::nullopt;
 }

@@ -46,6 +46,9 @@ struct OpDescription {
   kvx::OpCode op;
   // Tensor operands read and written (KvWrite writes the cache, no tensor).
   size_t min_inputs, max_inputs, outputs;
+  // The parameter table its instructions carry (kvx.fbs OpParams); NONE for
+  // an op without parameters.
+  kvx::OpParams params;
   // Whether the op's kernels read a column view of wider rows in place.
   bool reads_views;
   // The op's own checks (the output-shape rule among them) on an instruction

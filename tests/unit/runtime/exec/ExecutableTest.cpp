@@ -48,6 +48,9 @@ class ExecutableTest : public ::testing::Test {
     // column view.
     uint64_t weight_row_stride = 0;
     uint64_t output_row_stride = 0;
+    // Parameters the Copy carries (it takes none), with or without a table.
+    kvx::OpParams params_type = kvx::OpParams::NONE;
+    bool params_table = true;
     // FNV-1a of the 16 zero bytes the weight reads.
     uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
     // A CUDA module for the program, where set.
@@ -109,8 +112,13 @@ class ExecutableTest : public ::testing::Test {
         kvx::CreateTensorRef(b, kvx::BufferKind::Weight, 0, 0, dims(4), knobs.weight_row_stride);
     auto arena_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.arena_offset,
                                           dims(knobs.copy_elements), knobs.output_row_stride);
+    flatbuffers::Offset<void> params = 0;
+    if (knobs.params_type != kvx::OpParams::NONE && knobs.params_table) {
+      params = kvx::CreateRmsNormParams(b, 1e-5f).Union();
+    }
     auto instruction = kvx::CreateInstruction(b, kvx::OpCode::Copy, b.CreateVector({weight_ref}),
-                                              b.CreateVector({arena_ref}));
+                                              b.CreateVector({arena_ref}), knobs.params_type,
+                                              params);
     std::vector<kvx::Dim> logits_shape = {kvx::Dim(kvx::DimKind::LogitsRows, 0),
                                           kvx::Dim(kvx::DimKind::Static, 4)};
     auto logits = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.logits_offset,
@@ -229,6 +237,16 @@ TEST_F(ExecutableTest, RefusesAnOutputOfAnotherSizeThanTheKernelWrites) {
   knobs.copy_elements = 3;
   EXPECT_THAT(Message(Build(knobs)),
               HasSubstr("instruction 0 (Copy): the output's shape does not fit the inputs'"));
+}
+
+TEST_F(ExecutableTest, RefusesParametersOfAnotherOpcode) {
+  Knobs knobs;
+  knobs.params_type = kvx::OpParams::RmsNormParams;
+  const std::string message = Message(Build(knobs));
+  EXPECT_THAT(message, HasSubstr("instruction 0 (Copy)"));
+  EXPECT_THAT(message, HasSubstr("carries parameters RmsNormParams where the opcode takes NONE"));
+  knobs.params_table = false;
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("carries parameters RmsNormParams"));
 }
 
 TEST_F(ExecutableTest, RefusesWeightsThatChangedSinceCompilingWhenAskedToHashThem) {
