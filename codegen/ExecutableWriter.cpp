@@ -25,6 +25,7 @@
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
+#include "runtime/exec/OpTable.h"
 #include "runtime/schema/SchemaVersion.h"
 #include "runtime/schema/kvx_generated.h"
 
@@ -239,14 +240,11 @@ class Sidecar {
   std::vector<uint8_t> bytes_;
 };
 
-// What an instruction carries besides its tensors.
-struct Attributes {
-  float epsilon = 0.0f;
-  float scale = 0.0f;
-  uint64_t layer = 0;
-  Offset<kvx::RopeParams> rope;
-  std::vector<kvx::ElementwiseStep> elementwise;
-  uint64_t window = 0;
+// What an instruction carries besides its tensors: its op's parameter table
+// (kvx.fbs OpParams), none for an op without parameters.
+struct Params {
+  kvx::OpParams type = kvx::OpParams::NONE;
+  Offset<void> table;
 };
 
 class ExecutableBuilder {
@@ -382,24 +380,26 @@ class ExecutableBuilder {
         })
         .Case([&](kv::WriteOp write) {
           KVJIT_RETURN_IF_ERROR(CheckCache(op, write.getCache()));
-          Attributes attributes;
-          attributes.layer = write.getLayer();
+          const Params params = {
+              kvx::OpParams::KvWriteParams,
+              kvx::CreateKvWriteParams(fbb_, static_cast<uint32_t>(write.getLayer())).Union()};
           return Emit(op, kvx::OpCode::KvWrite,
                       {write.getKey(), write.getValue(), write.getSlotMapping()},
-                      write.getKey(), attributes);
+                      write.getKey(), params);
         })
         .Case([&](kv::AttentionOp attention) {
           KVJIT_RETURN_IF_ERROR(CheckCache(op, attention.getCache()));
-          Attributes attributes;
-          attributes.layer = attention.getLayer();
-          attributes.scale = ToFloat(attention.getScale());
-          if (mlir::IntegerAttr window = attention.getWindowAttr()) {
-            attributes.window = window.getInt();
-          }
+          const mlir::IntegerAttr window = attention.getWindowAttr();
+          const Params params = {
+              kvx::OpParams::KvAttentionParams,
+              kvx::CreateKvAttentionParams(fbb_, static_cast<uint32_t>(attention.getLayer()),
+                                           ToFloat(attention.getScale()),
+                                           window ? static_cast<uint32_t>(window.getInt()) : 0)
+                  .Union()};
           return Emit(op, kvx::OpCode::KvAttention,
                       {attention.getQuery(), attention.getPositions(), attention.getSeqStarts(),
                        attention.getContextLens(), attention.getBlockTables()},
-                      attention.getQuery(), attributes);
+                      attention.getQuery(), params);
         })
         .Case([&](kernel::FusionOp fusion) { return AddFusion(fusion); })
         .Case<tfm::RmsNormOp, tfm::RopeOp, tfm::AddOp, tfm::MulOp, tfm::ScaleOp, tfm::SiluOp,
@@ -415,18 +415,17 @@ class ExecutableBuilder {
   // The outputs' dynamic dimensions take the row kind of `rows_from`, one of
   // the inputs.
   absl::Status Emit(mlir::Operation* op, kvx::OpCode opcode, const std::vector<mlir::Value>& inputs,
-                    mlir::Value rows_from, const Attributes& attributes = {},
+                    mlir::Value rows_from, const Params& params = {},
                     std::vector<unsigned> output_order = {}) {
     std::vector<TensorRefOffset> input_refs;
     for (mlir::Value input : inputs) {
       KVJIT_ASSIGN_OR_RETURN(TensorRefOffset ref, Ref(input, op));
       input_refs.push_back(ref);
-      const bool reads_views = opcode == kvx::OpCode::Copy || opcode == kvx::OpCode::SwiGlu ||
-                               opcode == kvx::OpCode::Elementwise;
-      if (!reads_views && tensors_.at(input).row_stride != 0) {
+      // The runtime's op table says whose kernels read a view in place.
+      if (!runtime::FindOp(opcode)->reads_views && tensors_.at(input).row_stride != 0) {
         return absl::UnimplementedError(absl::StrCat(
-            Describe(op), " reads a column view (tfm.slice_columns); only Copy, SwiGlu and "
-            "Elementwise instructions read views in place"));
+            Describe(op), " reads a column view (tfm.slice_columns); ",
+            kvx::EnumNameOpCode(opcode), " instructions do not read views in place"));
       }
     }
     const kvx::DimKind row_kind = tensors_.at(rows_from).row_kind;
@@ -436,11 +435,8 @@ class ExecutableBuilder {
     }
     std::vector<TensorRefOffset> output_refs;
     for (unsigned index : output_order) output_refs.push_back(tensors_.at(op->getResult(index)).ref);
-    instructions_.push_back(kvx::CreateInstructionDirect(
-        fbb_, opcode, &input_refs, &output_refs, attributes.epsilon, attributes.scale,
-        static_cast<uint32_t>(attributes.layer), attributes.rope,
-        attributes.elementwise.empty() ? nullptr : &attributes.elementwise,
-        static_cast<uint32_t>(attributes.window)));
+    instructions_.push_back(kvx::CreateInstructionDirect(fbb_, opcode, &input_refs, &output_refs,
+                                                         params.type, params.table));
     return absl::OkStatus();
   }
 
@@ -624,14 +620,12 @@ class ExecutableBuilder {
       }
       return fusion.getOperand(argument.getArgNumber());
     };
-    Attributes attributes;
     switch (fusion.getKind()) {
       case kernel::FusionKind::rms_norm: {
         KVJIT_ASSIGN_OR_RETURN(tfm::RmsNormOp norm, SingleOp<tfm::RmsNormOp>(fusion));
         KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(norm.getInput()));
         KVJIT_ASSIGN_OR_RETURN(mlir::Value weight, outer(norm.getWeight()));
-        attributes.epsilon = ToFloat(norm.getEpsilon());
-        return Emit(op, kvx::OpCode::RmsNorm, {x, weight}, x, attributes);
+        return Emit(op, kvx::OpCode::RmsNorm, {x, weight}, x, NormParams(norm));
       }
       case kernel::FusionKind::add_rms_norm: {
         KVJIT_ASSIGN_OR_RETURN(tfm::AddOp add, SingleOp<tfm::AddOp>(fusion));
@@ -649,8 +643,7 @@ class ExecutableBuilder {
           return absl::InvalidArgumentError(absl::StrCat(
               Describe(op), " does not yield the sum and its rms_norm, as add_rms_norm does"));
         }
-        attributes.epsilon = ToFloat(norm.getEpsilon());
-        return Emit(op, kvx::OpCode::AddRmsNorm, {a, b, weight}, a, attributes,
+        return Emit(op, kvx::OpCode::AddRmsNorm, {a, b, weight}, a, NormParams(norm),
                     {*sum_result, *normed_result});
       }
       case kernel::FusionKind::swiglu: {
@@ -664,21 +657,20 @@ class ExecutableBuilder {
         }
         KVJIT_ASSIGN_OR_RETURN(mlir::Value gate, outer(silu.getInput()));
         KVJIT_ASSIGN_OR_RETURN(mlir::Value up, outer(up_inner));
-        return Emit(op, kvx::OpCode::SwiGlu, {gate, up}, gate, attributes);
+        return Emit(op, kvx::OpCode::SwiGlu, {gate, up}, gate);
       }
       case kernel::FusionKind::rope: {
         KVJIT_ASSIGN_OR_RETURN(tfm::RopeOp rope, SingleOp<tfm::RopeOp>(fusion));
         KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(rope.getInput()));
         KVJIT_ASSIGN_OR_RETURN(mlir::Value positions, outer(rope.getPositions()));
-        attributes.rope = AddRopeParams(rope);
-        return Emit(op, kvx::OpCode::Rope, {x, positions}, x, attributes);
+        return Emit(op, kvx::OpCode::Rope, {x, positions}, x, AddRopeParams(rope));
       }
       case kernel::FusionKind::elementwise: {
-        KVJIT_ASSIGN_OR_RETURN(attributes.elementwise, ElementwiseChain(fusion));
+        KVJIT_ASSIGN_OR_RETURN(std::vector<kvx::ElementwiseStep> steps, ElementwiseChain(fusion));
         // Elementwise ops take operands of their result's type, so any
         // operand carries the result's rows.
         std::vector<mlir::Value> inputs(fusion.getOperands().begin(), fusion.getOperands().end());
-        return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), attributes);
+        return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), ChainParams(steps));
       }
     }
     return absl::UnimplementedError(absl::StrCat(Describe(op), " is of an unknown fusion kind"));
@@ -774,16 +766,13 @@ class ExecutableBuilder {
   // a pipeline that leaves the pass out: the instruction of that fusion,
   // over the op alone.
   absl::Status AddUnfused(mlir::Operation* op) {
-    Attributes attributes;
     if (auto norm = mlir::dyn_cast<tfm::RmsNormOp>(op)) {
-      attributes.epsilon = ToFloat(norm.getEpsilon());
       return Emit(op, kvx::OpCode::RmsNorm, {norm.getInput(), norm.getWeight()}, norm.getInput(),
-                  attributes);
+                  NormParams(norm));
     }
     if (auto rope = mlir::dyn_cast<tfm::RopeOp>(op)) {
-      attributes.rope = AddRopeParams(rope);
       return Emit(op, kvx::OpCode::Rope, {rope.getInput(), rope.getPositions()}, rope.getInput(),
-                  attributes);
+                  AddRopeParams(rope));
     }
     std::optional<kvx::ElementwiseStep> step =
         ElementwiseStepOf(op, 0, op->getNumOperands() > 1 ? 1 : 0);
@@ -791,12 +780,21 @@ class ExecutableBuilder {
       return absl::UnimplementedError(
           absl::StrCat(Describe(op), " has no instruction in the executable"));
     }
-    attributes.elementwise.push_back(*step);
     std::vector<mlir::Value> inputs(op->getOperands().begin(), op->getOperands().end());
-    return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), attributes);
+    return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), ChainParams({*step}));
   }
 
-  Offset<kvx::RopeParams> AddRopeParams(tfm::RopeOp rope) {
+  Params NormParams(tfm::RmsNormOp norm) {
+    return {kvx::OpParams::RmsNormParams,
+            kvx::CreateRmsNormParams(fbb_, ToFloat(norm.getEpsilon())).Union()};
+  }
+
+  Params ChainParams(const std::vector<kvx::ElementwiseStep>& steps) {
+    return {kvx::OpParams::ElementwiseParams,
+            kvx::CreateElementwiseParamsDirect(fbb_, &steps).Union()};
+  }
+
+  Params AddRopeParams(tfm::RopeOp rope) {
     auto type = mlir::cast<mlir::RankedTensorType>(rope.getInput().getType());
     const int64_t rotary_dim = rope.getRotaryDim() ? static_cast<int64_t>(*rope.getRotaryDim())
                                                    : type.getShape().back();
@@ -813,8 +811,10 @@ class ExecutableBuilder {
     if (std::optional<llvm::ArrayRef<float>> factors = rope.getFreqFactors()) {
       freq_factors = fbb_.CreateVector(factors->data(), factors->size());
     }
-    return kvx::CreateRopeParams(fbb_, ToKvxRopeStyle(rope.getStyle()), ToFloat(rope.getTheta()),
-                                 static_cast<uint32_t>(rotary_dim), scaling, freq_factors);
+    return {kvx::OpParams::RopeParams,
+            kvx::CreateRopeParams(fbb_, ToKvxRopeStyle(rope.getStyle()), ToFloat(rope.getTheta()),
+                                  static_cast<uint32_t>(rotary_dim), scaling, freq_factors)
+                .Union()};
   }
 
   absl::Status CheckCache(mlir::Operation* op, mlir::Value cache) {

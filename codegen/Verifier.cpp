@@ -15,7 +15,8 @@
 #include "codegen/cuda/emulation/HostKernels.h"
 #include "runtime/core/BuildConfig.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/exec/StepRunner.h"
+#include "runtime/cpu/CpuStepRunner.h"
+#include "runtime/cuda/CudaModuleVerifier.h"
 #if KVJIT_HAVE_CUDA
 #include "runtime/engine/RunnerFactory.h"
 #endif
@@ -202,6 +203,7 @@ absl::StatusOr<CudaVerification> Verifier::CheckCudaProgram(
     verification.how = "the executable carries no CUDA kernels";
     return verification;
   }
+  KVJIT_RETURN_IF_ERROR(::kvjit::cuda::VerifyCudaModule(executable));
   std::string no_gpu = "this kvjit was built without the CUDA backend";
 #if KVJIT_HAVE_CUDA
   absl::StatusOr<std::unique_ptr<runtime::StepRunner>> gpu =

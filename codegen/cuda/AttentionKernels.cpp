@@ -295,9 +295,13 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
 absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
   const kvx::KvLayout& layout = *context.executable.kv_layout();
   const kvx::Instruction& instruction = context.instruction;
-  if (instruction.layer() >= layout.num_layers()) {
+  const kvx::KvAttentionParams* params = instruction.params_as_KvAttentionParams();
+  if (params == nullptr) {
+    return absl::InvalidArgumentError("a KvAttention without its KvAttentionParams");
+  }
+  if (params->layer() >= layout.num_layers()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("layer ", instruction.layer(), " of a KV layout of ", layout.num_layers()));
+        absl::StrCat("layer ", params->layer(), " of a KV layout of ", layout.num_layers()));
   }
   KVJIT_ASSIGN_OR_RETURN(std::string pool_constants, KvPoolConstants(layout));
   const kvx::TensorRef& query = *instruction.inputs()->Get(0);
@@ -329,8 +333,8 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
       Fill(kCommonConstants, {{"POOL_CONSTANTS", pool_constants},
                               {"HEADS", absl::StrCat(heads)},
                               {"THREADS", absl::StrCat(kAttentionThreads)},
-                              {"SCALE", FloatLiteral(instruction.scale())},
-                              {"WINDOW", absl::StrCat(instruction.window())},
+                              {"SCALE", FloatLiteral(params->scale())},
+                              {"WINDOW", absl::StrCat(params->window())},
                               {"POOL", absl::StrCat(KvPoolBuffer(instruction))}});
   auto fill = [&](const char* text, uint32_t threads) {
     return Fill(text, {{"COMMON", common},
@@ -338,7 +342,7 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
                        {"ELEMENT", element_name},
                        {"HEADS", absl::StrCat(heads)},
                        {"HEAD_DIM", absl::StrCat(head_dim)},
-                       {"SCALE_TEXT", absl::StrCat(instruction.scale())},
+                       {"SCALE_TEXT", absl::StrCat(params->scale())},
                        {"THREADS", absl::StrCat(threads)},
                        {"SPLIT_KEYS", absl::StrCat(split_keys)},
                        {"BLOCKS_PER_SPLIT", absl::StrCat(blocks_per_split)},

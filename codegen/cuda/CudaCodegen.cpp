@@ -1,5 +1,7 @@
 #include "codegen/cuda/CudaCodegen.h"
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "codegen/cuda/KernelTable.h"
@@ -8,32 +10,39 @@
 namespace kvjit::codegen::cuda {
 namespace {
 
-absl::StatusOr<InstructionSpec> Emit(const EmitContext& context) {
-  switch (context.instruction.op()) {
-    case kvx::OpCode::Embedding:
-      return EmitEmbedding(context);
-    case kvx::OpCode::Linear:
-      return EmitLinear(context);
-    case kvx::OpCode::RmsNorm:
-      return EmitRmsNorm(context);
-    case kvx::OpCode::AddRmsNorm:
-      return EmitAddRmsNorm(context);
-    case kvx::OpCode::SwiGlu:
-      return EmitSwiGlu(context);
-    case kvx::OpCode::Rope:
-      return EmitRope(context);
-    case kvx::OpCode::Elementwise:
-      return EmitElementwise(context);
-    case kvx::OpCode::KvWrite:
-      return EmitKvWrite(context);
-    case kvx::OpCode::KvAttention:
-      return EmitKvAttention(context);
-    case kvx::OpCode::GatherRows:
-      return EmitGatherRows(context);
-    case kvx::OpCode::Copy:
-      return EmitCopy(context);
+using Emitter = absl::StatusOr<InstructionSpec> (*)(const EmitContext& context);
+
+struct EmitterEntry {
+  kvx::OpCode op;
+  Emitter emit;
+};
+
+// Each opcode's kernel emitter, in OpCode order.
+constexpr EmitterEntry kEmitters[] = {
+    {kvx::OpCode::Embedding, EmitEmbedding},     {kvx::OpCode::Linear, EmitLinear},
+    {kvx::OpCode::RmsNorm, EmitRmsNorm},         {kvx::OpCode::AddRmsNorm, EmitAddRmsNorm},
+    {kvx::OpCode::SwiGlu, EmitSwiGlu},           {kvx::OpCode::Rope, EmitRope},
+    {kvx::OpCode::Elementwise, EmitElementwise}, {kvx::OpCode::KvWrite, EmitKvWrite},
+    {kvx::OpCode::KvAttention, EmitKvAttention}, {kvx::OpCode::GatherRows, EmitGatherRows},
+    {kvx::OpCode::Copy, EmitCopy},
+};
+
+constexpr bool EveryOpcodeInOrder() {
+  for (size_t i = 0; i < std::size(kEmitters); ++i) {
+    if (kEmitters[i].op != static_cast<kvx::OpCode>(i)) return false;
   }
-  return absl::UnimplementedError("an opcode without a CUDA kernel");
+  return std::size(kEmitters) == static_cast<size_t>(kvx::OpCode::MAX) + 1;
+}
+static_assert(EveryOpcodeInOrder(),
+              "kEmitters has each kvx::OpCode's CUDA emitter, in the enum's order: a new opcode "
+              "needs its emitter here");
+
+absl::StatusOr<InstructionSpec> Emit(const EmitContext& context) {
+  const size_t index = static_cast<size_t>(context.instruction.op());
+  if (index >= std::size(kEmitters)) {
+    return absl::UnimplementedError("an opcode without a CUDA kernel");
+  }
+  return kEmitters[index].emit(context);
 }
 
 }  // namespace

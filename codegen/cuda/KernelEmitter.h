@@ -14,7 +14,7 @@
 
 // Kernel emitters: each turns one instruction of a verified program into
 // kernels (added to the module's KernelTable) and the launches that run
-// them. The kernels compute what runtime/exec/StepRunner.cpp and
+// them. The kernels compute what runtime/cpu/CpuStepRunner.cpp and
 // runtime/cpu compute for the same instruction; every shape, constant and
 // weight format the instruction fixes is baked into the kernel's text.
 namespace kvjit::codegen::cuda {

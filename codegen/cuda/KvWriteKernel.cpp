@@ -34,8 +34,10 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
 
 absl::StatusOr<InstructionSpec> EmitKvWrite(const EmitContext& context) {
   const kvx::KvLayout& layout = *context.executable.kv_layout();
-  if (context.instruction.layer() >= layout.num_layers()) {
-    return absl::InvalidArgumentError(absl::StrCat("layer ", context.instruction.layer(),
+  const kvx::KvWriteParams* params = context.instruction.params_as_KvWriteParams();
+  if (params == nullptr) return absl::InvalidArgumentError("a KvWrite without its KvWriteParams");
+  if (params->layer() >= layout.num_layers()) {
+    return absl::InvalidArgumentError(absl::StrCat("layer ", params->layer(),
                                                    " of a KV layout of ", layout.num_layers()));
   }
   KVJIT_ASSIGN_OR_RETURN(std::string pool_constants, KvPoolConstants(layout));

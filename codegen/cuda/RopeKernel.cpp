@@ -131,7 +131,7 @@ absl::StatusOr<InstructionSpec> EmitRope(const EmitContext& context) {
   const kvx::TensorRef& x = *context.instruction.inputs()->Get(0);
   KVJIT_ASSIGN_OR_RETURN(int64_t heads, StaticDim(x, 1, "the rope input's heads"));
   KVJIT_ASSIGN_OR_RETURN(int64_t head_dim, StaticDim(x, 2, "the rope input's head_dim"));
-  const kvx::RopeParams* rope = context.instruction.rope();
+  const kvx::RopeParams* rope = context.instruction.params_as_RopeParams();
   const int64_t rotary_dim =
       rope != nullptr && rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
   KVJIT_RETURN_IF_ERROR(CheckRope(rope, rotary_dim, head_dim));

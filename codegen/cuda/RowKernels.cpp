@@ -142,7 +142,9 @@ absl::StatusOr<InstructionSpec> NormKernel(const EmitContext& context, const cha
   KVJIT_ASSIGN_OR_RETURN(Rows rows, RowsOf(Input(context, 0)));
   KVJIT_ASSIGN_OR_RETURN(std::string weight, ElementLoad(context, weight_input, "i"));
   const uint32_t threads = RowThreads(rows.width);
-  const float epsilon = context.instruction.epsilon();
+  const kvx::RmsNormParams* params = context.instruction.params_as_RmsNormParams();
+  if (params == nullptr) return absl::InvalidArgumentError("a norm without its RmsNormParams");
+  const float epsilon = params->epsilon();
   const uint32_t kernel = context.kernels.Add(
       stem, Fill(text, {{"THREADS", absl::StrCat(threads)},
                         {"WIDTH", absl::StrCat(rows.width)},
@@ -212,7 +214,9 @@ absl::StatusOr<InstructionSpec> EmitSwiGlu(const EmitContext& context) {
 }
 
 absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context) {
-  const auto& steps = *context.instruction.elementwise();
+  const kvx::ElementwiseParams* chain = context.instruction.params_as_ElementwiseParams();
+  if (chain == nullptr) return absl::InvalidArgumentError("a chain without its ElementwiseParams");
+  const auto& steps = *chain->steps();
   const int inputs = static_cast<int>(context.instruction.inputs()->size());
   if (inputs > cuda_abi::kMaxInstructionInputs) {
     return absl::UnimplementedError(absl::StrCat("an elementwise chain of ", inputs,

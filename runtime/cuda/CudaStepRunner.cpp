@@ -4,10 +4,13 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cuda/CudaModuleVerifier.h"
 #include "runtime/cuda/PoolLayout.h"
+#include "runtime/exec/OpTable.h"
 
 namespace kvjit::cuda {
 namespace {
@@ -35,10 +38,6 @@ absl::Span<const int32_t> StepInputArray(const runtime::StepInputs& inputs, int 
       return inputs.logits_rows;
   }
   return {};
-}
-
-bool UsesTheKvCache(kvx::OpCode op) {
-  return op == kvx::OpCode::KvWrite || op == kvx::OpCode::KvAttention;
 }
 
 void* DevicePointer(CUdeviceptr address) {
@@ -76,6 +75,7 @@ absl::StatusOr<std::unique_ptr<CudaStepRunner>> CudaStepRunner::Create(
                      " has no CUDA kernels: it was compiled for the CPU; compile the model "
                      "with --target cuda to run it on a GPU"));
   }
+  KVJIT_RETURN_IF_ERROR(VerifyCudaModule(executable));
   if (num_blocks <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("the KV pool needs at least one block, got ", num_blocks));
@@ -280,10 +280,10 @@ absl::Status CudaStepRunner::PrepareInstructions() {
       if (o == 0) prepared.first_output = output;
       prepared.args.buffers[slot++] = DevicePointer(output);
     }
-    if (UsesTheKvCache(instruction.op())) {
+    if (const std::optional<uint32_t> layer = runtime::KvCacheLayer(instruction)) {
       // Advanced to the instruction's layer, so that one kernel serves all.
       prepared.args.buffers[cuda_abi::KvPoolBuffer(inputs, outputs)] = DevicePointer(
-          kv_pool_ + instruction.layer() * executable_.kv_layout().layer_stride_bytes());
+          kv_pool_ + *layer * executable_.kv_layout().layer_stride_bytes());
     }
     instructions_.push_back(prepared);
   }

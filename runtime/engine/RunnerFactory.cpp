@@ -5,6 +5,7 @@
 #include "absl/strings/strip.h"
 #include "runtime/core/BuildConfig.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/CpuStepRunner.h"
 
 #if KVJIT_HAVE_CUDA
 #include "runtime/cuda/CudaStepRunner.h"

@@ -1,15 +1,12 @@
 #include "runtime/exec/Executable.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/exec/KvxTypes.h"
+#include "runtime/exec/OpTable.h"
 #include "runtime/schema/SchemaVersion.h"
 
 namespace kvjit::runtime {
@@ -26,108 +23,6 @@ int64_t MaxExtent(const kvx::Dim& dim, int64_t max_tokens) {
     default:
       return max_tokens;
   }
-}
-
-// Inputs and outputs each opcode reads and writes (KvWrite writes the cache,
-// no tensor).
-struct Arity {
-  size_t min_inputs, max_inputs, outputs;
-};
-
-Arity ArityOf(kvx::OpCode op) {
-  switch (op) {
-    case kvx::OpCode::Embedding: return {2, 2, 1};
-    case kvx::OpCode::Linear: return {2, 3, 1};
-    case kvx::OpCode::RmsNorm: return {2, 2, 1};
-    case kvx::OpCode::AddRmsNorm: return {3, 3, 2};
-    case kvx::OpCode::SwiGlu: return {2, 2, 1};
-    case kvx::OpCode::Rope: return {2, 2, 1};
-    case kvx::OpCode::Elementwise: return {1, 64, 1};
-    case kvx::OpCode::KvWrite: return {3, 3, 0};
-    case kvx::OpCode::KvAttention: return {5, 5, 1};
-    case kvx::OpCode::GatherRows: return {2, 2, 1};
-    case kvx::OpCode::Copy: return {1, 1, 1};
-  }
-  return {0, 0, 0};
-}
-
-bool SameDim(const kvx::Dim& a, const kvx::Dim& b) {
-  return a.kind() == b.kind() && (a.kind() != kvx::DimKind::Static || a.size() == b.size());
-}
-
-bool SameShape(const kvx::TensorRef& a, const kvx::TensorRef& b) {
-  if (a.shape()->size() != b.shape()->size()) return false;
-  for (size_t i = 0; i < a.shape()->size(); ++i) {
-    if (!SameDim(*a.shape()->Get(i), *b.shape()->Get(i))) return false;
-  }
-  return true;
-}
-
-// A reshape keeps the element count for every size of the step: the same
-// per-step dimensions, in order, and the same product of static ones.
-bool SameElementCount(const kvx::TensorRef& a, const kvx::TensorRef& b) {
-  auto summarize = [](const kvx::TensorRef& ref) {
-    std::pair<std::vector<kvx::DimKind>, int64_t> summary{{}, 1};
-    for (const kvx::Dim* dim : *ref.shape()) {
-      if (dim->kind() == kvx::DimKind::Static) {
-        summary.second *= dim->size();
-      } else {
-        summary.first.push_back(dim->kind());
-      }
-    }
-    return summary;
-  };
-  return summarize(a) == summarize(b);
-}
-
-// The static size of a reference's last dimension, or -1.
-int64_t LastStaticDim(const kvx::TensorRef& ref) {
-  const kvx::Dim* last = ref.shape()->Get(ref.shape()->size() - 1);
-  return last->kind() == kvx::DimKind::Static ? last->size() : -1;
-}
-
-// The extent of a per-step size at its largest: T, L and S are bounded by
-// the program's tokens per step; block-table columns only by the runtime's
-// pool, so limits on them cannot be checked here (0 leaves them out).
-int64_t LargestExtent(kvx::DimKind kind, int64_t static_size, int64_t max_tokens) {
-  switch (kind) {
-    case kvx::DimKind::Static:
-      return static_size;
-    case kvx::DimKind::SequencesPlusOne:
-      return max_tokens + 1;
-    case kvx::DimKind::MaxBlocks:
-      return 0;
-    default:
-      return max_tokens;
-  }
-}
-
-// Checks a list of size factors: divisors of at least 1, static sizes not
-// negative, and a product at the largest step within `limit` (where limit
-// is positive). `what` names the list in messages.
-absl::Status VerifySizeFactors(const flatbuffers::Vector<const kvx::SizeFactor*>* factors,
-                               int64_t max_tokens, int64_t limit, const std::string& what) {
-  if (factors == nullptr) return absl::OkStatus();
-  double largest = 1.0;
-  for (const kvx::SizeFactor* factor : *factors) {
-    if (factor->divisor() == 0)
-      return absl::InvalidArgumentError(absl::StrCat(what, " divides by 0"));
-    if (factor->kind() > kvx::DimKind::MAX) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " has an unknown dimension kind"));
-    }
-    if (factor->kind() == kvx::DimKind::Static && factor->size() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " has a negative size ", factor->size()));
-    }
-    const double extent =
-        static_cast<double>(LargestExtent(factor->kind(), factor->size(), max_tokens));
-    largest *= std::ceil(extent / factor->divisor());
-  }
-  if (limit > 0 && largest > static_cast<double>(limit)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " reaches ", largest, " at the largest step, over the limit of ", limit));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -176,7 +71,6 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(const std::string& 
   KVJIT_RETURN_IF_ERROR(executable->Verify());
   KVJIT_RETURN_IF_ERROR(executable->MapWeights(options.verify_weight_checksums));
   KVJIT_RETURN_IF_ERROR(executable->VerifyProgram());
-  KVJIT_RETURN_IF_ERROR(executable->VerifyCudaModule());
   return executable;
 }
 
@@ -338,23 +232,31 @@ absl::Status Executable::VerifyInstruction(const kvx::Instruction& instruction,
         path_, ": instruction ", index, " (", kvx::EnumNameOpCode(instruction.op()), "): ",
         parts...));
   };
-  const Arity arity = ArityOf(instruction.op());
+  const OpDescription* op = FindOp(instruction.op());
+  if (op == nullptr) return invalid("unknown opcode");
   const size_t inputs = instruction.inputs() ? instruction.inputs()->size() : 0;
   const size_t outputs = instruction.outputs() ? instruction.outputs()->size() : 0;
-  if (arity.max_inputs == 0) return invalid("unknown opcode");
-  if (inputs < arity.min_inputs || inputs > arity.max_inputs || outputs != arity.outputs) {
+  if (inputs < op->min_inputs || inputs > op->max_inputs || outputs != op->outputs) {
     return invalid(inputs, " inputs and ", outputs, " outputs do not fit the opcode");
   }
-  // The kernels that read a column view of wider rows in place.
-  const bool reads_views = instruction.op() == kvx::OpCode::Copy ||
-                           instruction.op() == kvx::OpCode::SwiGlu ||
-                           instruction.op() == kvx::OpCode::Elementwise;
+  // The kernels read the parameters their opcode's entry names, unchecked.
+  if (instruction.params_type() != op->params) {
+    auto name = [](kvx::OpParams type) -> std::string {
+      return type > kvx::OpParams::MAX ? absl::StrCat("of unknown type ", static_cast<int>(type))
+                                       : kvx::EnumNameOpParams(type);
+    };
+    return invalid("carries parameters ", name(instruction.params_type()),
+                   " where the opcode takes ", name(op->params));
+  }
+  if (op->params != kvx::OpParams::NONE && instruction.params() == nullptr) {
+    return invalid("its ", kvx::EnumNameOpParams(op->params), " are missing");
+  }
   for (const kvx::TensorRef* ref : *instruction.inputs()) {
     KVJIT_RETURN_IF_ERROR(VerifyTensorRef(ref, index, "input"));
     if (ref->shape()->size() == 0) return invalid("an input has rank 0");
-    if (ref->row_stride() != 0 && !reads_views) {
+    if (ref->row_stride() != 0 && !op->reads_views) {
       return invalid("an input is a column view (row_stride ", ref->row_stride(),
-                     "), which only Copy, SwiGlu and Elementwise read");
+                     "), which this opcode's kernels do not read in place");
     }
   }
   for (size_t i = 0; i < outputs; ++i) {
@@ -363,86 +265,8 @@ absl::Status Executable::VerifyInstruction(const kvx::Instruction& instruction,
     if (ref->kind() != kvx::BufferKind::Arena) return invalid("an output is not in the arena");
     if (ref->row_stride() != 0) return invalid("an output is a column view; outputs are dense");
   }
-  const kvx::TensorRef& first = *instruction.inputs()->Get(0);
-  const auto& in = *instruction.inputs();
-  auto weight_dim = [&](const kvx::TensorRef& ref, size_t dim) -> int64_t {
-    const auto* shape = root_->weights()->Get(ref.index())->shape();
-    return dim < shape->size() ? shape->Get(dim) : -1;
-  };
-  // What the kernels write is sized by these; each must agree with the
-  // output references the arena was checked against.
-  if (outputs > 0) {
-    const kvx::TensorRef& out = *instruction.outputs()->Get(0);
-    bool fits = true;
-    switch (instruction.op()) {
-      case kvx::OpCode::Embedding:
-        fits = in[0]->kind() == kvx::BufferKind::Weight && LastStaticDim(out) == weight_dim(*in[0], 1);
-        break;
-      case kvx::OpCode::Linear:
-        fits = in[1]->kind() == kvx::BufferKind::Weight && weight_dim(*in[1], 1) > 0 &&
-               LastStaticDim(first) == weight_dim(*in[1], 1) &&
-               LastStaticDim(out) == weight_dim(*in[1], 0) &&
-               out.shape()->size() == first.shape()->size() &&
-               SameDim(*out.shape()->Get(0), *first.shape()->Get(0)) &&
-               (in.size() < 3 || LastStaticDim(*in[2]) == weight_dim(*in[1], 0));
-        break;
-      case kvx::OpCode::RmsNorm:
-      case kvx::OpCode::AddRmsNorm: {
-        const kvx::TensorRef& weight = *in[in.size() - 1];
-        fits = SameShape(out, first) && LastStaticDim(weight) == LastStaticDim(first) &&
-               (outputs < 2 || SameShape(*instruction.outputs()->Get(1), first)) &&
-               (in.size() < 3 || SameShape(*in[1], first));
-        break;
-      }
-      case kvx::OpCode::SwiGlu:
-        fits = SameShape(out, first) && SameShape(*in[1], first);
-        break;
-      case kvx::OpCode::Rope:
-      case kvx::OpCode::KvAttention:
-        fits = SameShape(out, first);
-        break;
-      case kvx::OpCode::Copy:
-        fits = SameElementCount(out, first);
-        break;
-      case kvx::OpCode::Elementwise:
-        for (const kvx::TensorRef* ref : in) fits = fits && SameShape(*ref, out);
-        break;
-      case kvx::OpCode::GatherRows:
-        fits = LastStaticDim(out) == LastStaticDim(first) && LastStaticDim(out) > 0;
-        break;
-      case kvx::OpCode::KvWrite:
-        break;
-    }
-    if (!fits) return invalid("the output's shape does not fit the inputs'");
-  }
-  if (instruction.window() != 0 && instruction.op() != kvx::OpCode::KvAttention) {
-    return invalid("has a sliding window, which only KvAttention takes");
-  }
-  switch (instruction.op()) {
-    case kvx::OpCode::Rope:
-    case kvx::OpCode::KvAttention:
-    case kvx::OpCode::KvWrite:
-      if (first.shape()->size() != 3) return invalid("needs [tokens, heads, head_dim] operands");
-      if (first.shape()->Get(2)->kind() != kvx::DimKind::Static ||
-          (instruction.op() != kvx::OpCode::Rope &&
-           first.shape()->Get(2)->size() != kv_layout().head_dim())) {
-        return invalid("head_dim differs from the KV layout's");
-      }
-      break;
-    case kvx::OpCode::Elementwise: {
-      const auto* steps = instruction.elementwise();
-      if (steps == nullptr || steps->size() == 0) return invalid("has no elementwise steps");
-      for (size_t k = 0; k < steps->size(); ++k) {
-        for (int operand : {steps->Get(k)->lhs(), steps->Get(k)->rhs()}) {
-          if (operand >= static_cast<int>(inputs) || -operand - 1 >= static_cast<int>(k)) {
-            return invalid("step ", k, " names operand ", operand, ", which does not exist yet");
-          }
-        }
-      }
-      break;
-    }
-    default:
-      break;
+  if (absl::Status status = op->verify(OpCheckContext{*root_, instruction}); !status.ok()) {
+    return invalid(status.message());
   }
   return absl::OkStatus();
 }
@@ -465,133 +289,13 @@ absl::Status Executable::VerifyProgram() const {
   return absl::OkStatus();
 }
 
-absl::Status Executable::VerifyCudaPath(const kvx::CudaPath* path,
-                                        const kvx::Instruction& instruction, size_t index,
-                                        const char* name) const {
-  const std::string where =
-      absl::StrCat(path_, ": cuda instruction ", index, " (", kvx::EnumNameOpCode(instruction.op()),
-                   ") ", name, " path");
-  if (path == nullptr) return absl::InvalidArgumentError(absl::StrCat(where, " is missing"));
-  const int64_t max_tokens = program().max_tokens();
-  const uint32_t kernels = cuda()->kernels()->size();
-  auto verify_launches = [&](const auto* launches, const char* role) -> absl::Status {
-    if (launches == nullptr) return absl::OkStatus();
-    for (size_t j = 0; j < launches->size(); ++j) {
-      const kvx::CudaLaunch& launch = *launches->Get(j);
-      const std::string what = absl::StrCat(where, ", ", role, " ", j);
-      if (launch.kernel() >= kernels) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": kernel ", launch.kernel(), " of ", kernels));
-      }
-      if (launch.block_threads() == 0 || launch.block_threads() > 1024) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, ": ", launch.block_threads(), " threads per block, not 1 to 1024"));
-      }
-      KVJIT_RETURN_IF_ERROR(VerifySizeFactors(launch.grid_x(), max_tokens, (int64_t{1} << 31) - 1,
-                                              absl::StrCat(what, ": grid x")));
-      KVJIT_RETURN_IF_ERROR(
-          VerifySizeFactors(launch.grid_y(), max_tokens, 65535, absl::StrCat(what, ": grid y")));
-      KVJIT_RETURN_IF_ERROR(
-          VerifySizeFactors(launch.grid_z(), max_tokens, 65535, absl::StrCat(what, ": grid z")));
-    }
-    return absl::OkStatus();
-  };
-  KVJIT_RETURN_IF_ERROR(verify_launches(path->launches(), "launch"));
-  KVJIT_RETURN_IF_ERROR(verify_launches(path->epilogue(), "epilogue launch"));
-  KVJIT_RETURN_IF_ERROR(
-      VerifySizeFactors(path->scratch_bytes(), max_tokens, 0, absl::StrCat(where, ": scratch")));
-  if (const kvx::CudaGemm* gemm = path->gemm()) {
-    if (instruction.op() != kvx::OpCode::Linear) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": only a Linear has a GEMM"));
-    }
-    const kvx::TensorRef& weight = *instruction.inputs()->Get(1);
-    const auto* shape = root_->weights()->Get(weight.index())->shape();
-    if (gemm->m() == nullptr || gemm->m()->size() == 0 || gemm->n() != shape->Get(0) ||
-        gemm->k() != shape->Get(1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": the GEMM is not [m, k] x [n, k] over the weight's [",
-                       shape->Get(0), ", ", shape->Get(1), "]"));
-    }
-    KVJIT_RETURN_IF_ERROR(
-        VerifySizeFactors(gemm->m(), max_tokens, 0, absl::StrCat(where, ": GEMM rows")));
-    if (gemm->weight_offset() % cuda_abi::kScratchAlignment != 0 ||
-        gemm->activation_offset() % cuda_abi::kScratchAlignment != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": GEMM operands are not ",
-                                                     cuda_abi::kScratchAlignment, "-byte aligned"));
-    }
-    // The f16 weight lies in the fixed part of the scratch, the activation
-    // (which grows with the step) after it.
-    const uint64_t weight_bytes = uint64_t{gemm->n()} * gemm->k() * 2;
-    if (gemm->activation_offset() < gemm->weight_offset() + weight_bytes ||
-        path->scratch_fixed_bytes() < gemm->activation_offset() ||
-        path->scratch_bytes() == nullptr || path->scratch_bytes()->size() == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": the GEMM's f16 weight and activation do not fit its scratch, in that order"));
-    }
-  } else if (path->epilogue() != nullptr && path->epilogue()->size() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": an epilogue without a GEMM"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Executable::VerifyCudaModule() const {
-  const kvx::CudaModule* module = cuda();
-  if (module == nullptr) return absl::OkStatus();
-  auto invalid = [&](auto... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ": cuda module: ", parts...));
-  };
-  if (module->abi_version() != cuda_abi::kKernelAbiVersion) {
-    return invalid("kernel ABI version ", module->abi_version(), " is not this runtime's ",
-                   cuda_abi::kKernelAbiVersion, "; recompile the model with this kvjit");
-  }
-  if (module->arch() < 50) return invalid("architecture sm_", module->arch(), " is not one");
-  const bool has_cubin = module->cubin() != nullptr && module->cubin()->size() > 0;
-  if (!has_cubin && (module->ptx() == nullptr || module->ptx()->size() == 0)) {
-    return invalid("has neither a cubin nor PTX");
-  }
-  if (has_cubin && (module->cubin()->size() < 4 ||
-                    std::memcmp(module->cubin()->data(), "\x7f" "ELF", 4) != 0)) {
-    return invalid("the cubin is not an ELF image");
-  }
-  if (module->kernels() == nullptr || module->kernels()->size() == 0) {
-    return invalid("has no kernels");
-  }
-  std::set<std::string> names;
-  for (const kvx::CudaKernel* kernel : *module->kernels()) {
-    if (kernel->name()->size() == 0 || !names.insert(kernel->name()->str()).second) {
-      return invalid("kernel name '", kernel->name()->str(), "' is empty or repeated");
-    }
-  }
-  const auto& instructions = *program().instructions();
-  if (module->instructions() == nullptr || module->instructions()->size() != instructions.size()) {
-    return invalid(module->instructions() ? module->instructions()->size() : 0,
-                   " instructions for a program of ", instructions.size());
-  }
-  if (module->prefill_min_rows() == 0) return invalid("prefill_min_rows is zero");
-  for (size_t i = 0; i < instructions.size(); ++i) {
-    const kvx::Instruction& instruction = *instructions[i];
-    const int buffers = static_cast<int>(
-        instruction.inputs()->size() + (instruction.outputs() ? instruction.outputs()->size() : 0));
-    if (cuda_abi::ScratchBuffer(buffers, 0) >= cuda_abi::kMaxLaunchBuffers) {
-      return invalid("instruction ", i, " has ", buffers, " buffers; kernels take at most ",
-                     cuda_abi::kMaxLaunchBuffers - 2);
-    }
-    const kvx::CudaInstruction& launch = *module->instructions()->Get(i);
-    KVJIT_RETURN_IF_ERROR(
-        VerifySizeFactors(launch.rows(), program().max_tokens(), 0,
-                          absl::StrCat(path_, ": cuda instruction ", i, " rows")));
-    KVJIT_RETURN_IF_ERROR(VerifyCudaPath(launch.decode(), instruction, i, "decode"));
-    KVJIT_RETURN_IF_ERROR(VerifyCudaPath(launch.prefill(), instruction, i, "prefill"));
-  }
-  return absl::OkStatus();
-}
-
 int64_t Executable::AttentionWindow() const {
   int64_t widest = 0;
   for (const kvx::Instruction* instruction : *program().instructions()) {
     if (instruction->op() != kvx::OpCode::KvAttention) continue;
-    if (instruction->window() == 0) return 0;
-    widest = std::max<int64_t>(widest, instruction->window());
+    const int64_t window = instruction->params_as_KvAttentionParams()->window();
+    if (window == 0) return 0;
+    widest = std::max<int64_t>(widest, window);
   }
   return widest;
 }

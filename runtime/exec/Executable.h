@@ -66,8 +66,9 @@ class Executable {
   // The mapped weight files, whole (for what is resident of them).
   const std::vector<MappedFile>& weight_files() const { return weight_files_; }
 
-  // The CUDA kernels and their launches (verified like the rest), or null for
-  // an executable compiled for the CPU alone.
+  // The CUDA kernels and their launches, or null for an executable compiled
+  // for the CPU alone. Loading leaves them unchecked: their reader checks
+  // them (cuda::VerifyCudaModule, runtime/cuda/CudaModuleVerifier.h).
   const kvx::CudaModule* cuda() const { return root_->cuda(); }
 
   // The widest sliding window over the program's KvAttention instructions, or
@@ -81,9 +82,6 @@ class Executable {
   absl::Status MapWeights(bool verify_checksums);
   absl::Status VerifyProgram() const;
   absl::Status VerifyInstruction(const kvx::Instruction& instruction, size_t index) const;
-  absl::Status VerifyCudaModule() const;
-  absl::Status VerifyCudaPath(const kvx::CudaPath* path, const kvx::Instruction& instruction,
-                              size_t index, const char* name) const;
   absl::Status VerifyTensorRef(const kvx::TensorRef* ref, size_t instruction,
                                const char* role) const;
 

@@ -41,6 +41,10 @@ struct InstructionCost {
   InstructionCost& operator+=(const InstructionCost& other);
 };
 
+// Elements of `ref` in a step of `sizes`; a weight's whole.
+int64_t ElementsOf(const kvx::Executable& executable, const kvx::TensorRef& ref,
+                   const StepSizes& sizes);
+
 // `instruction`'s cost in a step of `sizes` whose attention reaches
 // `attention`. Instructions come from a loaded (verified) executable.
 InstructionCost CostOf(const kvx::Executable& executable, const kvx::Instruction& instruction,

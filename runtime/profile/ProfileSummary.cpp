@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/exec/OpTable.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -58,8 +60,8 @@ std::string InstructionName(const kvx::Executable& executable, const kvx::Instru
       return absl::StrCat(name, " ", executable.weights()->Get(ref->index())->name()->str());
     }
   }
-  if (instruction.op() == kvx::OpCode::KvWrite || instruction.op() == kvx::OpCode::KvAttention) {
-    absl::StrAppend(&name, " layer ", instruction.layer());
+  if (const std::optional<uint32_t> layer = KvCacheLayer(instruction)) {
+    absl::StrAppend(&name, " layer ", *layer);
   }
   return name;
 }

@@ -1,9 +1,11 @@
 #include "codegen/cuda/emulation/EmulatedStepRunner.h"
 
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/cuda/StepValidation.h"
+#include "runtime/exec/OpTable.h"
 
 namespace kvjit::codegen::cuda {
 absl::StatusOr<std::unique_ptr<EmulatedStepRunner>> EmulatedStepRunner::Create(
@@ -81,9 +83,9 @@ absl::StatusOr<absl::Span<const float>> EmulatedStepRunner::Run(const runtime::S
     const int inputs_count = slot;
     for (const kvx::TensorRef* ref : *instruction.outputs())
       args.buffers[slot++] = Arena(ref->offset());
-    if (instruction.op() == kvx::OpCode::KvWrite || instruction.op() == kvx::OpCode::KvAttention) {
+    if (const std::optional<uint32_t> layer = runtime::KvCacheLayer(instruction)) {
       args.buffers[cuda_abi::KvPoolBuffer(inputs_count, slot - inputs_count)] =
-          kv_pool_.data() + instruction.layer() * executable_.kv_layout().layer_stride_bytes();
+          kv_pool_.data() + *layer * executable_.kv_layout().layer_stride_bytes();
     }
     if (absl::Status ran = RunPathOnHost(kernels_, module_, prefill ? spec.prefill : spec.decode,
                                          inputs_count, slot - inputs_count, args, sizes);

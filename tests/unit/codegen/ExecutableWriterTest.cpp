@@ -173,8 +173,10 @@ void ExpectWellFormed(const kvx::Executable& executable, const model::ModelConfi
     }
     if (instruction->op() == OpCode::GatherRows) after_gather = true;
     if (instruction->op() == OpCode::KvAttention) {
-      EXPECT_EQ(instruction->layer(), static_cast<uint32_t>(layer++));
-      EXPECT_FLOAT_EQ(instruction->scale(), 1.0f / std::sqrt(static_cast<float>(config.head_dim)));
+      const kvx::KvAttentionParams* params = instruction->params_as_KvAttentionParams();
+      ASSERT_NE(params, nullptr);
+      EXPECT_EQ(params->layer(), static_cast<uint32_t>(layer++));
+      EXPECT_FLOAT_EQ(params->scale(), 1.0f / std::sqrt(static_cast<float>(config.head_dim)));
       const auto& inputs = *instruction->inputs();
       ASSERT_EQ(inputs.size(), 5u);
       EXPECT_EQ(inputs.Get(2)->kind(), kvx::BufferKind::Input);
@@ -370,9 +372,11 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   EXPECT_EQ(first->inputs()->Get(1)->index(), static_cast<uint32_t>(kvx::StepInput::Tokens));
   const kvx::Instruction* rope = executable.program()->instructions()->Get(6);
   ASSERT_EQ(rope->op(), OpCode::Rope);
-  EXPECT_EQ(rope->rope()->style(), kvx::RopeStyle::Interleaved);
-  EXPECT_EQ(rope->rope()->rotary_dim(), 8u);
-  EXPECT_FLOAT_EQ(rope->rope()->theta(), 10000.0f);
+  const kvx::RopeParams* rope_params = rope->params_as_RopeParams();
+  ASSERT_NE(rope_params, nullptr);
+  EXPECT_EQ(rope_params->style(), kvx::RopeStyle::Interleaved);
+  EXPECT_EQ(rope_params->rotary_dim(), 8u);
+  EXPECT_FLOAT_EQ(rope_params->theta(), 10000.0f);
   EXPECT_THAT(Kinds(rope->outputs()->Get(0)),
               ElementsAreArray({kvx::DimKind::Tokens, kvx::DimKind::Static, kvx::DimKind::Static}));
 
@@ -519,16 +523,18 @@ TEST_F(ExecutableWriterTest, ElementwiseChainIsEncodedStepByStep) {
   const kvx::Instruction* chain = program->instructions()->Get(2);
   ASSERT_EQ(chain->op(), OpCode::Elementwise);
   EXPECT_EQ(chain->inputs()->size(), 2u);
-  ASSERT_EQ(chain->elementwise()->size(), 3u);
-  const kvx::ElementwiseStep* scale = chain->elementwise()->Get(0);
+  ASSERT_NE(chain->params_as_ElementwiseParams(), nullptr);
+  const auto& chain_steps = *chain->params_as_ElementwiseParams()->steps();
+  ASSERT_EQ(chain_steps.size(), 3u);
+  const kvx::ElementwiseStep* scale = chain_steps.Get(0);
   EXPECT_EQ(scale->op(), kvx::ElementwiseOpCode::Scale);
   EXPECT_EQ(scale->lhs(), 0);
   EXPECT_FLOAT_EQ(scale->factor(), 2.5f);
-  const kvx::ElementwiseStep* add = chain->elementwise()->Get(1);
+  const kvx::ElementwiseStep* add = chain_steps.Get(1);
   EXPECT_EQ(add->op(), kvx::ElementwiseOpCode::Add);
   EXPECT_EQ(add->lhs(), 1);
   EXPECT_EQ(add->rhs(), -1);
-  const kvx::ElementwiseStep* gelu = chain->elementwise()->Get(2);
+  const kvx::ElementwiseStep* gelu = chain_steps.Get(2);
   EXPECT_EQ(gelu->op(), kvx::ElementwiseOpCode::GeluTanh);
   EXPECT_EQ(gelu->lhs(), -2);
   EXPECT_EQ(program->logits()->offset(), chain->outputs()->Get(0)->offset());
@@ -553,18 +559,22 @@ TEST_F(ExecutableWriterTest, UnfusedElementwiseOpsAreOneInstructionEach) {
   const kvx::Instruction* scale = program->instructions()->Get(1);
   ASSERT_EQ(scale->op(), OpCode::Elementwise);
   EXPECT_EQ(scale->inputs()->size(), 1u);
-  ASSERT_EQ(scale->elementwise()->size(), 1u);
-  EXPECT_EQ(scale->elementwise()->Get(0)->op(), kvx::ElementwiseOpCode::Scale);
-  EXPECT_EQ(scale->elementwise()->Get(0)->lhs(), 0);
-  EXPECT_FLOAT_EQ(scale->elementwise()->Get(0)->factor(), 2.5f);
+  ASSERT_NE(scale->params_as_ElementwiseParams(), nullptr);
+  const auto& scale_steps = *scale->params_as_ElementwiseParams()->steps();
+  ASSERT_EQ(scale_steps.size(), 1u);
+  EXPECT_EQ(scale_steps.Get(0)->op(), kvx::ElementwiseOpCode::Scale);
+  EXPECT_EQ(scale_steps.Get(0)->lhs(), 0);
+  EXPECT_FLOAT_EQ(scale_steps.Get(0)->factor(), 2.5f);
   const kvx::Instruction* mul = program->instructions()->Get(2);
   ASSERT_EQ(mul->op(), OpCode::Elementwise);
   ASSERT_EQ(mul->inputs()->size(), 2u);
   EXPECT_EQ(mul->inputs()->Get(0)->offset(), scale->outputs()->Get(0)->offset());
-  ASSERT_EQ(mul->elementwise()->size(), 1u);
-  EXPECT_EQ(mul->elementwise()->Get(0)->op(), kvx::ElementwiseOpCode::Mul);
-  EXPECT_EQ(mul->elementwise()->Get(0)->lhs(), 0);
-  EXPECT_EQ(mul->elementwise()->Get(0)->rhs(), 1);
+  ASSERT_NE(mul->params_as_ElementwiseParams(), nullptr);
+  const auto& mul_steps = *mul->params_as_ElementwiseParams()->steps();
+  ASSERT_EQ(mul_steps.size(), 1u);
+  EXPECT_EQ(mul_steps.Get(0)->op(), kvx::ElementwiseOpCode::Mul);
+  EXPECT_EQ(mul_steps.Get(0)->lhs(), 0);
+  EXPECT_EQ(mul_steps.Get(0)->rhs(), 1);
 }
 
 TEST_F(ExecutableWriterTest, OpWithoutInstructionIsNamed) {

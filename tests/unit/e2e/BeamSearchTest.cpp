@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/engine/BeamSearch.h"
 #include "runtime/engine/Generator.h"
-#include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
 

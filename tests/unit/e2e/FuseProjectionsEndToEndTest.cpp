@@ -13,9 +13,9 @@
 #include "codegen/Compiler.h"
 #include "gtest/gtest.h"
 #include "passes/Pipeline.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
-#include "runtime/exec/StepRunner.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 

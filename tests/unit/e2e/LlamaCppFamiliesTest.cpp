@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "runtime/exec/StepRunner.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/e2e/LlamaCppComparison.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/exec/StepRunner.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/profile/StepProfiler.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
 

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "runtime/exec/StepRunner.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
 
 namespace kvjit {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Scheduler.h"
-#include "runtime/exec/StepRunner.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
 
 namespace kvjit {

@@ -24,13 +24,13 @@
 #include "codegen/cuda/emulation/EmulatedStepRunner.h"
 #include "codegen/cuda/emulation/HostKernels.h"
 #include "gtest/gtest.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/cpu/PagedAttention.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cuda/KernelAbi.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/KvxTypes.h"
-#include "runtime/exec/StepRunner.h"
 #include "runtime/quant/Dequantize.h"
 #include "runtime/quant/Half.h"
 #include "runtime/quant/StorageType.h"
@@ -306,7 +306,7 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
       ++ropes;
       const kvx::TensorRef& x_ref = *instruction.inputs()->Get(0);
       const int64_t heads = x_ref.shape()->Get(1)->size(), head_dim = x_ref.shape()->Get(2)->size();
-      const kvx::RopeParams& rope = *instruction.rope();
+      const kvx::RopeParams& rope = *instruction.params_as_RopeParams();
       cpu::RopeParams params;
       params.style = rope.style() == kvx::RopeStyle::NeoX ? cpu::RopeStyle::kNeox
                                                           : cpu::RopeStyle::kInterleaved;
@@ -396,7 +396,7 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
     const std::vector<float> query = RandomFloats(tokens * heads * kv.head_dim(), 1.0f, random);
 
     uint8_t* gpu_layer = reinterpret_cast<uint8_t*>(gpu_pool.data()) +
-                         instructions[write_index]->layer() * kv.layer_stride_bytes();
+                         instructions[write_index]->params_as_KvWriteParams()->layer() * kv.layer_stride_bytes();
     cuda_abi::LaunchArgs write = {};
     write.tokens = static_cast<int32_t>(tokens);
     write.logits_rows = static_cast<int32_t>(sizes.logits_rows);
@@ -425,14 +425,15 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
 
     auto* cpu_bytes = reinterpret_cast<uint8_t*>(cpu_pool.data());
     ASSERT_TRUE(cpu::WriteKv(key.data(), value.data(), tokens, inputs.slot_mapping.data(), layout,
-                             instructions[write_index]->layer(), cpu_bytes, kBlocks, pool)
+                             instructions[write_index]->params_as_KvWriteParams()->layer(), cpu_bytes, kBlocks, pool)
                     .ok());
     cpu::PagedAttentionBatch cpu_batch = {
         inputs.positions.data(),    inputs.seq_starts.data(), inputs.context_lens.data(),
         inputs.block_tables.data(), sizes.sequences,          sizes.max_blocks};
-    ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout, attention.layer(),
-                                    cpu_bytes, kBlocks, cpu_batch, attention.scale(),
-                                    attention.window(), expected.data(), pool)
+    ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout,
+                                    attention.params_as_KvAttentionParams()->layer(), cpu_bytes,
+                                    kBlocks, cpu_batch, attention.params_as_KvAttentionParams()->scale(),
+                                    attention.params_as_KvAttentionParams()->window(), expected.data(), pool)
                     .ok());
     ASSERT_EQ(std::memcmp(cpu_pool.data(), gpu_pool.data(), cpu_pool.size() * sizeof(float)), 0)
         << "the caches differ";

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -27,6 +26,12 @@ constexpr int64_t kHeads = 6;
 constexpr int64_t kKvHeads = 2;
 constexpr int64_t kHeadDim = 80;
 constexpr int64_t kBlockSize = 16;
+
+// An instruction's parameter table and its type in the OpParams union.
+struct InstructionParams {
+  kvx::OpParams type = kvx::OpParams::NONE;
+  Offset<void> table;
+};
 
 class SyntheticBuilder {
  public:
@@ -55,18 +60,18 @@ class SyntheticBuilder {
         {Weight(kvx::StorageType::Q6_K, {32, kHidden}), Input(kvx::StepInput::Tokens, {tokens})},
         {hidden(tokens)});
     Add(kvx::OpCode::RmsNorm, {hidden(tokens), Weight(kvx::StorageType::F16, {kHidden})},
-        {hidden(tokens)}, [](kvx::InstructionBuilder& b) { b.add_epsilon(1e-6f); });
+        {hidden(tokens)}, Params(kvx::CreateRmsNormParams(fbb_, 1e-6f)));
     Add(kvx::OpCode::AddRmsNorm,
         {hidden(tokens), hidden(tokens), Weight(kvx::StorageType::BF16, {kHidden})},
-        {hidden(tokens), hidden(tokens)}, [](kvx::InstructionBuilder& b) { b.add_epsilon(1e-5f); });
+        {hidden(tokens), hidden(tokens)}, Params(kvx::CreateRmsNormParams(fbb_, 1e-5f)));
     Add(kvx::OpCode::SwiGlu, {hidden(tokens), hidden(tokens)}, {hidden(tokens)});
 
     auto heads = [&](int64_t count) { return Arena({tokens, Static(count), Static(kHeadDim)}); };
     const auto positions = Input(kvx::StepInput::Positions, {tokens});
-    Add(kvx::OpCode::Rope, {heads(kHeads), positions}, {heads(kHeads)}, {},
-        Rope(kvx::RopeStyle::NeoX, 500000.0f, 64, kvx::RopeScalingKind::Llama3));
-    Add(kvx::OpCode::Rope, {heads(kKvHeads), positions}, {heads(kKvHeads)}, {},
-        Rope(kvx::RopeStyle::Interleaved, 10000.0f, 0, kvx::RopeScalingKind::Linear));
+    Add(kvx::OpCode::Rope, {heads(kHeads), positions}, {heads(kHeads)},
+        Params(Rope(kvx::RopeStyle::NeoX, 500000.0f, 64, kvx::RopeScalingKind::Llama3)));
+    Add(kvx::OpCode::Rope, {heads(kKvHeads), positions}, {heads(kKvHeads)},
+        Params(Rope(kvx::RopeStyle::Interleaved, 10000.0f, 0, kvx::RopeScalingKind::Linear)));
 
     const std::vector<kvx::ElementwiseStep> steps = {
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::Add, 0, 1, 0.0f),
@@ -75,22 +80,21 @@ class SyntheticBuilder {
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::Silu, -3, -3, 0.0f),
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::Gelu, -4, -4, 0.0f),
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::GeluTanh, -5, -5, 0.0f)};
-    Add(kvx::OpCode::Elementwise, {hidden(tokens), hidden(tokens)}, {hidden(tokens)}, {}, 0,
-        &steps);
+    Add(kvx::OpCode::Elementwise, {hidden(tokens), hidden(tokens)}, {hidden(tokens)},
+        Params(kvx::CreateElementwiseParamsDirect(fbb_, &steps)));
 
     Add(kvx::OpCode::KvWrite,
         {heads(kKvHeads), heads(kKvHeads), Input(kvx::StepInput::SlotMapping, {tokens})}, {},
-        [](kvx::InstructionBuilder& b) { b.add_layer(1); });
+        Params(kvx::CreateKvWriteParams(fbb_, /*layer=*/1)));
     const kvx::Dim sequences(kvx::DimKind::Sequences, 0);
     Add(kvx::OpCode::KvAttention,
         {heads(kHeads), positions,
          Input(kvx::StepInput::SeqStarts, {kvx::Dim(kvx::DimKind::SequencesPlusOne, 0)}),
          Input(kvx::StepInput::ContextLens, {sequences}),
          Input(kvx::StepInput::BlockTables, {sequences, kvx::Dim(kvx::DimKind::MaxBlocks, 0)})},
-        {heads(kHeads)}, [](kvx::InstructionBuilder& b) {
-          b.add_layer(1);
-          b.add_scale(1.0f / std::sqrt(static_cast<float>(kHeadDim)));
-        });
+        {heads(kHeads)},
+        Params(kvx::CreateKvAttentionParams(fbb_, /*layer=*/1,
+                                            1.0f / std::sqrt(static_cast<float>(kHeadDim)))));
     Add(kvx::OpCode::GatherRows, {hidden(tokens), Input(kvx::StepInput::LogitsRows, {logits_rows})},
         {hidden(logits_rows)});
     Add(kvx::OpCode::Copy, {hidden(tokens)}, {Arena({tokens, Static(2), Static(kHidden / 2)})});
@@ -133,6 +137,11 @@ class SyntheticBuilder {
     return kvx::CreateTensorRefDirect(fbb_, kvx::BufferKind::Weight, index, 0, &dims);
   }
 
+  template <typename T>
+  static InstructionParams Params(Offset<T> table) {
+    return {kvx::OpParamsTraits<T>::enum_value, table.Union()};
+  }
+
   Offset<kvx::RopeParams> Rope(kvx::RopeStyle style, float theta, uint32_t rotary_dim,
                                kvx::RopeScalingKind scaling) {
     auto scaling_table = kvx::CreateRopeScaling(fbb_, scaling, 8.0f, 1.0f, 4.0f, 8192);
@@ -141,20 +150,10 @@ class SyntheticBuilder {
 
   void Add(kvx::OpCode op, const std::vector<Offset<kvx::TensorRef>>& inputs,
            const std::vector<Offset<kvx::TensorRef>>& outputs,
-           const std::function<void(kvx::InstructionBuilder&)>& extra = {},
-           Offset<kvx::RopeParams> rope = 0,
-           const std::vector<kvx::ElementwiseStep>* steps = nullptr) {
-    auto input_vector = fbb_.CreateVector(inputs);
-    auto output_vector = fbb_.CreateVector(outputs);
-    auto step_vector = steps ? fbb_.CreateVectorOfStructs(*steps) : 0;
-    kvx::InstructionBuilder builder(fbb_);
-    builder.add_op(op);
-    builder.add_inputs(input_vector);
-    builder.add_outputs(output_vector);
-    if (!rope.IsNull()) builder.add_rope(rope);
-    if (steps) builder.add_elementwise(step_vector);
-    if (extra) extra(builder);
-    instructions_.push_back(builder.Finish());
+           InstructionParams params = {}) {
+    instructions_.push_back(kvx::CreateInstruction(fbb_, op, fbb_.CreateVector(inputs),
+                                                   fbb_.CreateVector(outputs), params.type,
+                                                   params.table));
   }
 
   flatbuffers::FlatBufferBuilder fbb_;

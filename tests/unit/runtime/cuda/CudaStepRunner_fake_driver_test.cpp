@@ -208,9 +208,11 @@ class CudaStepRunnerFakeDriverTest : public ::testing::Test {
         ++slot;
       }
       void* kv_pool = args.buffers[cuda_abi::KvPoolBuffer(inputs_count, outputs_count)];
-      if (instruction.op() == kvx::OpCode::KvWrite ||
-          instruction.op() == kvx::OpCode::KvAttention) {
-        const uintptr_t layer_offset = instruction.layer() * kv.layer_stride_bytes();
+      const kvx::KvWriteParams* write = instruction.params_as_KvWriteParams();
+      const kvx::KvAttentionParams* attention = instruction.params_as_KvAttentionParams();
+      if (write != nullptr || attention != nullptr) {
+        const uint32_t layer = write != nullptr ? write->layer() : attention->layer();
+        const uintptr_t layer_offset = layer * kv.layer_stride_bytes();
         if (kv_base == 0) kv_base = reinterpret_cast<uintptr_t>(kv_pool) - layer_offset;
         EXPECT_EQ(reinterpret_cast<uintptr_t>(kv_pool), kv_base + layer_offset) << where;
       } else {

@@ -37,10 +37,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/cuda/CudaStepRunner.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
-#include "runtime/exec/StepRunner.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
 

@@ -11,6 +11,7 @@
 #include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/cuda/CudaModuleVerifier.h"
 #include "runtime/cuda/KernelAbi.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/schema/SchemaVersion.h"
@@ -47,6 +48,9 @@ class ExecutableTest : public ::testing::Test {
     // column view.
     uint64_t weight_row_stride = 0;
     uint64_t output_row_stride = 0;
+    // Parameters the Copy carries (it takes none), with or without a table.
+    kvx::OpParams params_type = kvx::OpParams::NONE;
+    bool params_table = true;
     // FNV-1a of the 16 zero bytes the weight reads.
     uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
     // A CUDA module for the program, where set.
@@ -108,8 +112,13 @@ class ExecutableTest : public ::testing::Test {
         kvx::CreateTensorRef(b, kvx::BufferKind::Weight, 0, 0, dims(4), knobs.weight_row_stride);
     auto arena_ref = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.arena_offset,
                                           dims(knobs.copy_elements), knobs.output_row_stride);
+    flatbuffers::Offset<void> params = 0;
+    if (knobs.params_type != kvx::OpParams::NONE && knobs.params_table) {
+      params = kvx::CreateRmsNormParams(b, 1e-5f).Union();
+    }
     auto instruction = kvx::CreateInstruction(b, kvx::OpCode::Copy, b.CreateVector({weight_ref}),
-                                              b.CreateVector({arena_ref}));
+                                              b.CreateVector({arena_ref}), knobs.params_type,
+                                              params);
     std::vector<kvx::Dim> logits_shape = {kvx::Dim(kvx::DimKind::LogitsRows, 0),
                                           kvx::Dim(kvx::DimKind::Static, 4)};
     auto logits = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.logits_offset,
@@ -137,6 +146,16 @@ class ExecutableTest : public ::testing::Test {
     WriteFile(path, bytes);
     auto loaded = Executable::Load(path, options);
     return loaded.ok() ? "OK" : std::string(loaded.status().message());
+  }
+
+  // Loads `bytes` and checks its CUDA module as the module's readers do.
+  std::string CudaMessage(const std::string& bytes) {
+    const std::string path = (directory_ / "model.kvx").string();
+    WriteFile(path, bytes);
+    auto loaded = Executable::Load(path);
+    if (!loaded.ok()) return std::string(loaded.status().message());
+    absl::Status verified = cuda::VerifyCudaModule(**loaded);
+    return verified.ok() ? "OK" : std::string(verified.message());
   }
 
   std::filesystem::path directory_;
@@ -220,6 +239,16 @@ TEST_F(ExecutableTest, RefusesAnOutputOfAnotherSizeThanTheKernelWrites) {
               HasSubstr("instruction 0 (Copy): the output's shape does not fit the inputs'"));
 }
 
+TEST_F(ExecutableTest, RefusesParametersOfAnotherOpcode) {
+  Knobs knobs;
+  knobs.params_type = kvx::OpParams::RmsNormParams;
+  const std::string message = Message(Build(knobs));
+  EXPECT_THAT(message, HasSubstr("instruction 0 (Copy)"));
+  EXPECT_THAT(message, HasSubstr("carries parameters RmsNormParams where the opcode takes NONE"));
+  knobs.params_table = false;
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("carries parameters RmsNormParams"));
+}
+
 TEST_F(ExecutableTest, RefusesWeightsThatChangedSinceCompilingWhenAskedToHashThem) {
   Knobs knobs;
   knobs.checksum = 42;
@@ -239,6 +268,7 @@ TEST_F(ExecutableTest, LoadsACudaModuleAndExposesIt) {
   absl::StatusOr<std::unique_ptr<Executable>> loaded = Executable::Load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   ASSERT_NE((*loaded)->cuda(), nullptr);
+  EXPECT_TRUE(cuda::VerifyCudaModule(**loaded).ok());
   EXPECT_EQ((*loaded)->cuda()->kernels()->Get(0)->name()->str(), "kvjit_copy_0");
   const kvx::CudaPath& decode = *(*loaded)->cuda()->instructions()->Get(0)->decode();
   const StepSizes sizes = {/*tokens=*/5, /*logits_rows=*/1, /*sequences=*/1, /*max_blocks=*/2};
@@ -301,7 +331,9 @@ TEST_F(ExecutableTest, RefusesMalformedCudaModules) {
     c.bend(cuda);
     Knobs knobs;
     knobs.cuda = CudaModule(cuda);
-    const std::string message = Message(Build(knobs));
+    // The loader leaves the module to its readers.
+    EXPECT_EQ(Message(Build(knobs)), "OK");
+    const std::string message = CudaMessage(Build(knobs));
     EXPECT_THAT(message, HasSubstr(c.expected));
     EXPECT_THAT(message, HasSubstr("model.kvx"));
   }

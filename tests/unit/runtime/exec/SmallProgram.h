@@ -61,8 +61,10 @@ inline std::vector<uint8_t> SmallProgram() {
   std::vector<flatbuffers::Offset<kvx::Instruction>> instructions = {
       kvx::CreateInstructionDirect(fbb, kvx::OpCode::Embedding, &embedding_in, &embedding_out),
       kvx::CreateInstructionDirect(fbb, kvx::OpCode::Linear, &linear_in, &linear_out),
-      kvx::CreateInstructionDirect(fbb, kvx::OpCode::KvAttention, &attention_in, &attention_out,
-                                   0, 0.25f, /*layer=*/0)};
+      kvx::CreateInstructionDirect(
+          fbb, kvx::OpCode::KvAttention, &attention_in, &attention_out,
+          kvx::OpParams::KvAttentionParams,
+          kvx::CreateKvAttentionParams(fbb, /*layer=*/0, /*scale=*/0.25f).Union())};
   auto logits = arena(0, {kvx::Dim(kvx::DimKind::LogitsRows, 0), stat(kHidden)});
   auto program = kvx::CreateProgramDirect(fbb, &instructions, logits);
   auto kv_layout = kvx::CreateKvLayout(fbb, 1, kKvHeads, kHeadDim, 16, kvx::StorageType::F16);

@@ -1,0 +1,298 @@
+#include "runtime/cpu/CpuKernelTable.h"
+
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/Rope.h"
+#include "runtime/cpu/RowKernels.h"
+
+namespace kvjit::runtime {
+namespace {
+
+cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
+  cpu::RopeParams params;
+  if (rope == nullptr) return params;
+  params.style = rope->style() == kvx::RopeStyle::NeoX ? cpu::RopeStyle::kNeox
+                                                       : cpu::RopeStyle::kInterleaved;
+  params.theta = rope->theta();
+  params.rotary_dim = rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
+  if (const kvx::RopeScaling* scaling = rope->scaling()) {
+    switch (scaling->kind()) {
+      case kvx::RopeScalingKind::None:
+        break;
+      case kvx::RopeScalingKind::Linear:
+        params.scaling.kind = cpu::RopeScaling::Kind::kLinear;
+        break;
+      case kvx::RopeScalingKind::Llama3:
+        params.scaling.kind = cpu::RopeScaling::Kind::kLlama3;
+        break;
+    }
+    params.scaling.factor = scaling->factor();
+    params.scaling.low_freq_factor = scaling->low_freq_factor();
+    params.scaling.high_freq_factor = scaling->high_freq_factor();
+    params.scaling.original_max_positions = scaling->original_context();
+  }
+  if (const flatbuffers::Vector<float>* factors = rope->freq_factors()) {
+    params.freq_factors = absl::MakeConstSpan(factors->data(), factors->size());
+  }
+  return params;
+}
+
+float Gelu(float x, bool approximate_tanh) {
+  if (approximate_tanh) {
+    const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * double{x} * x * x);
+    return static_cast<float>(0.5 * x * (1.0 + std::tanh(inner)));
+  }
+  return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
+}
+
+// Floats from one row's start to the next: a column view's stride, else the
+// row's own width.
+int64_t RowStride(const kvx::TensorRef& ref, int64_t width) {
+  return ref.row_stride() != 0 ? static_cast<int64_t>(ref.row_stride()) : width;
+}
+
+// Embedding: in table (weight), tokens → out [T, hidden].
+absl::Status RunEmbedding(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(cpu::WeightView table, context.Matrix(context.input(0)));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* ids, context.Ints(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  return cpu::EmbeddingLookup(table, ids, context.sizes.tokens, out, context.pool);
+}
+
+// Linear: in x, weight[, bias] → out.
+absl::Status RunLinear(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(0)));
+  KVJIT_ASSIGN_OR_RETURN(cpu::WeightView w, context.Matrix(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(float* y, context.Floats(context.output(0)));
+  const int64_t rows = context.Elements(context.input(0)) / w.cols;
+  KVJIT_RETURN_IF_ERROR(cpu::MatMul(w, x, rows, y, context.pool));
+  if (context.instruction.inputs()->size() > 2) {
+    KVJIT_ASSIGN_OR_RETURN(float* bias, context.Floats(context.input(2)));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t o = 0; o < w.rows; ++o) y[r * w.rows + o] += bias[o];
+    }
+  }
+  return absl::OkStatus();
+}
+
+// RmsNorm: in x, weight → out.
+absl::Status RunRmsNorm(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(0)));
+  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t w = context.Width(context.input(0));
+  return cpu::RmsNorm(x, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
+                      context.Elements(context.input(0)) / w, w, out, context.pool);
+}
+
+// AddRmsNorm: in a, b, weight → out sum, normed.
+absl::Status RunAddRmsNorm(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(float* a, context.Floats(context.input(0)));
+  KVJIT_ASSIGN_OR_RETURN(float* b, context.Floats(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(2)));
+  KVJIT_ASSIGN_OR_RETURN(float* sum, context.Floats(context.output(0)));
+  KVJIT_ASSIGN_OR_RETURN(float* normed, context.Floats(context.output(1)));
+  const int64_t n = context.Elements(context.input(0));
+  if (sum != a) std::memcpy(sum, a, n * sizeof(float));
+  const int64_t w = context.Width(context.input(0));
+  return cpu::AddRmsNorm(sum, b, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
+                         n / w, w, normed, context.pool);
+}
+
+// SwiGlu: in gate, up → out silu(gate)·up; either input may be a column view.
+absl::Status RunSwiGlu(CpuOpContext& context) {
+  const kvx::TensorRef& gate_ref = context.input(0);
+  const kvx::TensorRef& up_ref = context.input(1);
+  KVJIT_ASSIGN_OR_RETURN(float* gate, context.Floats(gate_ref));
+  KVJIT_ASSIGN_OR_RETURN(float* up, context.Floats(up_ref));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t n = context.Elements(gate_ref);
+  if (gate_ref.row_stride() == 0 && up_ref.row_stride() == 0) {
+    return cpu::SwiGlu(gate, up, out, n, context.pool);
+  }
+  const int64_t rows = context.Extent(gate_ref, 0);
+  const int64_t w = rows > 0 ? n / rows : 0;
+  return cpu::SwiGluRows(gate, RowStride(gate_ref, w), up, RowStride(up_ref, w), out, rows, w,
+                         context.pool);
+}
+
+// Rope: in x [T, heads, head_dim], positions → out.
+absl::Status RunRope(CpuOpContext& context) {
+  const kvx::TensorRef& x_ref = context.input(0);
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* positions, context.Ints(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t heads = context.Extent(x_ref, 1);
+  const int64_t head_dim = context.Extent(x_ref, 2);
+  return cpu::Rope(x, context.sizes.tokens, heads, head_dim, positions,
+                   RopeParamsOf(context.instruction.params_as_RopeParams(), head_dim), out, context.pool);
+}
+
+// Elementwise: in operands → out the last step of the chain. Column views
+// are gathered into dense rows first.
+absl::Status RunElementwise(CpuOpContext& context) {
+  const kvx::TensorRef& out_ref = context.output(0);
+  const int64_t n = context.Elements(out_ref);
+  std::vector<const float*> operands;
+  std::vector<std::vector<float>> gathered;
+  gathered.reserve(context.instruction.inputs()->size());
+  for (const kvx::TensorRef* ref : *context.instruction.inputs()) {
+    KVJIT_ASSIGN_OR_RETURN(float* data, context.Floats(*ref));
+    if (ref->row_stride() != 0) {
+      const int64_t rows = context.Extent(*ref, 0);
+      const int64_t width = rows > 0 ? n / rows : 0;
+      std::vector<float>& dense = gathered.emplace_back(n);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(dense.data() + r * width, data + r * ref->row_stride(), width * sizeof(float));
+      }
+      data = dense.data();
+    }
+    operands.push_back(data);
+  }
+  const auto& chain = *context.instruction.params_as_ElementwiseParams()->steps();
+  std::vector<std::vector<float>> steps(chain.size(), std::vector<float>(n));
+  auto operand = [&](int index) -> const float* {
+    return index >= 0 ? operands[index] : steps[-index - 1].data();
+  };
+  cpu::ThreadPool& pool = context.pool;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const kvx::ElementwiseStep* step = chain.Get(k);
+    const float* lhs = operand(step->lhs());
+    float* out = steps[k].data();
+    switch (step->op()) {
+      case kvx::ElementwiseOpCode::Add:
+        KVJIT_RETURN_IF_ERROR(cpu::Add(lhs, operand(step->rhs()), out, n, pool));
+        break;
+      case kvx::ElementwiseOpCode::Mul:
+        KVJIT_RETURN_IF_ERROR(cpu::Mul(lhs, operand(step->rhs()), out, n, pool));
+        break;
+      case kvx::ElementwiseOpCode::Scale:
+        KVJIT_RETURN_IF_ERROR(cpu::Scale(lhs, step->factor(), out, n, pool));
+        break;
+      case kvx::ElementwiseOpCode::Silu:
+        KVJIT_RETURN_IF_ERROR(cpu::Silu(lhs, out, n, pool));
+        break;
+      case kvx::ElementwiseOpCode::Gelu:
+      case kvx::ElementwiseOpCode::GeluTanh: {
+        const bool tanh_form = step->op() == kvx::ElementwiseOpCode::GeluTanh;
+        for (int64_t i = 0; i < n; ++i) out[i] = Gelu(lhs[i], tanh_form);
+        break;
+      }
+    }
+  }
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(out_ref));
+  std::memcpy(out, steps.back().data(), n * sizeof(float));
+  return absl::OkStatus();
+}
+
+// KvWrite: in key, value, slot_mapping → the cache's layer.
+absl::Status RunKvWrite(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(float* key, context.Floats(context.input(0)));
+  KVJIT_ASSIGN_OR_RETURN(float* value, context.Floats(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* slots, context.Ints(context.input(2)));
+  return cpu::WriteKv(key, value, context.sizes.tokens, slots, context.kv.layout,
+                      context.instruction.params_as_KvWriteParams()->layer(), context.kv.data,
+                      context.kv.num_blocks, context.pool);
+}
+
+// KvAttention: in query, positions, seq_starts, context_lens, block_tables →
+// out.
+absl::Status RunKvAttention(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(float* query, context.Floats(context.input(0)));
+  cpu::PagedAttentionBatch batch;
+  KVJIT_ASSIGN_OR_RETURN(batch.positions, context.Ints(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(batch.seq_starts, context.Ints(context.input(2)));
+  KVJIT_ASSIGN_OR_RETURN(batch.context_lens, context.Ints(context.input(3)));
+  KVJIT_ASSIGN_OR_RETURN(batch.block_tables, context.Ints(context.input(4)));
+  batch.num_sequences = context.sizes.sequences;
+  batch.max_blocks_per_sequence = context.sizes.max_blocks;
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t heads = context.Extent(context.input(0), 1);
+  const kvx::KvAttentionParams& params = *context.instruction.params_as_KvAttentionParams();
+  return cpu::PagedAttention(query, context.sizes.tokens, heads, context.kv.layout, params.layer(),
+                             context.kv.data, context.kv.num_blocks, batch, params.scale(),
+                             params.window(), out,
+                             context.pool);
+}
+
+// GatherRows: in x, rows → out.
+absl::Status RunGatherRows(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(0)));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* rows, context.Ints(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t w = context.Width(context.input(0));
+  return cpu::GatherRows(x, context.Elements(context.input(0)) / w, w, rows,
+                         context.sizes.logits_rows, out, context.pool);
+}
+
+// Copy: in x → out (a reshape); a column view is copied row by row.
+absl::Status RunCopy(CpuOpContext& context) {
+  const kvx::TensorRef& x_ref = context.input(0);
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t n = context.Elements(x_ref);
+  if (x_ref.row_stride() == 0) {
+    if (out != x) std::memmove(out, x, n * sizeof(float));
+    return absl::OkStatus();
+  }
+  const int64_t rows = context.Extent(x_ref, 0);
+  const int64_t w = rows > 0 ? n / rows : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(out + r * w, x + r * x_ref.row_stride(), w * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+struct CpuKernelEntry {
+  kvx::OpCode op;
+  CpuKernel kernel;
+};
+
+// In OpCode order.
+constexpr CpuKernelEntry kKernels[] = {
+    {kvx::OpCode::Embedding, RunEmbedding},     {kvx::OpCode::Linear, RunLinear},
+    {kvx::OpCode::RmsNorm, RunRmsNorm},         {kvx::OpCode::AddRmsNorm, RunAddRmsNorm},
+    {kvx::OpCode::SwiGlu, RunSwiGlu},           {kvx::OpCode::Rope, RunRope},
+    {kvx::OpCode::Elementwise, RunElementwise}, {kvx::OpCode::KvWrite, RunKvWrite},
+    {kvx::OpCode::KvAttention, RunKvAttention}, {kvx::OpCode::GatherRows, RunGatherRows},
+    {kvx::OpCode::Copy, RunCopy},
+};
+
+constexpr bool EveryOpcodeInOrder() {
+  for (size_t i = 0; i < std::size(kKernels); ++i) {
+    if (kKernels[i].op != static_cast<kvx::OpCode>(i)) return false;
+  }
+  return std::size(kKernels) == static_cast<size_t>(kvx::OpCode::MAX) + 1;
+}
+static_assert(EveryOpcodeInOrder(),
+              "kKernels has each kvx::OpCode's CPU kernel, in the enum's order: a new opcode "
+              "needs its kernel here");
+
+}  // namespace
+
+int64_t CpuOpContext::Elements(const kvx::TensorRef& ref) const {
+  int64_t count = 1;
+  for (const kvx::Dim* dim : *ref.shape()) count *= DimExtent(dim->kind(), dim->size(), sizes);
+  return count;
+}
+
+int64_t CpuOpContext::Extent(const kvx::TensorRef& ref, int dim) const {
+  const kvx::Dim& d = *ref.shape()->Get(dim);
+  return DimExtent(d.kind(), d.size(), sizes);
+}
+
+int64_t CpuOpContext::Width(const kvx::TensorRef& ref) const {
+  return Extent(ref, static_cast<int>(ref.shape()->size()) - 1);
+}
+
+CpuKernel CpuKernelOf(kvx::OpCode op) {
+  const size_t index = static_cast<size_t>(op);
+  return index < std::size(kKernels) ? kKernels[index].kernel : nullptr;
+}
+
+}  // namespace kvjit::runtime

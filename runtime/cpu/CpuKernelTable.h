@@ -1,0 +1,71 @@
+#ifndef KVJIT_RUNTIME_CPU_CPUKERNELTABLE_H_
+#define KVJIT_RUNTIME_CPU_CPUKERNELTABLE_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "runtime/cpu/MatMul.h"
+#include "runtime/cpu/PagedAttention.h"
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/exec/Executable.h"
+#include "runtime/exec/StepRunner.h"
+#include "runtime/schema/kvx_generated.h"
+
+// The CPU kernel of each opcode, found by the CPU runner through CpuKernelOf.
+namespace kvjit::runtime {
+
+// Host memory behind an instruction's tensor references, as the CPU runner
+// holds it (its arena, the weights, the step's inputs).
+class CpuOperands {
+ public:
+  virtual ~CpuOperands() = default;
+  // An arena tensor, or a weight as f32 (dequantized once where stored
+  // otherwise).
+  virtual absl::StatusOr<float*> Floats(const kvx::TensorRef& ref) = 0;
+  // A step input.
+  virtual absl::StatusOr<const int32_t*> Ints(const kvx::TensorRef& ref,
+                                              const StepInputs& inputs) const = 0;
+  // A weight matrix in its stored type.
+  virtual absl::StatusOr<cpu::WeightView> Matrix(const kvx::TensorRef& ref) const = 0;
+};
+
+// The paged KV pool the cache's kernels read and write.
+struct CpuKvPool {
+  const cpu::PagedKvLayout& layout;
+  uint8_t* data;
+  int64_t num_blocks;
+};
+
+// One instruction of a step, as its kernel sees it.
+struct CpuOpContext {
+  const kvx::Instruction& instruction;
+  const StepInputs& inputs;
+  const StepSizes& sizes;
+  CpuOperands& operands;
+  cpu::ThreadPool& pool;
+  CpuKvPool kv;
+
+  const kvx::TensorRef& input(int i) const { return *instruction.inputs()->Get(i); }
+  const kvx::TensorRef& output(int i) const { return *instruction.outputs()->Get(i); }
+  absl::StatusOr<float*> Floats(const kvx::TensorRef& ref) { return operands.Floats(ref); }
+  absl::StatusOr<const int32_t*> Ints(const kvx::TensorRef& ref) const {
+    return operands.Ints(ref, inputs);
+  }
+  absl::StatusOr<cpu::WeightView> Matrix(const kvx::TensorRef& ref) const {
+    return operands.Matrix(ref);
+  }
+  // Elements of `ref` in this step, and the extent of its dimension `dim`.
+  int64_t Elements(const kvx::TensorRef& ref) const;
+  int64_t Extent(const kvx::TensorRef& ref, int dim) const;
+  // The last dimension of `ref`: the row width of row-wise kernels.
+  int64_t Width(const kvx::TensorRef& ref) const;
+};
+
+using CpuKernel = absl::Status (*)(CpuOpContext& context);
+
+// The CPU kernel of `op`, or null for a value no opcode has.
+CpuKernel CpuKernelOf(kvx::OpCode op);
+
+}  // namespace kvjit::runtime
+
+#endif  // KVJIT_RUNTIME_CPU_CPUKERNELTABLE_H_

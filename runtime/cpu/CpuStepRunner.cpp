@@ -1,0 +1,210 @@
+#include "runtime/cpu/CpuStepRunner.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/exec/KvxTypes.h"
+#include "runtime/quant/Dequantize.h"
+
+namespace kvjit::runtime {
+
+CpuStepRunner::CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads)
+    : executable_(executable), num_blocks_(num_blocks), pool_(threads) {}
+
+absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Executable& executable,
+                                                                     int64_t num_blocks,
+                                                                     int threads) {
+  const kvx::KvLayout& kv = executable.kv_layout();
+  if (kv.element_type() != kvx::StorageType::F32 && kv.element_type() != kvx::StorageType::F16) {
+    return absl::UnimplementedError(absl::StrCat(
+        executable.path(), ": the CPU backend keeps the KV cache in f32 or f16, not ",
+        kvx::EnumNameStorageType(kv.element_type())));
+  }
+  if (num_blocks <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the KV pool needs at least one block, got ",
+                                                   num_blocks));
+  }
+  // Kernels are looked up by opcode; the loader refused opcodes it does not
+  // know, and every known one has a kernel (CpuKernelTable.cpp).
+  std::unique_ptr<CpuStepRunner> runner(new CpuStepRunner(executable, num_blocks, threads));
+  runner->kv_layout_ = {kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(),
+                        kv.element_type() == kvx::StorageType::F32 ? cpu::KvElementType::kF32
+                                                                   : cpu::KvElementType::kF16};
+  if (static_cast<uint64_t>(runner->kv_layout_.BlockBytes()) != kv.bytes_per_block()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        executable.path(), ": kv_layout.bytes_per_block is ", kv.bytes_per_block(),
+        " but its dimensions give ", runner->kv_layout_.BlockBytes()));
+  }
+  uint64_t pool_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(num_blocks), kv.bytes_per_block(), &pool_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(num_blocks, " KV blocks overflow the address space"));
+  }
+  // Zero-filled pages, resident only once written: a pool sized for the
+  // longest run and an arena planned for the largest step cost memory only
+  // for the blocks and rows a run really uses.
+  KVJIT_ASSIGN_OR_RETURN(runner->arena_,
+                         PageBuffer::Allocate(executable.program().arena_bytes() + sizeof(float),
+                                              absl::StrCat(executable.path(), "'s activation arena")));
+  KVJIT_ASSIGN_OR_RETURN(runner->kv_pool_,
+                         PageBuffer::Allocate(pool_bytes, absl::StrCat("a KV pool of ", num_blocks,
+                                                                        " blocks")));
+  runner->vocab_size_ = executable.config().vocab_size();
+  return runner;
+}
+
+absl::StatusOr<float*> CpuStepRunner::Floats(const kvx::TensorRef& ref) {
+  switch (ref.kind()) {
+    case kvx::BufferKind::Arena:
+      return reinterpret_cast<float*>(arena_.data()) + ref.offset() / sizeof(float);
+    case kvx::BufferKind::Weight: {
+      const kvx::Weight* weight = executable_.root().weights()->Get(ref.index());
+      absl::Span<const uint8_t> bytes = executable_.WeightBytes(ref.index());
+      // An f32 weight is read where the model file holds it (read-only pages:
+      // weights are operands, never written), not copied.
+      if (weight->storage() == kvx::StorageType::F32 &&
+          reinterpret_cast<uintptr_t>(bytes.data()) % alignof(float) == 0) {
+        return const_cast<float*>(reinterpret_cast<const float*>(bytes.data()));
+      }
+      auto [cached, inserted] = vector_weights_.try_emplace(ref.index());
+      if (inserted) {
+        KVJIT_ASSIGN_OR_RETURN(quant::StorageType storage, FromKvxStorage(weight->storage()));
+        int64_t count = 1;
+        for (int64_t dim : *weight->shape()) count *= dim;
+        cached->second.resize(count);
+        absl::Status status =
+            quant::DequantizeRow(storage, bytes, absl::MakeSpan(cached->second));
+        if (!status.ok()) {
+          vector_weights_.erase(cached);
+          return absl::Status(status.code(), absl::StrCat("weight '", weight->name()->str(),
+                                                          "': ", status.message()));
+        }
+      }
+      return cached->second.data();
+    }
+    case kvx::BufferKind::Input:
+      break;
+  }
+  return absl::InvalidArgumentError("an f32 operand refers to a step input");
+}
+
+RunnerMemory CpuStepRunner::Memory() const {
+  RunnerMemory memory;
+  memory.kv_pool_bytes = kv_pool_.size();
+  memory.kv_pool_resident = kv_pool_.ResidentBytes();
+  memory.arena_bytes = arena_.size();
+  memory.arena_resident = arena_.ResidentBytes();
+  for (const auto& [index, values] : vector_weights_) memory.weight_copies += values.size() * sizeof(float);
+  return memory;
+}
+
+absl::StatusOr<const int32_t*> CpuStepRunner::Ints(const kvx::TensorRef& ref,
+                                                   const StepInputs& inputs) const {
+  if (ref.kind() != kvx::BufferKind::Input) {
+    return absl::InvalidArgumentError("an i32 operand must be a step input");
+  }
+  switch (static_cast<kvx::StepInput>(ref.index())) {
+    case kvx::StepInput::Tokens: return inputs.tokens.data();
+    case kvx::StepInput::Positions: return inputs.positions.data();
+    case kvx::StepInput::SeqStarts: return inputs.seq_starts.data();
+    case kvx::StepInput::ContextLens: return inputs.context_lens.data();
+    case kvx::StepInput::SlotMapping: return inputs.slot_mapping.data();
+    case kvx::StepInput::BlockTables: return inputs.block_tables.data();
+    case kvx::StepInput::LogitsRows: return inputs.logits_rows.data();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown step input ", ref.index()));
+}
+
+absl::StatusOr<cpu::WeightView> CpuStepRunner::Matrix(const kvx::TensorRef& ref) const {
+  if (ref.kind() != kvx::BufferKind::Weight) {
+    return absl::InvalidArgumentError("a matrix operand must be a weight");
+  }
+  const kvx::Weight* weight = executable_.root().weights()->Get(ref.index());
+  if (weight->shape() == nullptr || weight->shape()->size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight '", weight->name()->str(), "' is not a matrix"));
+  }
+  cpu::WeightView view;
+  KVJIT_ASSIGN_OR_RETURN(view.type, FromKvxStorage(weight->storage()));
+  view.rows = weight->shape()->Get(0);
+  view.cols = weight->shape()->Get(1);
+  view.bytes = executable_.WeightBytes(ref.index());
+  return view;
+}
+
+absl::Status CpuStepRunner::SetObserver(StepObserver* observer) {
+  observer_ = observer;
+  return absl::OkStatus();
+}
+
+absl::Status CpuStepRunner::CopyBlock(int64_t source, int64_t destination) {
+  if (source < 0 || source >= num_blocks_ || destination < 0 || destination >= num_blocks_) {
+    return absl::OutOfRangeError(absl::StrCat("copying KV block ", source, " to ", destination,
+                                              ": the pool has blocks 0 to ", num_blocks_ - 1));
+  }
+  const uint64_t block_bytes = executable_.kv_layout().bytes_per_block();
+  if (source != destination) {
+    std::memcpy(kv_pool_.data() + destination * block_bytes, kv_pool_.data() + source * block_bytes,
+                block_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inputs) {
+  const StepSizes sizes = {static_cast<int64_t>(inputs.tokens.size()),
+                       static_cast<int64_t>(inputs.logits_rows.size()),
+                       static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
+  if (sizes.tokens == 0 || sizes.tokens > max_tokens_per_step()) {
+    return absl::InvalidArgumentError(absl::StrCat("a step carries 1 to ", max_tokens_per_step(),
+                                                    " tokens, got ", sizes.tokens));
+  }
+  if (inputs.positions.size() != inputs.tokens.size() ||
+      inputs.slot_mapping.size() != inputs.tokens.size() ||
+      inputs.seq_starts.size() != inputs.context_lens.size() + 1 ||
+      inputs.block_tables.size() !=
+          static_cast<size_t>(sizes.sequences * sizes.max_blocks)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step inputs disagree in size: ", sizes.tokens, " tokens, ", inputs.positions.size(),
+        " positions, ", inputs.slot_mapping.size(), " slots, ", inputs.seq_starts.size(),
+        " sequence starts for ", sizes.sequences, " sequences, ", inputs.block_tables.size(),
+        " block table entries for ", sizes.max_blocks, " blocks each"));
+  }
+  // The arena holds logits rows for at most the step's tokens.
+  if (sizes.logits_rows < 1 || sizes.logits_rows > sizes.tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("a step asks for 1 to ", sizes.tokens,
+                                                   " logits rows, got ", sizes.logits_rows));
+  }
+  for (int32_t row : inputs.logits_rows) {
+    if (row < 0 || row >= sizes.tokens) {
+      return absl::OutOfRangeError(absl::StrCat("logits row ", row, " is not one of the step's ",
+                                                sizes.tokens, " tokens"));
+    }
+  }
+  const auto& instructions = *executable_.program().instructions();
+  auto execute = [&](size_t i) -> absl::Status {
+    const kvx::Instruction& instruction = *instructions[i];
+    CpuOpContext context{instruction, inputs, sizes, *this, pool_,
+                         CpuKvPool{kv_layout_, kv_pool_.data(), num_blocks_}};
+    absl::Status status = CpuKernelOf(instruction.op())(context);
+    if (status.ok()) return status;
+    return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",
+                                                    kvx::EnumNameOpCode(instructions[i]->op()),
+                                                    "): ", status.message()));
+  };
+  // Unobserved, the loop reads no clock and checks for no observer.
+  if (observer_ == nullptr) {
+    for (size_t i = 0; i < instructions.size(); ++i) KVJIT_RETURN_IF_ERROR(execute(i));
+  } else {
+    observer_->StepBegan(inputs);
+    for (size_t i = 0; i < instructions.size(); ++i) {
+      const StepObserver::Clock::time_point start = StepObserver::Clock::now();
+      KVJIT_RETURN_IF_ERROR(execute(i));
+      observer_->InstructionRan(i, start, StepObserver::Clock::now());
+    }
+    observer_->StepEnded();
+  }
+  KVJIT_ASSIGN_OR_RETURN(float* logits, Floats(*executable_.program().logits()));
+  return absl::Span<const float>(logits, sizes.logits_rows * vocab_size_);
+}
+
+}  // namespace kvjit::runtime

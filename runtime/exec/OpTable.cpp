@@ -1,0 +1,335 @@
+#include "runtime/exec/OpTable.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvjit::runtime {
+namespace {
+
+// ---- Shapes, as the checks compare them ----
+
+bool SameDim(const kvx::Dim& a, const kvx::Dim& b) {
+  return a.kind() == b.kind() && (a.kind() != kvx::DimKind::Static || a.size() == b.size());
+}
+
+bool SameShape(const kvx::TensorRef& a, const kvx::TensorRef& b) {
+  if (a.shape()->size() != b.shape()->size()) return false;
+  for (size_t i = 0; i < a.shape()->size(); ++i) {
+    if (!SameDim(*a.shape()->Get(i), *b.shape()->Get(i))) return false;
+  }
+  return true;
+}
+
+// A reshape keeps the element count for every size of the step: the same
+// per-step dimensions, in order, and the same product of static ones.
+bool SameElementCount(const kvx::TensorRef& a, const kvx::TensorRef& b) {
+  auto summarize = [](const kvx::TensorRef& ref) {
+    std::pair<std::vector<kvx::DimKind>, int64_t> summary{{}, 1};
+    for (const kvx::Dim* dim : *ref.shape()) {
+      if (dim->kind() == kvx::DimKind::Static) {
+        summary.second *= dim->size();
+      } else {
+        summary.first.push_back(dim->kind());
+      }
+    }
+    return summary;
+  };
+  return summarize(a) == summarize(b);
+}
+
+// The static size of a reference's last dimension, or -1.
+int64_t LastStaticDim(const kvx::TensorRef& ref) {
+  const kvx::Dim* last = ref.shape()->Get(ref.shape()->size() - 1);
+  return last->kind() == kvx::DimKind::Static ? last->size() : -1;
+}
+
+// What the kernels write is sized by the inputs; the output references the
+// arena was checked against must agree.
+absl::Status OutputFits(bool fits) {
+  if (fits) return absl::OkStatus();
+  return absl::InvalidArgumentError("the output's shape does not fit the inputs'");
+}
+
+// The [tokens, heads, head_dim] operand of the ops over heads; the cache's
+// ops also need the KV layout's head_dim.
+absl::Status HeadOperand(const OpCheckContext& context, bool of_the_cache) {
+  const kvx::TensorRef& first = context.input(0);
+  if (first.shape()->size() != 3) {
+    return absl::InvalidArgumentError("needs [tokens, heads, head_dim] operands");
+  }
+  const kvx::Dim& head_dim = *first.shape()->Get(2);
+  if (head_dim.kind() != kvx::DimKind::Static ||
+      (of_the_cache && head_dim.size() != context.executable.kv_layout()->head_dim())) {
+    return absl::InvalidArgumentError("head_dim differs from the KV layout's");
+  }
+  return absl::OkStatus();
+}
+
+// ---- Costs ----
+
+int64_t Extent(const kvx::TensorRef& ref, int axis, const StepSizes& sizes) {
+  if (ref.shape() == nullptr || static_cast<int>(ref.shape()->size()) <= axis) return 1;
+  const kvx::Dim& dim = *ref.shape()->Get(axis);
+  return DimExtent(dim.kind(), dim.size(), sizes);
+}
+
+// Bytes of one token's keys (or values) in the cache, all KV heads.
+int64_t KvRowBytes(const kvx::Executable& executable) {
+  const kvx::KvLayout* kv = executable.kv_layout();
+  if (kv == nullptr) return 0;
+  const int64_t element = kv->element_type() == kvx::StorageType::F32 ? 4 : 2;
+  return int64_t{kv->num_kv_heads()} * kv->head_dim() * element;
+}
+
+void NoFlops(const OpCostContext&, InstructionCost&) {}
+
+// Flops per element of each elementwise op: Silu is x / (1 + exp(-x)); Gelu
+// 0.5·x·(1 + erf(x/√2)); its tanh form has a cubic inside the tanh.
+uint64_t ElementwiseFlops(kvx::ElementwiseOpCode op) {
+  switch (op) {
+    case kvx::ElementwiseOpCode::Add:
+    case kvx::ElementwiseOpCode::Mul:
+    case kvx::ElementwiseOpCode::Scale:
+      return 1;
+    case kvx::ElementwiseOpCode::Silu:
+      return 3;
+    case kvx::ElementwiseOpCode::Gelu:
+      return 5;
+    case kvx::ElementwiseOpCode::GeluTanh:
+      return 9;
+  }
+  return 1;
+}
+
+// ---- The ops ----
+
+// Embedding: in table (weight), tokens → out [T, hidden].
+absl::Status VerifyEmbedding(const OpCheckContext& context) {
+  return OutputFits(context.input(0).kind() == kvx::BufferKind::Weight &&
+                    LastStaticDim(context.output(0)) == context.WeightDim(0, 1));
+}
+
+// Reads one row of the table per token, not the whole table.
+void CostEmbedding(const OpCostContext& context, InstructionCost& cost) {
+  const kvx::Weight& table =
+      *context.executable.weights()->Get(context.instruction.inputs()->Get(0)->index());
+  if (table.shape() == nullptr || table.shape()->size() == 0 || table.shape()->Get(0) <= 0) return;
+  const int64_t rows = table.shape()->Get(0);
+  cost.weight_bytes = table.size_bytes() / rows * std::min(context.sizes.tokens, rows);
+}
+
+// Linear: in x, weight[, bias] → out.
+absl::Status VerifyLinear(const OpCheckContext& context) {
+  const kvx::TensorRef& x = context.input(0);
+  const kvx::TensorRef& out = context.output(0);
+  return OutputFits(context.input(1).kind() == kvx::BufferKind::Weight &&
+                    context.WeightDim(1, 1) > 0 && LastStaticDim(x) == context.WeightDim(1, 1) &&
+                    LastStaticDim(out) == context.WeightDim(1, 0) &&
+                    out.shape()->size() == x.shape()->size() &&
+                    SameDim(*out.shape()->Get(0), *x.shape()->Get(0)) &&
+                    (context.num_inputs() < 3 ||
+                     LastStaticDim(context.input(2)) == context.WeightDim(1, 0)));
+}
+
+void CostLinear(const OpCostContext& context, InstructionCost& cost) {
+  const auto& inputs = *context.instruction.inputs();
+  const kvx::Weight& weight = *context.executable.weights()->Get(inputs[1]->index());
+  const int64_t out_features = weight.shape()->Get(0), in_features = weight.shape()->Get(1);
+  const int64_t rows = ElementsOf(context.executable, *inputs[0], context.sizes) / in_features;
+  cost.flops = 2 * rows * in_features * out_features;
+  if (inputs.size() > 2) cost.flops += rows * out_features;
+}
+
+// RmsNorm: in x, weight → out. AddRmsNorm: in a, b, weight → out sum, normed.
+absl::Status VerifyNorm(const OpCheckContext& context) {
+  const kvx::TensorRef& x = context.input(0);
+  const kvx::TensorRef& weight = context.input(context.num_inputs() - 1);
+  const size_t outputs = context.instruction.outputs()->size();
+  return OutputFits(SameShape(context.output(0), x) && LastStaticDim(weight) == LastStaticDim(x) &&
+                    (outputs < 2 || SameShape(context.output(1), x)) &&
+                    (context.num_inputs() < 3 || SameShape(context.input(1), x)));
+}
+
+// x², their sum, the scaling and the weight's product per element.
+void CostRmsNorm(const OpCostContext& context, InstructionCost& cost) {
+  cost.flops = 4 * context.output_elements;
+}
+
+void CostAddRmsNorm(const OpCostContext& context, InstructionCost& cost) {
+  cost.flops = 5 * context.output_elements;
+}
+
+// SwiGlu: in gate, up → out silu(gate)·up.
+absl::Status VerifySwiGlu(const OpCheckContext& context) {
+  return OutputFits(SameShape(context.output(0), context.input(0)) &&
+                    SameShape(context.input(1), context.input(0)));
+}
+
+void CostSwiGlu(const OpCostContext& context, InstructionCost& cost) {
+  cost.flops = 4 * context.output_elements;
+}
+
+// Rope: in x [T, heads, head_dim], positions → out.
+absl::Status VerifyRope(const OpCheckContext& context) {
+  if (absl::Status fits = OutputFits(SameShape(context.output(0), context.input(0))); !fits.ok()) {
+    return fits;
+  }
+  return HeadOperand(context, /*of_the_cache=*/false);
+}
+
+// Each rotated pair: four multiplies and two adds.
+void CostRope(const OpCostContext& context, InstructionCost& cost) {
+  const int64_t head_dim = Extent(*context.instruction.inputs()->Get(0), 2, context.sizes);
+  const kvx::RopeParams& rope = *context.instruction.params_as_RopeParams();
+  const int64_t rotary = rope.rotary_dim() > 0 ? rope.rotary_dim() : head_dim;
+  cost.flops = 3 * (context.output_elements / head_dim) * rotary;
+}
+
+// Elementwise: in operands → out the last step of the chain.
+absl::Status VerifyElementwise(const OpCheckContext& context) {
+  bool fits = true;
+  for (const kvx::TensorRef* ref : *context.instruction.inputs()) {
+    fits = fits && SameShape(*ref, context.output(0));
+  }
+  if (absl::Status status = OutputFits(fits); !status.ok()) return status;
+  const auto* steps = context.instruction.params_as_ElementwiseParams()->steps();
+  if (steps->size() == 0) {
+    return absl::InvalidArgumentError("has no elementwise steps");
+  }
+  const int inputs = static_cast<int>(context.num_inputs());
+  for (size_t k = 0; k < steps->size(); ++k) {
+    for (int operand : {steps->Get(k)->lhs(), steps->Get(k)->rhs()}) {
+      if (operand >= inputs || -operand - 1 >= static_cast<int>(k)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "step ", k, " names operand ", operand, ", which does not exist yet"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void CostElementwise(const OpCostContext& context, InstructionCost& cost) {
+  for (const kvx::ElementwiseStep* step : *context.instruction.params_as_ElementwiseParams()->steps()) {
+    cost.flops += ElementwiseFlops(step->op()) * context.output_elements;
+  }
+}
+
+// A layer of the KV layout.
+absl::Status CacheLayer(const OpCheckContext& context, uint32_t layer) {
+  const uint32_t layers = context.executable.kv_layout()->num_layers();
+  if (layer >= layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", layer, " of a KV layout of ", layers));
+  }
+  return absl::OkStatus();
+}
+
+// KvWrite: in key, value, slot_mapping → the cache's layer.
+absl::Status VerifyKvWrite(const OpCheckContext& context) {
+  if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
+  return CacheLayer(context, context.instruction.params_as_KvWriteParams()->layer());
+}
+
+void CostKvWrite(const OpCostContext& context, InstructionCost& cost) {
+  cost.kv_bytes = 2 * context.sizes.tokens * KvRowBytes(context.executable);
+}
+
+// KvAttention: in query, positions, seq_starts, context_lens, block_tables →
+// out.
+absl::Status VerifyKvAttention(const OpCheckContext& context) {
+  if (absl::Status fits = OutputFits(SameShape(context.output(0), context.input(0))); !fits.ok()) {
+    return fits;
+  }
+  if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
+  return CacheLayer(context, context.instruction.params_as_KvAttentionParams()->layer());
+}
+
+// Each (query head, key) pair: the q·k and p·v dot products, and the score's
+// scaling, exp and sum; each query head's row is divided once.
+void CostKvAttention(const OpCostContext& context, InstructionCost& cost) {
+  const kvx::TensorRef& query = *context.instruction.inputs()->Get(0);
+  const int64_t heads = Extent(query, 1, context.sizes);
+  const int64_t head_dim = Extent(query, 2, context.sizes);
+  cost.kv_bytes = 2 * context.attention.cached_tokens * KvRowBytes(context.executable);
+  cost.flops = heads * context.attention.query_key_pairs * (4 * head_dim + 3) +
+               context.sizes.tokens * heads * head_dim;
+}
+
+// GatherRows: in x, rows → out.
+absl::Status VerifyGatherRows(const OpCheckContext& context) {
+  const int64_t width = LastStaticDim(context.output(0));
+  return OutputFits(width == LastStaticDim(context.input(0)) && width > 0);
+}
+
+// Copy: in x → out (a reshape: same bytes, other shape).
+absl::Status VerifyCopy(const OpCheckContext& context) {
+  return OutputFits(SameElementCount(context.output(0), context.input(0)));
+}
+
+// A Copy into its own bytes moves nothing.
+void CostCopy(const OpCostContext& context, InstructionCost& cost) {
+  const kvx::TensorRef& in = *context.instruction.inputs()->Get(0);
+  const kvx::TensorRef& out = *context.instruction.outputs()->Get(0);
+  if (in.kind() == kvx::BufferKind::Arena && out.kind() == kvx::BufferKind::Arena &&
+      in.offset() == out.offset()) {
+    cost.activation_bytes = 0;
+  }
+}
+
+// In OpCode order.
+using P = kvx::OpParams;
+constexpr OpDescription kOps[] = {
+    {kvx::OpCode::Embedding, 2, 2, 1, P::NONE, false, VerifyEmbedding, CostEmbedding},
+    {kvx::OpCode::Linear, 2, 3, 1, P::NONE, false, VerifyLinear, CostLinear},
+    {kvx::OpCode::RmsNorm, 2, 2, 1, P::RmsNormParams, false, VerifyNorm, CostRmsNorm},
+    {kvx::OpCode::AddRmsNorm, 3, 3, 2, P::RmsNormParams, false, VerifyNorm, CostAddRmsNorm},
+    {kvx::OpCode::SwiGlu, 2, 2, 1, P::NONE, true, VerifySwiGlu, CostSwiGlu},
+    {kvx::OpCode::Rope, 2, 2, 1, P::RopeParams, false, VerifyRope, CostRope},
+    {kvx::OpCode::Elementwise, 1, 64, 1, P::ElementwiseParams, true, VerifyElementwise,
+     CostElementwise},
+    {kvx::OpCode::KvWrite, 3, 3, 0, P::KvWriteParams, false, VerifyKvWrite, CostKvWrite},
+    {kvx::OpCode::KvAttention, 5, 5, 1, P::KvAttentionParams, false, VerifyKvAttention,
+     CostKvAttention},
+    {kvx::OpCode::GatherRows, 2, 2, 1, P::NONE, false, VerifyGatherRows, NoFlops},
+    {kvx::OpCode::Copy, 1, 1, 1, P::NONE, true, VerifyCopy, CostCopy},
+};
+
+constexpr bool EveryOpcodeInOrder() {
+  for (size_t i = 0; i < std::size(kOps); ++i) {
+    if (kOps[i].op != static_cast<kvx::OpCode>(i)) return false;
+  }
+  return std::size(kOps) == static_cast<size_t>(kvx::OpCode::MAX) + 1;
+}
+static_assert(EveryOpcodeInOrder(),
+              "kOps describes each kvx::OpCode once, in the enum's order: a new opcode needs its "
+              "entry here");
+
+}  // namespace
+
+int64_t OpCheckContext::WeightDim(size_t i, size_t dim) const {
+  const kvx::TensorRef& ref = input(i);
+  if (ref.kind() != kvx::BufferKind::Weight) return -1;
+  const auto* shape = executable.weights()->Get(ref.index())->shape();
+  return shape != nullptr && dim < shape->size() ? shape->Get(dim) : -1;
+}
+
+const OpDescription* FindOp(kvx::OpCode op) {
+  const size_t index = static_cast<size_t>(op);
+  return index < std::size(kOps) ? &kOps[index] : nullptr;
+}
+
+std::optional<uint32_t> KvCacheLayer(const kvx::Instruction& instruction) {
+  if (const kvx::KvWriteParams* write = instruction.params_as_KvWriteParams()) {
+    return write->layer();
+  }
+  if (const kvx::KvAttentionParams* attention = instruction.params_as_KvAttentionParams()) {
+    return attention->layer();
+  }
+  return std::nullopt;
+}
+
+}  // namespace kvjit::runtime

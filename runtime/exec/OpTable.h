@@ -1,0 +1,72 @@
+#ifndef KVJIT_RUNTIME_EXEC_OPTABLE_H_
+#define KVJIT_RUNTIME_EXEC_OPTABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "runtime/exec/Executable.h"
+#include "runtime/exec/InstructionCost.h"
+#include "runtime/schema/kvx_generated.h"
+
+// The runtime's one description of each opcode, read by the loader (arity,
+// operand and output-shape checks), the cost model and the profiler. The
+// backends keep their own tables keyed by the same opcodes: the CPU kernels
+// (runtime/cpu/CpuKernelTable.cpp) and the CUDA emitters
+// (codegen/cuda/CudaCodegen.cpp).
+namespace kvjit::runtime {
+
+// An instruction of a loaded program as an op's checks see it: arity, tensor
+// references (in bounds of the arena, weights of the shapes they claim) and
+// view rules were checked before.
+struct OpCheckContext {
+  const kvx::Executable& executable;
+  const kvx::Instruction& instruction;
+
+  const kvx::TensorRef& input(size_t i) const { return *instruction.inputs()->Get(i); }
+  const kvx::TensorRef& output(size_t i) const { return *instruction.outputs()->Get(i); }
+  size_t num_inputs() const { return instruction.inputs()->size(); }
+  // Dimension `dim` of the weight input `i` refers to; -1 where it has none
+  // (or `i` is no weight).
+  int64_t WeightDim(size_t i, size_t dim) const;
+};
+
+// What the cost model knows before an op adds its own: the step's sizes, how
+// far attention reaches, and the output's elements.
+struct OpCostContext {
+  const kvx::Executable& executable;
+  const kvx::Instruction& instruction;
+  const StepSizes& sizes;
+  const AttentionExtent& attention;
+  int64_t output_elements;
+};
+
+struct OpDescription {
+  kvx::OpCode op;
+  // Tensor operands read and written (KvWrite writes the cache, no tensor).
+  size_t min_inputs, max_inputs, outputs;
+  // The parameter table its instructions carry (kvx.fbs OpParams); NONE for
+  // an op without parameters.
+  kvx::OpParams params;
+  // Whether the op's kernels read a column view of wider rows in place.
+  bool reads_views;
+  // The op's own checks (the output-shape rule among them) on an instruction
+  // whose generic checks passed; the message says what is wrong, the loader
+  // names the file and the instruction.
+  absl::Status (*verify)(const OpCheckContext& context);
+  // The op's flops and KV bytes, and any correction of the generic weight
+  // and activation bytes already in `cost`.
+  void (*cost)(const OpCostContext& context, InstructionCost& cost);
+};
+
+// The description of `op`, or null for a value no opcode has.
+const OpDescription* FindOp(kvx::OpCode op);
+
+// The KV cache layer an instruction reads or writes; none for an op that does
+// not touch the cache.
+std::optional<uint32_t> KvCacheLayer(const kvx::Instruction& instruction);
+
+}  // namespace kvjit::runtime
+
+#endif  // KVJIT_RUNTIME_EXEC_OPTABLE_H_
