@@ -26,6 +26,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/schema/SchemaVersion.h"
+#include "runtime/schema/StepContract.h"
 #include "runtime/schema/kvx_generated.h"
 
 namespace kvjit::codegen {
@@ -38,9 +39,9 @@ constexpr char kStepFunctionAttr[] = "kv.step_function";
 constexpr uint64_t kFnvOffsetBasis = 14695981039346656037ull;
 constexpr uint64_t kFnvPrime = 1099511628211ull;
 
-// The step contract's tensor arguments, in order, then the cache.
-constexpr unsigned kStepInputCount = 7;
-constexpr unsigned kCacheArgument = kStepInputCount;
+// The step contract's tensor arguments (runtime/schema/StepContract.h), in
+// order, then the cache.
+constexpr unsigned kCacheArgument = kvx::kStepInputCount;
 
 std::string Describe(mlir::Location location) {
   std::string text;
@@ -292,30 +293,29 @@ class ExecutableBuilder {
  private:
   absl::Status AddStepInputs(mlir::func::FuncOp step) {
     mlir::Block& body = step.getBody().front();
-    if (body.getNumArguments() != kStepInputCount + 1 ||
+    if (body.getNumArguments() != kCacheArgument + 1 ||
         !mlir::isa<kv::CacheType>(body.getArgument(kCacheArgument).getType())) {
+      std::string names;
+      for (const kvx::StepInputSpec& spec : kvx::kStepInputs) {
+        absl::StrAppend(&names, spec.name, ", ");
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "function @", step.getSymName().str(), " at ", Describe(step.getLoc()),
-          " does not take the step contract's arguments (tokens, positions, seq_starts, "
-          "context_lens, slot_mapping, block_tables, logits_rows, cache)"));
+          " does not take the step contract's arguments (", names, "cache)"));
     }
-    using K = kvx::DimKind;
-    const std::vector<std::vector<K>> shapes = {
-        {K::Tokens},     {K::Tokens},    {K::SequencesPlusOne}, {K::Sequences},
-        {K::Tokens},     {K::Sequences, K::MaxBlocks},          {K::LogitsRows},
-    };
-    for (unsigned index = 0; index < kStepInputCount; ++index) {
+    for (const kvx::StepInputSpec& spec : kvx::kStepInputs) {
+      const unsigned index = static_cast<unsigned>(spec.input);
       mlir::BlockArgument argument = body.getArgument(index);
       auto type = mlir::dyn_cast<mlir::RankedTensorType>(argument.getType());
-      if (!type || !type.getElementType().isInteger(32) ||
-          type.getRank() != static_cast<int64_t>(shapes[index].size())) {
+      if (!type || !type.getElementType().isInteger(32) || type.getRank() != spec.rank) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "function @", step.getSymName().str(), ": step input ", index, " has type ",
-            Describe(argument.getType()), ", not an i32 tensor of rank ", shapes[index].size()));
+            "function @", step.getSymName().str(), ": step input ", index, " (", spec.name,
+            ") has type ", Describe(argument.getType()), ", not an i32 tensor of rank ",
+            spec.rank));
       }
       TensorInfo info(kvx::BufferKind::Input, index, 0);
-      for (K kind : shapes[index]) info.shape.push_back(kvx::Dim(kind, 0));
-      info.row_kind = shapes[index].front();
+      for (int d = 0; d < spec.rank; ++d) info.shape.push_back(kvx::Dim(spec.dims[d], 0));
+      info.row_kind = spec.dims[0];
       info.ref = CreateRef(info);
       tensors_.try_emplace(argument, std::move(info));
     }

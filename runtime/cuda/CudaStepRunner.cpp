@@ -14,29 +14,6 @@ namespace {
 
 using runtime::StepSizes;
 
-constexpr int kStepInputCount = 7;
-
-// The step's int32 array for StepInput(index).
-absl::Span<const int32_t> StepInputArray(const runtime::StepInputs& inputs, int index) {
-  switch (static_cast<kvx::StepInput>(index)) {
-    case kvx::StepInput::Tokens:
-      return inputs.tokens;
-    case kvx::StepInput::Positions:
-      return inputs.positions;
-    case kvx::StepInput::SeqStarts:
-      return inputs.seq_starts;
-    case kvx::StepInput::ContextLens:
-      return inputs.context_lens;
-    case kvx::StepInput::SlotMapping:
-      return inputs.slot_mapping;
-    case kvx::StepInput::BlockTables:
-      return inputs.block_tables;
-    case kvx::StepInput::LogitsRows:
-      return inputs.logits_rows;
-  }
-  return {};
-}
-
 bool UsesTheKvCache(kvx::OpCode op) {
   return op == kvx::OpCode::KvWrite || op == kvx::OpCode::KvAttention;
 }
@@ -171,11 +148,13 @@ absl::Status CudaStepRunner::PlanAndAllocate() {
   KVJIT_ASSIGN_OR_RETURN(uint64_t arena,
                          layout.Reserve("activation arena", executable_.program().arena_bytes()));
   const int64_t tokens = limits_.max_tokens;
-  input_capacity_ = {tokens, tokens, tokens + 1, tokens, tokens, tokens * limits_.max_columns,
-                     tokens};
-  std::array<uint64_t, kStepInputCount> input_offsets{};
+  // Each input's largest: a step of max_tokens tokens, each its own sequence
+  // and logits row.
+  const StepSizes largest = {tokens, tokens, tokens, limits_.max_columns};
+  std::array<uint64_t, kvx::kStepInputCount> input_offsets{};
   uint64_t staging_bytes = 0;
-  for (int k = 0; k < kStepInputCount; ++k) {
+  for (int k = 0; k < kvx::kStepInputCount; ++k) {
+    input_capacity_[k] = runtime::StepInputElements(static_cast<kvx::StepInput>(k), largest);
     const uint64_t bytes = input_capacity_[k] * sizeof(int32_t);
     KVJIT_ASSIGN_OR_RETURN(input_offsets[k], layout.Reserve("step inputs", bytes));
     staging_offset_[k] = staging_bytes;
@@ -222,7 +201,7 @@ absl::Status CudaStepRunner::PlanAndAllocate() {
   arena_ = base + arena;
   scratch_ = scratch_bytes > 0 ? base + scratch : 0;
   kv_pool_ = base + kv_pool;
-  for (int k = 0; k < kStepInputCount; ++k) input_buffers_[k] = base + input_offsets[k];
+  for (int k = 0; k < kvx::kStepInputCount; ++k) input_buffers_[k] = base + input_offsets[k];
   scratch_capacity_ = scratch_bytes;
   KVJIT_ASSIGN_OR_RETURN(staging_, device_->AllocatePinned(staging_bytes, "the step's inputs"));
   // Zeroed like the CPU pool: no step reads a slot before writing it, but a
@@ -266,7 +245,7 @@ absl::Status CudaStepRunner::PrepareInstructions() {
           prepared.args.buffers[slot] = DevicePointer(weights_[ref->index()]);
           break;
         case kvx::BufferKind::Input:
-          if (ref->index() >= kStepInputCount) {
+          if (ref->index() >= kvx::kStepInputCount) {
             return absl::InvalidArgumentError(
                 absl::StrCat("instruction ", i, " reads unknown step input ", ref->index()));
           }
@@ -319,11 +298,12 @@ int64_t CudaStepRunner::LargestGraphBucket() const {
 }
 
 absl::Status CudaStepRunner::UploadInputs(const runtime::StepInputs& inputs) {
-  for (int k = 0; k < kStepInputCount; ++k) {
-    const absl::Span<const int32_t> values = StepInputArray(inputs, k);
+  for (int k = 0; k < kvx::kStepInputCount; ++k) {
+    const absl::Span<const int32_t> values =
+        runtime::StepInputValues(inputs, static_cast<kvx::StepInput>(k));
     if (static_cast<int64_t>(values.size()) > input_capacity_[k]) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "step input ", kvx::EnumNameStepInput(static_cast<kvx::StepInput>(k)), " has ",
+          "step input ", kvx::kStepInputs[k].name, " has ",
           values.size(), " values; its device buffer holds ", input_capacity_[k]));
     }
     if (values.empty()) continue;

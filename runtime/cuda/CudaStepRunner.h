@@ -12,10 +12,11 @@
 #include "runtime/cuda/CublasGemm.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/DecodePadding.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/cuda/StepValidation.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/StepContract.h"
 
 namespace kvjit::cuda {
 
@@ -33,7 +34,8 @@ struct CudaRunnerOptions {
 
 // Runs an executable's step program on one GPU, through the CUDA module the
 // compiler wrote into it (`kvjit compile --target cuda`): every kernel and
-// launch size comes from there (see kvx.fbs, CudaModule, and KernelAbi.h).
+// launch size comes from there (see kvx.fbs, CudaModule, and
+// runtime/schema/CudaLaunchAbi.h).
 //
 // Device memory is one allocation (PoolLayout): the weights, uploaded once,
 // byte for byte as in their files; the activation arena of the memory plan;
@@ -118,12 +120,12 @@ class CudaStepRunner final : public runtime::StepRunner {
   uint64_t scratch_capacity_ = 0;
   CUdeviceptr kv_pool_ = 0;
   // Per StepInput, its fixed device buffer and capacity in int32s.
-  std::array<CUdeviceptr, 7> input_buffers_{};
-  std::array<int64_t, 7> input_capacity_{};
+  std::array<CUdeviceptr, kvx::kStepInputCount> input_buffers_{};
+  std::array<int64_t, kvx::kStepInputCount> input_capacity_{};
   // Page-locked copies of the step's inputs (a region per input)
   // and of the logits, so that copies are asynchronous DMA.
   PinnedBuffer staging_;
-  std::array<uint64_t, 7> staging_offset_{};
+  std::array<uint64_t, kvx::kStepInputCount> staging_offset_{};
   PinnedBuffer logits_;
 
   std::vector<PreparedInstruction> instructions_;

@@ -20,9 +20,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda/CudaStepRunner.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/runtime/cuda/FakeCudaDriver.h"
 

@@ -11,8 +11,8 @@
 #include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/exec/KvxTypes.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/schema/SchemaVersion.h"
 
 namespace kvjit::runtime {
