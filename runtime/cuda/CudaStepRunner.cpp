@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
@@ -379,7 +382,10 @@ absl::Status CudaStepRunner::EnqueueProgram(const StepSizes& sizes) {
     prepared.args.logits_rows = static_cast<int32_t>(sizes.logits_rows);
     prepared.args.sequences = static_cast<int32_t>(sizes.sequences);
     prepared.args.max_blocks = static_cast<int32_t>(sizes.max_blocks);
-    absl::Status status = EnqueuePath(PathFor(prepared, sizes), prepared, sizes);
+    absl::Status status =
+        observer_ != nullptr ? device_->Record(instruction_events_[i].first) : absl::OkStatus();
+    if (status.ok()) status = EnqueuePath(PathFor(prepared, sizes), prepared, sizes);
+    if (status.ok() && observer_ != nullptr) status = device_->Record(instruction_events_[i].second);
     if (status.ok() && options_.synchronize_each_instruction) status = device_->Synchronize();
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",
@@ -413,7 +419,7 @@ absl::Status CudaStepRunner::RunGraph(int64_t bucket, const StepSizes& sizes) {
 
 absl::Status CudaStepRunner::EnqueueStep(const runtime::StepInputs& inputs) {
   const std::optional<int64_t> bucket = graph_buckets_.BucketFor(inputs, limits_.max_columns);
-  if (bucket.has_value()) {
+  if (bucket.has_value() && observer_ == nullptr) {
     const runtime::StepInputs padded =
         PadDecodeStep(inputs, *bucket, limits_.max_columns, static_cast<int32_t>(num_blocks_),
                       limits_.block_size);
@@ -438,6 +444,7 @@ absl::Status CudaStepRunner::EnqueueStep(const runtime::StepInputs& inputs) {
 absl::StatusOr<absl::Span<const float>> CudaStepRunner::Run(const runtime::StepInputs& inputs) {
   KVJIT_RETURN_IF_ERROR(device_->MakeCurrent());
   KVJIT_RETURN_IF_ERROR(ValidateStep(inputs, limits_));
+  const runtime::StepObserver::Clock::time_point began = runtime::StepObserver::Clock::now();
   const absl::Status enqueued = EnqueueStep(inputs);
   // Even after an error, nothing may still be copying from the pinned
   // buffers when the next step refills them.
@@ -447,8 +454,50 @@ absl::StatusOr<absl::Span<const float>> CudaStepRunner::Run(const runtime::StepI
     return absl::Status(done.code(), absl::StrCat(executable_.path(), ": the step failed on ",
                                                   device_->Describe(), ": ", done.message()));
   }
+  if (observer_ != nullptr) KVJIT_RETURN_IF_ERROR(ReportInstructionTimes(inputs, began));
   return absl::Span<const float>(static_cast<const float*>(logits_.data()),
                                  inputs.logits_rows.size() * limits_.vocab_size);
+}
+
+absl::Status CudaStepRunner::SetObserver(runtime::StepObserver* observer) {
+  if (observer != nullptr && instruction_events_.empty()) {
+    KVJIT_RETURN_IF_ERROR(device_->MakeCurrent());
+    std::vector<std::pair<Event, Event>> events;
+    for (size_t i = 0; i < instructions_.size(); ++i) {
+      KVJIT_ASSIGN_OR_RETURN(Event before, device_->CreateEvent());
+      KVJIT_ASSIGN_OR_RETURN(Event after, device_->CreateEvent());
+      events.emplace_back(std::move(before), std::move(after));
+    }
+    instruction_events_ = std::move(events);
+  }
+  observer_ = observer;
+  return absl::OkStatus();
+}
+
+absl::Status CudaStepRunner::ReportInstructionTimes(
+    const runtime::StepInputs& inputs, runtime::StepObserver::Clock::time_point began) {
+  using Clock = runtime::StepObserver::Clock;
+  // Every time is read before the first report, so that an error leaves the
+  // observer without half a step.
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> spans;
+  auto at = [&](const Event& event) -> absl::StatusOr<Clock::time_point> {
+    KVJIT_ASSIGN_OR_RETURN(
+        float milliseconds,
+        device_->ElapsedMilliseconds(instruction_events_.front().first, event));
+    return began + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double, std::milli>(milliseconds));
+  };
+  for (const auto& [before, after] : instruction_events_) {
+    KVJIT_ASSIGN_OR_RETURN(Clock::time_point start, at(before));
+    KVJIT_ASSIGN_OR_RETURN(Clock::time_point end, at(after));
+    spans.emplace_back(start, end);
+  }
+  observer_->StepBegan(inputs);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    observer_->InstructionRan(i, spans[i].first, spans[i].second);
+  }
+  observer_->StepEnded();
+  return absl::OkStatus();
 }
 
 absl::Status CudaStepRunner::CopyBlock(int64_t source, int64_t destination) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -56,6 +57,11 @@ class CudaStepRunner final : public runtime::StepRunner {
   int64_t block_size() const override { return limits_.block_size; }
   absl::Status CopyBlock(int64_t source, int64_t destination) override;
   absl::StatusOr<absl::Span<const float>> Run(const runtime::StepInputs& inputs) override;
+  // Times each instruction with a CUDA event before and after it on the
+  // stream, read once the step is done; an observed step runs its launches
+  // one by one, never from a graph, so that each instruction's own events
+  // enclose it.
+  absl::Status SetObserver(runtime::StepObserver* observer) override;
 
   const CudaDevice& device() const { return *device_; }
   // Decode steps served by replaying a graph, and graphs captured so far.
@@ -96,6 +102,10 @@ class CudaStepRunner final : public runtime::StepRunner {
   absl::Status EnqueueProgram(const runtime::StepSizes& sizes);
   absl::Status EnqueuePath(const kvx::CudaPath& path, PreparedInstruction& prepared,
                            const runtime::StepSizes& sizes);
+  // The events' times of the step that ran, reported to the observer; the
+  // host clock's `began` stands for the step's first event.
+  absl::Status ReportInstructionTimes(const runtime::StepInputs& inputs,
+                                      runtime::StepObserver::Clock::time_point began);
   absl::Status EnqueueLaunches(
       const flatbuffers::Vector<flatbuffers::Offset<kvx::CudaLaunch>>* launches,
       cuda_abi::LaunchArgs& args, const runtime::StepSizes& sizes);
@@ -131,6 +141,9 @@ class CudaStepRunner final : public runtime::StepRunner {
   std::vector<PreparedInstruction> instructions_;
   std::map<int64_t, GraphExec> graphs_;  // by bucket
   int64_t graph_replays_ = 0;
+  runtime::StepObserver* observer_ = nullptr;
+  // While observed: per instruction, the events recorded before and after it.
+  std::vector<std::pair<Event, Event>> instruction_events_;
 };
 
 // The factory the engines use: a CudaStepRunner as a StepRunner.

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -318,6 +319,61 @@ TEST_F(CudaStepRunnerFakeDriverTest, WithoutGraphsDecodeStepsLaunchOneByOne) {
   ASSERT_TRUE((*runner)->Run(step).ok());
   ExpectProgramLaunches(0, {1, 1, 1, 3}, step, /*from_graph=*/false);
   EXPECT_EQ((*runner)->graphs_captured(), 0);
+}
+
+// What a profiler would keep of each step: its instructions' spans.
+class SpanRecorder : public runtime::StepObserver {
+ public:
+  void StepBegan(const runtime::StepInputs& inputs) override {
+    ++began;
+    spans.clear();
+  }
+  void InstructionRan(size_t index, Clock::time_point start, Clock::time_point end) override {
+    spans.push_back({index, std::chrono::duration<double, std::milli>(end - start).count()});
+  }
+  void StepEnded() override { ++ended; }
+
+  struct Span {
+    size_t index;
+    double milliseconds;
+  };
+  int began = 0;
+  int ended = 0;
+  std::vector<Span> spans;
+};
+
+TEST_F(CudaStepRunnerFakeDriverTest, AnObserverSeesEachInstructionTimedByItsEvents) {
+  constexpr float kMillisecondsPerLaunch = 0.25f;
+  FakeCuda_SetMillisecondsPerLaunch(kMillisecondsPerLaunch);
+  SpanRecorder recorder;
+  ASSERT_TRUE(runner_->SetObserver(&recorder).ok());
+  const size_t instructions = executable_->program().instructions()->size();
+  // A prefill, then a decode step, which unobserved would replay a graph.
+  const std::vector<runtime::StepInputs> steps = {Step(0, 5), Step(5, 1)};
+  for (size_t s = 0; s < steps.size(); ++s) {
+    FakeCuda_ClearLaunches();
+    ASSERT_TRUE(runner_->Run(steps[s]).ok());
+    std::vector<int> launches(instructions, 0);
+    for (const Expected& expected : ExpectedLaunches(runtime::SizesOf(steps[s]))) {
+      ++launches[expected.instruction];
+    }
+    EXPECT_EQ(recorder.began, static_cast<int>(s + 1));
+    EXPECT_EQ(recorder.ended, static_cast<int>(s + 1));
+    ASSERT_EQ(recorder.spans.size(), instructions) << "step " << s;
+    for (size_t i = 0; i < instructions; ++i) {
+      EXPECT_EQ(recorder.spans[i].index, i);
+      EXPECT_NEAR(recorder.spans[i].milliseconds, launches[i] * kMillisecondsPerLaunch, 1e-6)
+          << "step " << s << ", instruction " << i;
+    }
+    for (int l = 0; l < FakeCuda_LaunchCount(); ++l) EXPECT_FALSE(FakeCuda_Launch(l)->from_graph);
+  }
+  EXPECT_EQ(runner_->graph_replays(), 0);
+
+  // Unobserved again, steps report nothing.
+  ASSERT_TRUE(runner_->SetObserver(nullptr).ok());
+  ASSERT_TRUE(runner_->Run(Step(6, 1)).ok());
+  EXPECT_EQ(recorder.began, 2);
+  FakeCuda_SetMillisecondsPerLaunch(0);
 }
 
 TEST_F(CudaStepRunnerFakeDriverTest, CopyBlockCopiesTheWholeBlock) {
