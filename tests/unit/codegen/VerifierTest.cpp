@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/Tfm/TfmOps.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "gtest/gtest.h"
 #include "passes/Pipeline.h"
 #include "runtime/engine/Generator.h"

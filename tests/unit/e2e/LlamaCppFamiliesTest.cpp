@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "runtime/engine/Generator.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::codegen::cuda::testing {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda/CudaStepRunner.h"

@@ -1,4 +1,4 @@
-#include "codegen/VerifierSchedule.h"
+#include "codegen/verifier/VerifierSchedule.h"
 
 #include <algorithm>
 #include <random>
