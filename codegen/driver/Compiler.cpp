@@ -180,7 +180,8 @@ absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executab
 absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
     const flatbuffers::DetachedBuffer& cpu_executable, mlir::ModuleOp module,
     const model::ModelFile& model, const tokenizer::Vocabulary& vocabulary,
-    const std::string& chat_template, const CompileOptions& options, std::FILE* progress) {
+    const std::string& chat_template, const std::string& sidecar_path,
+    const CompileOptions& options, std::FILE* progress) {
   Clock::time_point start = Clock::now();
   Progress(progress, "generating CUDA kernels…\n");
   KVJIT_ASSIGN_OR_RETURN(cuda::CudaModuleSpec kernels,
@@ -212,7 +213,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
   Progress(progress, "  cubin %s, PTX %s (%s, %.2f s)\n", MiB(compiled.binary.cubin.size()).c_str(),
            MiB(compiled.binary.ptx.size()).c_str(), origin.c_str(), SecondsSince(start));
   const CudaSection section{kernels, compiled.binary};
-  return WriteExecutable(module, model, vocabulary, chat_template, &section);
+  return WriteExecutable(module, model, vocabulary, chat_template, sidecar_path, &section);
 }
 #endif
 
@@ -309,12 +310,15 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
   if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, source, progress));
 
   start = Clock::now();
+  // The weights the passes made go beside the executable, which names them.
+  const std::string sidecar_path = SidecarPathFor(output_path);
   KVJIT_ASSIGN_OR_RETURN(flatbuffers::DetachedBuffer executable,
-                         WriteExecutable(module, model, vocabulary, chat_template));
+                         WriteExecutable(module, model, vocabulary, chat_template, sidecar_path));
 #if KVJIT_HAVE_CUDA
   if (options.target == "cuda") {
-    KVJIT_ASSIGN_OR_RETURN(executable, AddCudaModule(executable, module, model, vocabulary,
-                                                     chat_template, options, progress));
+    KVJIT_ASSIGN_OR_RETURN(executable,
+                           AddCudaModule(executable, module, model, vocabulary, chat_template,
+                                         sidecar_path, options, progress));
     start = Clock::now();
   }
 #endif

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/ExecutableWriter.h"
 #include "codegen/cuda/CudaCodegen.h"
@@ -218,6 +220,13 @@ void ExpectWellFormed(const kvx::Executable& executable, const model::ModelConfi
   EXPECT_EQ(kv->default_blocks(), (uint64_t{8} << 20) / kv->bytes_per_block());
 }
 
+// Where this test's executables put the weights fuse-projections makes.
+std::string TestSidecar() {
+  return (std::filesystem::temp_directory_path() /
+          ("kvjit-writer-test-" + std::to_string(::getpid()) + ".kvw"))
+      .string();
+}
+
 const kvx::Executable& Verified(const flatbuffers::DetachedBuffer& buffer) {
   flatbuffers::Verifier verifier(buffer.data(), buffer.size());
   EXPECT_TRUE(kvx::VerifyExecutableBuffer(verifier));
@@ -233,6 +242,7 @@ class ExecutableWriterTest : public ::testing::Test {
     context_.appendDialectRegistry(registry);
     context_.loadAllAvailableDialects();
   }
+  ~ExecutableWriterTest() override { std::filesystem::remove(TestSidecar()); }
 
   // The model through the whole pipeline, ready for the writer.
   mlir::OwningOpRef<mlir::ModuleOp> Planned(const model::ModelConfig& config,
@@ -338,7 +348,7 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   auto module = Planned(model->config, *model->weights);
   ASSERT_TRUE(module);
 
-  auto buffer = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Executable& executable = Verified(*buffer);
   ExpectWellFormed(executable, model->config);
@@ -347,7 +357,8 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   ASSERT_EQ(executable.weight_files()->size(), 2u);
   EXPECT_EQ(executable.weight_files()->Get(0)->path()->str(),
             std::filesystem::absolute(path).lexically_normal().string());
-  EXPECT_THAT(executable.weight_files()->Get(1)->path()->str(), ::testing::EndsWith(".kvw"));
+  EXPECT_EQ(executable.weight_files()->Get(1)->path()->str(), TestSidecar());
+  EXPECT_EQ(std::filesystem::file_size(TestSidecar()), executable.weight_files()->Get(1)->size_bytes());
   // 6 tensors per layer (2 of them q+k+v and gate+up, in the sidecar), the
   // embedding, the final norm and the output.
   EXPECT_EQ(executable.weights()->size(), 6u * 5 + 3);
@@ -392,7 +403,7 @@ TEST_F(ExecutableWriterTest, CarriesTheCudaModuleOfItsProgram) {
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   auto module = Planned(model->config, *model->weights);
   ASSERT_TRUE(module);
-  auto cpu = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "");
+  auto cpu = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar());
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_EQ(Verified(*cpu).cuda(), nullptr);
 
@@ -405,7 +416,7 @@ TEST_F(ExecutableWriterTest, CarriesTheCudaModuleOfItsProgram) {
   binary.nvrtc_version = 13000;
   binary.options = {"-default-device"};
   const CudaSection section{*kernels, binary};
-  auto with_cuda = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", &section);
+  auto with_cuda = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar(), &section);
   ASSERT_TRUE(with_cuda.ok()) << with_cuda.status();
   const kvx::CudaModule* cuda = Verified(*with_cuda).cuda();
   ASSERT_NE(cuda, nullptr);
@@ -418,7 +429,7 @@ TEST_F(ExecutableWriterTest, CarriesTheCudaModuleOfItsProgram) {
   EXPECT_EQ(cuda->options()->Get(0)->str(), "-default-device");
 
   kernels->instructions.pop_back();
-  auto mismatched = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", &section);
+  auto mismatched = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar(), &section);
   ASSERT_FALSE(mismatched.ok());
   EXPECT_THAT(mismatched.status().message(), HasSubstr("instructions for a program of"));
 }
@@ -430,7 +441,7 @@ TEST_F(ExecutableWriterTest, TinyShardedCheckpoint) {
   auto module = Planned(model->config, *model->weights);
   ASSERT_TRUE(module);
 
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "{{ messages }}");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "{{ messages }}", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Executable& executable = Verified(*buffer);
   ExpectWellFormed(executable, checkpoint.config());
@@ -474,7 +485,7 @@ TEST_F(ExecutableWriterTest, InMemoryWeightsHaveNoFileToReference) {
   model.weights = std::make_unique<model::InMemoryWeights>(model::RandomWeightsFor(model.config, 3));
   auto module = Planned(model.config, *model.weights);
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(buffer.status().message()),
@@ -512,7 +523,7 @@ TEST_F(ExecutableWriterTest, ElementwiseChainIsEncodedStepByStep) {
         kernel.yield %u : tensor<?x16xf32>
       })"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Program* program = Verified(*buffer).program();
   ASSERT_EQ(program->instructions()->size(), 3u);
@@ -546,7 +557,7 @@ TEST_F(ExecutableWriterTest, UnfusedElementwiseOpsAreOneInstructionEach) {
       %s = tfm.scale %x, 2.5 : tensor<?x16xf32>
       %y = tfm.mul %s, %x : tensor<?x16xf32>)"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Program* program = Verified(*buffer).program();
   ASSERT_EQ(program->instructions()->size(), 3u);
@@ -574,7 +585,7 @@ TEST_F(ExecutableWriterTest, OpWithoutInstructionIsNamed) {
   auto module = PlannedFromText(StepFunction(R"(
       %y = tfm.softmax %x {axis = -1 : i64} : tensor<?x16xf32>)"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(buffer.status().message()),
@@ -593,7 +604,7 @@ TEST_F(ExecutableWriterTest, CausalMaskOutsideAttentionIsUnimplemented) {
         kernel.yield %m : tensor<?x16xf32>
       })"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(buffer.status().message()), HasSubstr("'tfm.causal_mask' at loc("));
@@ -607,7 +618,7 @@ TEST_F(ExecutableWriterTest, UnplannedModuleIsRefused) {
   auto module = mlir::parseSourceString<mlir::ModuleOp>(StepFunction(R"(
       %y = tfm.silu %x : tensor<?x16xf32>)"), &context_);
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_THAT(std::string(buffer.status().message()), HasSubstr("run plan-memory first"));
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <vector>
 
+#include "codegen/ExecutableWriter.h"
 #include "codegen/driver/Compiler.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
@@ -185,6 +186,7 @@ TEST(CompiledSmolLM2Test, GreedyIdsAndLogitsEqualLlamaCpps) {
   ASSERT_TRUE(codegen::CompileModel(path, kvx, options, nullptr).ok());
   auto executable = runtime::Executable::Load(kvx);
   std::filesystem::remove(kvx);
+  std::filesystem::remove(codegen::SidecarPathFor(kvx));
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/64, /*threads=*/2);
   ASSERT_TRUE(runner.ok()) << runner.status();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/ExecutableWriter.h"
 #include "codegen/driver/Compiler.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -82,6 +83,7 @@ TEST_P(LlamaCppFamiliesTest, GreedyIdsEqualAndLogitsCloseToLlamaCpps) {
   ASSERT_TRUE(compiled.ok()) << compiled;
   auto executable = runtime::Executable::Load(kvx);
   std::filesystem::remove(kvx);
+  std::filesystem::remove(codegen::SidecarPathFor(kvx));
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/64, /*threads=*/2);
   ASSERT_TRUE(runner.ok()) << runner.status();

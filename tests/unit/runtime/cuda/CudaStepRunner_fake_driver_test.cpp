@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/ExecutableWriter.h"
 #include "codegen/driver/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,6 +86,7 @@ class CudaStepRunnerFakeDriverTest : public ::testing::Test {
     if (!status.ok()) return nullptr;
     auto executable = runtime::Executable::Load(kvx);
     std::filesystem::remove(kvx);
+    std::filesystem::remove(codegen::SidecarPathFor(kvx));
     EXPECT_TRUE(executable.ok()) << executable.status();
     if (!executable.ok()) return nullptr;
     return (compiled[arch] = *std::move(executable)).get();
@@ -467,6 +469,7 @@ TEST(CudaStepRunnerRefusalTest, AnExecutableWithoutCudaKernelsIsRefused) {
   ASSERT_TRUE(codegen::CompileModel(model, kvx, options, nullptr).ok());
   auto executable = runtime::Executable::Load(kvx);
   std::filesystem::remove(kvx);
+  std::filesystem::remove(codegen::SidecarPathFor(kvx));
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = CudaStepRunner::Create(**executable, 8, CudaRunnerOptions());
   ASSERT_FALSE(runner.ok());
