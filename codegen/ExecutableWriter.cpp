@@ -1,12 +1,14 @@
 #include "codegen/ExecutableWriter.h"
 
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/CudaModuleWriter.h"
 #include "ir/Kernel/KernelOps.h"
@@ -23,10 +25,12 @@
 #include "passes/MemoryPlanChecker.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/BuildInfo.h"
+#include "runtime/core/MappedFile.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/exec/OpTable.h"
 #include "runtime/schema/SchemaVersion.h"
+#include "runtime/schema/StepContract.h"
 #include "runtime/schema/kvx_generated.h"
 
 namespace kvjit::codegen {
@@ -39,9 +43,9 @@ constexpr char kStepFunctionAttr[] = "kv.step_function";
 constexpr uint64_t kFnvOffsetBasis = 14695981039346656037ull;
 constexpr uint64_t kFnvPrime = 1099511628211ull;
 
-// The step contract's tensor arguments, in order, then the cache.
-constexpr unsigned kStepInputCount = 7;
-constexpr unsigned kCacheArgument = kStepInputCount;
+// The step contract's tensor arguments (runtime/schema/StepContract.h), in
+// order, then the cache.
+constexpr unsigned kCacheArgument = kvx::kStepInputCount;
 
 std::string Describe(mlir::Location location) {
   std::string text;
@@ -207,6 +211,14 @@ struct TensorInfo {
   TensorRefOffset ref;
 };
 
+// Whether the file at `path` holds exactly `bytes`.
+bool FileHolds(const std::string& path, absl::Span<const uint8_t> bytes) {
+  std::error_code error;
+  if (std::filesystem::file_size(path, error) != bytes.size() || error) return false;
+  absl::StatusOr<MappedFile> file = MappedFile::Open(path);
+  return file.ok() && std::equal(bytes.begin(), bytes.end(), file->bytes().begin());
+}
+
 // The weights the compiler makes (fuse-projections' concatenations), laid
 // out as their sidecar file: each at a 64-byte aligned offset, so that an
 // f32 weight is read in place with aligned vector loads.
@@ -222,18 +234,25 @@ class Sidecar {
   }
   bool empty() const { return bytes_.empty(); }
 
-  // Writes the file, named by its checksum, unless one of its size is
-  // already there: compiles of one model share it, and a file is only ever
-  // replaced whole.
-  absl::StatusOr<WeightFileTable::File> Write(const std::string& directory) const {
-    const std::string path =
-        absl::StrCat(directory, "/", absl::Hex(runtime::Fnv1a64(bytes_), absl::kZeroPad16), ".kvw");
-    std::error_code error;
-    if (std::filesystem::file_size(path, error) != bytes_.size() || error) {
-      std::filesystem::create_directories(directory, error);
-      KVJIT_RETURN_IF_ERROR(WriteFileAtomically(path, bytes_));
+  // Writes the file at `path` unless it holds these very bytes already. A
+  // file is only ever replaced whole (a temporary file and a rename), so
+  // concurrent compiles into one path, which write the same bytes, each
+  // succeed, and a process that maps the old file keeps reading it.
+  absl::StatusOr<WeightFileTable::File> Write(const std::string& path) const {
+    if (path.empty()) {
+      return absl::FailedPreconditionError(
+          "the program reads weights the compiler made (fuse-projections' concatenations), but "
+          "the executable writer was given no path for their sidecar file");
     }
-    return WeightFileTable::File{path, bytes_.size()};
+    const std::filesystem::path absolute = std::filesystem::absolute(path).lexically_normal();
+    if (!FileHolds(absolute.string(), bytes_)) {
+      std::error_code error;
+      if (absolute.has_parent_path()) {
+        std::filesystem::create_directories(absolute.parent_path(), error);
+      }
+      KVJIT_RETURN_IF_ERROR(WriteFileAtomically(absolute.string(), bytes_));
+    }
+    return WeightFileTable::File{absolute.string(), bytes_.size()};
   }
 
  private:
@@ -250,10 +269,10 @@ struct Params {
 class ExecutableBuilder {
  public:
   ExecutableBuilder(const model::ModelFile& model, WeightFileTable weight_files,
-                    std::string sidecar_directory)
+                    std::string sidecar_path)
       : model_(model),
         weight_files_(std::move(weight_files)),
-        sidecar_directory_(std::move(sidecar_directory)) {}
+        sidecar_path_(std::move(sidecar_path)) {}
 
   absl::StatusOr<flatbuffers::DetachedBuffer> Build(mlir::func::FuncOp step,
                                                     const tokenizer::Vocabulary& vocabulary,
@@ -263,7 +282,7 @@ class ExecutableBuilder {
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::Program> program, AddProgram(step));
     std::vector<WeightFileTable::File> weight_files = weight_files_.files();
     if (!sidecar_.empty()) {
-      KVJIT_ASSIGN_OR_RETURN(WeightFileTable::File file, sidecar_.Write(sidecar_directory_));
+      KVJIT_ASSIGN_OR_RETURN(WeightFileTable::File file, sidecar_.Write(sidecar_path_));
       weight_files.push_back(std::move(file));
     }
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::KvLayout> kv_layout, AddKvLayout(step));
@@ -291,30 +310,29 @@ class ExecutableBuilder {
  private:
   absl::Status AddStepInputs(mlir::func::FuncOp step) {
     mlir::Block& body = step.getBody().front();
-    if (body.getNumArguments() != kStepInputCount + 1 ||
+    if (body.getNumArguments() != kCacheArgument + 1 ||
         !mlir::isa<kv::CacheType>(body.getArgument(kCacheArgument).getType())) {
+      std::string names;
+      for (const kvx::StepInputSpec& spec : kvx::kStepInputs) {
+        absl::StrAppend(&names, spec.name, ", ");
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "function @", step.getSymName().str(), " at ", Describe(step.getLoc()),
-          " does not take the step contract's arguments (tokens, positions, seq_starts, "
-          "context_lens, slot_mapping, block_tables, logits_rows, cache)"));
+          " does not take the step contract's arguments (", names, "cache)"));
     }
-    using K = kvx::DimKind;
-    const std::vector<std::vector<K>> shapes = {
-        {K::Tokens},     {K::Tokens},    {K::SequencesPlusOne}, {K::Sequences},
-        {K::Tokens},     {K::Sequences, K::MaxBlocks},          {K::LogitsRows},
-    };
-    for (unsigned index = 0; index < kStepInputCount; ++index) {
+    for (const kvx::StepInputSpec& spec : kvx::kStepInputs) {
+      const unsigned index = static_cast<unsigned>(spec.input);
       mlir::BlockArgument argument = body.getArgument(index);
       auto type = mlir::dyn_cast<mlir::RankedTensorType>(argument.getType());
-      if (!type || !type.getElementType().isInteger(32) ||
-          type.getRank() != static_cast<int64_t>(shapes[index].size())) {
+      if (!type || !type.getElementType().isInteger(32) || type.getRank() != spec.rank) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "function @", step.getSymName().str(), ": step input ", index, " has type ",
-            Describe(argument.getType()), ", not an i32 tensor of rank ", shapes[index].size()));
+            "function @", step.getSymName().str(), ": step input ", index, " (", spec.name,
+            ") has type ", Describe(argument.getType()), ", not an i32 tensor of rank ",
+            spec.rank));
       }
       TensorInfo info(kvx::BufferKind::Input, index, 0);
-      for (K kind : shapes[index]) info.shape.push_back(kvx::Dim(kind, 0));
-      info.row_kind = shapes[index].front();
+      for (int d = 0; d < spec.rank; ++d) info.shape.push_back(kvx::Dim(spec.dims[d], 0));
+      info.row_kind = spec.dims[0];
       info.ref = CreateRef(info);
       tensors_.try_emplace(argument, std::move(info));
     }
@@ -922,7 +940,7 @@ class ExecutableBuilder {
 
   const model::ModelFile& model_;
   WeightFileTable weight_files_;
-  std::string sidecar_directory_;
+  std::string sidecar_path_;
   Sidecar sidecar_;
   flatbuffers::FlatBufferBuilder fbb_;
   llvm::DenseMap<mlir::Value, TensorInfo> tensors_;
@@ -982,24 +1000,22 @@ absl::Status VerifyPlan(mlir::func::FuncOp step) {
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
-    const CudaSection* cuda) {
+    const std::string& sidecar_path, const CudaSection* cuda) {
   KVJIT_ASSIGN_OR_RETURN(mlir::func::FuncOp step, FindStepFunction(planned_module));
   KVJIT_RETURN_IF_ERROR(RequirePlan(step));
   KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
   KVJIT_ASSIGN_OR_RETURN(WeightFileTable weight_files, WeightFileTable::ForModel(model));
-  ExecutableBuilder builder(model, std::move(weight_files), CompiledWeightsDirectory());
+  ExecutableBuilder builder(model, std::move(weight_files), sidecar_path);
   return builder.Build(step, vocabulary, chat_template, cuda);
 }
 
-std::string CompiledWeightsDirectory() {
-  if (const char* directory = std::getenv("KVJIT_WEIGHTS_DIR"); directory && *directory) {
-    return directory;
+std::string SidecarPathFor(const std::string& executable_path) {
+  constexpr absl::string_view kExtension = ".kvx";
+  if (absl::EndsWith(executable_path, kExtension)) {
+    return absl::StrCat(executable_path.substr(0, executable_path.size() - kExtension.size()),
+                        ".kvw");
   }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    return absl::StrCat(xdg, "/kvjit/weights");
-  }
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home && *home ? home : ".", "/.cache/kvjit/weights");
+  return absl::StrCat(executable_path, ".kvw");
 }
 
 absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,

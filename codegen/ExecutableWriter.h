@@ -48,7 +48,9 @@ struct CudaSection {
 //     such a file (an in-memory WeightSource) is a FailedPrecondition error.
 //   - A `tfm.param ... concat` (fuse-projections) is made here: its parts'
 //     bytes, one after the other, in a sidecar weight file (kvx.fbs says its
-//     layout) in CompiledWeightsDirectory(), the executable's last file.
+//     layout) written at `sidecar_path` (SidecarPathFor the executable's
+//     path: beside it), the executable's last file. A program without such
+//     weights writes none, and may be given an empty path.
 //   - A `tfm.slice_columns` emits nothing: its result is a reference into
 //     the viewed rows with their `row_stride`, which only Copy, SwiGlu and
 //     Elementwise may read (an Unimplemented error elsewhere).
@@ -60,11 +62,13 @@ struct CudaSection {
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
-    const CudaSection* cuda = nullptr);
+    const std::string& sidecar_path, const CudaSection* cuda = nullptr);
 
-// Where the sidecar weight files go: $KVJIT_WEIGHTS_DIR, else
-// $XDG_CACHE_HOME/kvjit/weights, else ~/.cache/kvjit/weights.
-std::string CompiledWeightsDirectory();
+// The sidecar of the executable at `executable_path`, beside it: `out.kvx`
+// -> `out.kvw`, a name without the .kvx extension gains `.kvw`. The
+// executable names it by absolute path, so the two move together only by
+// recompiling.
+std::string SidecarPathFor(const std::string& executable_path);
 
 // Writes `executable` to `path` through a temporary file beside it and a
 // rename, so that readers never see half a file; errors name the path.

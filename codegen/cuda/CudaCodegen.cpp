@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "codegen/cuda/KernelTable.h"
-#include "runtime/cuda/KernelAbi.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 
 namespace kvjit::codegen::cuda {
 namespace {

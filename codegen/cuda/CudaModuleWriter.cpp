@@ -1,6 +1,6 @@
 #include "codegen/cuda/CudaModuleWriter.h"
 
-#include "runtime/cuda/KernelAbi.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 
 namespace kvjit::codegen::cuda {
 namespace {

@@ -18,9 +18,9 @@ typedef unsigned long long uint64_t;
 
 )cuda";
 
-// runtime/cuda/KernelAbi.h, as the build found it.
-constexpr char kKernelAbi[] =
-#include "codegen/cuda/KernelAbiText.inc"
+// runtime/schema/CudaLaunchAbi.h, as the build found it.
+constexpr char kCudaLaunchAbi[] =
+#include "codegen/cuda/CudaLaunchAbiText.inc"
     ;
 
 // Conversions, reductions and the helpers of several kernels.
@@ -103,7 +103,7 @@ constexpr char kDequant[] =
 
 const std::string& DevicePrelude() {
   static const std::string* prelude =
-      new std::string(absl::StrCat(kIntegerTypes, kKernelAbi, kDeviceFunctions, kDequant));
+      new std::string(absl::StrCat(kIntegerTypes, kCudaLaunchAbi, kDeviceFunctions, kDequant));
   return *prelude;
 }
 

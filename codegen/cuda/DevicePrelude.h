@@ -6,7 +6,7 @@
 namespace kvjit::codegen::cuda {
 
 // The start of every generated translation unit: the fixed-width integer
-// types NVRTC lacks, runtime/cuda/KernelAbi.h verbatim (LaunchArgs), and the
+// types NVRTC lacks, runtime/schema/CudaLaunchAbi.h verbatim (LaunchArgs), and the
 // device functions the kernels share: f16/bf16 conversions, warp and block
 // reductions, and `dequant_<type>(row, group, cols, out)`, which writes the
 // 32 elements of group `group` of a weight row in its storage type as f32

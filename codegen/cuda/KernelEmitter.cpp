@@ -6,9 +6,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/quant/StorageType.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 
 namespace kvjit::codegen::cuda {
 

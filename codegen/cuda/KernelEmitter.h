@@ -88,7 +88,7 @@ uint32_t RowThreads(int64_t width);
 // The paged KV pool for a kernel's body: constexpr kKvHeads, kHeadDim,
 // kBlockSize, kBlockBytes, kSlotStride, kValueOffset (bytes; see kvx.fbs
 // KvLayout) and kElementBytes. Kernels get the pool already advanced to
-// their instruction's layer (runtime/cuda/KernelAbi.h). An element type
+// their instruction's layer (runtime/schema/CudaLaunchAbi.h). An element type
 // other than f32 or f16 is an error.
 absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout);
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/cuda/KernelAbi.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 
 namespace kvjit::codegen::cuda {
 namespace {

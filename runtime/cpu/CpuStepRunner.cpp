@@ -103,16 +103,10 @@ absl::StatusOr<const int32_t*> CpuStepRunner::Ints(const kvx::TensorRef& ref,
   if (ref.kind() != kvx::BufferKind::Input) {
     return absl::InvalidArgumentError("an i32 operand must be a step input");
   }
-  switch (static_cast<kvx::StepInput>(ref.index())) {
-    case kvx::StepInput::Tokens: return inputs.tokens.data();
-    case kvx::StepInput::Positions: return inputs.positions.data();
-    case kvx::StepInput::SeqStarts: return inputs.seq_starts.data();
-    case kvx::StepInput::ContextLens: return inputs.context_lens.data();
-    case kvx::StepInput::SlotMapping: return inputs.slot_mapping.data();
-    case kvx::StepInput::BlockTables: return inputs.block_tables.data();
-    case kvx::StepInput::LogitsRows: return inputs.logits_rows.data();
+  if (ref.index() >= static_cast<uint32_t>(kvx::kStepInputCount)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown step input ", ref.index()));
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown step input ", ref.index()));
+  return StepInputValues(inputs, static_cast<kvx::StepInput>(ref.index())).data();
 }
 
 absl::StatusOr<cpu::WeightView> CpuStepRunner::Matrix(const kvx::TensorRef& ref) const {

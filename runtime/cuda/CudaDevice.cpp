@@ -74,6 +74,19 @@ GraphExec::~GraphExec() {
   if (exec_ != nullptr) driver_->cuGraphExecDestroy(exec_);
 }
 
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (event_ != nullptr) driver_->cuEventDestroy(event_);
+    driver_ = std::exchange(other.driver_, nullptr);
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+Event::~Event() {
+  if (event_ != nullptr) driver_->cuEventDestroy(event_);
+}
+
 absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int ordinal) {
   KVJIT_ASSIGN_OR_RETURN(const CudaDriver* driver, CudaDriver::Get());
   int count = 0;
@@ -261,6 +274,23 @@ absl::StatusOr<GraphExec> CudaDevice::EndCapture() const {
 absl::Status CudaDevice::LaunchGraph(const GraphExec& graph) const {
   KVJIT_CU_RETURN_IF_ERROR(*driver_, cuGraphLaunch(graph.get(), stream_));
   return absl::OkStatus();
+}
+
+absl::StatusOr<Event> CudaDevice::CreateEvent() const {
+  CUevent event = nullptr;
+  KVJIT_CU_RETURN_IF_ERROR(*driver_, cuEventCreate(&event, CU_EVENT_DEFAULT));
+  return Event(driver_, event);
+}
+
+absl::Status CudaDevice::Record(const Event& event) const {
+  KVJIT_CU_RETURN_IF_ERROR(*driver_, cuEventRecord(event.get(), stream_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<float> CudaDevice::ElapsedMilliseconds(const Event& start, const Event& end) const {
+  float milliseconds = 0;
+  KVJIT_CU_RETURN_IF_ERROR(*driver_, cuEventElapsedTime(&milliseconds, start.get(), end.get()));
+  return milliseconds;
 }
 
 }  // namespace kvjit::cuda

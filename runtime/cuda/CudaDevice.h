@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -83,6 +84,22 @@ class GraphExec {
   CUgraphExec exec_ = nullptr;
 };
 
+// A CUDA event (timing enabled), destroyed on destruction.
+class Event {
+ public:
+  Event() = default;
+  Event(const CudaDriver* driver, CUevent event) : driver_(driver), event_(event) {}
+  Event(Event&& other) noexcept { *this = std::move(other); }
+  Event& operator=(Event&& other) noexcept;
+  ~Event();
+
+  CUevent get() const { return event_; }
+
+ private:
+  const CudaDriver* driver_ = nullptr;
+  CUevent event_ = nullptr;
+};
+
 struct LaunchDims {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
@@ -145,6 +162,13 @@ class CudaDevice {
   absl::Status BeginCapture() const;
   absl::StatusOr<GraphExec> EndCapture() const;
   absl::Status LaunchGraph(const GraphExec& graph) const;
+
+  // Events mark points of the stream's work: ElapsedMilliseconds between
+  // two recorded ones is the GPU's time between them, readable once the
+  // stream has passed both (after Synchronize).
+  absl::StatusOr<Event> CreateEvent() const;
+  absl::Status Record(const Event& event) const;
+  absl::StatusOr<float> ElapsedMilliseconds(const Event& start, const Event& end) const;
 
  private:
   CudaDevice(const CudaDriver* driver, int ordinal) : driver_(driver), ordinal_(ordinal) {}

@@ -54,6 +54,10 @@ namespace kvjit::cuda {
   X(cuGraphLaunch)                     \
   X(cuGraphDestroy)                    \
   X(cuGraphExecDestroy)                \
+  X(cuEventCreate)                     \
+  X(cuEventDestroy)                    \
+  X(cuEventRecord)                     \
+  X(cuEventElapsedTime)                \
   X(cuGetErrorName)                    \
   X(cuGetErrorString)
 

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/cuda/KernelAbi.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 
 namespace kvjit::cuda {
 namespace {

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
@@ -16,29 +19,6 @@ namespace kvjit::cuda {
 namespace {
 
 using runtime::StepSizes;
-
-constexpr int kStepInputCount = 7;
-
-// The step's int32 array for StepInput(index).
-absl::Span<const int32_t> StepInputArray(const runtime::StepInputs& inputs, int index) {
-  switch (static_cast<kvx::StepInput>(index)) {
-    case kvx::StepInput::Tokens:
-      return inputs.tokens;
-    case kvx::StepInput::Positions:
-      return inputs.positions;
-    case kvx::StepInput::SeqStarts:
-      return inputs.seq_starts;
-    case kvx::StepInput::ContextLens:
-      return inputs.context_lens;
-    case kvx::StepInput::SlotMapping:
-      return inputs.slot_mapping;
-    case kvx::StepInput::BlockTables:
-      return inputs.block_tables;
-    case kvx::StepInput::LogitsRows:
-      return inputs.logits_rows;
-  }
-  return {};
-}
 
 void* DevicePointer(CUdeviceptr address) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(address));
@@ -171,11 +151,13 @@ absl::Status CudaStepRunner::PlanAndAllocate() {
   KVJIT_ASSIGN_OR_RETURN(uint64_t arena,
                          layout.Reserve("activation arena", executable_.program().arena_bytes()));
   const int64_t tokens = limits_.max_tokens;
-  input_capacity_ = {tokens, tokens, tokens + 1, tokens, tokens, tokens * limits_.max_columns,
-                     tokens};
-  std::array<uint64_t, kStepInputCount> input_offsets{};
+  // Each input's largest: a step of max_tokens tokens, each its own sequence
+  // and logits row.
+  const StepSizes largest = {tokens, tokens, tokens, limits_.max_columns};
+  std::array<uint64_t, kvx::kStepInputCount> input_offsets{};
   uint64_t staging_bytes = 0;
-  for (int k = 0; k < kStepInputCount; ++k) {
+  for (int k = 0; k < kvx::kStepInputCount; ++k) {
+    input_capacity_[k] = runtime::StepInputElements(static_cast<kvx::StepInput>(k), largest);
     const uint64_t bytes = input_capacity_[k] * sizeof(int32_t);
     KVJIT_ASSIGN_OR_RETURN(input_offsets[k], layout.Reserve("step inputs", bytes));
     staging_offset_[k] = staging_bytes;
@@ -222,7 +204,7 @@ absl::Status CudaStepRunner::PlanAndAllocate() {
   arena_ = base + arena;
   scratch_ = scratch_bytes > 0 ? base + scratch : 0;
   kv_pool_ = base + kv_pool;
-  for (int k = 0; k < kStepInputCount; ++k) input_buffers_[k] = base + input_offsets[k];
+  for (int k = 0; k < kvx::kStepInputCount; ++k) input_buffers_[k] = base + input_offsets[k];
   scratch_capacity_ = scratch_bytes;
   KVJIT_ASSIGN_OR_RETURN(staging_, device_->AllocatePinned(staging_bytes, "the step's inputs"));
   // Zeroed like the CPU pool: no step reads a slot before writing it, but a
@@ -266,7 +248,7 @@ absl::Status CudaStepRunner::PrepareInstructions() {
           prepared.args.buffers[slot] = DevicePointer(weights_[ref->index()]);
           break;
         case kvx::BufferKind::Input:
-          if (ref->index() >= kStepInputCount) {
+          if (ref->index() >= kvx::kStepInputCount) {
             return absl::InvalidArgumentError(
                 absl::StrCat("instruction ", i, " reads unknown step input ", ref->index()));
           }
@@ -319,11 +301,12 @@ int64_t CudaStepRunner::LargestGraphBucket() const {
 }
 
 absl::Status CudaStepRunner::UploadInputs(const runtime::StepInputs& inputs) {
-  for (int k = 0; k < kStepInputCount; ++k) {
-    const absl::Span<const int32_t> values = StepInputArray(inputs, k);
+  for (int k = 0; k < kvx::kStepInputCount; ++k) {
+    const absl::Span<const int32_t> values =
+        runtime::StepInputValues(inputs, static_cast<kvx::StepInput>(k));
     if (static_cast<int64_t>(values.size()) > input_capacity_[k]) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "step input ", kvx::EnumNameStepInput(static_cast<kvx::StepInput>(k)), " has ",
+          "step input ", kvx::kStepInputs[k].name, " has ",
           values.size(), " values; its device buffer holds ", input_capacity_[k]));
     }
     if (values.empty()) continue;
@@ -399,7 +382,10 @@ absl::Status CudaStepRunner::EnqueueProgram(const StepSizes& sizes) {
     prepared.args.logits_rows = static_cast<int32_t>(sizes.logits_rows);
     prepared.args.sequences = static_cast<int32_t>(sizes.sequences);
     prepared.args.max_blocks = static_cast<int32_t>(sizes.max_blocks);
-    absl::Status status = EnqueuePath(PathFor(prepared, sizes), prepared, sizes);
+    absl::Status status =
+        observer_ != nullptr ? device_->Record(instruction_events_[i].first) : absl::OkStatus();
+    if (status.ok()) status = EnqueuePath(PathFor(prepared, sizes), prepared, sizes);
+    if (status.ok() && observer_ != nullptr) status = device_->Record(instruction_events_[i].second);
     if (status.ok() && options_.synchronize_each_instruction) status = device_->Synchronize();
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",
@@ -433,7 +419,7 @@ absl::Status CudaStepRunner::RunGraph(int64_t bucket, const StepSizes& sizes) {
 
 absl::Status CudaStepRunner::EnqueueStep(const runtime::StepInputs& inputs) {
   const std::optional<int64_t> bucket = graph_buckets_.BucketFor(inputs, limits_.max_columns);
-  if (bucket.has_value()) {
+  if (bucket.has_value() && observer_ == nullptr) {
     const runtime::StepInputs padded =
         PadDecodeStep(inputs, *bucket, limits_.max_columns, static_cast<int32_t>(num_blocks_),
                       limits_.block_size);
@@ -458,6 +444,7 @@ absl::Status CudaStepRunner::EnqueueStep(const runtime::StepInputs& inputs) {
 absl::StatusOr<absl::Span<const float>> CudaStepRunner::Run(const runtime::StepInputs& inputs) {
   KVJIT_RETURN_IF_ERROR(device_->MakeCurrent());
   KVJIT_RETURN_IF_ERROR(ValidateStep(inputs, limits_));
+  const runtime::StepObserver::Clock::time_point began = runtime::StepObserver::Clock::now();
   const absl::Status enqueued = EnqueueStep(inputs);
   // Even after an error, nothing may still be copying from the pinned
   // buffers when the next step refills them.
@@ -467,8 +454,50 @@ absl::StatusOr<absl::Span<const float>> CudaStepRunner::Run(const runtime::StepI
     return absl::Status(done.code(), absl::StrCat(executable_.path(), ": the step failed on ",
                                                   device_->Describe(), ": ", done.message()));
   }
+  if (observer_ != nullptr) KVJIT_RETURN_IF_ERROR(ReportInstructionTimes(inputs, began));
   return absl::Span<const float>(static_cast<const float*>(logits_.data()),
                                  inputs.logits_rows.size() * limits_.vocab_size);
+}
+
+absl::Status CudaStepRunner::SetObserver(runtime::StepObserver* observer) {
+  if (observer != nullptr && instruction_events_.empty()) {
+    KVJIT_RETURN_IF_ERROR(device_->MakeCurrent());
+    std::vector<std::pair<Event, Event>> events;
+    for (size_t i = 0; i < instructions_.size(); ++i) {
+      KVJIT_ASSIGN_OR_RETURN(Event before, device_->CreateEvent());
+      KVJIT_ASSIGN_OR_RETURN(Event after, device_->CreateEvent());
+      events.emplace_back(std::move(before), std::move(after));
+    }
+    instruction_events_ = std::move(events);
+  }
+  observer_ = observer;
+  return absl::OkStatus();
+}
+
+absl::Status CudaStepRunner::ReportInstructionTimes(
+    const runtime::StepInputs& inputs, runtime::StepObserver::Clock::time_point began) {
+  using Clock = runtime::StepObserver::Clock;
+  // Every time is read before the first report, so that an error leaves the
+  // observer without half a step.
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> spans;
+  auto at = [&](const Event& event) -> absl::StatusOr<Clock::time_point> {
+    KVJIT_ASSIGN_OR_RETURN(
+        float milliseconds,
+        device_->ElapsedMilliseconds(instruction_events_.front().first, event));
+    return began + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double, std::milli>(milliseconds));
+  };
+  for (const auto& [before, after] : instruction_events_) {
+    KVJIT_ASSIGN_OR_RETURN(Clock::time_point start, at(before));
+    KVJIT_ASSIGN_OR_RETURN(Clock::time_point end, at(after));
+    spans.emplace_back(start, end);
+  }
+  observer_->StepBegan(inputs);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    observer_->InstructionRan(i, spans[i].first, spans[i].second);
+  }
+  observer_->StepEnded();
+  return absl::OkStatus();
 }
 
 absl::Status CudaStepRunner::CopyBlock(int64_t source, int64_t destination) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -12,10 +13,11 @@
 #include "runtime/cuda/CublasGemm.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/DecodePadding.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/cuda/StepValidation.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/StepContract.h"
 
 namespace kvjit::cuda {
 
@@ -33,7 +35,8 @@ struct CudaRunnerOptions {
 
 // Runs an executable's step program on one GPU, through the CUDA module the
 // compiler wrote into it (`kvjit compile --target cuda`): every kernel and
-// launch size comes from there (see kvx.fbs, CudaModule, and KernelAbi.h).
+// launch size comes from there (see kvx.fbs, CudaModule, and
+// runtime/schema/CudaLaunchAbi.h).
 //
 // Device memory is one allocation (PoolLayout): the weights, uploaded once,
 // byte for byte as in their files; the activation arena of the memory plan;
@@ -55,6 +58,11 @@ class CudaStepRunner final : public runtime::StepRunner {
   int64_t attention_window() const override { return executable_.AttentionWindow(); }
   absl::Status CopyBlock(int64_t source, int64_t destination) override;
   absl::StatusOr<absl::Span<const float>> Run(const runtime::StepInputs& inputs) override;
+  // Times each instruction with a CUDA event before and after it on the
+  // stream, read once the step is done; an observed step runs its launches
+  // one by one, never from a graph, so that each instruction's own events
+  // enclose it.
+  absl::Status SetObserver(runtime::StepObserver* observer) override;
 
   const CudaDevice& device() const { return *device_; }
   // Decode steps served by replaying a graph, and graphs captured so far.
@@ -95,6 +103,10 @@ class CudaStepRunner final : public runtime::StepRunner {
   absl::Status EnqueueProgram(const runtime::StepSizes& sizes);
   absl::Status EnqueuePath(const kvx::CudaPath& path, PreparedInstruction& prepared,
                            const runtime::StepSizes& sizes);
+  // The events' times of the step that ran, reported to the observer; the
+  // host clock's `began` stands for the step's first event.
+  absl::Status ReportInstructionTimes(const runtime::StepInputs& inputs,
+                                      runtime::StepObserver::Clock::time_point began);
   absl::Status EnqueueLaunches(
       const flatbuffers::Vector<flatbuffers::Offset<kvx::CudaLaunch>>* launches,
       cuda_abi::LaunchArgs& args, const runtime::StepSizes& sizes);
@@ -119,17 +131,20 @@ class CudaStepRunner final : public runtime::StepRunner {
   uint64_t scratch_capacity_ = 0;
   CUdeviceptr kv_pool_ = 0;
   // Per StepInput, its fixed device buffer and capacity in int32s.
-  std::array<CUdeviceptr, 7> input_buffers_{};
-  std::array<int64_t, 7> input_capacity_{};
+  std::array<CUdeviceptr, kvx::kStepInputCount> input_buffers_{};
+  std::array<int64_t, kvx::kStepInputCount> input_capacity_{};
   // Page-locked copies of the step's inputs (a region per input)
   // and of the logits, so that copies are asynchronous DMA.
   PinnedBuffer staging_;
-  std::array<uint64_t, 7> staging_offset_{};
+  std::array<uint64_t, kvx::kStepInputCount> staging_offset_{};
   PinnedBuffer logits_;
 
   std::vector<PreparedInstruction> instructions_;
   std::map<int64_t, GraphExec> graphs_;  // by bucket
   int64_t graph_replays_ = 0;
+  runtime::StepObserver* observer_ = nullptr;
+  // While observed: per instruction, the events recorded before and after it.
+  std::vector<std::pair<Event, Event>> instruction_events_;
 };
 
 // The factory the engines use: a CudaStepRunner as a StepRunner.

@@ -18,16 +18,7 @@ absl::Status ValidateStep(const runtime::StepInputs& inputs, const StepLimits& l
         "a step of ", tokens, " tokens has 1 to ", tokens, " sequences of at most ",
         limits.max_columns, " blocks each, got ", sequences, " of ", inputs.max_blocks));
   }
-  if (static_cast<int64_t>(inputs.positions.size()) != tokens ||
-      static_cast<int64_t>(inputs.slot_mapping.size()) != tokens ||
-      static_cast<int64_t>(inputs.seq_starts.size()) != sequences + 1 ||
-      static_cast<int64_t>(inputs.block_tables.size()) != sequences * inputs.max_blocks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "step inputs disagree in size: ", tokens, " tokens, ", inputs.positions.size(),
-        " positions, ", inputs.slot_mapping.size(), " slots, ", inputs.seq_starts.size(),
-        " sequence starts for ", sequences, " sequences, ", inputs.block_tables.size(),
-        " block table entries for ", inputs.max_blocks, " blocks each"));
-  }
+  if (absl::Status sizes = runtime::CheckStepInputSizes(inputs); !sizes.ok()) return sizes;
   if (rows < 1 || rows > tokens) {
     return absl::InvalidArgumentError(
         absl::StrCat("a step asks for 1 to ", tokens, " logits rows, got ", rows));

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "runtime/exec/StepRunner.h"
+#include "runtime/exec/StepInputs.h"
 
 namespace kvjit::cuda {
 

@@ -8,22 +8,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/exec/StepInputs.h"
 #include "runtime/exec/StepObserver.h"
 
 namespace kvjit::runtime {
-
-// One step's inputs, in the packed layout of the step contract: S sequences,
-// T new tokens in all, L rows that produce logits.
-struct StepInputs {
-  std::vector<int32_t> tokens;        // [T]
-  std::vector<int32_t> positions;     // [T]
-  std::vector<int32_t> seq_starts;    // [S + 1]
-  std::vector<int32_t> context_lens;  // [S]
-  std::vector<int32_t> slot_mapping;  // [T]
-  std::vector<int32_t> block_tables;  // [S, max_blocks], row-major
-  int64_t max_blocks = 0;
-  std::vector<int32_t> logits_rows;   // [L]
-};
 
 // The host memory a runner holds: what it reserved and how much of that is
 // resident (backed by memory) now.

@@ -10,7 +10,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "llvm/Support/Error.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "passes/Pipeline.h"

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 
 namespace kvjit::cli {
 

@@ -7,7 +7,7 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/sampling/Sampler.h"
 

@@ -1,5 +1,5 @@
 // kvjit verify MODEL_OR_KVX: a compiled step program's logits against the
-// reference evaluator's on the tfm IR as imported (codegen/Verifier.h). A
+// reference evaluator's on the tfm IR as imported (codegen/verifier/Verifier.h). A
 // .kvx is checked as it is; a model is compiled first, with the compile
 // flags, into a file that is removed afterwards.
 
@@ -12,8 +12,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
-#include "codegen/Verifier.h"
+#include "codegen/driver/Compiler.h"
+#include "codegen/verifier/Verifier.h"
 #include "tools/kvjit/CompilerCommands.h"
 #include "tools/kvjit/SharedFlags.h"
 

@@ -47,13 +47,7 @@ absl::StatusOr<absl::Span<const float>> EmulatedStepRunner::Run(const runtime::S
   const ::kvjit::cuda::StepLimits limits = {max_tokens_per_step(), num_blocks_, vocab_size(),
                                             num_blocks_, block_size()};
   if (absl::Status valid = ::kvjit::cuda::ValidateStep(inputs, limits); !valid.ok()) return valid;
-  const runtime::StepSizes sizes = {
-      static_cast<int64_t>(inputs.tokens.size()), static_cast<int64_t>(inputs.logits_rows.size()),
-      static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
-  // In the order of kvx::StepInput, which BufferKind::Input indexes.
-  const std::vector<int32_t>* step_inputs[] = {
-      &inputs.tokens,       &inputs.positions,    &inputs.seq_starts, &inputs.context_lens,
-      &inputs.slot_mapping, &inputs.block_tables, &inputs.logits_rows};
+  const runtime::StepSizes sizes = runtime::SizesOf(inputs);
   const auto& program = *executable_.program().instructions();
   for (size_t i = 0; i < program.size(); ++i) {
     const kvx::Instruction& instruction = *program[i];
@@ -75,7 +69,8 @@ absl::StatusOr<absl::Span<const float>> EmulatedStepRunner::Run(const runtime::S
           args.buffers[slot] = const_cast<uint8_t*>(executable_.WeightBytes(ref->index()).data());
           break;
         case kvx::BufferKind::Input:
-          args.buffers[slot] = const_cast<int32_t*>(step_inputs[ref->index()]->data());
+          args.buffers[slot] = const_cast<int32_t*>(
+              runtime::StepInputValues(inputs, static_cast<kvx::StepInput>(ref->index())).data());
           break;
       }
       ++slot;

@@ -8,8 +8,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "codegen/cuda/CudaModuleSpec.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 
 // The generated CUDA kernels run on the CPU: their translation unit compiled
 // by the host C++ compiler against SimtEmulator.h (each CUDA thread a fiber,

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/ExecutableWriter.h"
 #include "codegen/cuda/CudaCodegen.h"
@@ -220,6 +222,13 @@ void ExpectWellFormed(const kvx::Executable& executable, const model::ModelConfi
   EXPECT_EQ(kv->default_blocks(), (uint64_t{8} << 20) / kv->bytes_per_block());
 }
 
+// Where this test's executables put the weights fuse-projections makes.
+std::string TestSidecar() {
+  return (std::filesystem::temp_directory_path() /
+          ("kvjit-writer-test-" + std::to_string(::getpid()) + ".kvw"))
+      .string();
+}
+
 const kvx::Executable& Verified(const flatbuffers::DetachedBuffer& buffer) {
   flatbuffers::Verifier verifier(buffer.data(), buffer.size());
   EXPECT_TRUE(kvx::VerifyExecutableBuffer(verifier));
@@ -235,6 +244,7 @@ class ExecutableWriterTest : public ::testing::Test {
     context_.appendDialectRegistry(registry);
     context_.loadAllAvailableDialects();
   }
+  ~ExecutableWriterTest() override { std::filesystem::remove(TestSidecar()); }
 
   // The model through the whole pipeline, ready for the writer.
   mlir::OwningOpRef<mlir::ModuleOp> Planned(const model::ModelConfig& config,
@@ -340,7 +350,7 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   auto module = Planned(model->config, *model->weights);
   ASSERT_TRUE(module);
 
-  auto buffer = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Executable& executable = Verified(*buffer);
   ExpectWellFormed(executable, model->config);
@@ -349,7 +359,8 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   ASSERT_EQ(executable.weight_files()->size(), 2u);
   EXPECT_EQ(executable.weight_files()->Get(0)->path()->str(),
             std::filesystem::absolute(path).lexically_normal().string());
-  EXPECT_THAT(executable.weight_files()->Get(1)->path()->str(), ::testing::EndsWith(".kvw"));
+  EXPECT_EQ(executable.weight_files()->Get(1)->path()->str(), TestSidecar());
+  EXPECT_EQ(std::filesystem::file_size(TestSidecar()), executable.weight_files()->Get(1)->size_bytes());
   // 6 tensors per layer (2 of them q+k+v and gate+up, in the sidecar), the
   // embedding, the final norm and the output.
   EXPECT_EQ(executable.weights()->size(), 6u * 5 + 3);
@@ -396,7 +407,7 @@ TEST_F(ExecutableWriterTest, CarriesTheCudaModuleOfItsProgram) {
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   auto module = Planned(model->config, *model->weights);
   ASSERT_TRUE(module);
-  auto cpu = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "");
+  auto cpu = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar());
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_EQ(Verified(*cpu).cuda(), nullptr);
 
@@ -409,7 +420,7 @@ TEST_F(ExecutableWriterTest, CarriesTheCudaModuleOfItsProgram) {
   binary.nvrtc_version = 13000;
   binary.options = {"-default-device"};
   const CudaSection section{*kernels, binary};
-  auto with_cuda = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", &section);
+  auto with_cuda = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar(), &section);
   ASSERT_TRUE(with_cuda.ok()) << with_cuda.status();
   const kvx::CudaModule* cuda = Verified(*with_cuda).cuda();
   ASSERT_NE(cuda, nullptr);
@@ -422,7 +433,7 @@ TEST_F(ExecutableWriterTest, CarriesTheCudaModuleOfItsProgram) {
   EXPECT_EQ(cuda->options()->Get(0)->str(), "-default-device");
 
   kernels->instructions.pop_back();
-  auto mismatched = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", &section);
+  auto mismatched = WriteExecutable(*module, *model, (*tokenizer)->vocabulary(), "", TestSidecar(), &section);
   ASSERT_FALSE(mismatched.ok());
   EXPECT_THAT(mismatched.status().message(), HasSubstr("instructions for a program of"));
 }
@@ -434,7 +445,7 @@ TEST_F(ExecutableWriterTest, TinyShardedCheckpoint) {
   auto module = Planned(model->config, *model->weights);
   ASSERT_TRUE(module);
 
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "{{ messages }}");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "{{ messages }}", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Executable& executable = Verified(*buffer);
   ExpectWellFormed(executable, checkpoint.config());
@@ -478,7 +489,7 @@ TEST_F(ExecutableWriterTest, InMemoryWeightsHaveNoFileToReference) {
   model.weights = std::make_unique<model::InMemoryWeights>(model::RandomWeightsFor(model.config, 3));
   auto module = Planned(model.config, *model.weights);
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(buffer.status().message()),
@@ -516,7 +527,7 @@ TEST_F(ExecutableWriterTest, ElementwiseChainIsEncodedStepByStep) {
         kernel.yield %u : tensor<?x16xf32>
       })"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Program* program = Verified(*buffer).program();
   ASSERT_EQ(program->instructions()->size(), 3u);
@@ -552,7 +563,7 @@ TEST_F(ExecutableWriterTest, UnfusedElementwiseOpsAreOneInstructionEach) {
       %s = tfm.scale %x, 2.5 : tensor<?x16xf32>
       %y = tfm.mul %s, %x : tensor<?x16xf32>)"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_TRUE(buffer.ok()) << buffer.status();
   const kvx::Program* program = Verified(*buffer).program();
   ASSERT_EQ(program->instructions()->size(), 3u);
@@ -584,7 +595,7 @@ TEST_F(ExecutableWriterTest, OpWithoutInstructionIsNamed) {
   auto module = PlannedFromText(StepFunction(R"(
       %y = tfm.softmax %x {axis = -1 : i64} : tensor<?x16xf32>)"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(buffer.status().message()),
@@ -603,7 +614,7 @@ TEST_F(ExecutableWriterTest, CausalMaskOutsideAttentionIsUnimplemented) {
         kernel.yield %m : tensor<?x16xf32>
       })"));
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(buffer.status().message()), HasSubstr("'tfm.causal_mask' at loc("));
@@ -617,7 +628,7 @@ TEST_F(ExecutableWriterTest, UnplannedModuleIsRefused) {
   auto module = mlir::parseSourceString<mlir::ModuleOp>(StepFunction(R"(
       %y = tfm.silu %x : tensor<?x16xf32>)"), &context_);
   ASSERT_TRUE(module);
-  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "");
+  auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
   ASSERT_FALSE(buffer.ok());
   EXPECT_THAT(std::string(buffer.status().message()), HasSubstr("run plan-memory first"));
 }

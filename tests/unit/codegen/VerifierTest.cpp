@@ -7,7 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "codegen/Compiler.h"
+#include "codegen/ExecutableWriter.h"
+#include "codegen/driver/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/Tfm/TfmOps.h"
@@ -80,6 +81,7 @@ class VerifierTest : public ::testing::Test {
   }
   void TearDown() override {
     std::filesystem::remove(output_);
+    std::filesystem::remove(codegen::SidecarPathFor(output_));
     std::free(progress_text_);
   }
 

@@ -6,7 +6,8 @@
 #include <fstream>
 #include <vector>
 
-#include "codegen/Compiler.h"
+#include "codegen/ExecutableWriter.h"
+#include "codegen/driver/Compiler.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"

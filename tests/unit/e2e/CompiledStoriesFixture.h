@@ -45,18 +45,21 @@ class CompiledStoriesTest : public ::testing::Test {
     options.maxTokensPerStep = 64;
     BuildKvjitPipeline(pm, options);
     ASSERT_TRUE(mlir::succeeded(pm.run(*step)));
-    auto buffer = codegen::WriteExecutable(*step, *model_, tokenizer_->vocabulary(), "");
-    ASSERT_TRUE(buffer.ok()) << buffer.status();
     kvx_path_ = (std::filesystem::temp_directory_path() /
                  ("kvjit-e2e-" + std::to_string(::getpid()) + ".kvx"))
                     .string();
+    auto buffer = codegen::WriteExecutable(*step, *model_, tokenizer_->vocabulary(), "",
+                                           codegen::SidecarPathFor(kvx_path_));
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
     ASSERT_TRUE(codegen::WriteExecutableFile(*buffer, kvx_path_).ok());
     auto executable = runtime::Executable::Load(kvx_path_);
     ASSERT_TRUE(executable.ok()) << executable.status();
     executable_ = std::move(*executable);
   }
   void TearDown() override {
-    if (!kvx_path_.empty()) std::filesystem::remove(kvx_path_);
+    if (kvx_path_.empty()) return;
+    std::filesystem::remove(kvx_path_);
+    std::filesystem::remove(codegen::SidecarPathFor(kvx_path_));
   }
 
   mlir::MLIRContext context_;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "gtest/gtest.h"
 #include "passes/Pipeline.h"
 #include "runtime/cpu/CpuStepRunner.h"
@@ -35,13 +35,8 @@ class FuseProjectionsEndToEndTest : public ::testing::Test {
     directory_ = std::filesystem::temp_directory_path() /
                  ("kvjit-fuse-projections-" + std::to_string(::getpid()));
     std::filesystem::create_directories(directory_);
-    // The sidecars go here, not into the user's cache.
-    ::setenv("KVJIT_WEIGHTS_DIR", (directory_ / "weights").c_str(), 1);
   }
-  void TearDown() override {
-    ::unsetenv("KVJIT_WEIGHTS_DIR");
-    std::filesystem::remove_all(directory_);
-  }
+  void TearDown() override { std::filesystem::remove_all(directory_); }
 
   // `model` compiled with the default pipeline, or with fuse-projections
   // left out; both verified against the reference evaluator.
@@ -106,7 +101,12 @@ class FuseProjectionsEndToEndTest : public ::testing::Test {
     EXPECT_EQ(Linears(*fused), Linears(*unfused) - 3 * layers);
     ASSERT_EQ(fused->root().weight_files()->size(), 2u);
     EXPECT_EQ(unfused->root().weight_files()->size(), 1u);
-    EXPECT_TRUE(std::filesystem::exists(fused->root().weight_files()->Get(1)->path()->str()));
+    // The sidecar lies beside the executable that names it; one without
+    // made weights has none.
+    EXPECT_EQ(fused->root().weight_files()->Get(1)->path()->str(),
+              std::filesystem::absolute(directory_ / "fused.kvw").lexically_normal().string());
+    EXPECT_TRUE(std::filesystem::exists(directory_ / "fused.kvw"));
+    EXPECT_FALSE(std::filesystem::exists(directory_ / "unfused.kvw"));
 
     const Generation with = Greedy(*fused, prompt, 24);
     const Generation without = Greedy(*unfused, prompt, 24);

@@ -6,7 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
+#include "codegen/ExecutableWriter.h"
+#include "codegen/driver/Compiler.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Generator.h"
 
@@ -24,6 +25,7 @@ absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileLikeTheLlamaCppRefer
   KVJIT_RETURN_IF_ERROR(codegen::CompileModel(model, kvx, options, nullptr));
   auto executable = runtime::Executable::Load(kvx);
   std::filesystem::remove(kvx);
+  std::filesystem::remove(codegen::SidecarPathFor(kvx));
   return executable;
 }
 

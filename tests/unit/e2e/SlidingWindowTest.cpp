@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"

@@ -1,6 +1,6 @@
 // Kernel generation from programs: one kernel per distinct specialisation,
 // launches that name them, and the paths the launch contract
-// (runtime/schema/kvx.fbs, runtime/cuda/KernelAbi.h) describes. NVRTC
+// (runtime/schema/kvx.fbs, runtime/schema/CudaLaunchAbi.h) describes. NVRTC
 // compiles the same modules in NvrtcCompileTest.
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/core/BuildConfig.h"

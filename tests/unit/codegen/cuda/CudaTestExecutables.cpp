@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::codegen::cuda::testing {
@@ -180,6 +180,7 @@ absl::StatusOr<std::string> CompiledExecutable(const std::string& model_path,
   KVJIT_RETURN_IF_ERROR(CompileModel(model_path, path.string(), options, nullptr));
   std::ifstream file(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  // Its sidecar stays: the bytes name it, and tests load them.
   std::filesystem::remove(path);
   return compiled->emplace(std::make_pair(model_path, cache_dtype), std::move(bytes)).first->second;
 }

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -16,13 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "codegen/Compiler.h"
+#include "codegen/ExecutableWriter.h"
+#include "codegen/driver/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda/CudaStepRunner.h"
-#include "runtime/cuda/KernelAbi.h"
 #include "runtime/engine/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/runtime/cuda/FakeCudaDriver.h"
 
@@ -84,6 +86,7 @@ class CudaStepRunnerFakeDriverTest : public ::testing::Test {
     if (!status.ok()) return nullptr;
     auto executable = runtime::Executable::Load(kvx);
     std::filesystem::remove(kvx);
+    std::filesystem::remove(codegen::SidecarPathFor(kvx));
     EXPECT_TRUE(executable.ok()) << executable.status();
     if (!executable.ok()) return nullptr;
     return (compiled[arch] = *std::move(executable)).get();
@@ -322,6 +325,61 @@ TEST_F(CudaStepRunnerFakeDriverTest, WithoutGraphsDecodeStepsLaunchOneByOne) {
   EXPECT_EQ((*runner)->graphs_captured(), 0);
 }
 
+// What a profiler would keep of each step: its instructions' spans.
+class SpanRecorder : public runtime::StepObserver {
+ public:
+  void StepBegan(const runtime::StepInputs& inputs) override {
+    ++began;
+    spans.clear();
+  }
+  void InstructionRan(size_t index, Clock::time_point start, Clock::time_point end) override {
+    spans.push_back({index, std::chrono::duration<double, std::milli>(end - start).count()});
+  }
+  void StepEnded() override { ++ended; }
+
+  struct Span {
+    size_t index;
+    double milliseconds;
+  };
+  int began = 0;
+  int ended = 0;
+  std::vector<Span> spans;
+};
+
+TEST_F(CudaStepRunnerFakeDriverTest, AnObserverSeesEachInstructionTimedByItsEvents) {
+  constexpr float kMillisecondsPerLaunch = 0.25f;
+  FakeCuda_SetMillisecondsPerLaunch(kMillisecondsPerLaunch);
+  SpanRecorder recorder;
+  ASSERT_TRUE(runner_->SetObserver(&recorder).ok());
+  const size_t instructions = executable_->program().instructions()->size();
+  // A prefill, then a decode step, which unobserved would replay a graph.
+  const std::vector<runtime::StepInputs> steps = {Step(0, 5), Step(5, 1)};
+  for (size_t s = 0; s < steps.size(); ++s) {
+    FakeCuda_ClearLaunches();
+    ASSERT_TRUE(runner_->Run(steps[s]).ok());
+    std::vector<int> launches(instructions, 0);
+    for (const Expected& expected : ExpectedLaunches(runtime::SizesOf(steps[s]))) {
+      ++launches[expected.instruction];
+    }
+    EXPECT_EQ(recorder.began, static_cast<int>(s + 1));
+    EXPECT_EQ(recorder.ended, static_cast<int>(s + 1));
+    ASSERT_EQ(recorder.spans.size(), instructions) << "step " << s;
+    for (size_t i = 0; i < instructions; ++i) {
+      EXPECT_EQ(recorder.spans[i].index, i);
+      EXPECT_NEAR(recorder.spans[i].milliseconds, launches[i] * kMillisecondsPerLaunch, 1e-6)
+          << "step " << s << ", instruction " << i;
+    }
+    for (int l = 0; l < FakeCuda_LaunchCount(); ++l) EXPECT_FALSE(FakeCuda_Launch(l)->from_graph);
+  }
+  EXPECT_EQ(runner_->graph_replays(), 0);
+
+  // Unobserved again, steps report nothing.
+  ASSERT_TRUE(runner_->SetObserver(nullptr).ok());
+  ASSERT_TRUE(runner_->Run(Step(6, 1)).ok());
+  EXPECT_EQ(recorder.began, 2);
+  FakeCuda_SetMillisecondsPerLaunch(0);
+}
+
 TEST_F(CudaStepRunnerFakeDriverTest, CopyBlockCopiesTheWholeBlock) {
   const runtime::StepInputs step = Step(0, 5);
   ASSERT_TRUE(runner_->Run(step).ok());
@@ -413,6 +471,7 @@ TEST(CudaStepRunnerRefusalTest, AnExecutableWithoutCudaKernelsIsRefused) {
   ASSERT_TRUE(codegen::CompileModel(model, kvx, options, nullptr).ok());
   auto executable = runtime::Executable::Load(kvx);
   std::filesystem::remove(kvx);
+  std::filesystem::remove(codegen::SidecarPathFor(kvx));
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = CudaStepRunner::Create(**executable, 8, CudaRunnerOptions());
   ASSERT_FALSE(runner.ok());

@@ -204,6 +204,44 @@ TEST_P(CudaStepRunnerTest, EveryInstructionRunsWithoutAFault) {
   for (float logit : *decode) ASSERT_TRUE(std::isfinite(logit));
 }
 
+// kvjit bench --profile on a GPU: each instruction timed by its CUDA events,
+// in program order, none negative, and the logits those of an unobserved
+// step.
+class InstructionSpans : public runtime::StepObserver {
+ public:
+  void StepBegan(const runtime::StepInputs&) override { spans.clear(); }
+  void InstructionRan(size_t index, Clock::time_point start, Clock::time_point end) override {
+    spans.push_back({index, start, end});
+  }
+  void StepEnded() override { ++steps; }
+
+  struct Span {
+    size_t index;
+    Clock::time_point start, end;
+  };
+  std::vector<Span> spans;
+  int steps = 0;
+};
+
+TEST_P(CudaStepRunnerTest, ObservedStepsTimeEveryInstructionWithEvents) {
+  const std::vector<int32_t> table = {3, 1, 2, 0};
+  const std::vector<int32_t> tokens = Tokens(6);
+  InstructionSpans observer;
+  ASSERT_TRUE(gpu_->SetObserver(&observer).ok());
+  ExpectSameLogits(SequenceStep(tokens, 0, 5, table, block_size_), "observed_prefill");
+  ExpectSameLogits(SequenceStep(tokens, 5, 1, table, block_size_), "observed_decode");
+  ASSERT_TRUE(gpu_->SetObserver(nullptr).ok());
+  EXPECT_EQ(observer.steps, 2);
+  ASSERT_EQ(observer.spans.size(), executable_->program().instructions()->size());
+  for (size_t i = 0; i < observer.spans.size(); ++i) {
+    EXPECT_EQ(observer.spans[i].index, i);
+    EXPECT_LE(observer.spans[i].start, observer.spans[i].end) << "instruction " << i;
+    if (i > 0) {
+      EXPECT_LE(observer.spans[i - 1].end, observer.spans[i].start) << "instruction " << i;
+    }
+  }
+}
+
 TEST_P(CudaStepRunnerTest, PrefillLogitsMatchTheCpuOnBothPaths) {
   const std::vector<int32_t> table = {3, 1, 2, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   const int64_t limit = gpu_->max_tokens_per_step();

@@ -28,6 +28,13 @@ int fail_launch = -1;
 size_t memory_limit = static_cast<size_t>(1) << 40;
 char last_image = '?';
 int graphs_instantiated = 0;
+// The launches run so far, never cleared: the fake GPU's clock.
+long long launches_run = 0;
+float milliseconds_per_launch = 0;
+
+struct Event {
+  long long launches_run_before = -1;  // -1 until recorded
+};
 
 struct Function {
   std::string name;
@@ -50,6 +57,9 @@ void FakeCuda_FailLaunch(int number) {
 void FakeCuda_SetMemoryLimit(size_t bytes) { memory_limit = bytes; }
 char FakeCuda_LastModuleImage() { return last_image; }
 int FakeCuda_GraphsInstantiated() { return graphs_instantiated; }
+void FakeCuda_SetMillisecondsPerLaunch(float milliseconds) {
+  milliseconds_per_launch = milliseconds;
+}
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuDriverGetVersion(int* version) {
@@ -136,7 +146,12 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned g
   launch.block[2] = block_z;
   launch.shared_bytes = shared;
   std::memcpy(launch.args, params[0], sizeof(launch.args));
-  (capturing ? capture->launches : Launches()).push_back(launch);
+  if (capturing) {
+    capture->launches.push_back(launch);
+  } else {
+    Launches().push_back(launch);
+    ++launches_run;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -220,6 +235,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream) {
   for (FakeCudaLaunch launch : reinterpret_cast<Graph*>(exec)->launches) {
     launch.from_graph = 1;
     Launches().push_back(launch);
+    ++launches_run;
   }
   return CUDA_SUCCESS;
 }
@@ -229,6 +245,31 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph graph) {
 }
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec exec) {
   delete reinterpret_cast<Graph*>(exec);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
+  *event = reinterpret_cast<CUevent>(new Event);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  delete reinterpret_cast<Event*>(event);
+  return CUDA_SUCCESS;
+}
+// The runner records no event into a graph; this stand-in does not model it.
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+  if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  reinterpret_cast<Event*>(event)->launches_run_before = launches_run;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
+  const Event& from = *reinterpret_cast<Event*>(start);
+  const Event& to = *reinterpret_cast<Event*>(end);
+  if (from.launches_run_before < 0 || to.launches_run_before < 0) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  *milliseconds =
+      static_cast<float>(to.launches_run_before - from.launches_run_before) * milliseconds_per_launch;
   return CUDA_SUCCESS;
 }
 

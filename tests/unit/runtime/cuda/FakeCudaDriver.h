@@ -33,6 +33,10 @@ void FakeCuda_SetMemoryLimit(size_t bytes);
 // 'c' when the last module loaded was a cubin (ELF), 'p' when PTX.
 char FakeCuda_LastModuleImage();
 int FakeCuda_GraphsInstantiated();
+// Each launch that runs takes this long on the fake GPU's clock, which
+// events read: the time between two events is this times the launches that
+// ran between their records. 0 at first.
+void FakeCuda_SetMillisecondsPerLaunch(float milliseconds);
 
 }  // extern "C"
 

@@ -12,8 +12,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda/CudaModuleVerifier.h"
-#include "runtime/cuda/KernelAbi.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/exec/KvxTypes.h"
+#include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/schema/SchemaVersion.h"
 
 namespace kvjit::runtime {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "flatbuffers/flatbuffers.h"
+#include "runtime/schema/StepContract.h"
 #include "runtime/schema/kvx_generated.h"
 
 namespace kvjit::runtime::testing {
@@ -24,12 +25,16 @@ constexpr uint64_t kQ4_1WeightBytes = kOutFeatures * (kHidden / 32) * 20;
 inline std::vector<uint8_t> SmallProgram() {
   flatbuffers::FlatBufferBuilder fbb;
   using Dims = std::vector<kvx::Dim>;
-  const kvx::Dim tokens(kvx::DimKind::Tokens, 0), sequences(kvx::DimKind::Sequences, 0);
+  const kvx::Dim tokens(kvx::DimKind::Tokens, 0);
   auto stat = [](int64_t size) { return kvx::Dim(kvx::DimKind::Static, size); };
   auto arena = [&](uint64_t offset, const Dims& shape) {
     return kvx::CreateTensorRefDirect(fbb, kvx::BufferKind::Arena, 0, offset, &shape);
   };
-  auto input = [&](kvx::StepInput which, const Dims& shape) {
+  // A step input with the shape the step contract gives it.
+  auto input = [&](kvx::StepInput which) {
+    const kvx::StepInputSpec& spec = kvx::SpecOf(which);
+    Dims shape;
+    for (int d = 0; d < spec.rank; ++d) shape.emplace_back(spec.dims[d], 0);
     return kvx::CreateTensorRefDirect(fbb, kvx::BufferKind::Input, static_cast<uint32_t>(which), 0,
                                       &shape);
   };
@@ -44,7 +49,7 @@ inline std::vector<uint8_t> SmallProgram() {
       kvx::CreateWeightDirect(fbb, "blk.0.attn_q.weight", kvx::StorageType::Q4_1, &q_shape, 0, 0,
                               kQ4_1WeightBytes)};
   std::vector<flatbuffers::Offset<kvx::TensorRef>> embedding_in = {
-      weight(0), input(kvx::StepInput::Tokens, {tokens})};
+      weight(0), input(kvx::StepInput::Tokens)};
   std::vector<flatbuffers::Offset<kvx::TensorRef>> embedding_out = {arena(0, {tokens, stat(kHidden)})};
   std::vector<flatbuffers::Offset<kvx::TensorRef>> linear_in = {arena(0, {tokens, stat(kHidden)}),
                                                                 weight(1)};
@@ -53,10 +58,8 @@ inline std::vector<uint8_t> SmallProgram() {
   const Dims query = {tokens, stat(kHeads), stat(kHeadDim)};
   std::vector<flatbuffers::Offset<kvx::TensorRef>> attention_in = {
       arena(4096, query),
-      input(kvx::StepInput::Positions, {tokens}),
-      input(kvx::StepInput::SeqStarts, {kvx::Dim(kvx::DimKind::SequencesPlusOne, 0)}),
-      input(kvx::StepInput::ContextLens, {sequences}),
-      input(kvx::StepInput::BlockTables, {sequences, kvx::Dim(kvx::DimKind::MaxBlocks, 0)})};
+      input(kvx::StepInput::Positions), input(kvx::StepInput::SeqStarts),
+      input(kvx::StepInput::ContextLens), input(kvx::StepInput::BlockTables)};
   std::vector<flatbuffers::Offset<kvx::TensorRef>> attention_out = {arena(0, query)};
   std::vector<flatbuffers::Offset<kvx::Instruction>> instructions = {
       kvx::CreateInstructionDirect(fbb, kvx::OpCode::Embedding, &embedding_in, &embedding_out),

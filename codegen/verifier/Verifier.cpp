@@ -1,4 +1,4 @@
-#include "codegen/Verifier.h"
+#include "codegen/verifier/Verifier.h"
 
 #include <chrono>
 #include <filesystem>

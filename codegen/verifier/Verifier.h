@@ -1,5 +1,5 @@
-#ifndef KVJIT_CODEGEN_VERIFIER_H_
-#define KVJIT_CODEGEN_VERIFIER_H_
+#ifndef KVJIT_CODEGEN_VERIFIER_VERIFIER_H_
+#define KVJIT_CODEGEN_VERIFIER_VERIFIER_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "codegen/VerifierSchedule.h"
-#include "codegen/VerifierTolerance.h"
+#include "codegen/verifier/VerifierSchedule.h"
+#include "codegen/verifier/VerifierTolerance.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -136,4 +136,4 @@ absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FIL
 
 }  // namespace kvjit::codegen
 
-#endif  // KVJIT_CODEGEN_VERIFIER_H_
+#endif  // KVJIT_CODEGEN_VERIFIER_VERIFIER_H_

@@ -1,5 +1,5 @@
-#ifndef KVJIT_CODEGEN_VERIFIERSCHEDULE_H_
-#define KVJIT_CODEGEN_VERIFIERSCHEDULE_H_
+#ifndef KVJIT_CODEGEN_VERIFIER_VERIFIERSCHEDULE_H_
+#define KVJIT_CODEGEN_VERIFIER_VERIFIERSCHEDULE_H_
 
 #include <cstdint>
 #include <string>
@@ -58,4 +58,4 @@ absl::StatusOr<reference::RefTensor> EvaluateStep(reference::ReferenceEvaluator&
 
 }  // namespace kvjit::codegen
 
-#endif  // KVJIT_CODEGEN_VERIFIERSCHEDULE_H_
+#endif  // KVJIT_CODEGEN_VERIFIER_VERIFIERSCHEDULE_H_

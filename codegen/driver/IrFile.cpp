@@ -1,4 +1,4 @@
-#include "codegen/IrFile.h"
+#include "codegen/driver/IrFile.h"
 
 #include "absl/strings/str_cat.h"
 #include "llvm/Support/MemoryBuffer.h"

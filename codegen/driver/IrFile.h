@@ -1,5 +1,5 @@
-#ifndef KVJIT_CODEGEN_IRFILE_H_
-#define KVJIT_CODEGEN_IRFILE_H_
+#ifndef KVJIT_CODEGEN_DRIVER_IRFILE_H_
+#define KVJIT_CODEGEN_DRIVER_IRFILE_H_
 
 #include <string>
 
@@ -18,4 +18,4 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseIrFile(mlir::MLIRContext&
 
 }  // namespace kvjit::codegen
 
-#endif  // KVJIT_CODEGEN_IRFILE_H_
+#endif  // KVJIT_CODEGEN_DRIVER_IRFILE_H_

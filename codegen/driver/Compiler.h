@@ -1,5 +1,5 @@
-#ifndef KVJIT_CODEGEN_COMPILER_H_
-#define KVJIT_CODEGEN_COMPILER_H_
+#ifndef KVJIT_CODEGEN_DRIVER_COMPILER_H_
+#define KVJIT_CODEGEN_DRIVER_COMPILER_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -40,7 +40,7 @@ struct CompileOptions {
   // Where set, the generated CUDA C++ is also written to this file.
   std::string cuda_source_path;
   // Whether the CPU step program is checked against the reference evaluator
-  // before the executable is written (codegen/Verifier.h); one outside
+  // before the executable is written (codegen/verifier/Verifier.h); one outside
   // tolerance fails the compile and nothing is written.
   Verification verification = Verification::kBySize;
   // Also evaluates the IR after each pass, naming the first pass whose
@@ -80,4 +80,4 @@ absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_
 
 }  // namespace kvjit::codegen
 
-#endif  // KVJIT_CODEGEN_COMPILER_H_
+#endif  // KVJIT_CODEGEN_DRIVER_COMPILER_H_

@@ -1,5 +1,5 @@
-#ifndef KVJIT_RUNTIME_CUDA_KERNELABI_H_
-#define KVJIT_RUNTIME_CUDA_KERNELABI_H_
+#ifndef KVJIT_RUNTIME_SCHEMA_CUDALAUNCHABI_H_
+#define KVJIT_RUNTIME_SCHEMA_CUDALAUNCHABI_H_
 
 // The launch contract between the CUDA kernels kvjit generates
 // (codegen/cuda) and the runtime that launches them (runtime/cuda). The
@@ -68,4 +68,4 @@ inline constexpr uint64_t kScratchAlignment = 256;
 }  // namespace cuda_abi
 }  // namespace kvjit
 
-#endif  // KVJIT_RUNTIME_CUDA_KERNELABI_H_
+#endif  // KVJIT_RUNTIME_SCHEMA_CUDALAUNCHABI_H_

@@ -1,11 +1,11 @@
-#ifndef KVJIT_CODEGEN_VERIFIERTOLERANCE_H_
-#define KVJIT_CODEGEN_VERIFIERTOLERANCE_H_
+#ifndef KVJIT_CODEGEN_VERIFIER_VERIFIERTOLERANCE_H_
+#define KVJIT_CODEGEN_VERIFIER_VERIFIERTOLERANCE_H_
 
 #include <cstdint>
 #include <string>
 
 #include "absl/types/span.h"
-#include "codegen/VerifierSchedule.h"
+#include "codegen/verifier/VerifierSchedule.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace kvjit::codegen {
@@ -53,4 +53,4 @@ StepCheck CompareStep(const ScheduledStep& step, int step_number, absl::Span<con
 
 }  // namespace kvjit::codegen
 
-#endif  // KVJIT_CODEGEN_VERIFIERTOLERANCE_H_
+#endif  // KVJIT_CODEGEN_VERIFIER_VERIFIERTOLERANCE_H_

@@ -1,4 +1,4 @@
-#include "codegen/VerifierTolerance.h"
+#include "codegen/verifier/VerifierTolerance.h"
 
 #include <algorithm>
 #include <cmath>

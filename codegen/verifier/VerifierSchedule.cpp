@@ -1,4 +1,4 @@
-#include "codegen/VerifierSchedule.h"
+#include "codegen/verifier/VerifierSchedule.h"
 
 #include <algorithm>
 #include <random>
@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/Reference/ReferenceGeneration.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/StepContract.h"
 
 namespace kvjit::codegen {
 namespace {
@@ -131,18 +132,16 @@ std::vector<float> RowsOfStep(const std::vector<RefTensor>& sequence_logits,
 
 absl::StatusOr<RefTensor> EvaluateStep(reference::ReferenceEvaluator& evaluator,
                                        const std::string& function, const ScheduledStep& step) {
-  const runtime::StepInputs& in = step.inputs;
-  const int64_t tokens = static_cast<int64_t>(in.tokens.size());
-  const int64_t sequences = static_cast<int64_t>(in.context_lens.size());
-  std::vector<RefTensor> arguments = {
-      RefTensor::Int({tokens}, in.tokens),
-      RefTensor::Int({tokens}, in.positions),
-      RefTensor::Int({sequences + 1}, in.seq_starts),
-      RefTensor::Int({sequences}, in.context_lens),
-      RefTensor::Int({tokens}, in.slot_mapping),
-      RefTensor::Int({sequences, in.max_blocks}, in.block_tables),
-      RefTensor::Int({static_cast<int64_t>(in.logits_rows.size())}, in.logits_rows),
-      RefTensor()};  // the cache: the evaluator's own
+  const runtime::StepSizes sizes = runtime::SizesOf(step.inputs);
+  std::vector<RefTensor> arguments;
+  for (const kvx::StepInputSpec& spec : kvx::kStepInputs) {
+    std::vector<int64_t> shape;
+    for (int d = 0; d < spec.rank; ++d) shape.push_back(runtime::DimExtent(spec.dims[d], 0, sizes));
+    const absl::Span<const int32_t> values = runtime::StepInputValues(step.inputs, spec.input);
+    arguments.push_back(
+        RefTensor::Int(std::move(shape), std::vector<int32_t>(values.begin(), values.end())));
+  }
+  arguments.emplace_back();  // the cache: the evaluator's own
   KVJIT_ASSIGN_OR_RETURN(std::vector<RefTensor> results,
                          evaluator.Run(function, std::move(arguments)));
   if (results.empty()) {

@@ -1,4 +1,4 @@
-#include "codegen/Compiler.h"
+#include "codegen/driver/Compiler.h"
 
 #include <unistd.h>
 
@@ -13,8 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "codegen/ExecutableWriter.h"
-#include "codegen/IrFile.h"
-#include "codegen/Verifier.h"
+#include "codegen/driver/IrFile.h"
+#include "codegen/verifier/Verifier.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ParamBinding.h"
@@ -180,7 +180,8 @@ absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executab
 absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
     const flatbuffers::DetachedBuffer& cpu_executable, mlir::ModuleOp module,
     const model::ModelFile& model, const tokenizer::Vocabulary& vocabulary,
-    const std::string& chat_template, const CompileOptions& options, std::FILE* progress) {
+    const std::string& chat_template, const std::string& sidecar_path,
+    const CompileOptions& options, std::FILE* progress) {
   Clock::time_point start = Clock::now();
   Progress(progress, "generating CUDA kernels…\n");
   KVJIT_ASSIGN_OR_RETURN(cuda::CudaModuleSpec kernels,
@@ -212,7 +213,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
   Progress(progress, "  cubin %s, PTX %s (%s, %.2f s)\n", MiB(compiled.binary.cubin.size()).c_str(),
            MiB(compiled.binary.ptx.size()).c_str(), origin.c_str(), SecondsSince(start));
   const CudaSection section{kernels, compiled.binary};
-  return WriteExecutable(module, model, vocabulary, chat_template, &section);
+  return WriteExecutable(module, model, vocabulary, chat_template, sidecar_path, &section);
 }
 #endif
 
@@ -309,12 +310,15 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
   if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, source, progress));
 
   start = Clock::now();
+  // The weights the passes made go beside the executable, which names them.
+  const std::string sidecar_path = SidecarPathFor(output_path);
   KVJIT_ASSIGN_OR_RETURN(flatbuffers::DetachedBuffer executable,
-                         WriteExecutable(module, model, vocabulary, chat_template));
+                         WriteExecutable(module, model, vocabulary, chat_template, sidecar_path));
 #if KVJIT_HAVE_CUDA
   if (options.target == "cuda") {
-    KVJIT_ASSIGN_OR_RETURN(executable, AddCudaModule(executable, module, model, vocabulary,
-                                                     chat_template, options, progress));
+    KVJIT_ASSIGN_OR_RETURN(executable,
+                           AddCudaModule(executable, module, model, vocabulary, chat_template,
+                                         sidecar_path, options, progress));
     start = Clock::now();
   }
 #endif
@@ -329,6 +333,22 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
                MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),
                SecondsSince(start));
   return absl::OkStatus();
+}
+
+// What a compile takes from the model besides its IR: the weights and
+// config, the tokenizer and the chat template.
+struct ModelForCompile {
+  model::ModelFile model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::string chat_template;
+};
+
+absl::StatusOr<ModelForCompile> OpenModelForCompile(const std::string& model_path) {
+  ModelForCompile opened;
+  KVJIT_ASSIGN_OR_RETURN(opened.model, model::OpenModelFile(model_path));
+  KVJIT_ASSIGN_OR_RETURN(opened.tokenizer, model::LoadTokenizer(opened.model));
+  KVJIT_ASSIGN_OR_RETURN(opened.chat_template, model::LoadChatTemplate(opened.model));
+  return opened;
 }
 
 // The context every compile parses and rewrites IR in.
@@ -348,10 +368,8 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   KVJIT_RETURN_IF_ERROR(CheckOptions(options));
   Clock::time_point start = Clock::now();
   Progress(progress, "importing %s…\n", model_path.c_str());
-  KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                         model::LoadTokenizer(model));
-  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, model::LoadChatTemplate(model));
+  KVJIT_ASSIGN_OR_RETURN(ModelForCompile opened, OpenModelForCompile(model_path));
+  const model::ModelFile& model = opened.model;
   mlir::MLIRContext context;
   PrepareContext(context);
   KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
@@ -359,9 +377,10 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   Progress(progress, "  %s, %s: %lld layers, %zu weights, %zu tokens (%.2f s)\n",
                model.format.c_str(), model.config.architecture.c_str(),
                static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
-               tokenizer->vocabulary().tokens.size(), SecondsSince(start));
+               opened.tokenizer->vocabulary().tokens.size(), SecondsSince(start));
   return CompileModule(context, *module, *module, "the imported IR", model_path, model,
-                       tokenizer->vocabulary(), chat_template, output_path, options, progress);
+                       opened.tokenizer->vocabulary(), opened.chat_template, output_path, options,
+                       progress);
 }
 
 absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_path,
@@ -370,10 +389,8 @@ absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_
   KVJIT_RETURN_IF_ERROR(CheckOptions(options));
   Clock::time_point start = Clock::now();
   Progress(progress, "reading %s with the weights of %s…\n", ir_path.c_str(), model_path.c_str());
-  KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
-                         model::LoadTokenizer(model));
-  KVJIT_ASSIGN_OR_RETURN(std::string chat_template, model::LoadChatTemplate(model));
+  KVJIT_ASSIGN_OR_RETURN(ModelForCompile opened, OpenModelForCompile(model_path));
+  const model::ModelFile& model = opened.model;
   mlir::MLIRContext context;
   PrepareContext(context);
   KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, ParseIrFile(context, ir_path));
@@ -382,7 +399,7 @@ absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_
   Progress(progress, "  %s, %s: %lld layers, %zu weights, %zu tokens; the IR is past: %s (%.2f s)\n",
            model.format.c_str(), model.config.architecture.c_str(),
            static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
-           tokenizer->vocabulary().tokens.size(),
+           opened.tokenizer->vocabulary().tokens.size(),
            behind.empty() ? "none" : absl::StrJoin(behind, ", ").c_str(), SecondsSince(start));
   // The reference evaluator runs the whole-sequence function; a step
   // function is checked against the model's own IR instead.
@@ -397,8 +414,8 @@ absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_
                      : absl::StrCat("the IR imported from ", model_path, " (", ir_path,
                                     " is past insert-kv-cache)");
   return CompileModule(context, *module, whole_sequence ? *module : *imported,
-                       reference_description, ir_path, model, tokenizer->vocabulary(),
-                       chat_template, output_path, options, progress);
+                       reference_description, ir_path, model, opened.tokenizer->vocabulary(),
+                       opened.chat_template, output_path, options, progress);
 }
 
 }  // namespace kvjit::codegen
