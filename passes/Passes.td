@@ -64,10 +64,11 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
     arguments of the step contract (tokens, positions, seq_starts,
     context_lens, slot_mapping, block_tables, logits_rows, cache). Each
     attention, in program order, becomes layer i of the cache: `kv.write` of
-    its K and V, then `kv.attention` of its queries over the cache. Rows are
-    independent through row-wise ops (linear, norms), so the logits are
+    its K and V, then `kv.attention` of its queries over the cache. Gathering
+    rows commutes with the ops of class `CommutesWithRowGather` (linear,
+    norms, unary elementwise ops; `ir/Tfm/TfmTraits.td`), so the logits are
     computed only for `logits_rows`: a `tfm.gather_rows` moves up past the
-    final row-wise ops. One function thus serves prefill, chunked prefill and
+    final such ops. One function thus serves prefill, chunked prefill and
     decode for any mix of sequences. A function with attention that is not
     causal, or with no attention, gets a diagnostic.
   }];
@@ -100,8 +101,9 @@ def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
        and one output.
     4. `rms_norm`: each remaining `tfm.rms_norm` alone (the first layer's
        norm, whose input is the embedding).
-    5. `elementwise`: the remaining elementwise ops (`tfm.add`, `mul`,
-       `scale`, `silu`, `gelu`, `causal_mask`) in maximal trees: a producer
+    5. `elementwise`: the remaining ops of class `Elementwise`
+       (`ir/Tfm/TfmTraits.td`: `tfm.add`, `mul`, `scale`, `silu`, `gelu`,
+       `causal_mask`) in maximal trees: a producer
        joins its consumer's fusion when its result has exactly one use. The
        fusion yields the tree's root.
 
