@@ -40,21 +40,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
   config.rope_style = RopeStyle::kNeox;
   config.tied_embeddings = hf.tie_word_embeddings;
   config.qkv_bias = hf.attention_qkv_bias;
-  switch (hf.rope_scaling.type) {
-    case hf::RopeScalingType::kNone:
-      break;
-    case hf::RopeScalingType::kLinear:
-      config.rope_scaling.kind = RopeScalingKind::kLinear;
-      config.rope_scaling.factor = hf.rope_scaling.factor;
-      break;
-    case hf::RopeScalingType::kLlama3:
-      config.rope_scaling.kind = RopeScalingKind::kLlama3;
-      config.rope_scaling.factor = hf.rope_scaling.factor;
-      config.rope_scaling.low_freq_factor = hf.rope_scaling.low_freq_factor;
-      config.rope_scaling.high_freq_factor = hf.rope_scaling.high_freq_factor;
-      config.rope_scaling.original_context = hf.rope_scaling.original_max_position_embeddings;
-      break;
-  }
+  config.rope_scaling = hf.rope_scaling;
   KVJIT_RETURN_IF_ERROR(config.Validate(source));
   return config;
 }

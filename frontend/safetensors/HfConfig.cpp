@@ -149,15 +149,14 @@ RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
   if (type == "default") {
     // No scaling: newer configs spell it out.
   } else if (type == "linear") {
-    scaling.type = RopeScalingType::kLinear;
+    scaling.kind = RopeScalingKind::kLinear;
     scaling.factor = reader.PositiveNumber("factor");
   } else if (type == "llama3") {
-    scaling.type = RopeScalingType::kLlama3;
+    scaling.kind = RopeScalingKind::kLlama3;
     scaling.factor = reader.PositiveNumber("factor");
     scaling.low_freq_factor = reader.PositiveNumber("low_freq_factor");
     scaling.high_freq_factor = reader.PositiveNumber("high_freq_factor");
-    scaling.original_max_position_embeddings =
-        reader.PositiveInteger("original_max_position_embeddings");
+    scaling.original_context = reader.PositiveInteger("original_max_position_embeddings");
     if (reader.status().ok() && !(scaling.high_freq_factor > scaling.low_freq_factor)) {
       reader.Fail(absl::InvalidArgumentError(
           absl::StrCat(reader.Where("high_freq_factor"), " must exceed low_freq_factor")));

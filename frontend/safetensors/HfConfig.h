@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ir/Tfm/RopeScaling.h"
 #include "runtime/quant/StorageType.h"
 
 namespace kvjit::hf {
@@ -15,25 +16,6 @@ namespace kvjit::hf {
 // The Hugging Face model types that share Llama's decoder: pre-norm RMSNorm,
 // rotary attention with grouped KV heads, SwiGLU MLP.
 enum class ModelType { kLlama, kMistral, kQwen2, kQwen3 };
-
-enum class RopeScalingType {
-  kNone,
-  // Positions divided by `factor`.
-  kLinear,
-  // Llama 3.1's frequency-dependent scaling: wavelengths shorter than
-  // original_max_position_embeddings / high_freq_factor are kept, those longer
-  // than original_max_position_embeddings / low_freq_factor are divided by
-  // `factor`, and the band between is interpolated smoothly.
-  kLlama3,
-};
-
-struct RopeScaling {
-  RopeScalingType type = RopeScalingType::kNone;
-  double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 1.0;
-  int64_t original_max_position_embeddings = 0;
-};
 
 // A checkpoint's config.json for the Llama family.
 //
@@ -64,6 +46,8 @@ struct LlamaConfig {
 
   double rms_norm_eps = 0.0;
   double rope_theta = 10000.0;
+  // rope_scaling (or transformers 5's rope_parameters); original_context is
+  // its original_max_position_embeddings.
   RopeScaling rope_scaling;
 
   bool tie_word_embeddings = false;

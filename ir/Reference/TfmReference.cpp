@@ -22,12 +22,13 @@ RopeParams RopeParamsOf(tfm::RopeOp op) {
   params.theta = op.getTheta().convertToFloat();
   if (op.getRotaryDimAttr()) params.rotary_dim = op.getRotaryDimAttr().getInt();
   if (tfm::RopeScalingAttr scaling = op.getScalingAttr()) {
-    params.scaling = scaling.getKind() == tfm::RopeScalingKind::linear ? RopeScalingKind::kLinear
-                                                                        : RopeScalingKind::kLlama3;
-    params.factor = scaling.getFactor().convertToDouble();
-    params.low_freq_factor = scaling.getLowFreqFactor().convertToDouble();
-    params.high_freq_factor = scaling.getHighFreqFactor().convertToDouble();
-    params.original_context = scaling.getOriginalContext();
+    params.scaling.kind = scaling.getKind() == tfm::RopeScalingKind::linear
+                              ? ::kvjit::RopeScalingKind::kLinear
+                              : ::kvjit::RopeScalingKind::kLlama3;
+    params.scaling.factor = scaling.getFactor().convertToDouble();
+    params.scaling.low_freq_factor = scaling.getLowFreqFactor().convertToDouble();
+    params.scaling.high_freq_factor = scaling.getHighFreqFactor().convertToDouble();
+    params.scaling.original_context = scaling.getOriginalContext();
   }
   if (std::optional<llvm::ArrayRef<float>> factors = op.getFreqFactors()) {
     params.freq_factors.assign(factors->begin(), factors->end());
