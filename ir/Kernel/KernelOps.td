@@ -1,6 +1,7 @@
 #ifndef KVJIT_IR_KERNEL_KERNELOPS_TD
 #define KVJIT_IR_KERNEL_KERNELOPS_TD
 
+include "ir/Kernel/KernelAttrs.td"
 include "ir/Kernel/KernelDialect.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"

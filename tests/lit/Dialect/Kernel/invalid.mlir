@@ -200,3 +200,10 @@ func.func @layer_norm_inside(%x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?
   }
   return %r : tensor<?x8xf32>
 }
+
+// -----
+
+// expected-error @+1 {{arena alignment must be a power of two, got 48}}
+func.func @misaligned() attributes {kernel.arena = #kernel.arena<bytes = 2048, naive_bytes = 4096, max_tokens = 8, alignment = 48>} {
+  return
+}
