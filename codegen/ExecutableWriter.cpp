@@ -340,14 +340,12 @@ class ExecutableBuilder {
   }
 
   absl::StatusOr<Offset<kvx::Program>> AddProgram(mlir::func::FuncOp step) {
-    auto arena_bytes = step->getAttrOfType<mlir::IntegerAttr>(kPlanArenaBytesAttr);
-    auto max_tokens = step->getAttrOfType<mlir::IntegerAttr>(kPlanMaxTokensAttr);
-    if (!arena_bytes || !max_tokens || max_tokens.getInt() <= 0) {
+    kernel::ArenaAttr arena = ArenaOf(step);
+    if (!arena || arena.getMaxTokens() <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("function @", step.getSymName().str(),
-                                                     " has a malformed ", kPlanArenaBytesAttr,
-                                                     " or ", kPlanMaxTokensAttr));
+                                                     " has a malformed ", kArenaAttrName.str()));
     }
-    arena_bytes_ = arena_bytes.getInt();
+    arena_bytes_ = arena.getBytes();
     std::optional<TensorRefOffset> logits;
     for (mlir::Operation& op : step.getBody().front()) {
       if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) {
@@ -371,7 +369,7 @@ class ExecutableBuilder {
     }
     return kvx::CreateProgram(fbb_, fbb_.CreateVector(instructions_), *logits,
                               static_cast<uint64_t>(arena_bytes_),
-                              static_cast<uint32_t>(max_tokens.getInt()));
+                              static_cast<uint32_t>(arena.getMaxTokens()));
   }
 
   // The instruction of one op of the step function's body, appended in
@@ -458,14 +456,15 @@ class ExecutableBuilder {
     return absl::OkStatus();
   }
 
-  // Places `op`'s results at their plan.offsets, with every dynamic
+  // Places `op`'s results at their arena offsets, with every dynamic
   // dimension standing for `row_kind`.
   absl::Status AddResults(mlir::Operation* op, kvx::DimKind row_kind) {
     if (op->getNumResults() == 0) return absl::OkStatus();
-    auto offsets = op->getAttrOfType<mlir::DenseI64ArrayAttr>(kPlanOffsetsAttr);
+    mlir::DenseI64ArrayAttr offsets = ArenaOffsetsOf(op);
     if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          Describe(op), " has no ", kPlanOffsetsAttr, " entry per result; run plan-memory first"));
+      return absl::FailedPreconditionError(absl::StrCat(Describe(op), " has no ",
+                                                        kArenaOffsetsAttrName.str(),
+                                                        " entry per result; run plan-memory first"));
     }
     for (mlir::OpResult result : op->getResults()) {
       auto type = mlir::dyn_cast<mlir::RankedTensorType>(result.getType());
@@ -861,33 +860,20 @@ class ExecutableBuilder {
 
   absl::StatusOr<Offset<kvx::KvLayout>> AddKvLayout(mlir::func::FuncOp step) {
     auto cache = mlir::cast<kv::CacheType>(step.getArgument(kCacheArgument).getType());
-    auto layout = step->getAttrOfType<mlir::DictionaryAttr>(kPlanKvLayoutAttr);
+    // Its sizes are positive: #kv.layout's verifier holds them to it.
+    kv::LayoutAttr layout = KvLayoutOf(step);
     if (!layout) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "function @", step.getSymName().str(), "'s ", kPlanKvLayoutAttr,
-          " is not a dictionary"));
+      return absl::InvalidArgumentError(absl::StrCat("function @", step.getSymName().str(),
+                                                     " has no ", kKvLayoutAttrName.str()));
     }
-    auto field = [&](const char* name) -> absl::StatusOr<uint64_t> {
-      auto value = layout.getAs<mlir::IntegerAttr>(name);
-      if (!value || value.getInt() < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("function @", step.getSymName().str(),
-                                                       ": ", kPlanKvLayoutAttr, " lacks '",
-                                                       name, "'"));
-      }
-      return static_cast<uint64_t>(value.getInt());
-    };
-    KVJIT_ASSIGN_OR_RETURN(uint64_t block_size, field("block_size"));
-    KVJIT_ASSIGN_OR_RETURN(uint64_t block_bytes, field("block_bytes"));
-    KVJIT_ASSIGN_OR_RETURN(uint64_t blocks, field("blocks"));
-    KVJIT_ASSIGN_OR_RETURN(uint64_t layer_stride, field("layer_stride_bytes"));
-    KVJIT_ASSIGN_OR_RETURN(uint64_t value_offset, field("value_offset_bytes"));
-    KVJIT_ASSIGN_OR_RETURN(uint64_t slot_stride, field("slot_stride_bytes"));
     KVJIT_ASSIGN_OR_RETURN(kvx::StorageType element, CacheElementStorage(cache.getElementType()));
-    return kvx::CreateKvLayout(fbb_, static_cast<uint32_t>(cache.getLayers()),
-                               static_cast<uint32_t>(cache.getKvHeads()),
-                               static_cast<uint32_t>(cache.getHeadDim()),
-                               static_cast<uint32_t>(block_size), element, block_bytes,
-                               layer_stride, value_offset, slot_stride, blocks);
+    return kvx::CreateKvLayout(
+        fbb_, static_cast<uint32_t>(cache.getLayers()), static_cast<uint32_t>(cache.getKvHeads()),
+        static_cast<uint32_t>(cache.getHeadDim()), static_cast<uint32_t>(layout.getBlockSize()),
+        element, static_cast<uint64_t>(layout.getBlockBytes()),
+        static_cast<uint64_t>(layout.getLayerStrideBytes()),
+        static_cast<uint64_t>(layout.getValueOffsetBytes()),
+        static_cast<uint64_t>(layout.getSlotStrideBytes()), static_cast<uint64_t>(layout.getBlocks()));
   }
 
   Offset<kvx::ModelConfig> AddModelConfig() {
@@ -968,10 +954,10 @@ absl::StatusOr<mlir::func::FuncOp> FindStepFunction(mlir::ModuleOp module) {
 }
 
 absl::Status RequirePlan(mlir::func::FuncOp step) {
-  for (const char* attribute : {kPlanArenaBytesAttr, kPlanMaxTokensAttr, kPlanKvLayoutAttr}) {
+  for (llvm::StringRef attribute : {kArenaAttrName, kKvLayoutAttrName}) {
     if (!step->hasAttr(attribute)) {
       return absl::FailedPreconditionError(absl::StrCat("function @", step.getSymName().str(),
-                                                        " has no ", attribute,
+                                                        " has no ", attribute.str(),
                                                         "; run plan-memory first"));
     }
   }

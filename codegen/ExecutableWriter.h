@@ -27,7 +27,7 @@ struct CudaSection {
 
 // Serialises the planned step function of `planned_module` (what
 // BuildKvjitPipeline leaves: one func with `kv.step_function` and plan-memory's
-// `plan.*` attributes) into a kvx::Executable, with the model's config, its
+// `kernel.arena` and `kv.layout` attributes) into a kvx::Executable, with the model's config, its
 // tokenizer and a table of the weights the program reads.
 //
 // How the IR maps onto the schema:
@@ -37,7 +37,7 @@ struct CudaSection {
 //     body no kernel implements is an Unimplemented error naming the op and
 //     its location.
 //   - Block arguments are Input refs (index = kvx::StepInput), op results
-//     Arena refs at their `plan.offsets` entry, weights Weight refs (index
+//     Arena refs at their `kernel.arena_offsets` entry, weights Weight refs (index
 //     into Executable.weights, in order of first use).
 //   - A dynamic dimension of a step tensor is Tokens where its rows come from
 //     the step's tokens and LogitsRows from a `tfm.gather_rows` on; seq_starts

@@ -81,7 +81,7 @@ class BlockFuser {
   void ClaimElementwiseTrees() {
     llvm::MapVector<mlir::Operation*, llvm::SmallVector<mlir::Operation*>> tree_of_root;
     for (mlir::Operation& op : block_) {
-      if (claimed_.contains(&op) || !kernel::IsElementwiseOp(&op)) continue;
+      if (claimed_.contains(&op) || !op.hasTrait<tfm::OpTrait::Elementwise>()) continue;
       llvm::SmallVector<mlir::Operation*> tree;
       for (mlir::Value operand : op.getOperands()) {
         auto found = tree_of_root.find(operand.getDefiningOp());

@@ -27,20 +27,16 @@ enum StepArgument : unsigned {
   kCache,
 };
 
-bool IsRowWise(mlir::Operation* op) {
-  return mlir::isa<tfm::LinearOp, tfm::RmsNormOp, tfm::LayerNormOp, tfm::SiluOp, tfm::GeluOp,
-                   tfm::ScaleOp>(op);
-}
-
 // The value whose rows the returned logits are computed from one by one:
-// walking up through row-wise ops with a single user. Gathering the rows
-// there computes the final norm and output projection only where needed.
+// walking up through ops that commute with a row gather, each value with a
+// single user. Gathering the rows there computes the final norm and output
+// projection only where needed.
 mlir::OpOperand* RowsFeedingLogits(Value logits) {
   mlir::OpOperand* feed = nullptr;
   Value current = logits;
   while (mlir::Operation* op = current.getDefiningOp()) {
     const bool used_elsewhere = current != logits && !current.hasOneUse();
-    if (!IsRowWise(op) || used_elsewhere) break;
+    if (!op->hasTrait<tfm::OpTrait::CommutesWithRowGather>() || used_elsewhere) break;
     feed = &op->getOpOperand(0);
     current = feed->get();
   }
@@ -138,8 +134,8 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
     Value logits = ret.getOperand(0);
     mlir::OpOperand* feed = RowsFeedingLogits(logits);
     if (feed == nullptr) {
-      return ret.emitOpError() << "returns logits that no row-wise op computes; cannot select "
-                                  "logits_rows";
+      return ret.emitOpError() << "returns logits that no op commuting with a row gather "
+                                  "computes; cannot select logits_rows";
     }
     builder.setInsertionPoint(feed->getOwner());
     Value gathered = builder.create<tfm::GatherRowsOp>(

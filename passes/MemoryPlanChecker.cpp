@@ -20,6 +20,18 @@ bool NeedsArenaSpace(mlir::Value value) {
          !producer->hasTrait<mlir::OpTrait::ConstantLike>();
 }
 
+kernel::ArenaAttr ArenaOf(mlir::func::FuncOp func) {
+  return func->getAttrOfType<kernel::ArenaAttr>(kArenaAttrName);
+}
+
+mlir::DenseI64ArrayAttr ArenaOffsetsOf(mlir::Operation* op) {
+  return op->getAttrOfType<mlir::DenseI64ArrayAttr>(kArenaOffsetsAttrName);
+}
+
+kv::LayoutAttr KvLayoutOf(mlir::func::FuncOp func) {
+  return func->getAttrOfType<kv::LayoutAttr>(kKvLayoutAttrName);
+}
+
 mlir::Value ViewedValue(mlir::Value value) {
   while (auto view = value.getDefiningOp<tfm::SliceColumnsOp>()) value = view.getInput();
   return value;
@@ -50,15 +62,6 @@ struct PlacedActivation {
   int64_t last_used_at;
 };
 
-mlir::FailureOr<int64_t> ReadPlanInteger(mlir::func::FuncOp func, llvm::StringRef name) {
-  auto attr = func->getAttrOfType<mlir::IntegerAttr>(name);
-  if (!attr) {
-    return func.emitError() << "function @" << func.getSymName() << " has no '" << name
-                            << "' integer attribute; run plan-memory first";
-  }
-  return attr.getInt();
-}
-
 // From the uses, not from the pass's forward walk, so that a liveness bug in
 // the pass cannot hide itself.
 int64_t LastUsePosition(mlir::OpResult value, mlir::Block& body,
@@ -82,14 +85,16 @@ mlir::LogicalResult VerifyMemoryPlan(mlir::func::FuncOp func) {
     return func.emitError() << "function @" << func.getSymName()
                             << " has more than one block; a memory plan covers one";
   }
-  mlir::FailureOr<int64_t> arena_bytes = ReadPlanInteger(func, kPlanArenaBytesAttr);
-  mlir::FailureOr<int64_t> max_tokens = ReadPlanInteger(func, kPlanMaxTokensAttr);
-  mlir::FailureOr<int64_t> alignment = ReadPlanInteger(func, kPlanAlignmentAttr);
-  if (mlir::failed(arena_bytes) || mlir::failed(max_tokens) || mlir::failed(alignment)) {
-    return mlir::failure();
+  kernel::ArenaAttr arena = ArenaOf(func);
+  if (!arena) {
+    return func.emitError() << "function @" << func.getSymName() << " has no '" << kArenaAttrName
+                            << "' attribute; run plan-memory first";
   }
-  if (*alignment <= 0 || !llvm::isPowerOf2_64(*alignment)) {
-    return func.emitError() << "plan alignment " << *alignment << " is not a power of two";
+  const int64_t arena_bytes = arena.getBytes();
+  const int64_t max_tokens = arena.getMaxTokens();
+  const int64_t alignment = arena.getAlignment();
+  if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+    return func.emitError() << "plan alignment " << alignment << " is not a power of two";
   }
 
   mlir::Block& body = func.front();
@@ -99,8 +104,8 @@ mlir::LogicalResult VerifyMemoryPlan(mlir::func::FuncOp func) {
   std::vector<PlacedActivation> placed;
   for (mlir::Operation& op : body) {
     if (op.getNumResults() == 0) continue;
-    auto offsets = op.getAttrOfType<mlir::DenseI64ArrayAttr>(kPlanOffsetsAttr);
-    if (!offsets) return op.emitError() << "has results but no '" << kPlanOffsetsAttr << "'";
+    mlir::DenseI64ArrayAttr offsets = ArenaOffsetsOf(&op);
+    if (!offsets) return op.emitError() << "has results but no '" << kArenaOffsetsAttrName << "'";
     if (offsets.size() != static_cast<int64_t>(op.getNumResults())) {
       return op.emitError() << "has " << op.getNumResults() << " results but "
                             << offsets.size() << " plan offsets";
@@ -115,19 +120,19 @@ mlir::LogicalResult VerifyMemoryPlan(mlir::func::FuncOp func) {
         }
         continue;
       }
-      std::optional<int64_t> bytes = BoundedTensorBytes(result.getType(), *max_tokens);
+      std::optional<int64_t> bytes = BoundedTensorBytes(result.getType(), max_tokens);
       if (!bytes) {
         return op.emitError() << "result #" << index << " of type " << result.getType()
                               << " has no bounded byte size";
       }
-      if (offset < 0 || offset % *alignment != 0) {
+      if (offset < 0 || offset % alignment != 0) {
         return op.emitError() << "result #" << index << " has offset " << offset
-                              << ", not a non-negative multiple of " << *alignment;
+                              << ", not a non-negative multiple of " << alignment;
       }
-      if (offset > *arena_bytes - *bytes) {
+      if (offset > arena_bytes - *bytes) {
         return op.emitError() << "result #" << index << " at bytes [" << offset << ", "
                               << offset + *bytes << ") does not fit in the arena of "
-                              << *arena_bytes << " bytes";
+                              << arena_bytes << " bytes";
       }
       placed.push_back({result, offset, *bytes, positions.lookup(&op),
                         LastUsePosition(result, body, positions)});

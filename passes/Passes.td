@@ -65,10 +65,11 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
     context_lens, slot_mapping, block_tables, logits_rows, cache). Each
     attention, in program order, becomes layer i of the cache: `kv.write` of
     its K and V, then `kv.attention` of its queries over the cache, with the
-    attention's sliding `window` where it has one (layers may differ). Rows are
-    independent through row-wise ops (linear, norms), so the logits are
+    attention's sliding `window` where it has one (layers may differ). Gathering
+    rows commutes with the ops of class `CommutesWithRowGather` (linear,
+    norms, unary elementwise ops; `ir/Tfm/TfmTraits.td`), so the logits are
     computed only for `logits_rows`: a `tfm.gather_rows` moves up past the
-    final row-wise ops. One function thus serves prefill, chunked prefill and
+    final such ops. One function thus serves prefill, chunked prefill and
     decode for any mix of sequences. A function with attention that is not
     causal, or with no attention, gets a diagnostic.
   }];
@@ -101,8 +102,9 @@ def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
        and one output.
     4. `rms_norm`: each remaining `tfm.rms_norm` alone (the first layer's
        norm, whose input is the embedding).
-    5. `elementwise`: the remaining elementwise ops (`tfm.add`, `mul`,
-       `scale`, `silu`, `gelu`, `causal_mask`) in maximal trees: a producer
+    5. `elementwise`: the remaining ops of class `Elementwise`
+       (`ir/Tfm/TfmTraits.td`: `tfm.add`, `mul`, `scale`, `silu`, `gelu`,
+       `causal_mask`) in maximal trees: a producer
        joins its consumer's fusion when its result has exactly one use. The
        fusion yields the tree's root.
 
@@ -150,21 +152,21 @@ def PlanMemory : Pass<"plan-memory", "::mlir::ModuleOp"> {
     the arena — TFLite's greedy-by-size plan, close to optimal
     on transformer graphs where a few shapes repeat layer after layer.
 
-    Attributes written:
-      - on each op with results in the body: `plan.offsets`, an
+    Attributes written (typed in ODS: `#kernel.arena`, `#kv.layout`):
+      - on each op with results in the body: `kernel.arena_offsets`, an
         `array<i64>` with one byte offset per result, -1 where a result is
         not in the arena;
-      - on the function: `plan.arena_bytes` (the arena's size),
-        `plan.naive_bytes` (what giving each value its own aligned buffer
-        would take), `plan.max_tokens` and `plan.alignment` (the bounds the
-        plan holds for).
+      - on the function: `kernel.arena = #kernel.arena<bytes = …,
+        naive_bytes = …, max_tokens = …, alignment = …>`: the arena's size,
+        what giving each value its own aligned buffer would take, and the
+        bounds the plan holds for.
 
     **Paged KV layout.** A function with a `!kv.cache` argument gets
-    `plan.kv_block_bytes` = 2 × layers × kv_heads × head_dim × block_size ×
-    bytes(element_type) and `plan.kv_blocks` = floor(`kv-memory-mib` /
-    block bytes), the blocks a pool of that budget holds; a budget below one
-    block is an error that names the function. `plan.kv_layout` restates
-    them with the layout's strides. A block holds `block_size` token slots
+    `kv.layout = #kv.layout<…>` with `block_bytes` = 2 × layers × kv_heads ×
+    head_dim × block_size × bytes(element_type), `blocks` =
+    floor(`kv-memory-mib` / block bytes), the blocks a pool of that budget
+    holds, and the layout's strides; a budget below one block is an error
+    that names the function. A block holds `block_size` token slots
     of every layer, in row-major order [layer][K, V][slot][kv_head][head_dim]:
     a kernel attending layer l reads each block's K (then V) as one
     contiguous `block_size × kv_heads × head_dim` tile, and `kv.write`
@@ -193,6 +195,7 @@ def PlanMemory : Pass<"plan-memory", "::mlir::ModuleOp"> {
     Option<"report", "report", "bool", /*default=*/"false",
            "emit a remark per function summarizing the plan">,
   ];
+  let dependentDialects = ["::kvjit::kernel::KernelDialect", "::kvjit::kv::KvDialect"];
 }
 
 #endif  // KVJIT_PASSES_PASSES_TD

@@ -41,7 +41,7 @@ bool Contains(mlir::ModuleOp module) {
 
 bool IsPlanned(mlir::ModuleOp module) {
   return llvm::any_of(module.getOps<mlir::func::FuncOp>(), [](mlir::func::FuncOp function) {
-    return function->hasAttr(kPlanArenaBytesAttr);
+    return static_cast<bool>(ArenaOf(function));
   });
 }
 

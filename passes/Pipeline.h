@@ -62,7 +62,7 @@ llvm::ArrayRef<KvjitStage> KvjitStages();
 // hand or printed by kvjit-opt is judged alike: a tfm.attention or
 // kv.attention (fuse-attention), a tfm.slice_columns (fuse-projections), a
 // function with a !kv.cache argument (insert-kv-cache), a kernel.fusion
-// (fuse-elementwise), a function with plan.arena_bytes (plan-memory). A
+// (fuse-elementwise), a function with kernel.arena (plan-memory). A
 // stage before the last one found counts as passed even where it left
 // nothing (an optional pass left out): it can no longer run.
 std::vector<std::string> PassesBehind(mlir::ModuleOp module);

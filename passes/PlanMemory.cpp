@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "ir/Kernel/KernelDialect.h"
+#include "ir/Kv/KvDialect.h"
 #include "ir/Kv/KvTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -179,12 +181,10 @@ void RecordArenaPlan(mlir::func::FuncOp func, const ArenaPlan& plan, int64_t max
       auto placed = offsets.find(result);
       result_offsets.push_back(placed == offsets.end() ? kNotInArena : placed->second);
     }
-    op.setAttr(kPlanOffsetsAttr, builder.getDenseI64ArrayAttr(result_offsets));
+    op.setAttr(kArenaOffsetsAttrName, builder.getDenseI64ArrayAttr(result_offsets));
   }
-  func->setAttr(kPlanArenaBytesAttr, builder.getI64IntegerAttr(plan.arena_bytes));
-  func->setAttr(kPlanNaiveBytesAttr, builder.getI64IntegerAttr(plan.naive_bytes));
-  func->setAttr(kPlanMaxTokensAttr, builder.getI64IntegerAttr(max_tokens));
-  func->setAttr(kPlanAlignmentAttr, builder.getI64IntegerAttr(alignment));
+  func->setAttr(kArenaAttrName, kernel::ArenaAttr::get(func.getContext(), plan.arena_bytes,
+                                                       plan.naive_bytes, max_tokens, alignment));
 }
 
 // The layout of the function's KV pool, nullopt where it takes no cache.
@@ -230,22 +230,10 @@ mlir::FailureOr<std::optional<KvLayout>> PlanKvLayout(mlir::func::FuncOp func,
 }
 
 void RecordKvLayout(mlir::func::FuncOp func, const KvLayout& layout) {
-  mlir::Builder builder(func.getContext());
-  func->setAttr(kPlanKvBlockBytesAttr, builder.getI64IntegerAttr(layout.block_bytes));
-  func->setAttr(kPlanKvBlocksAttr, builder.getI64IntegerAttr(layout.blocks));
-  func->setAttr(kPlanKvLayoutAttr,
-                builder.getDictionaryAttr({
-                    builder.getNamedAttr("block_size", builder.getI64IntegerAttr(layout.block_size)),
-                    builder.getNamedAttr("block_bytes", builder.getI64IntegerAttr(layout.block_bytes)),
-                    builder.getNamedAttr("blocks", builder.getI64IntegerAttr(layout.blocks)),
-                    builder.getNamedAttr("element_type", mlir::TypeAttr::get(layout.element_type)),
-                    builder.getNamedAttr("layer_stride_bytes",
-                                         builder.getI64IntegerAttr(layout.layer_stride_bytes)),
-                    builder.getNamedAttr("value_offset_bytes",
-                                         builder.getI64IntegerAttr(layout.value_offset_bytes)),
-                    builder.getNamedAttr("slot_stride_bytes",
-                                         builder.getI64IntegerAttr(layout.slot_stride_bytes)),
-                }));
+  func->setAttr(kKvLayoutAttrName,
+                kv::LayoutAttr::get(func.getContext(), layout.block_size, layout.element_type,
+                                    layout.block_bytes, layout.blocks, layout.layer_stride_bytes,
+                                    layout.value_offset_bytes, layout.slot_stride_bytes));
 }
 
 void EmitReport(mlir::func::FuncOp func, const ArenaPlan& plan,

@@ -76,14 +76,12 @@ class DiagnosticCollector {
 // What plan-memory decided, from the attributes it leaves on the step function.
 std::string DescribePlan(mlir::ModuleOp module) {
   for (auto step : module.getOps<mlir::func::FuncOp>()) {
-    auto arena = step->getAttrOfType<mlir::IntegerAttr>(kPlanArenaBytesAttr);
-    auto max_tokens = step->getAttrOfType<mlir::IntegerAttr>(kPlanMaxTokensAttr);
-    auto block_bytes = step->getAttrOfType<mlir::IntegerAttr>(kPlanKvBlockBytesAttr);
-    auto blocks = step->getAttrOfType<mlir::IntegerAttr>(kPlanKvBlocksAttr);
-    if (!arena || !max_tokens || !block_bytes || !blocks) continue;
+    kernel::ArenaAttr arena = ArenaOf(step);
+    kv::LayoutAttr layout = KvLayoutOf(step);
+    if (!arena || !layout) continue;
     return absl::StrFormat("@%s: arena %s for %d tokens per step; KV %d bytes per block, %d blocks",
-                           step.getSymName().str(), MiB(arena.getInt()), max_tokens.getInt(),
-                           block_bytes.getInt(), blocks.getInt());
+                           step.getSymName().str(), MiB(arena.getBytes()), arena.getMaxTokens(),
+                           layout.getBlockBytes(), layout.getBlocks());
   }
   return "no planned step function";
 }

@@ -15,7 +15,7 @@ namespace {
 // factors where that exceeds the original context, else the short ones.
 absl::Status ApplyLongRope(const hf::LlamaConfig& hf, const std::string& source,
                            ModelConfig& config) {
-  const hf::RopeScaling& scaling = hf.rope_scaling;
+  const hf::LongRope& scaling = *hf.long_rope;
   const size_t pairs = static_cast<size_t>(hf.head_dim / 2);
   for (const auto* factors : {&scaling.short_factor, &scaling.long_factor}) {
     if (factors->size() != pairs) {
@@ -73,24 +73,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
   config.tied_embeddings = hf.tie_word_embeddings;
   config.qkv_bias = hf.attention_qkv_bias;
   config.layer_windows = hf.layer_windows;
-  switch (hf.rope_scaling.type) {
-    case hf::RopeScalingType::kNone:
-      break;
-    case hf::RopeScalingType::kLinear:
-      config.rope_scaling.kind = RopeScalingKind::kLinear;
-      config.rope_scaling.factor = hf.rope_scaling.factor;
-      break;
-    case hf::RopeScalingType::kLlama3:
-      config.rope_scaling.kind = RopeScalingKind::kLlama3;
-      config.rope_scaling.factor = hf.rope_scaling.factor;
-      config.rope_scaling.low_freq_factor = hf.rope_scaling.low_freq_factor;
-      config.rope_scaling.high_freq_factor = hf.rope_scaling.high_freq_factor;
-      config.rope_scaling.original_context = hf.rope_scaling.original_max_position_embeddings;
-      break;
-    case hf::RopeScalingType::kLongRope:
-      KVJIT_RETURN_IF_ERROR(ApplyLongRope(hf, source, config));
-      break;
-  }
+  config.rope_scaling = hf.rope_scaling;
+  if (hf.long_rope) KVJIT_RETURN_IF_ERROR(ApplyLongRope(hf, source, config));
   KVJIT_RETURN_IF_ERROR(config.Validate(source));
   return config;
 }

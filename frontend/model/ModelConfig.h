@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ir/Tfm/RopeScaling.h"
 
 namespace kvjit::model {
 
@@ -14,15 +15,8 @@ enum class RopeStyle {
   kNeox,         // pairs (i, i + d/2): Hugging Face checkpoints, GGUF qwen2
 };
 
-enum class RopeScalingKind { kNone, kLinear, kLlama3 };
-
-struct RopeScaling {
-  RopeScalingKind kind = RopeScalingKind::kNone;
-  double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
-  int64_t original_context = 0;
-};
+using ::kvjit::RopeScaling;
+using ::kvjit::RopeScalingKind;
 
 // The hyper-parameters of a Llama-family decoder (Llama 2 and 3, TinyLlama,
 // SmolLM2, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3), whichever file format

@@ -162,7 +162,7 @@ absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& archit
 }
 
 RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
-                            absl::string_view key) {
+                            absl::string_view key, std::optional<LongRope>& long_rope) {
   FieldReader reader(object, absl::StrCat(outer.Where(key), "."));
   // transformers writes "rope_type"; older configs wrote "type".
   std::string type = reader.String("rope_type", reader.String("type", "default"));
@@ -170,28 +170,27 @@ RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
   if (type == "default") {
     // No scaling: newer configs spell it out.
   } else if (type == "linear") {
-    scaling.type = RopeScalingType::kLinear;
+    scaling.kind = RopeScalingKind::kLinear;
     scaling.factor = reader.PositiveNumber("factor");
   } else if (type == "llama3") {
-    scaling.type = RopeScalingType::kLlama3;
+    scaling.kind = RopeScalingKind::kLlama3;
     scaling.factor = reader.PositiveNumber("factor");
     scaling.low_freq_factor = reader.PositiveNumber("low_freq_factor");
     scaling.high_freq_factor = reader.PositiveNumber("high_freq_factor");
-    scaling.original_max_position_embeddings =
-        reader.PositiveInteger("original_max_position_embeddings");
+    scaling.original_context = reader.PositiveInteger("original_max_position_embeddings");
     if (reader.status().ok() && !(scaling.high_freq_factor > scaling.low_freq_factor)) {
       reader.Fail(absl::InvalidArgumentError(
           absl::StrCat(reader.Where("high_freq_factor"), " must exceed low_freq_factor")));
     }
   } else if (type == "longrope" || type == "su") {
-    scaling.type = RopeScalingType::kLongRope;
-    scaling.short_factor = reader.PositiveNumbers("short_factor");
-    scaling.long_factor = reader.PositiveNumbers("long_factor");
+    LongRope& longrope = long_rope.emplace();
+    longrope.short_factor = reader.PositiveNumbers("short_factor");
+    longrope.long_factor = reader.PositiveNumbers("long_factor");
     if (reader.Find("attention_factor") != nullptr) {
-      scaling.attention_factor = reader.PositiveNumber("attention_factor");
+      longrope.attention_factor = reader.PositiveNumber("attention_factor");
     }
     // Phi-3 keeps it at the top level; newer configs inside rope_scaling.
-    scaling.original_max_position_embeddings = reader.PositiveInteger(
+    longrope.original_max_position_embeddings = reader.PositiveInteger(
         "original_max_position_embeddings",
         outer.Find("original_max_position_embeddings") != nullptr
             ? std::optional<int64_t>(outer.PositiveInteger("original_max_position_embeddings"))
@@ -226,9 +225,10 @@ void ReadRope(FieldReader& reader, LlamaConfig& config) {
           absl::StrCat(reader.Where("rope_scaling"), " must be null or an object")));
       return;
     }
-    config.rope_scaling = ReadRopeScaling(*scaling, reader, "rope_scaling");
+    config.rope_scaling = ReadRopeScaling(*scaling, reader, "rope_scaling", config.long_rope);
   } else if (parameters != nullptr) {
-    config.rope_scaling = ReadRopeScaling(*parameters, reader, "rope_parameters");
+    config.rope_scaling =
+        ReadRopeScaling(*parameters, reader, "rope_parameters", config.long_rope);
   }
 }
 

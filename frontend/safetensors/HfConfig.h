@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ir/Tfm/RopeScaling.h"
 #include "runtime/quant/StorageType.h"
 
 namespace kvjit::hf {
@@ -17,32 +18,16 @@ namespace kvjit::hf {
 // one qkv_proj and gate, up as one gate_up_proj.
 enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kPhi3 };
 
-enum class RopeScalingType {
-  kNone,
-  // Positions divided by `factor`.
-  kLinear,
-  // Llama 3.1's frequency-dependent scaling: wavelengths shorter than
-  // original_max_position_embeddings / high_freq_factor are kept, those longer
-  // than original_max_position_embeddings / low_freq_factor are divided by
-  // `factor`, and the band between is interpolated smoothly.
-  kLlama3,
-  // Phi-3's LongRoPE ("longrope", formerly "su"): each rotated pair's angle
-  // divided by its entry of long_factor where the model's context exceeds
-  // original_max_position_embeddings, else of short_factor; cos and sin
-  // multiplied by attention_factor (default sqrt(1 + ln(s) / ln(original))
-  // for s = context / original, 1 when s <= 1).
-  kLongRope,
-};
-
-struct RopeScaling {
-  RopeScalingType type = RopeScalingType::kNone;
-  double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 1.0;
-  int64_t original_max_position_embeddings = 0;
-  std::vector<double> short_factor;  // kLongRope: head_dim / 2 divisors each
+// Phi-3's LongRoPE ("longrope", formerly "su"): each rotated pair's angle
+// divided by its entry of long_factor where the model's context exceeds
+// original_max_position_embeddings, else of short_factor; cos and sin
+// multiplied by attention_factor (default sqrt(1 + ln(s) / ln(original)) for
+// s = context / original, 1 when s <= 1).
+struct LongRope {
+  std::vector<double> short_factor;  // head_dim / 2 divisors each
   std::vector<double> long_factor;
-  std::optional<double> attention_factor;  // kLongRope, where the config gives it
+  std::optional<double> attention_factor;  // where the config gives it
+  int64_t original_max_position_embeddings = 0;
 };
 
 // A checkpoint's config.json for the Llama family.
@@ -77,7 +62,11 @@ struct LlamaConfig {
 
   double rms_norm_eps = 0.0;
   double rope_theta = 10000.0;
+  // rope_scaling (or transformers 5's rope_parameters); original_context is
+  // its original_max_position_embeddings.
   RopeScaling rope_scaling;
+  // Phi-3's rope scaling, which the model reader turns into frequency factors.
+  std::optional<LongRope> long_rope;
 
   // One entry per layer, its sliding window or 0 for full attention; empty
   // where no layer has a window.

@@ -19,6 +19,11 @@ def Kernel_Dialect : Dialect {
     see each kernel's buffers without looking inside.
   }];
   let dependentDialects = ["::kvjit::tfm::TfmDialect"];
+  let useDefaultAttributePrinterParser = 1;
+  // plan-memory's activation arena: the function's (KernelAttrs.td), and
+  // each op's byte offset per result (-1: not in the arena).
+  let discardableAttrs = (ins "::kvjit::kernel::ArenaAttr":$arena,
+                              "::mlir::DenseI64ArrayAttr":$arena_offsets);
 }
 
 class Kernel_Op<string mnemonic, list<Trait> traits = []>

@@ -56,7 +56,7 @@ LogicalResult VerifyTemplate(FusionOp fusion, llvm::ArrayRef<mlir::Operation*> o
     case FusionKind::elementwise:
       if (ops.empty()) return fusion.emitOpError() << "of kind elementwise holds no op";
       for (mlir::Operation* op : ops) {
-        if (!IsElementwiseOp(op)) {
+        if (!op->hasTrait<tfm::OpTrait::Elementwise>()) {
           return fusion.emitOpError()
                  << "of kind elementwise holds '" << op->getName() << "', which is row-wise";
         }
@@ -67,13 +67,6 @@ LogicalResult VerifyTemplate(FusionOp fusion, llvm::ArrayRef<mlir::Operation*> o
 }
 
 }  // namespace
-
-bool IsElementwiseOp(mlir::Operation* op) {
-  return mlir::isa<tfm::AddOp, tfm::MulOp, tfm::ScaleOp, tfm::SiluOp, tfm::GeluOp,
-                   tfm::CausalMaskOp>(op);
-}
-
-bool IsRowWiseOp(mlir::Operation* op) { return mlir::isa<tfm::RmsNormOp, tfm::RopeOp>(op); }
 
 LogicalResult FusionOp::verifyRegions() {
   mlir::Block& body = getBody().front();
@@ -100,7 +93,7 @@ LogicalResult FusionOp::verifyRegions() {
   }
   llvm::SmallVector<mlir::Operation*> ops;
   for (mlir::Operation& op : body.without_terminator()) {
-    if (!IsElementwiseOp(&op) && !IsRowWiseOp(&op)) {
+    if (!op.hasTrait<tfm::OpTrait::Elementwise>() && !op.hasTrait<tfm::OpTrait::RowWise>()) {
       return emitOpError() << "body holds '" << op.getName()
                            << "', which is neither elementwise nor row-wise and runs outside "
                               "fusions";

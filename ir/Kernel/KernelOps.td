@@ -1,6 +1,7 @@
 #ifndef KVJIT_IR_KERNEL_KERNELOPS_TD
 #define KVJIT_IR_KERNEL_KERNELOPS_TD
 
+include "ir/Kernel/KernelAttrs.td"
 include "ir/Kernel/KernelDialect.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -23,10 +24,11 @@ def Kernel_FusionOp : Kernel_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEff
   let description = [{
     The operands become the arguments of the body's one block, in order; the
     body computes with tfm ops and ends in `kernel.yield` of the results.
-    Only elementwise ops (`tfm.add`, `tfm.mul`, `tfm.scale`, `tfm.silu`,
-    `tfm.gelu`, `tfm.causal_mask`) and row-wise ops (`tfm.rms_norm`,
-    `tfm.rope`) may appear: one thread block per row can compute any such
-    body without reading another row.
+    Only ops of the tfm op classes `Elementwise` (`tfm.add`, `tfm.mul`,
+    `tfm.scale`, `tfm.silu`, `tfm.gelu`, `tfm.causal_mask`) and `RowWise`
+    (`tfm.rms_norm`, `tfm.layer_norm`, `tfm.rope`), traits defined in
+    `ir/Tfm/TfmTraits.td`, may appear: one thread block per row can compute
+    any such body without reading another row.
 
     `kind` names the kernel template codegen instantiates, and the verifier
     holds the body to that template's shape:

@@ -22,6 +22,9 @@ def Kv_Dialect : Dialect {
     Slot `s` is offset `s % block_size` of block `s / block_size`.
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  // plan-memory's KV layout of a step function (KvAttrs.td).
+  let discardableAttrs = (ins "::kvjit::kv::LayoutAttr":$layout);
 }
 
 class Kv_Op<string mnemonic, list<Trait> traits = []>

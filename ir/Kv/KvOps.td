@@ -2,6 +2,7 @@
 #define KVJIT_IR_KV_KVOPS_TD
 
 include "ir/Kv/KvDialect.td"
+include "ir/Kv/KvAttrs.td"
 include "ir/Kv/KvTypes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 

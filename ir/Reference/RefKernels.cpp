@@ -53,20 +53,21 @@ RefTensor Map(const RefTensor& input, Fn fn) {
 double RopeFrequency(const RopeParams& params, int64_t pair, int64_t rotary_dim) {
   double frequency = std::pow(params.theta, -2.0 * static_cast<double>(pair) / rotary_dim);
   if (!params.freq_factors.empty()) return frequency / params.freq_factors[pair];
-  switch (params.scaling) {
+  const RopeScaling& scaling = params.scaling;
+  switch (scaling.kind) {
     case RopeScalingKind::kNone:
       return frequency;
     case RopeScalingKind::kLinear:
-      return frequency / params.factor;
+      return frequency / scaling.factor;
     case RopeScalingKind::kLlama3: {
       const double wavelength = 2 * M_PI / frequency;
-      const double low_freq_wavelength = params.original_context / params.low_freq_factor;
-      const double high_freq_wavelength = params.original_context / params.high_freq_factor;
+      const double low_freq_wavelength = scaling.original_context / scaling.low_freq_factor;
+      const double high_freq_wavelength = scaling.original_context / scaling.high_freq_factor;
       if (wavelength < high_freq_wavelength) return frequency;
-      if (wavelength > low_freq_wavelength) return frequency / params.factor;
-      const double smooth = (params.original_context / wavelength - params.low_freq_factor) /
-                            (params.high_freq_factor - params.low_freq_factor);
-      return (1 - smooth) * frequency / params.factor + smooth * frequency;
+      if (wavelength > low_freq_wavelength) return frequency / scaling.factor;
+      const double smooth = (scaling.original_context / wavelength - scaling.low_freq_factor) /
+                            (scaling.high_freq_factor - scaling.low_freq_factor);
+      return (1 - smooth) * frequency / scaling.factor + smooth * frequency;
     }
   }
   return frequency;

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/Reference/RefTensor.h"
+#include "ir/Tfm/RopeScaling.h"
 
 // The reference semantics of the tfm ops on plain tensors, written for
 // clarity: double accumulation, no blocking, no threads. Shapes are checked
@@ -13,17 +14,11 @@
 namespace kvjit::reference {
 
 enum class RopePairing { kInterleaved, kNeox };
-enum class RopeScalingKind { kNone, kLinear, kLlama3 };
-
 struct RopeParams {
   RopePairing pairing = RopePairing::kInterleaved;
   double theta = 10000.0;
   int64_t rotary_dim = 0;  // 0: the whole head
-  RopeScalingKind scaling = RopeScalingKind::kNone;
-  double factor = 1.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
-  int64_t original_context = 0;
+  RopeScaling scaling;
   // Per-pair divisors of the frequency (llama.cpp's rope_freqs); empty: none.
   std::vector<double> freq_factors;
 };

@@ -23,11 +23,13 @@ class WeightProvider {
 
 // Runs a function of tfm IR on the CPU, op by op, in f32 storage with double
 // accumulation: the oracle that passes and backends are checked against.
-// Slow by design; every op follows its ODS description literally.
+// Slow by design; every op follows its ODS description literally, as its
+// ReferenceEvaluableOpInterface implementation states it.
 class ReferenceEvaluator {
  public:
-  ReferenceEvaluator(mlir::ModuleOp module, WeightProvider& weights)
-      : module_(module), weights_(weights) {}
+  // Attaches the ops' reference evaluations to the module's context where
+  // it lacks them (EnsureReferenceModels).
+  ReferenceEvaluator(mlir::ModuleOp module, WeightProvider& weights);
 
   // The cache that kv ops read and write; it persists across Run calls, as
   // the runtime's KV pool does across steps.

@@ -1,6 +1,7 @@
 #ifndef KVJIT_IR_TFM_TFMATTRS_H_
 #define KVJIT_IR_TFM_TFMATTRS_H_
 
+#include "ir/Tfm/RopeScaling.h"
 #include "llvm/ADT/APFloat.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/DialectImplementation.h"

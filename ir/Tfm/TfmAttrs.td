@@ -63,9 +63,12 @@ def Tfm_RopeScalingAttr : AttrDef<Tfm_Dialect, "RopeScaling"> {
   let parameters = (ins
     EnumParameter<Tfm_RopeScalingKind>:$kind,
     "::llvm::APFloat":$factor,
-    DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(1.0)">:$low_freq_factor,
-    DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(4.0)">:$high_freq_factor,
-    DefaultValuedParameter<"int64_t", "0">:$original_context
+    // The defaults are ir/Tfm/RopeScaling.h's, the compiler's one set.
+    DefaultValuedParameter<"::llvm::APFloat",
+        "::llvm::APFloat(::kvjit::RopeScaling().low_freq_factor)">:$low_freq_factor,
+    DefaultValuedParameter<"::llvm::APFloat",
+        "::llvm::APFloat(::kvjit::RopeScaling().high_freq_factor)">:$high_freq_factor,
+    DefaultValuedParameter<"int64_t", "::kvjit::RopeScaling().original_context">:$original_context
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -3,6 +3,7 @@
 
 #include "ir/Tfm/TfmAttrs.h"
 #include "ir/Tfm/TfmDialect.h"
+#include "ir/Tfm/TfmTraits.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

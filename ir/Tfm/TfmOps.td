@@ -3,6 +3,7 @@
 
 include "ir/Tfm/TfmDialect.td"
 include "ir/Tfm/TfmAttrs.td"
+include "ir/Tfm/TfmTraits.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -79,7 +80,7 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure, Tfm_CommutesWithRowGather]> {
   let summary = "x · Wᵀ (+ bias)";
   let description = [{
     `input` is `[T, in]`, `weight` is `[out, in]`, the optional `bias` is
@@ -94,7 +95,8 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>,
+    Tfm_RowWise, Tfm_CommutesWithRowGather]> {
   let summary = "x / sqrt(mean(x²) + epsilon) · weight, over the last dimension";
   let arguments = (ins Tfm_Activation:$input, Tfm_Vector:$weight, F32Attr:$epsilon);
   let results = (outs Tfm_Activation:$result);
@@ -102,7 +104,8 @@ def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>
   let hasVerifier = 1;
 }
 
-def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>,
+    Tfm_RowWise, Tfm_CommutesWithRowGather]> {
   let summary = "(x - mean) / sqrt(var + epsilon) · weight (+ bias), over the last dimension";
   let arguments = (ins Tfm_Activation:$input, Tfm_Vector:$weight,
                        Optional<Tfm_Vector>:$bias, F32Attr:$epsilon);
@@ -113,7 +116,7 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure, AllTypesMatch<["input", "resul
   let hasVerifier = 1;
 }
 
-def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>, Tfm_RowWise]> {
   let summary = "rotary position embedding of each head";
   let description = [{
     `input` is `[T, heads, head_dim]`, `positions` is `[T]`. The first
@@ -231,7 +234,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class Tfm_BinaryOp<string mnemonic, string summaryText>
-    : Tfm_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType]> {
+    : Tfm_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType, Tfm_Elementwise]> {
   let summary = summaryText;
   let arguments = (ins Tfm_Activation:$lhs, Tfm_Activation:$rhs);
   let results = (outs Tfm_Activation:$result);
@@ -247,17 +250,20 @@ class Tfm_UnaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
   let results = (outs Tfm_Activation:$result);
 }
 
-def Tfm_ScaleOp : Tfm_UnaryOp<"scale", "multiplies every element by a constant"> {
+def Tfm_ScaleOp : Tfm_UnaryOp<"scale", "multiplies every element by a constant",
+    [Tfm_Elementwise, Tfm_CommutesWithRowGather]> {
   let arguments = (ins Tfm_Activation:$input, F32Attr:$factor);
   let assemblyFormat = "$input `,` $factor attr-dict `:` type($result)";
 }
 
-def Tfm_SiluOp : Tfm_UnaryOp<"silu", "x · sigmoid(x)"> {
+def Tfm_SiluOp : Tfm_UnaryOp<"silu", "x · sigmoid(x)",
+    [Tfm_Elementwise, Tfm_CommutesWithRowGather]> {
   let arguments = (ins Tfm_Activation:$input);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Tfm_GeluOp : Tfm_UnaryOp<"gelu", "Gaussian error linear unit (exact, or the tanh approximation)"> {
+def Tfm_GeluOp : Tfm_UnaryOp<"gelu", "Gaussian error linear unit (exact, or the tanh approximation)",
+    [Tfm_Elementwise, Tfm_CommutesWithRowGather]> {
   let arguments = (ins Tfm_Activation:$input, UnitAttr:$approximate_tanh);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
@@ -269,7 +275,7 @@ def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax", "softmax along one axis"> {
 }
 
 def Tfm_CausalMaskOp : Tfm_UnaryOp<"causal_mask",
-    "sets attention scores of keys after their query to -inf"> {
+    "sets attention scores of keys after their query to -inf", [Tfm_Elementwise]> {
   let description = [{
     `input` is `[..., queries, keys]`; query i sits at position
     `p = keys - queries + i`, so key j is masked where `j > p`. With a

@@ -14,6 +14,9 @@ enum class RopeStyle {
   kNeox,         // rotates pairs (i, i + rotary_dim / 2): GPT-NeoX, Hugging Face LLaMA, Qwen
 };
 
+// Read from the executable's kvx.RopeScaling, whose schema defaults are the
+// runtime's; the numbers are read only for a kind that uses them, so they
+// have no defaults of their own here.
 struct RopeScaling {
   enum class Kind {
     kNone,
@@ -21,10 +24,10 @@ struct RopeScaling {
     kLlama3,  // Llama 3.1's per-frequency divisors (ggml's rope_freqs tensor)
   };
   Kind kind = Kind::kNone;
-  float factor = 1.0f;
-  float low_freq_factor = 1.0f;            // kLlama3
-  float high_freq_factor = 4.0f;           // kLlama3
-  int64_t original_max_positions = 8192;   // kLlama3
+  float factor{};
+  float low_freq_factor{};           // kLlama3
+  float high_freq_factor{};          // kLlama3
+  int64_t original_max_positions{};  // kLlama3
 };
 
 struct RopeParams {

@@ -2,6 +2,7 @@
 
 #include "ir/Kernel/KernelDialect.h"
 #include "ir/Kv/KvDialect.h"
+#include "ir/Reference/ReferenceEvaluableOpInterface.h"
 #include "ir/Tfm/TfmDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
@@ -13,6 +14,7 @@ namespace kvjit {
 void RegisterKvjitDialects(mlir::DialectRegistry& registry) {
   registry.insert<tfm::TfmDialect, kv::KvDialect, kernel::KernelDialect,
                   mlir::func::FuncDialect>();
+  reference::RegisterReferenceModels(registry);
 }
 
 void RegisterKvjitPasses() {

@@ -5,7 +5,8 @@
 
 namespace kvjit {
 
-// Every dialect a kvjit tool may read or write. All tools call this one
+// Every dialect a kvjit tool may read or write, with the external models of
+// their ops' interfaces (the reference evaluation). All tools call this one
 // function so that kvjit-opt accepts exactly what the compiler produces.
 void RegisterKvjitDialects(mlir::DialectRegistry& registry);
 

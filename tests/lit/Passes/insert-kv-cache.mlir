@@ -49,6 +49,42 @@ func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
 
 // -----
 
+// The gather moves up through every op of class CommutesWithRowGather (a
+// linear, the norms, the unary elementwise ops) and stops below an add,
+// whose second operand has rows of its own.
+tfm.param @norm : tensor<16xf32> storage <f32>
+tfm.param @out : tensor<40x16xf32> storage <f32>
+
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME: %[[ROWS:[^:]*]]: tensor<?xi32>, %{{[^:]*}}: !kv.cache
+// CHECK: %[[SUM:.*]] = tfm.add
+// CHECK-NEXT: %[[PICKED:.*]] = tfm.gather_rows %[[SUM]], %[[ROWS]]
+// CHECK-NEXT: %[[N:.*]] = tfm.rms_norm %[[PICKED]]
+// CHECK-NEXT: %[[L:.*]] = tfm.layer_norm %[[N]]
+// CHECK-NEXT: %[[S:.*]] = tfm.scale %[[L]]
+// CHECK-NEXT: %[[A:.*]] = tfm.silu %[[S]]
+// CHECK-NEXT: %[[G:.*]] = tfm.gelu %[[A]]
+// CHECK-NEXT: tfm.linear %[[G]]
+func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x40xf32> {
+  %w = tfm.weight @norm : tensor<16xf32>
+  %o = tfm.weight @out : tensor<40x16xf32>
+  %x = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x4x4xf32>
+  %k = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x2x4xf32>
+  %a = tfm.attention %x, %k, %k {causal, scale = 0.5 : f32} : (tensor<?x4x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x4x4xf32>
+  %h = tfm.reshape %a : (tensor<?x4x4xf32>) -> tensor<?x16xf32>
+  %e = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x16xf32>
+  %sum = tfm.add %h, %e : tensor<?x16xf32>
+  %n = tfm.rms_norm %sum, %w {epsilon = 1.0e-5 : f32} : tensor<?x16xf32>, tensor<16xf32>
+  %l = tfm.layer_norm %n, %w {epsilon = 1.0e-5 : f32} : tensor<?x16xf32>, tensor<16xf32>
+  %s = tfm.scale %l, 2.0 : tensor<?x16xf32>
+  %act = tfm.silu %s : tensor<?x16xf32>
+  %g = tfm.gelu %act : tensor<?x16xf32>
+  %logits = tfm.linear %g, %o : (tensor<?x16xf32>, tensor<40x16xf32>) -> tensor<?x40xf32>
+  return %logits : tensor<?x40xf32>
+}
+
+// -----
+
 func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x4x4xf32> {
   %x = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x4x4xf32>
   // expected-error @+1 {{'tfm.attention' op is not causal; a decoder's KV cache needs causal attention}}
@@ -79,6 +115,6 @@ module {
 func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x4x4xf32> {
   %x = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x4x4xf32>
   %a = tfm.attention %x, %x, %x {causal, scale = 0.5 : f32} : (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4xf32>
-  // expected-error @+1 {{'func.return' op returns logits that no row-wise op computes; cannot select logits_rows}}
+  // expected-error @+1 {{'func.return' op returns logits that no op commuting with a row gather computes; cannot select logits_rows}}
   return %a : tensor<?x4x4xf32>
 }

@@ -4,11 +4,11 @@
 // Each silu's input dies at the silu, so the chain needs two buffers that
 // take turns; a result never shares bytes with its own operand.
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME: plan.alignment = 256 : i64, plan.arena_bytes = 2048 : i64, plan.max_tokens = 8 : i64, plan.naive_bytes = 4096 : i64
-// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 0>}
-// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 1024>}
-// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 0>}
-// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 1024>}
+// CHECK-SAME: kernel.arena = #kernel.arena<bytes = 2048, naive_bytes = 4096, max_tokens = 8, alignment = 256>
+// CHECK: tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 0>}
+// CHECK: tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 1024>}
+// CHECK: tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 0>}
+// CHECK: tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 1024>}
 // REPORT: remark: memory plan of @chain
 // REPORT-NEXT: activations: 4 values in an arena of 2048 bytes, naive sum 4096 bytes, reuse 2.00x, for 8 tokens per step
 // REPORT-NEXT: kv cache: none
@@ -26,14 +26,13 @@ func.func @chain(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
 // arguments take no arena space.
 tfm.param @w : tensor<64x64xf32> storage <f32>
 // CHECK-LABEL: func.func @diamond
-// CHECK-SAME: plan.arena_bytes = 3072 : i64
-// CHECK-SAME: plan.naive_bytes = 5120 : i64
-// CHECK: tfm.weight @w {plan.offsets = array<i64: -1>}
-// CHECK: tfm.linear {{.*}} {plan.offsets = array<i64: 0>}
-// CHECK: tfm.silu {{.*}} {plan.offsets = array<i64: 1024>}
-// CHECK: tfm.silu {{.*}} {plan.offsets = array<i64: 2048>}
-// CHECK: tfm.add {{.*}} {plan.offsets = array<i64: 0>}
-// CHECK: tfm.mul {{.*}} {plan.offsets = array<i64: 1024>}
+// CHECK-SAME: kernel.arena = #kernel.arena<bytes = 3072, naive_bytes = 5120,
+// CHECK: tfm.weight @w {kernel.arena_offsets = array<i64: -1>}
+// CHECK: tfm.linear {{.*}} {kernel.arena_offsets = array<i64: 0>}
+// CHECK: tfm.silu {{.*}} {kernel.arena_offsets = array<i64: 1024>}
+// CHECK: tfm.silu {{.*}} {kernel.arena_offsets = array<i64: 2048>}
+// CHECK: tfm.add {{.*}} {kernel.arena_offsets = array<i64: 0>}
+// CHECK: tfm.mul {{.*}} {kernel.arena_offsets = array<i64: 1024>}
 // REPORT: remark: memory plan of @diamond
 // REPORT-NEXT: activations: 5 values in an arena of 3072 bytes, naive sum 5120 bytes, reuse 1.67x
 func.func @diamond(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
@@ -53,12 +52,11 @@ func.func @diamond(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
 // [T, 3] tail's 96 bytes round up to one 256-byte slot. The largest value is
 // placed first; the scores, dead before it is defined, share its bytes.
 // CHECK-LABEL: func.func @dynamic
-// CHECK-SAME: plan.arena_bytes = 3072 : i64
-// CHECK-SAME: plan.naive_bytes = 4352 : i64
-// CHECK: tfm.matmul {{.*}} {plan.offsets = array<i64: 0>} : {{.*}} -> tensor<4x?x?xf32>
-// CHECK: tfm.softmax {{.*}} {axis = 2 : i64, plan.offsets = array<i64: 2048>}
-// CHECK: tfm.matmul {{.*}} {plan.offsets = array<i64: 0>} : {{.*}} -> tensor<4x?x16xf32>
-// CHECK: tfm.silu {{.*}} {plan.offsets = array<i64: 2048>} : tensor<?x3xf32>
+// CHECK-SAME: kernel.arena = #kernel.arena<bytes = 3072, naive_bytes = 4352,
+// CHECK: tfm.matmul {{.*}} {kernel.arena_offsets = array<i64: 0>} : {{.*}} -> tensor<4x?x?xf32>
+// CHECK: tfm.softmax {{.*}} {axis = 2 : i64, kernel.arena_offsets = array<i64: 2048>}
+// CHECK: tfm.matmul {{.*}} {kernel.arena_offsets = array<i64: 0>} : {{.*}} -> tensor<4x?x16xf32>
+// CHECK: tfm.silu {{.*}} {kernel.arena_offsets = array<i64: 2048>} : tensor<?x3xf32>
 // REPORT: remark: memory plan of @dynamic
 // REPORT-NEXT: activations: 4 values in an arena of 3072 bytes, naive sum 4352 bytes, reuse 1.42x, for 8 tokens per step
 func.func @dynamic(%q: tensor<4x?x16xf32>, %kt: tensor<4x16x?xf32>, %v: tensor<4x?x16xf32>,
@@ -76,13 +74,13 @@ func.func @dynamic(%q: tensor<4x?x16xf32>, %kt: tensor<4x16x?xf32>, %v: tensor<4
 // is still live when %b is defined, so they cannot share bytes. Ops inside
 // the region are the fusion's own business and get no offsets.
 // CHECK-LABEL: func.func @region_use
-// CHECK: tfm.silu {{.*}} {plan.offsets = array<i64: 0>}
-// CHECK: tfm.silu {{.*}} {plan.offsets = array<i64: 1024>}
+// CHECK: tfm.silu {{.*}} {kernel.arena_offsets = array<i64: 0>}
+// CHECK: tfm.silu {{.*}} {kernel.arena_offsets = array<i64: 1024>}
 // CHECK: "test.fused"
 // CHECK-NEXT: tfm.add
-// CHECK-NOT: plan.offsets
+// CHECK-NOT: kernel.arena_offsets
 // CHECK: "test.yield"
-// CHECK-NEXT: plan.offsets = array<i64: 2048>
+// CHECK-NEXT: kernel.arena_offsets = array<i64: 2048>
 func.func @region_use(%x: tensor<4x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
   %a = tfm.silu %x : tensor<4x64xf32>
   %b = tfm.silu %x : tensor<4x64xf32>
@@ -100,12 +98,12 @@ func.func @region_use(%x: tensor<4x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf3
 // and a 1 MiB budget holds 256 of them.
 !cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f16>
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: plan.kv_block_bytes = 4096 : i64, plan.kv_blocks = 256 : i64
-// CHECK-SAME: plan.kv_layout = {block_bytes = 4096 : i64, block_size = 16 : i64, blocks = 256 : i64, element_type = f16, layer_stride_bytes = 2048 : i64, slot_stride_bytes = 64 : i64, value_offset_bytes = 1024 : i64}
+// CHECK-SAME: kernel.arena = #kernel.arena<bytes = 2048, naive_bytes = 2048, max_tokens = 8, alignment = 256>
+// CHECK-SAME: kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>
 // CHECK: kv.write
-// CHECK-NOT: plan.offsets
+// CHECK-NOT: kernel.arena_offsets
 // CHECK-SAME: !kv.cache
-// CHECK: kv.attention {{.*}} {plan.offsets = array<i64: 0>
+// CHECK: kv.attention {{.*}} {kernel.arena_offsets = array<i64: 0>
 // REPORT: remark: memory plan of @step
 // REPORT-NEXT: activations: 1 values in an arena of 2048 bytes, naive sum 2048 bytes, reuse 1.00x, for 8 tokens per step
 // REPORT-NEXT: kv cache: 4096 bytes per block of 16 tokens, 256 blocks (4096 tokens) in 1 MiB
@@ -122,7 +120,8 @@ func.func @step(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf
 
 // A declaration has no body to plan.
 // CHECK-LABEL: func.func private @external
-// CHECK-NOT: plan.
+// CHECK-NOT: kernel.arena
+// CHECK-NOT: kv.layout
 func.func private @external(%x: tensor<?x64xf32>) -> tensor<?x64xf32>
 
 // -----
@@ -131,13 +130,13 @@ func.func private @external(%x: tensor<?x64xf32>) -> tensor<?x64xf32>
 // lives until %d reads its second view, so %c and %d cannot take its bytes;
 // only %e, after it, does.
 // CHECK-LABEL: func.func @views
-// CHECK-SAME: plan.arena_bytes = 2048 : i64
-// CHECK: %[[FUSED:.*]] = tfm.silu %{{.*}} {plan.offsets = array<i64: 0>}
-// CHECK: tfm.slice_columns %[[FUSED]] {offset = 0 : i64, plan.offsets = array<i64: -1>, size = 32 : i64}
-// CHECK: tfm.slice_columns %[[FUSED]] {offset = 32 : i64, plan.offsets = array<i64: -1>, size = 32 : i64}
-// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 1024>}
-// CHECK: tfm.silu %{{.*}} {plan.offsets = array<i64: 1536>}
-// CHECK: tfm.mul %{{.*}} {plan.offsets = array<i64: 0>}
+// CHECK-SAME: kernel.arena = #kernel.arena<bytes = 2048,
+// CHECK: %[[FUSED:.*]] = tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 0>}
+// CHECK: tfm.slice_columns %[[FUSED]] {kernel.arena_offsets = array<i64: -1>, offset = 0 : i64, size = 32 : i64}
+// CHECK: tfm.slice_columns %[[FUSED]] {kernel.arena_offsets = array<i64: -1>, offset = 32 : i64, size = 32 : i64}
+// CHECK: tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 1024>}
+// CHECK: tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 1536>}
+// CHECK: tfm.mul %{{.*}} {kernel.arena_offsets = array<i64: 0>}
 func.func @views(%x: tensor<4x64xf32>) -> tensor<4x32xf32> {
   %fused = tfm.silu %x : tensor<4x64xf32>
   %a = tfm.slice_columns %fused {offset = 0 : i64, size = 32 : i64} : (tensor<4x64xf32>) -> tensor<4x32xf32>

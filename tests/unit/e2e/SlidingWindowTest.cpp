@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/ExecutableWriter.h"
 #include "codegen/driver/Compiler.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
@@ -22,7 +23,7 @@
 #include "ir/Reference/ReferenceGeneration.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
-#include "runtime/exec/StepRunner.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tools/registration/KvjitRegistration.h"
 
@@ -78,6 +79,7 @@ TEST_P(SlidingWindowTest, GreedyIdsAndLogitsEqualTheReferenceWithTheWindow) {
   ASSERT_TRUE(compiled.ok()) << compiled;
   auto executable = runtime::Executable::Load(kvx);
   std::filesystem::remove(kvx);
+  std::filesystem::remove(codegen::SidecarPathFor(kvx));
   ASSERT_TRUE(executable.ok()) << executable.status();
   EXPECT_EQ((*executable)->AttentionWindow(), kWindow);
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/16, /*threads=*/2);

@@ -63,21 +63,21 @@ TEST(RefKernelsTest, RopeRotatesPairsByPositionTimesFrequency) {
 TEST(RefKernelsTest, RopeLinearScalingDividesFrequencies) {
   RopeParams params;
   params.theta = 10000;
-  params.scaling = RopeScalingKind::kLinear;
-  params.factor = 4;
+  params.scaling.kind = RopeScalingKind::kLinear;
+  params.scaling.factor = 4;
   EXPECT_DOUBLE_EQ(RopeFrequency(params, 0, 8), 0.25);
 }
 
 TEST(RefKernelsTest, RopeLlama3ScalingKeepsHighAndScalesLowFrequencies) {
   RopeParams params;
   params.theta = 500000;
-  params.scaling = RopeScalingKind::kLlama3;
-  params.factor = 8;
-  params.low_freq_factor = 1;
-  params.high_freq_factor = 4;
-  params.original_context = 8192;
+  params.scaling.kind = RopeScalingKind::kLlama3;
+  params.scaling.factor = 8;
+  params.scaling.low_freq_factor = 1;
+  params.scaling.high_freq_factor = 4;
+  params.scaling.original_context = 8192;
   RopeParams unscaled = params;
-  unscaled.scaling = RopeScalingKind::kNone;
+  unscaled.scaling.kind = RopeScalingKind::kNone;
   // Pair 0 has wavelength 2π, far below 8192 / 4: unchanged.
   EXPECT_DOUBLE_EQ(RopeFrequency(params, 0, 128), RopeFrequency(unscaled, 0, 128));
   // The last pair's wavelength exceeds 8192: divided by the factor.

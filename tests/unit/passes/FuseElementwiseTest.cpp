@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "ir/Kernel/KernelOps.h"
 #include "ir/Reference/ReferenceGeneration.h"
+#include "ir/Tfm/TfmOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
 #include "tests/unit/common/NumericCompare.h"
@@ -35,7 +36,7 @@ FusionCensus TakeCensus(mlir::ModuleOp module) {
   module.walk([&](mlir::Operation* op) {
     if (auto fusion = mlir::dyn_cast<kernel::FusionOp>(op)) {
       ++census.fusions[fusion.getKind()];
-    } else if ((kernel::IsElementwiseOp(op) || kernel::IsRowWiseOp(op)) &&
+    } else if ((op->hasTrait<tfm::OpTrait::Elementwise>() || op->hasTrait<tfm::OpTrait::RowWise>()) &&
                !op->getParentOfType<kernel::FusionOp>()) {
       ++census.left_outside;
     }

@@ -29,9 +29,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-int64_t FuncInteger(mlir::func::FuncOp func, llvm::StringRef name) {
-  auto attr = func->getAttrOfType<mlir::IntegerAttr>(name);
-  return attr ? attr.getInt() : -1;
+int64_t ArenaBytes(mlir::func::FuncOp func) { return ArenaOf(func) ? ArenaOf(func).getBytes() : -1; }
+int64_t NaiveBytes(mlir::func::FuncOp func) {
+  return ArenaOf(func) ? ArenaOf(func).getNaiveBytes() : -1;
 }
 
 class PlanMemoryTest : public ::testing::Test {
@@ -68,7 +68,7 @@ class PlanMemoryTest : public ::testing::Test {
   void ExpectSoundPlans(mlir::ModuleOp module) {
     for (auto func : module.getOps<mlir::func::FuncOp>()) {
       EXPECT_TRUE(mlir::succeeded(Check(func))) << diagnostics_;
-      EXPECT_LE(FuncInteger(func, kPlanArenaBytesAttr), FuncInteger(func, kPlanNaiveBytesAttr));
+      EXPECT_LE(ArenaBytes(func), NaiveBytes(func));
     }
   }
 
@@ -101,12 +101,12 @@ TEST_F(PlanMemoryTest, Stories260KForwardGetsASoundPlanWithReuse) {
   ASSERT_TRUE(mlir::succeeded(Plan(**module, PlanMemoryOptions{})));
   ExpectSoundPlans(**module);
   // Layers repeat the same shapes, so most buffers are reused many times.
-  EXPECT_LT(FuncInteger(forward, kPlanArenaBytesAttr) * 10,
-            FuncInteger(forward, kPlanNaiveBytesAttr));
-  EXPECT_EQ(FuncInteger(forward, kPlanKvBlockBytesAttr),
-            static_cast<int64_t>(config.KvCacheBytesPerToken(2) * 16));
-  EXPECT_EQ(FuncInteger(forward, kPlanKvBlocksAttr),
-            (int64_t{1} << 30) / FuncInteger(forward, kPlanKvBlockBytesAttr));
+  EXPECT_LT(ArenaBytes(forward) * 10,
+            NaiveBytes(forward));
+  kv::LayoutAttr layout = KvLayoutOf(forward);
+  ASSERT_TRUE(layout);
+  EXPECT_EQ(layout.getBlockBytes(), static_cast<int64_t>(config.KvCacheBytesPerToken(2) * 16));
+  EXPECT_EQ(layout.getBlocks(), (int64_t{1} << 30) / layout.getBlockBytes());
 }
 
 TEST_F(PlanMemoryTest, TinyGqaModelGetsASoundPlanForEveryTokenBound) {
@@ -120,8 +120,8 @@ TEST_F(PlanMemoryTest, TinyGqaModelGetsASoundPlanForEveryTokenBound) {
     ASSERT_TRUE(mlir::succeeded(Plan(**module, options))) << diagnostics_;
     ExpectSoundPlans(**module);
     auto forward = (**module).lookupSymbol<mlir::func::FuncOp>(model::kForwardFunctionName);
-    EXPECT_EQ(FuncInteger(forward, kPlanMaxTokensAttr), max_tokens);
-    EXPECT_LT(FuncInteger(forward, kPlanArenaBytesAttr), FuncInteger(forward, kPlanNaiveBytesAttr));
+    EXPECT_EQ(ArenaOf(forward).getMaxTokens(), max_tokens);
+    EXPECT_LT(ArenaBytes(forward), NaiveBytes(forward));
   }
 }
 
@@ -235,7 +235,7 @@ TEST_F(PlanMemoryTest, RandomGraphsGetSoundPlans) {
     ASSERT_TRUE(mlir::succeeded(Plan(*module, options))) << diagnostics_;
     ExpectSoundPlans(*module);
     auto graph = module->lookupSymbol<mlir::func::FuncOp>("graph");
-    if (FuncInteger(graph, kPlanArenaBytesAttr) < FuncInteger(graph, kPlanNaiveBytesAttr)) {
+    if (ArenaBytes(graph) < NaiveBytes(graph)) {
       ++reused;
     }
   }
@@ -269,11 +269,11 @@ class BrokenPlanTest : public PlanMemoryTest {
   }
 
   void SetOffset(int op_index, int64_t offset) {
-    ops_[op_index]->setAttr(kPlanOffsetsAttr,
+    ops_[op_index]->setAttr(kArenaOffsetsAttrName,
                             mlir::DenseI64ArrayAttr::get(&context_, {offset}));
   }
   int64_t OffsetOf(int op_index) {
-    return ops_[op_index]->getAttrOfType<mlir::DenseI64ArrayAttr>(kPlanOffsetsAttr)[0];
+    return ArenaOffsetsOf(ops_[op_index])[0];
   }
 
   mlir::OwningOpRef<mlir::ModuleOp> module_;
@@ -304,7 +304,7 @@ TEST_F(BrokenPlanTest, AcceptsSharingBetweenValuesThatAreNeverLiveTogether) {
 }
 
 TEST_F(BrokenPlanTest, RejectsAValuePastTheArena) {
-  SetOffset(4, FuncInteger(chain_, kPlanArenaBytesAttr));
+  SetOffset(4, ArenaBytes(chain_));
   EXPECT_TRUE(mlir::failed(Check(chain_)));
   EXPECT_THAT(diagnostics_, HasSubstr("does not fit in the arena of 2048 bytes"));
 }
@@ -328,9 +328,9 @@ TEST_F(BrokenPlanTest, RejectsAWeightPlacedInTheArena) {
 }
 
 TEST_F(BrokenPlanTest, RejectsAFunctionThatWasNeverPlanned) {
-  chain_->removeAttr(kPlanArenaBytesAttr);
+  chain_->removeAttr(kArenaAttrName);
   EXPECT_TRUE(mlir::failed(Check(chain_)));
-  EXPECT_THAT(diagnostics_, HasSubstr("has no 'plan.arena_bytes' integer attribute"));
+  EXPECT_THAT(diagnostics_, HasSubstr("has no 'kernel.arena' attribute; run plan-memory first"));
 }
 
 TEST_F(PlanMemoryTest, ReportStatesReuseAndKvBlocks) {

@@ -186,3 +186,24 @@ func.func @yield_outside(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{'kernel.yield' op expects parent op 'kernel.fusion'}}
   kernel.yield %x : tensor<?x8xf32>
 }
+
+// -----
+
+// tfm.layer_norm is of class RowWise, so it passes the body check, but no
+// template holds it.
+func.func @layer_norm_inside(%x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'kernel.fusion' op of kind rms_norm must hold one tfm.rms_norm and yield its result}}
+  %r = kernel.fusion rms_norm(%x, %w) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
+  ^bb0(%a: tensor<?x8xf32>, %weight: tensor<8xf32>):
+    %n = tfm.layer_norm %a, %weight {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+    kernel.yield %n : tensor<?x8xf32>
+  }
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{arena alignment must be a power of two, got 48}}
+func.func @misaligned() attributes {kernel.arena = #kernel.arena<bytes = 2048, naive_bytes = 4096, max_tokens = 8, alignment = 48>} {
+  return
+}

@@ -85,3 +85,14 @@ func.func @elementwise(%scores: tensor<2x?x?xf32>) -> (tensor<2x?x?xf32>, tensor
   }
   return %scaled, %masked : tensor<2x?x?xf32>, tensor<2x?x?xf32>
 }
+
+// -----
+
+// plan-memory's activation arena, typed: it prints as it parses.
+// CHECK-LABEL: func.func @planned
+// CHECK-SAME: kernel.arena = #kernel.arena<bytes = 2048, naive_bytes = 4096, max_tokens = 8, alignment = 256>
+// CHECK: tfm.silu %{{.*}} {kernel.arena_offsets = array<i64: 1024>}
+func.func @planned(%x: tensor<4x64xf32>) -> tensor<4x64xf32> attributes {kernel.arena = #kernel.arena<bytes = 2048, naive_bytes = 4096, max_tokens = 8, alignment = 256>} {
+  %a = tfm.silu %x {kernel.arena_offsets = array<i64: 1024>} : tensor<4x64xf32>
+  return %a : tensor<4x64xf32>
+}

@@ -79,3 +79,17 @@ func.func @attention_window(%q: tensor<?x8x8xf32>, %p: tensor<?xi32>, %t: tensor
   %o = kv.attention %q, %cache[0] positions %p seq_starts %p context_lens %p block_tables %t {scale = 1.0 : f32, window = 0 : i64} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x8xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{KV layout sizes and strides must be positive}}
+func.func @empty_pool() attributes {kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 0, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{KV layout elements must be f32, f16 or bf16, got 'i8'}}
+func.func @int_pool() attributes {kv.layout = #kv.layout<block_size = 16, element_type = i8, block_bytes = 4096, blocks = 1, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>} {
+  return
+}

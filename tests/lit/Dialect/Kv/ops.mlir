@@ -15,3 +15,12 @@ func.func @write_then_attend(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: t
   %o = kv.attention %q, %cache[1] positions %positions seq_starts %seq_starts context_lens %context_lens block_tables %tables {scale = 0.353553385 : f32} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x8xf32>
   return %o : tensor<?x8x8xf32>
 }
+
+// -----
+
+// plan-memory's KV layout, typed: it prints as it parses.
+// CHECK-LABEL: func.func @laid_out
+// CHECK-SAME: kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>
+func.func @laid_out() attributes {kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>} {
+  return
+}

@@ -55,7 +55,7 @@ TEST(HfConfigTest, ParsesLlama) {
   EXPECT_EQ(config->vocab_size, 49152);
   EXPECT_DOUBLE_EQ(config->rms_norm_eps, 1e-5);
   EXPECT_DOUBLE_EQ(config->rope_theta, 100000.0);
-  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kNone);
   EXPECT_TRUE(config->tie_word_embeddings);
   EXPECT_FALSE(config->attention_qkv_bias);
   EXPECT_FALSE(config->attention_output_bias);
@@ -96,11 +96,11 @@ TEST(HfConfigTest, ParsesLlama3RopeScalingAndExplicitHeadDim) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->head_dim, 64);
   EXPECT_DOUBLE_EQ(config->rope_theta, 500000.0);
-  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kLlama3);
   EXPECT_DOUBLE_EQ(config->rope_scaling.factor, 32.0);
   EXPECT_DOUBLE_EQ(config->rope_scaling.low_freq_factor, 1.0);
   EXPECT_DOUBLE_EQ(config->rope_scaling.high_freq_factor, 4.0);
-  EXPECT_EQ(config->rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_EQ(config->rope_scaling.original_context, 8192);
   EXPECT_THAT(config->eos_token_ids, ElementsAre(128001, 128008, 128009));
 }
 
@@ -109,7 +109,7 @@ TEST(HfConfigTest, ParsesLinearRopeScalingWrittenWithType) {
   json["rope_scaling"] = {{"type", "linear"}, {"factor", 4}};
   absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kLinear);
   EXPECT_DOUBLE_EQ(config->rope_scaling.factor, 4.0);
 }
 
@@ -121,7 +121,7 @@ TEST(HfConfigTest, ReadsRopeParametersOfNewerConfigs) {
   absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_DOUBLE_EQ(config->rope_theta, 250000.0);
-  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kNone);
 }
 
 TEST(HfConfigTest, LlamaAttentionBiasCoversAllProjections) {
@@ -219,11 +219,12 @@ TEST(HfConfigTest, ParsesPhi3WithLongRope) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->model_type, ModelType::kPhi3);
   EXPECT_EQ(config->head_dim, 96);
-  EXPECT_EQ(config->rope_scaling.type, RopeScalingType::kLongRope);
-  EXPECT_THAT(config->rope_scaling.long_factor, ElementsAre(1.08, 1.1, 1.13, 1.19));
-  EXPECT_THAT(config->rope_scaling.short_factor, ElementsAre(1.05, 1.05, 1.05, 1.1));
-  EXPECT_EQ(config->rope_scaling.original_max_position_embeddings, 4096);
-  EXPECT_FALSE(config->rope_scaling.attention_factor.has_value());
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kNone);
+  ASSERT_TRUE(config->long_rope.has_value());
+  EXPECT_THAT(config->long_rope->long_factor, ElementsAre(1.08, 1.1, 1.13, 1.19));
+  EXPECT_THAT(config->long_rope->short_factor, ElementsAre(1.05, 1.05, 1.05, 1.1));
+  EXPECT_EQ(config->long_rope->original_max_position_embeddings, 4096);
+  EXPECT_FALSE(config->long_rope->attention_factor.has_value());
   EXPECT_EQ(config->layer_windows, std::vector<int64_t>(32, 262144));
   EXPECT_FALSE(config->attention_qkv_bias);
 }

@@ -139,6 +139,8 @@ TEST(RopeTest, FreqFactorsOfTheLlama3RuleMatchLlama3Scaling) {
   llama3.rotary_dim = 64;
   llama3.scaling.kind = RopeScaling::Kind::kLlama3;
   llama3.scaling.factor = 8.0f;
+  llama3.scaling.low_freq_factor = 1.0f;
+  llama3.scaling.high_freq_factor = 4.0f;
   llama3.scaling.original_max_positions = 8192;
   std::vector<float> factors(32);
   for (int64_t i = 0; i < 32; ++i) factors[i] = static_cast<float>(NaiveDivisor(llama3, i));
