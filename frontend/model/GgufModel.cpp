@@ -31,21 +31,26 @@ class ArchKeys {
   std::string architecture_;
 };
 
-// llama.cpp's converter stores Llama 3.1's rope scaling as this tensor: one
-// f32 divisor of the angle per rotated pair.
-absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config) {
-  const gguf::GgufTensor* tensor = file.FindTensor("rope_freqs.weight");
-  if (tensor == nullptr) return absl::OkStatus();
+// `tensor` as the rope's frequency factors: one f32 divisor of the angle per
+// rotated pair, as llama.cpp's converter stores them.
+absl::Status ReadFrequencyFactors(const gguf::GgufFile& file, const gguf::GgufTensor& tensor,
+                                  ModelConfig& config) {
   const int64_t pairs = config.head_dim / 2;
-  if (tensor->type != quant::StorageType::kF32 || tensor->dims.size() != 1 ||
-      tensor->dims[0] != pairs) {
+  if (tensor.type != quant::StorageType::kF32 || tensor.dims.size() != 1 ||
+      tensor.dims[0] != pairs) {
     return absl::InvalidArgumentError(absl::StrCat(
-        file.path(), ": tensor 'rope_freqs.weight' must be f32 of ", pairs,
+        file.path(), ": tensor '", tensor.name, "' must be f32 of ", pairs,
         " entries (head_dim / 2), one divisor per rotated pair"));
   }
   config.rope_freq_factors.resize(static_cast<size_t>(pairs));
-  std::memcpy(config.rope_freq_factors.data(), tensor->data.data(), pairs * sizeof(float));
+  std::memcpy(config.rope_freq_factors.data(), tensor.data.data(), pairs * sizeof(float));
   return absl::OkStatus();
+}
+
+// Llama 3.1's rope scaling, as the rope_freqs tensor.
+absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config) {
+  const gguf::GgufTensor* tensor = file.FindTensor("rope_freqs.weight");
+  return tensor == nullptr ? absl::OkStatus() : ReadFrequencyFactors(file, *tensor, config);
 }
 
 // Phi-3's LongRoPE as llama.cpp's converter stores it: per-pair divisors for
@@ -65,16 +70,8 @@ absl::Status ReadLongRope(const gguf::GgufFile& file, const ArchKeys& keys, Mode
   }
   KVJIT_ASSIGN_OR_RETURN(int64_t original,
                          keys.IntOr("rope.scaling.original_context_length", config.context_length));
-  const gguf::GgufTensor* chosen = config.context_length > original ? long_factors : short_factors;
-  const int64_t pairs = config.head_dim / 2;
-  if (chosen->type != quant::StorageType::kF32 || chosen->dims.size() != 1 ||
-      chosen->dims[0] != pairs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file.path(), ": tensor '", chosen->name, "' must be f32 of ", pairs,
-        " entries (head_dim / 2), one divisor per rotated pair"));
-  }
-  config.rope_freq_factors.resize(static_cast<size_t>(pairs));
-  std::memcpy(config.rope_freq_factors.data(), chosen->data.data(), pairs * sizeof(float));
+  KVJIT_RETURN_IF_ERROR(ReadFrequencyFactors(
+      file, config.context_length > original ? *long_factors : *short_factors, config));
   KVJIT_ASSIGN_OR_RETURN(config.rope_attention_factor, keys.FloatOr("rope.scaling.attn_factor", 1.0));
   return absl::OkStatus();
 }

@@ -239,23 +239,20 @@ TEST_F(LlamaBuilderTest, FusedProjectionsMatchSeparateOnes) {
   ModelConfig separate = TinyGqaConfig();
   separate.qkv_bias = false;
   const InMemoryWeights weights = RandomWeightsFor(separate, 5);
-  InMemoryWeights fused_weights;
-  for (const WeightInfo& info : weights.weights()) {
-    const bool fused_away = absl::StrContains(info.name, "attn_q.") ||
-                            absl::StrContains(info.name, "attn_k.") ||
-                            absl::StrContains(info.name, "attn_v.") ||
-                            absl::StrContains(info.name, "ffn_gate.") ||
-                            absl::StrContains(info.name, "ffn_up.");
-    if (!fused_away) fused_weights.Add(info.name, info.shape, ValuesOf(weights, info.name));
-  }
+  InMemoryWeights fused_weights = weights;
   const int64_t d = separate.hidden_size;
   const int64_t qkv_rows = (separate.num_heads + 2 * separate.num_kv_heads) * separate.head_dim;
   for (int64_t layer = 0; layer < separate.num_layers; ++layer) {
     const std::string p = absl::StrCat("blk.", layer, ".");
-    fused_weights.Add(p + "attn_qkv.weight", {qkv_rows, d},
-                      Rows(weights, {p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"}));
+    const std::vector<std::string> qkv = {p + "attn_q.weight", p + "attn_k.weight",
+                                          p + "attn_v.weight"};
+    const std::vector<std::string> gate_up = {p + "ffn_gate.weight", p + "ffn_up.weight"};
+    for (const auto* parts : {&qkv, &gate_up}) {
+      for (const std::string& name : *parts) fused_weights.Remove(name);
+    }
+    fused_weights.Add(p + "attn_qkv.weight", {qkv_rows, d}, Rows(weights, qkv));
     fused_weights.Add(p + "ffn_up.weight", {2 * separate.intermediate_size, d},
-                      Rows(weights, {p + "ffn_gate.weight", p + "ffn_up.weight"}));
+                      Rows(weights, gate_up));
   }
   ModelConfig fused = separate;
   fused.fused_projections = true;
