@@ -320,6 +320,10 @@ RefTensor Gelu(const RefTensor& input, bool approximate_tanh) {
   });
 }
 
+RefTensor Tanh(const RefTensor& input) {
+  return Map(input, [](float x) { return static_cast<float>(std::tanh(double{x})); });
+}
+
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,
                                     const RefTensor& value, double scale, bool causal,
                                     int64_t window) {

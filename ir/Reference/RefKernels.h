@@ -44,6 +44,7 @@ absl::StatusOr<RefTensor> Mul(const RefTensor& lhs, const RefTensor& rhs);
 RefTensor Scale(const RefTensor& input, double factor);
 RefTensor Silu(const RefTensor& input);
 RefTensor Gelu(const RefTensor& input, bool approximate_tanh);
+RefTensor Tanh(const RefTensor& input);
 // query [T, H, D], key/value [S, KV, D]; query i at position p = S - T + i
 // when causal. A positive `window` (causal only) leaves query p the keys j
 // with p - window < j <= p; 0 means no window.
