@@ -13,8 +13,12 @@
 
 namespace kvjit::testing {
 
-// `model` compiled as llama.cpp's reference runs were made (f16 KV cache,
-// 128 tokens per step) into a temporary .kvx, loaded, and the file removed.
+// `model` compiled with a KV cache of `cache_dtype` and 128 tokens per step
+// into a temporary .kvx, loaded, and the file removed.
+absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileForComparison(const std::string& model,
+                                                                          const std::string& cache_dtype);
+
+// `model` compiled as llama.cpp's reference runs were made (f16 KV cache).
 absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileLikeTheLlamaCppReference(
     const std::string& model);
 
@@ -25,10 +29,11 @@ struct PromptComparison {
 };
 
 // Greedy generation of each prompt of a llama.cpp reference file
-// (tests/data/llamacpp/*.json, written by tools/scripts/llamacpp_reference.py)
-// next to llama.cpp's: the ids of each prompt, and at every step while both
-// runs have produced the same tokens our logits of llama.cpp's top tokens
-// beside llama.cpp's own.
+// (tests/data/llamacpp/*.json, written by tools/scripts/llamacpp_reference.py;
+// make_transformers_models.py writes transformers' runs in the same layout)
+// next to the reference's: the ids of each prompt, and at every step while
+// both runs have produced the same tokens our logits of the reference's top
+// tokens beside its own.
 struct LlamaCppComparison {
   std::vector<PromptComparison> prompts;
   std::vector<float> our_logits;
