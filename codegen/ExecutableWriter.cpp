@@ -11,13 +11,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/CudaModuleWriter.h"
+#include "codegen/lowering/ExecutableLowerableOpInterface.h"
+#include "codegen/lowering/InstructionEmitter.h"
 #include "ir/Kernel/KernelOps.h"
 #include "ir/Kv/KvOps.h"
 #include "ir/Kv/KvTypes.h"
 #include "ir/Tfm/TfmOps.h"
 #include "ir/Tfm/TfmStorage.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -61,24 +62,8 @@ std::string Describe(mlir::Type type) {
   return text;
 }
 
-// "'tfm.matmul' at loc(...)": how every error points at an op.
-std::string Describe(mlir::Operation* op) {
-  return absl::StrCat("'", op->getName().getStringRef().str(), "' at ",
-                      Describe(op->getLoc()));
-}
-
-float ToFloat(llvm::APFloat value) {
-  bool loses_info = false;
-  value.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &loses_info);
-  return value.convertToFloat();
-}
-
 kvx::RopeStyle ToKvxRopeStyle(model::RopeStyle style) {
   return style == model::RopeStyle::kNeox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
-}
-
-kvx::RopeStyle ToKvxRopeStyle(tfm::RopeStyle style) {
-  return style == tfm::RopeStyle::neox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
 }
 
 const char* PreTokenizerName(tokenizer::PreTokenizer pre_tokenizer) {
@@ -259,14 +244,10 @@ class Sidecar {
   std::vector<uint8_t> bytes_;
 };
 
-// What an instruction carries besides its tensors: its op's parameter table
-// (kvx.fbs OpParams), none for an op without parameters.
-struct Params {
-  kvx::OpParams type = kvx::OpParams::NONE;
-  Offset<void> table;
-};
-
-class ExecutableBuilder {
+// The writer's half of the lowering: the program's tensors, its instructions
+// and the weight table, which each op's ExecutableLowerableOpInterface
+// appends to.
+class ExecutableBuilder final : public InstructionEmitter {
  public:
   ExecutableBuilder(const model::ModelFile& model, WeightFileTable weight_files,
                     std::string sidecar_path)
@@ -351,12 +332,12 @@ class ExecutableBuilder {
       if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) {
         if (ret.getNumOperands() != 1) {
           return absl::InvalidArgumentError(
-              absl::StrCat(Describe(&op), " returns ", ret.getNumOperands(),
+              absl::StrCat(DescribeOp(&op), " returns ", ret.getNumOperands(),
                            " values; a step function returns the logits alone"));
         }
         if (tensors_.count(ret.getOperand(0)) && tensors_.at(ret.getOperand(0)).row_stride != 0) {
           return absl::UnimplementedError(
-              absl::StrCat(Describe(&op), " returns a column view; the logits are dense rows"));
+              absl::StrCat(DescribeOp(&op), " returns a column view; the logits are dense rows"));
         }
         KVJIT_ASSIGN_OR_RETURN(logits, Ref(ret.getOperand(0), &op));
         continue;
@@ -375,64 +356,19 @@ class ExecutableBuilder {
   // The instruction of one op of the step function's body, appended in
   // program order: the plan's liveness holds for that order alone.
   absl::Status AddInstruction(mlir::Operation* op) {
-    return llvm::TypeSwitch<mlir::Operation*, absl::Status>(op)
-        .Case([&](tfm::WeightOp weight) { return AddWeight(weight); })
-        .Case([&](tfm::EmbeddingOp embedding) {
-          return Emit(op, kvx::OpCode::Embedding, {embedding.getTable(), embedding.getTokens()},
-                      embedding.getTokens());
-        })
-        .Case([&](tfm::LinearOp linear) {
-          std::vector<mlir::Value> inputs = {linear.getInput(), linear.getWeight()};
-          if (linear.getBias()) inputs.push_back(linear.getBias());
-          return Emit(op, kvx::OpCode::Linear, inputs, linear.getInput());
-        })
-        .Case([&](tfm::SliceColumnsOp slice) { return AddView(slice); })
-        .Case([&](tfm::ReshapeOp reshape) {
-          return Emit(op, kvx::OpCode::Copy, {reshape.getInput()}, reshape.getInput());
-        })
-        .Case([&](tfm::GatherRowsOp gather) {
-          return Emit(op, kvx::OpCode::GatherRows, {gather.getInput(), gather.getRows()},
-                      gather.getRows());
-        })
-        .Case([&](kv::WriteOp write) {
-          KVJIT_RETURN_IF_ERROR(CheckCache(op, write.getCache()));
-          const Params params = {
-              kvx::OpParams::KvWriteParams,
-              kvx::CreateKvWriteParams(fbb_, static_cast<uint32_t>(write.getLayer())).Union()};
-          return Emit(op, kvx::OpCode::KvWrite,
-                      {write.getKey(), write.getValue(), write.getSlotMapping()},
-                      write.getKey(), params);
-        })
-        .Case([&](kv::AttentionOp attention) {
-          KVJIT_RETURN_IF_ERROR(CheckCache(op, attention.getCache()));
-          const mlir::IntegerAttr window = attention.getWindowAttr();
-          const Params params = {
-              kvx::OpParams::KvAttentionParams,
-              kvx::CreateKvAttentionParams(fbb_, static_cast<uint32_t>(attention.getLayer()),
-                                           ToFloat(attention.getScale()),
-                                           window ? static_cast<uint32_t>(window.getInt()) : 0)
-                  .Union()};
-          return Emit(op, kvx::OpCode::KvAttention,
-                      {attention.getQuery(), attention.getPositions(), attention.getSeqStarts(),
-                       attention.getContextLens(), attention.getBlockTables()},
-                      attention.getQuery(), params);
-        })
-        .Case([&](kernel::FusionOp fusion) { return AddFusion(fusion); })
-        .Case<tfm::RmsNormOp, tfm::RopeOp, tfm::AddOp, tfm::MulOp, tfm::ScaleOp, tfm::SiluOp,
-              tfm::GeluOp, tfm::TanhOp>([&](mlir::Operation* unfused) { return AddUnfused(unfused); })
-        .Default([&](mlir::Operation*) {
-          return absl::UnimplementedError(
-              absl::StrCat(Describe(op), " has no instruction in the executable"));
-        });
+    auto lowerable = mlir::dyn_cast<ExecutableLowerableOpInterface>(op);
+    if (!lowerable) {
+      return absl::UnimplementedError(
+          absl::StrCat(DescribeOp(op), " has no instruction in the executable"));
+    }
+    return lowerable.lowerToExecutable(*this);
   }
 
-  // Appends `opcode` over `inputs` with `op`'s results as outputs, in the
-  // order `output_order` gives (result numbers), all of them by default.
-  // The outputs' dynamic dimensions take the row kind of `rows_from`, one of
-  // the inputs.
+  flatbuffers::FlatBufferBuilder& builder() override { return fbb_; }
+
   absl::Status Emit(mlir::Operation* op, kvx::OpCode opcode, const std::vector<mlir::Value>& inputs,
-                    mlir::Value rows_from, const Params& params = {},
-                    std::vector<unsigned> output_order = {}) {
+                    mlir::Value rows_from, const InstructionParams& params,
+                    std::vector<unsigned> output_order) override {
     std::vector<TensorRefOffset> input_refs;
     for (mlir::Value input : inputs) {
       KVJIT_ASSIGN_OR_RETURN(TensorRefOffset ref, Ref(input, op));
@@ -440,7 +376,7 @@ class ExecutableBuilder {
       // The runtime's op table says whose kernels read a view in place.
       if (!runtime::FindOp(opcode)->reads_views && tensors_.at(input).row_stride != 0) {
         return absl::UnimplementedError(absl::StrCat(
-            Describe(op), " reads a column view (tfm.slice_columns); ",
+            DescribeOp(op), " reads a column view (tfm.slice_columns); ",
             kvx::EnumNameOpCode(opcode), " instructions do not read views in place"));
       }
     }
@@ -462,7 +398,7 @@ class ExecutableBuilder {
     if (op->getNumResults() == 0) return absl::OkStatus();
     mlir::DenseI64ArrayAttr offsets = ArenaOffsetsOf(op);
     if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults())) {
-      return absl::FailedPreconditionError(absl::StrCat(Describe(op), " has no ",
+      return absl::FailedPreconditionError(absl::StrCat(DescribeOp(op), " has no ",
                                                         kArenaOffsetsAttrName.str(),
                                                         " entry per result; run plan-memory first"));
     }
@@ -471,12 +407,12 @@ class ExecutableBuilder {
       const int64_t offset = offsets[result.getResultNumber()];
       if (!type || !type.getElementType().isF32()) {
         return absl::UnimplementedError(absl::StrCat(
-            Describe(op), " result #", result.getResultNumber(), " has type ",
+            DescribeOp(op), " result #", result.getResultNumber(), " has type ",
             Describe(result.getType()), "; the activation arena holds f32 tensors"));
       }
       if (offset < 0 || offset >= arena_bytes_) {
         return absl::FailedPreconditionError(absl::StrCat(
-            Describe(op), " result #", result.getResultNumber(), " has arena offset ", offset,
+            DescribeOp(op), " result #", result.getResultNumber(), " has arena offset ", offset,
             " outside the arena of ", arena_bytes_, " bytes"));
       }
       TensorInfo info(kvx::BufferKind::Arena, 0, static_cast<uint64_t>(offset));
@@ -503,7 +439,7 @@ class ExecutableBuilder {
     }
     if (dynamic_dims > 1 || (dynamic_dims == 1 && row_kind == kvx::DimKind::Static)) {
       return absl::UnimplementedError(absl::StrCat(
-          Describe(op), " produces ", Describe(type),
+          DescribeOp(op), " produces ", Describe(type),
           "; a step tensor has at most one dynamic dimension, its rows"));
     }
     return shape;
@@ -511,12 +447,12 @@ class ExecutableBuilder {
 
   // A column view of an arena tensor: no instruction, a reference into the
   // viewed rows with their stride.
-  absl::Status AddView(tfm::SliceColumnsOp slice) {
+  absl::Status BindColumnView(tfm::SliceColumnsOp slice) override {
     mlir::Operation* op = slice.getOperation();
     auto source = tensors_.find(slice.getInput());
     if (source == tensors_.end() || source->second.kind != kvx::BufferKind::Arena) {
       return absl::UnimplementedError(
-          absl::StrCat(Describe(op), " views a value that is not an activation in the arena"));
+          absl::StrCat(DescribeOp(op), " views a value that is not an activation in the arena"));
     }
     const TensorInfo& viewed = source->second;
     auto input_type = mlir::cast<mlir::RankedTensorType>(slice.getInput().getType());
@@ -532,12 +468,12 @@ class ExecutableBuilder {
     return absl::OkStatus();
   }
 
-  absl::Status AddWeight(tfm::WeightOp weight) {
+  absl::Status BindWeight(tfm::WeightOp weight) override {
     auto param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(weight,
                                                                         weight.getParamAttr());
     if (!param) {
       return absl::InvalidArgumentError(
-          absl::StrCat(Describe(weight.getOperation()), " reads @",
+          absl::StrCat(DescribeOp(weight.getOperation()), " reads @",
                        weight.getParam().str(), ", which no tfm.param declares"));
     }
     const std::string name = param.getSymName().str();
@@ -622,226 +558,11 @@ class ExecutableBuilder {
     return absl::OkStatus();
   }
 
-  absl::Status AddFusion(kernel::FusionOp fusion) {
-    mlir::Operation* op = fusion.getOperation();
-    mlir::Block& body = fusion.getBody().front();
-    auto yield = mlir::cast<kernel::YieldOp>(body.getTerminator());
-    // The fusion operand a value of the body reads; the kernel templates read
-    // only their operands, never a value computed inside.
-    auto outer = [&](mlir::Value inner) -> absl::StatusOr<mlir::Value> {
-      auto argument = mlir::dyn_cast<mlir::BlockArgument>(inner);
-      if (!argument || argument.getOwner() != &body) {
-        return absl::UnimplementedError(absl::StrCat(
-            Describe(op), " computes an operand of its ", kernel::stringifyFusionKind(fusion.getKind()).str(),
-            " template inside its body; the kernel reads only the fusion's operands"));
-      }
-      return fusion.getOperand(argument.getArgNumber());
-    };
-    switch (fusion.getKind()) {
-      case kernel::FusionKind::rms_norm: {
-        KVJIT_ASSIGN_OR_RETURN(tfm::RmsNormOp norm, SingleOp<tfm::RmsNormOp>(fusion));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(norm.getInput()));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value weight, outer(norm.getWeight()));
-        return Emit(op, kvx::OpCode::RmsNorm, {x, weight}, x, NormParams(norm));
-      }
-      case kernel::FusionKind::add_rms_norm: {
-        KVJIT_ASSIGN_OR_RETURN(tfm::AddOp add, SingleOp<tfm::AddOp>(fusion));
-        KVJIT_ASSIGN_OR_RETURN(tfm::RmsNormOp norm, SingleOp<tfm::RmsNormOp>(fusion));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value a, outer(add.getLhs()));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value b, outer(add.getRhs()));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value weight, outer(norm.getWeight()));
-        std::optional<unsigned> sum_result, normed_result;
-        for (auto [index, value] : llvm::enumerate(yield.getValues())) {
-          if (value == add.getResult()) sum_result = index;
-          if (value == norm.getResult()) normed_result = index;
-        }
-        if (norm.getInput() != add.getResult() || !sum_result || !normed_result ||
-            fusion.getNumResults() != 2) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              Describe(op), " does not yield the sum and its rms_norm, as add_rms_norm does"));
-        }
-        return Emit(op, kvx::OpCode::AddRmsNorm, {a, b, weight}, a, NormParams(norm),
-                    {*sum_result, *normed_result});
-      }
-      case kernel::FusionKind::swiglu: {
-        KVJIT_ASSIGN_OR_RETURN(tfm::SiluOp silu, SingleOp<tfm::SiluOp>(fusion));
-        KVJIT_ASSIGN_OR_RETURN(tfm::MulOp mul, SingleOp<tfm::MulOp>(fusion));
-        mlir::Value up_inner = mul.getLhs() == silu.getResult() ? mul.getRhs() : mul.getLhs();
-        if (up_inner == silu.getResult() || (mul.getLhs() != silu.getResult() &&
-                                             mul.getRhs() != silu.getResult())) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(Describe(op), " does not compute silu(gate) · up"));
-        }
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value gate, outer(silu.getInput()));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value up, outer(up_inner));
-        return Emit(op, kvx::OpCode::SwiGlu, {gate, up}, gate);
-      }
-      case kernel::FusionKind::rope: {
-        KVJIT_ASSIGN_OR_RETURN(tfm::RopeOp rope, SingleOp<tfm::RopeOp>(fusion));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(rope.getInput()));
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value positions, outer(rope.getPositions()));
-        return Emit(op, kvx::OpCode::Rope, {x, positions}, x, AddRopeParams(rope));
-      }
-      case kernel::FusionKind::elementwise: {
-        KVJIT_ASSIGN_OR_RETURN(std::vector<kvx::ElementwiseStep> steps, ElementwiseChain(fusion));
-        // Elementwise ops take operands of their result's type, so any
-        // operand carries the result's rows.
-        std::vector<mlir::Value> inputs(fusion.getOperands().begin(), fusion.getOperands().end());
-        return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), ChainParams(steps));
-      }
-    }
-    return absl::UnimplementedError(absl::StrCat(Describe(op), " is of an unknown fusion kind"));
-  }
-
-  // The one `OpT` of a fusion's body, which the fusion's kernel template
-  // computes.
-  template <typename OpT>
-  static absl::StatusOr<OpT> SingleOp(kernel::FusionOp fusion) {
-    auto ops = fusion.getBody().front().getOps<OpT>();
-    if (std::distance(ops.begin(), ops.end()) != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          Describe(fusion.getOperation()), " does not hold exactly one '",
-          OpT::getOperationName().str(), "' as its ",
-          kernel::stringifyFusionKind(fusion.getKind()).str(), " template needs"));
-    }
-    return *ops.begin();
-  }
-
-  // The body of an elementwise fusion as steps over its operands: block
-  // argument i is chain input i (the instruction's input i), the result of
-  // the k-th op is -(k + 1). The yielded value must be the last step's.
-  absl::StatusOr<std::vector<kvx::ElementwiseStep>> ElementwiseChain(kernel::FusionOp fusion) {
-    mlir::Block& body = fusion.getBody().front();
-    llvm::DenseMap<mlir::Value, int32_t> operand_of;
-    for (mlir::BlockArgument argument : body.getArguments()) {
-      operand_of[argument] = static_cast<int32_t>(argument.getArgNumber());
-    }
-    std::vector<kvx::ElementwiseStep> steps;
-    auto operand = [&](mlir::Operation* op, unsigned index) { return operand_of.at(op->getOperand(index)); };
-    for (mlir::Operation& inner : body.without_terminator()) {
-      for (mlir::Value value : inner.getOperands()) {
-        if (!operand_of.count(value)) {
-          return absl::UnimplementedError(absl::StrCat(
-              Describe(&inner), " in elementwise ", Describe(fusion.getOperation()),
-              " reads a value from outside its fusion"));
-        }
-      }
-      std::optional<kvx::ElementwiseStep> step;
-      if (inner.getNumOperands() > 0) {
-        const int32_t lhs = operand(&inner, 0);
-        step = ElementwiseStepOf(&inner, lhs, inner.getNumOperands() > 1 ? operand(&inner, 1) : lhs);
-      }
-      if (!step) {
-        const std::string hint = mlir::isa<tfm::CausalMaskOp>(inner)
-                                     ? "; a causal mask belongs to attention, which "
-                                       "fuse-attention should have fused"
-                                     : "";
-        return absl::UnimplementedError(absl::StrCat(Describe(&inner), " in elementwise ",
-                                                     Describe(fusion.getOperation()),
-                                                     " has no elementwise step", hint));
-      }
-      operand_of[inner.getResult(0)] = -static_cast<int32_t>(steps.size()) - 1;
-      steps.push_back(*step);
-    }
-    mlir::ValueRange yielded = body.getTerminator()->getOperands();
-    if (steps.empty() || yielded.size() != 1 ||
-        operand_of.lookup(yielded.front()) != -static_cast<int32_t>(steps.size())) {
-      return absl::UnimplementedError(absl::StrCat(
-          Describe(fusion.getOperation()),
-          " does not yield exactly the result of its last op, which an elementwise kernel writes"));
-    }
-    return steps;
-  }
-
-  // The step of elementwise `op` over chain operands `lhs` and `rhs` (unary
-  // ops read `lhs` alone); none for an op without one.
-  static std::optional<kvx::ElementwiseStep> ElementwiseStepOf(mlir::Operation* op, int32_t lhs,
-                                                               int32_t rhs) {
-    return llvm::TypeSwitch<mlir::Operation*, std::optional<kvx::ElementwiseStep>>(op)
-        .Case([&](tfm::AddOp) {
-          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Add, lhs, rhs, 0.0f);
-        })
-        .Case([&](tfm::MulOp) {
-          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Mul, lhs, rhs, 0.0f);
-        })
-        .Case([&](tfm::ScaleOp scale) {
-          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Scale, lhs, lhs,
-                                      ToFloat(scale.getFactor()));
-        })
-        .Case([&](tfm::SiluOp) {
-          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Silu, lhs, lhs, 0.0f);
-        })
-        .Case([&](tfm::GeluOp gelu) {
-          return kvx::ElementwiseStep(gelu.getApproximateTanh() ? kvx::ElementwiseOpCode::GeluTanh
-                                                                : kvx::ElementwiseOpCode::Gelu,
-                                      lhs, lhs, 0.0f);
-        })
-        .Case([&](tfm::TanhOp) {
-          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Tanh, lhs, lhs, 0.0f);
-        })
-        .Default([](mlir::Operation*) { return std::nullopt; });
-  }
-
-  // An op fuse-elementwise would have put in a fusion of its own kind, for
-  // a pipeline that leaves the pass out: the instruction of that fusion,
-  // over the op alone.
-  absl::Status AddUnfused(mlir::Operation* op) {
-    if (auto norm = mlir::dyn_cast<tfm::RmsNormOp>(op)) {
-      return Emit(op, kvx::OpCode::RmsNorm, {norm.getInput(), norm.getWeight()}, norm.getInput(),
-                  NormParams(norm));
-    }
-    if (auto rope = mlir::dyn_cast<tfm::RopeOp>(op)) {
-      return Emit(op, kvx::OpCode::Rope, {rope.getInput(), rope.getPositions()}, rope.getInput(),
-                  AddRopeParams(rope));
-    }
-    std::optional<kvx::ElementwiseStep> step =
-        ElementwiseStepOf(op, 0, op->getNumOperands() > 1 ? 1 : 0);
-    if (!step) {
-      return absl::UnimplementedError(
-          absl::StrCat(Describe(op), " has no instruction in the executable"));
-    }
-    std::vector<mlir::Value> inputs(op->getOperands().begin(), op->getOperands().end());
-    return Emit(op, kvx::OpCode::Elementwise, inputs, inputs.front(), ChainParams({*step}));
-  }
-
-  Params NormParams(tfm::RmsNormOp norm) {
-    return {kvx::OpParams::RmsNormParams,
-            kvx::CreateRmsNormParams(fbb_, ToFloat(norm.getEpsilon())).Union()};
-  }
-
-  Params ChainParams(const std::vector<kvx::ElementwiseStep>& steps) {
-    return {kvx::OpParams::ElementwiseParams,
-            kvx::CreateElementwiseParamsDirect(fbb_, &steps).Union()};
-  }
-
-  Params AddRopeParams(tfm::RopeOp rope) {
-    auto type = mlir::cast<mlir::RankedTensorType>(rope.getInput().getType());
-    const int64_t rotary_dim = rope.getRotaryDim() ? static_cast<int64_t>(*rope.getRotaryDim())
-                                                   : type.getShape().back();
-    Offset<kvx::RopeScaling> scaling = 0;
-    if (tfm::RopeScalingAttr attr = rope.getScalingAttr()) {
-      scaling = kvx::CreateRopeScaling(
-          fbb_,
-          attr.getKind() == tfm::RopeScalingKind::linear ? kvx::RopeScalingKind::Linear
-                                                         : kvx::RopeScalingKind::Llama3,
-          ToFloat(attr.getFactor()), ToFloat(attr.getLowFreqFactor()),
-          ToFloat(attr.getHighFreqFactor()), static_cast<uint32_t>(attr.getOriginalContext()));
-    }
-    Offset<flatbuffers::Vector<float>> freq_factors = 0;
-    if (std::optional<llvm::ArrayRef<float>> factors = rope.getFreqFactors()) {
-      freq_factors = fbb_.CreateVector(factors->data(), factors->size());
-    }
-    return {kvx::OpParams::RopeParams,
-            kvx::CreateRopeParams(fbb_, ToKvxRopeStyle(rope.getStyle()), ToFloat(rope.getTheta()),
-                                  static_cast<uint32_t>(rotary_dim), scaling, freq_factors)
-                .Union()};
-  }
-
-  absl::Status CheckCache(mlir::Operation* op, mlir::Value cache) {
+  absl::Status CheckCache(mlir::Operation* op, mlir::Value cache) override {
     auto argument = mlir::dyn_cast<mlir::BlockArgument>(cache);
     if (!argument || argument.getArgNumber() != kCacheArgument) {
       return absl::InvalidArgumentError(absl::StrCat(
-          Describe(op), " reads a KV cache other than the step function's cache argument"));
+          DescribeOp(op), " reads a KV cache other than the step function's cache argument"));
     }
     return absl::OkStatus();
   }
@@ -850,7 +571,7 @@ class ExecutableBuilder {
     auto known = tensors_.find(value);
     if (known == tensors_.end()) {
       return absl::UnimplementedError(absl::StrCat(
-          Describe(user), " reads a value of type ", Describe(value.getType()),
+          DescribeOp(user), " reads a value of type ", Describe(value.getType()),
           " that is neither a step input, a weight nor an earlier instruction's result"));
     }
     return known->second.ref;
@@ -993,6 +714,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
   KVJIT_ASSIGN_OR_RETURN(mlir::func::FuncOp step, FindStepFunction(planned_module));
   KVJIT_RETURN_IF_ERROR(RequirePlan(step));
   KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
+  EnsureLoweringModels(*planned_module.getContext());
   KVJIT_ASSIGN_OR_RETURN(WeightFileTable weight_files, WeightFileTable::ForModel(model));
   ExecutableBuilder builder(model, std::move(weight_files), sidecar_path);
   return builder.Build(step, vocabulary, chat_template, cuda);

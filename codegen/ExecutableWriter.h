@@ -31,11 +31,12 @@ struct CudaSection {
 // tokenizer and a table of the weights the program reads.
 //
 // How the IR maps onto the schema:
-//   - Each op of the body, in order, becomes one Instruction; `tfm.weight`
-//     ops become weight references and emit nothing. An op with no
-//     instruction (matmul, softmax, an unfused attention, ...) or a fusion
-//     body no kernel implements is an Unimplemented error naming the op and
-//     its location.
+//   - Each op of the body, in order, lowers itself through its
+//     ExecutableLowerableOpInterface (codegen/lowering, one file per
+//     dialect) into one Instruction; `tfm.weight` ops become weight
+//     references and emit nothing. An op without the interface (matmul,
+//     softmax, an unfused attention, ...) or a fusion body no kernel
+//     implements is an Unimplemented error naming the op and its location.
 //   - Block arguments are Input refs (index = kvx::StepInput), op results
 //     Arena refs at their `kernel.arena_offsets` entry, weights Weight refs (index
 //     into Executable.weights, in order of first use).

@@ -2,8 +2,10 @@
 // Elementwise chains, GatherRows, Copy.
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/exec/ElementwiseOpTable.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 
 namespace kvjit::codegen::cuda {
@@ -235,30 +237,15 @@ absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context) {
   for (size_t k = 0; k < steps.size(); ++k) {
     const kvx::ElementwiseStep& step = *steps.Get(k);
     const std::string lhs = operand(step.lhs()), rhs = operand(step.rhs());
-    std::string value;
-    switch (step.op()) {
-      case kvx::ElementwiseOpCode::Add:
-        value = absl::StrCat(lhs, " + ", rhs);
-        break;
-      case kvx::ElementwiseOpCode::Mul:
-        value = absl::StrCat(lhs, " * ", rhs);
-        break;
-      case kvx::ElementwiseOpCode::Scale:
-        value = absl::StrCat(lhs, " * ", FloatLiteral(step.factor()));
-        break;
-      case kvx::ElementwiseOpCode::Silu:
-        value = absl::StrCat("silu(", lhs, ")");
-        break;
-      case kvx::ElementwiseOpCode::Gelu:
-        value = absl::StrCat("gelu_erf(", lhs, ")");
-        break;
-      case kvx::ElementwiseOpCode::GeluTanh:
-        value = absl::StrCat("gelu_tanh(", lhs, ")");
-        break;
-      case kvx::ElementwiseOpCode::Tanh:
-        value = absl::StrCat("tanhf(", lhs, ")");
-        break;
+    const runtime::ElementwiseOpDescription* description = runtime::FindElementwiseOp(step.op());
+    if (description == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("step ", k, " has elementwise opcode ",
+                                                     static_cast<int>(step.op()),
+                                                     ", which no CUDA expression describes"));
     }
+    const std::string value = absl::StrReplaceAll(
+        description->cuda,
+        {{"{lhs}", lhs}, {"{rhs}", rhs}, {"{factor}", FloatLiteral(step.factor())}});
     absl::StrAppend(&comment, " ", kvx::EnumNameElementwiseOpCode(step.op()));
     absl::StrAppend(&body, "  const float step", k, " = ", value, ";\n");
   }

@@ -320,8 +320,8 @@ RefTensor Gelu(const RefTensor& input, bool approximate_tanh) {
   });
 }
 
-RefTensor Tanh(const RefTensor& input) {
-  return Map(input, [](float x) { return static_cast<float>(std::tanh(double{x})); });
+RefTensor MapInDouble(const RefTensor& input, double (*fn)(double x)) {
+  return Map(input, [fn](float x) { return static_cast<float>(fn(double{x})); });
 }
 
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,

@@ -44,7 +44,10 @@ absl::StatusOr<RefTensor> Mul(const RefTensor& lhs, const RefTensor& rhs);
 RefTensor Scale(const RefTensor& input, double factor);
 RefTensor Silu(const RefTensor& input);
 RefTensor Gelu(const RefTensor& input, bool approximate_tanh);
-RefTensor Tanh(const RefTensor& input);
+// `fn` of each element taken in double, rounded to f32: the reference of a
+// unary elementwise op whose math is one expression (its reference model,
+// TfmReference.cpp, passes the expression).
+RefTensor MapInDouble(const RefTensor& input, double (*fn)(double x));
 // query [T, H, D], key/value [S, KV, D]; query i at position p = S - T + i
 // when causal. A positive `window` (causal only) leaves query p the keys j
 // with p - window < j <= p; 0 means no window.

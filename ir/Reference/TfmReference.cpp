@@ -1,7 +1,10 @@
 // The reference evaluation of each tfm op that a function body holds (not
 // tfm.param, a module-level declaration): a new op's semantics goes here, as
-// an Evaluate overload and an entry in RegisterTfmReferenceModels.
+// an Evaluate overload and an entry in RegisterTfmReferenceModels. Math of
+// one expression (tfm.tanh) is written here, over MapInDouble; longer math
+// is a function of RefKernels.
 
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -137,7 +140,8 @@ absl::Status Evaluate(tfm::GeluOp op, ReferenceFrame& frame) {
 }
 
 absl::Status Evaluate(tfm::TanhOp op, ReferenceFrame& frame) {
-  return BindResult(op, frame, Tanh(frame.Get(op.getInput())));
+  return BindResult(op, frame,
+                    MapInDouble(frame.Get(op.getInput()), [](double x) { return std::tanh(x); }));
 }
 
 absl::Status Evaluate(tfm::SoftmaxOp op, ReferenceFrame& frame) {

@@ -1,12 +1,14 @@
 #include "runtime/cpu/CpuKernelTable.h"
 
-#include <cmath>
+#include <array>
 #include <cstring>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/exec/ElementwiseOpTable.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/RowKernels.h"
 
@@ -40,14 +42,6 @@ cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
     params.freq_factors = absl::MakeConstSpan(factors->data(), factors->size());
   }
   return params;
-}
-
-float Gelu(float x, bool approximate_tanh) {
-  if (approximate_tanh) {
-    const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * double{x} * x * x);
-    return static_cast<float>(0.5 * x * (1.0 + std::tanh(inner)));
-  }
-  return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
 }
 
 // Floats from one row's start to the next: a column view's stride, else the
@@ -133,6 +127,81 @@ absl::Status RunRope(CpuOpContext& context) {
                    RopeParamsOf(context.instruction.params_as_RopeParams(), head_dim), out, context.pool);
 }
 
+// One step of an elementwise chain over `n` elements (`rhs` repeats `lhs`
+// for a unary op).
+using ElementwiseKernel = absl::Status (*)(const float* lhs, const float* rhs, float factor,
+                                           float* out, int64_t n, cpu::ThreadPool& pool);
+
+absl::Status AddStep(const float* lhs, const float* rhs, float, float* out, int64_t n,
+                     cpu::ThreadPool& pool) {
+  return cpu::Add(lhs, rhs, out, n, pool);
+}
+absl::Status MulStep(const float* lhs, const float* rhs, float, float* out, int64_t n,
+                     cpu::ThreadPool& pool) {
+  return cpu::Mul(lhs, rhs, out, n, pool);
+}
+absl::Status ScaleStep(const float* lhs, const float*, float factor, float* out, int64_t n,
+                       cpu::ThreadPool& pool) {
+  return cpu::Scale(lhs, factor, out, n, pool);
+}
+absl::Status SiluStep(const float* lhs, const float*, float, float* out, int64_t n,
+                      cpu::ThreadPool& pool) {
+  return cpu::Silu(lhs, out, n, pool);
+}
+
+// The elementwise ops whose CPU kernel is a vector kernel of RowKernels
+// (their table entries have no scalar form); every other op runs its scalar
+// form from runtime/exec/ElementwiseOpTable.h.
+constexpr std::pair<kvx::ElementwiseOpCode, ElementwiseKernel> kVectorElementwiseKernels[] = {
+    {kvx::ElementwiseOpCode::Add, AddStep},
+    {kvx::ElementwiseOpCode::Mul, MulStep},
+    {kvx::ElementwiseOpCode::Scale, ScaleStep},
+    {kvx::ElementwiseOpCode::Silu, SiluStep},
+};
+
+template <size_t kIndex>
+absl::Status ScalarStep(const float* lhs, const float* rhs, float factor, float* out, int64_t n,
+                        cpu::ThreadPool&) {
+  constexpr auto scalar = kElementwiseOps[kIndex].scalar;
+  for (int64_t i = 0; i < n; ++i) out[i] = scalar(lhs[i], rhs[i], factor);
+  return absl::OkStatus();
+}
+
+template <size_t kIndex>
+constexpr ElementwiseKernel ElementwiseKernelOf() {
+  if constexpr (kElementwiseOps[kIndex].scalar != nullptr) {
+    return ScalarStep<kIndex>;
+  } else {
+    for (const auto& [op, kernel] : kVectorElementwiseKernels) {
+      if (op == kElementwiseOps[kIndex].op) return kernel;
+    }
+    return nullptr;
+  }
+}
+
+template <size_t... kIndices>
+constexpr std::array<ElementwiseKernel, sizeof...(kIndices)> ElementwiseKernels(
+    std::index_sequence<kIndices...>) {
+  return {ElementwiseKernelOf<kIndices>()...};
+}
+
+// In ElementwiseOpCode order, as kElementwiseOps.
+constexpr auto kElementwiseKernels =
+    ElementwiseKernels(std::make_index_sequence<std::size(kElementwiseOps)>());
+
+constexpr bool EveryElementwiseOpHasOneCpuKernel() {
+  for (size_t i = 0; i < std::size(kElementwiseOps); ++i) {
+    if (kElementwiseKernels[i] == nullptr) return false;
+  }
+  for (const auto& [op, kernel] : kVectorElementwiseKernels) {
+    if (FindElementwiseOp(op)->scalar != nullptr) return false;
+  }
+  return true;
+}
+static_assert(EveryElementwiseOpHasOneCpuKernel(),
+              "each elementwise opcode runs either its scalar form (ElementwiseOpTable.h) or a "
+              "vector kernel of kVectorElementwiseKernels, not both and not neither");
+
 // Elementwise: in operands → out the last step of the chain. Column views
 // are gathered into dense rows first.
 absl::Status RunElementwise(CpuOpContext& context) {
@@ -164,29 +233,8 @@ absl::Status RunElementwise(CpuOpContext& context) {
     const kvx::ElementwiseStep* step = chain.Get(k);
     const float* lhs = operand(step->lhs());
     float* out = steps[k].data();
-    switch (step->op()) {
-      case kvx::ElementwiseOpCode::Add:
-        KVJIT_RETURN_IF_ERROR(cpu::Add(lhs, operand(step->rhs()), out, n, pool));
-        break;
-      case kvx::ElementwiseOpCode::Mul:
-        KVJIT_RETURN_IF_ERROR(cpu::Mul(lhs, operand(step->rhs()), out, n, pool));
-        break;
-      case kvx::ElementwiseOpCode::Scale:
-        KVJIT_RETURN_IF_ERROR(cpu::Scale(lhs, step->factor(), out, n, pool));
-        break;
-      case kvx::ElementwiseOpCode::Silu:
-        KVJIT_RETURN_IF_ERROR(cpu::Silu(lhs, out, n, pool));
-        break;
-      case kvx::ElementwiseOpCode::Gelu:
-      case kvx::ElementwiseOpCode::GeluTanh: {
-        const bool tanh_form = step->op() == kvx::ElementwiseOpCode::GeluTanh;
-        for (int64_t i = 0; i < n; ++i) out[i] = Gelu(lhs[i], tanh_form);
-        break;
-      }
-      case kvx::ElementwiseOpCode::Tanh:
-        for (int64_t i = 0; i < n; ++i) out[i] = std::tanh(lhs[i]);
-        break;
-    }
+    KVJIT_RETURN_IF_ERROR(kElementwiseKernels[static_cast<size_t>(step->op())](
+        lhs, operand(step->rhs()), step->factor(), out, n, pool));
   }
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(out_ref));
   std::memcpy(out, steps.back().data(), n * sizeof(float));

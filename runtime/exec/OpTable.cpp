@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/exec/ElementwiseOpTable.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -86,26 +87,6 @@ int64_t KvRowBytes(const kvx::Executable& executable) {
 }
 
 void NoFlops(const OpCostContext&, InstructionCost&) {}
-
-// Flops per element of each elementwise op: Silu is x / (1 + exp(-x)); Gelu
-// 0.5·x·(1 + erf(x/√2)); its tanh form has a cubic inside the tanh.
-uint64_t ElementwiseFlops(kvx::ElementwiseOpCode op) {
-  switch (op) {
-    case kvx::ElementwiseOpCode::Add:
-    case kvx::ElementwiseOpCode::Mul:
-    case kvx::ElementwiseOpCode::Scale:
-      return 1;
-    case kvx::ElementwiseOpCode::Silu:
-      return 3;
-    case kvx::ElementwiseOpCode::Gelu:
-      return 5;
-    case kvx::ElementwiseOpCode::GeluTanh:
-      return 9;
-    case kvx::ElementwiseOpCode::Tanh:
-      return 4;
-  }
-  return 1;
-}
 
 // ---- The ops ----
 
@@ -204,6 +185,11 @@ absl::Status VerifyElementwise(const OpCheckContext& context) {
   }
   const int inputs = static_cast<int>(context.num_inputs());
   for (size_t k = 0; k < steps->size(); ++k) {
+    if (FindElementwiseOp(steps->Get(k)->op()) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("step ", k, " has elementwise opcode ", static_cast<int>(steps->Get(k)->op()),
+                       ", which this runtime does not know"));
+    }
     for (int operand : {steps->Get(k)->lhs(), steps->Get(k)->rhs()}) {
       if (operand >= inputs || -operand - 1 >= static_cast<int>(k)) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -216,7 +202,7 @@ absl::Status VerifyElementwise(const OpCheckContext& context) {
 
 void CostElementwise(const OpCostContext& context, InstructionCost& cost) {
   for (const kvx::ElementwiseStep* step : *context.instruction.params_as_ElementwiseParams()->steps()) {
-    cost.flops += ElementwiseFlops(step->op()) * context.output_elements;
+    cost.flops += FindElementwiseOp(step->op())->flops * context.output_elements;
   }
 }
 

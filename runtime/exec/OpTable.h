@@ -14,7 +14,8 @@
 // operand and output-shape checks), the cost model and the profiler. The
 // backends keep their own tables keyed by the same opcodes: the CPU kernels
 // (runtime/cpu/CpuKernelTable.cpp) and the CUDA emitters
-// (codegen/cuda/CudaCodegen.cpp).
+// (codegen/cuda/CudaCodegen.cpp). The steps of an Elementwise chain have a
+// table of their own that all of these read (ElementwiseOpTable.h).
 namespace kvjit::runtime {
 
 // An instruction of a loaded program as an op's checks see it: arity, tensor

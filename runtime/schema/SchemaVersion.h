@@ -5,8 +5,10 @@
 
 namespace kvjit::kvx {
 
-// Bumped on every change to kvx.fbs that an older runtime cannot read.
-inline constexpr uint32_t kSchemaVersion = 6;
+// Bumped on every change to kvx.fbs that an older runtime cannot read (7:
+// runtimes refuse an elementwise step opcode they do not know, so a new one
+// needs no bump).
+inline constexpr uint32_t kSchemaVersion = 7;
 
 }  // namespace kvjit::kvx
 

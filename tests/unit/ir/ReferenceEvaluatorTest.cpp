@@ -14,7 +14,9 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::FloatEq;
+using ::testing::FloatNear;
 using ::testing::HasSubstr;
+using ::testing::Pointwise;
 
 class NoWeights : public WeightProvider {
  public:
@@ -55,6 +57,20 @@ TEST_F(ReferenceEvaluatorTest, EvaluatesOpsThroughTheirInterface) {
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), 1u);
   EXPECT_THAT((*results)[0].values, ElementsAre(FloatEq(3), FloatEq(-9)));
+}
+
+// tfm.tanh's math is written in its reference model (TfmReference.cpp).
+TEST_F(ReferenceEvaluatorTest, TanhIsOddAndBounded) {
+  absl::StatusOr<std::vector<RefTensor>> results = Run(R"mlir(
+    func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+      %y = tfm.tanh %x : tensor<?x4xf32>
+      return %y : tensor<?x4xf32>
+    }
+  )mlir", {RefTensor::Float({1, 4}, {0, 1, -1, 30})});
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_THAT((*results)[0].values,
+              Pointwise(FloatNear(1e-6), {0.0f, 0.7615942f, -0.7615942f, 1.0f}));
 }
 
 TEST_F(ReferenceEvaluatorTest, AnOpWithoutTheInterfaceIsAnErrorNamingIt) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
@@ -52,6 +53,9 @@ class ExecutableTest : public ::testing::Test {
     // Parameters the Copy carries (it takes none), with or without a table.
     kvx::OpParams params_type = kvx::OpParams::NONE;
     bool params_table = true;
+    // Where set, the instruction is an Elementwise chain of one step of this
+    // opcode over the weight, instead of the Copy.
+    std::optional<kvx::ElementwiseOpCode> elementwise_step;
     // FNV-1a of the 16 zero bytes the weight reads.
     uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
     // A CUDA module for the program, where set.
@@ -117,9 +121,17 @@ class ExecutableTest : public ::testing::Test {
     if (knobs.params_type != kvx::OpParams::NONE && knobs.params_table) {
       params = kvx::CreateRmsNormParams(b, 1e-5f).Union();
     }
-    auto instruction = kvx::CreateInstruction(b, kvx::OpCode::Copy, b.CreateVector({weight_ref}),
-                                              b.CreateVector({arena_ref}), knobs.params_type,
-                                              params);
+    kvx::OpCode opcode = kvx::OpCode::Copy;
+    kvx::OpParams params_type = knobs.params_type;
+    if (knobs.elementwise_step) {
+      const std::vector<kvx::ElementwiseStep> steps = {
+          kvx::ElementwiseStep(*knobs.elementwise_step, 0, 0, 0.0f)};
+      opcode = kvx::OpCode::Elementwise;
+      params_type = kvx::OpParams::ElementwiseParams;
+      params = kvx::CreateElementwiseParamsDirect(b, &steps).Union();
+    }
+    auto instruction = kvx::CreateInstruction(b, opcode, b.CreateVector({weight_ref}),
+                                              b.CreateVector({arena_ref}), params_type, params);
     std::vector<kvx::Dim> logits_shape = {kvx::Dim(kvx::DimKind::LogitsRows, 0),
                                           kvx::Dim(kvx::DimKind::Static, 4)};
     auto logits = kvx::CreateTensorRef(b, kvx::BufferKind::Arena, 0, knobs.logits_offset,
@@ -248,6 +260,17 @@ TEST_F(ExecutableTest, RefusesParametersOfAnotherOpcode) {
   EXPECT_THAT(message, HasSubstr("carries parameters RmsNormParams where the opcode takes NONE"));
   knobs.params_table = false;
   EXPECT_THAT(Message(Build(knobs)), HasSubstr("carries parameters RmsNormParams"));
+}
+
+// A step opcode from a newer compiler is refused by name, not run as nothing.
+TEST_F(ExecutableTest, RefusesAnElementwiseStepItDoesNotKnow) {
+  Knobs knobs;
+  knobs.elementwise_step = kvx::ElementwiseOpCode::Tanh;
+  EXPECT_EQ(Message(Build(knobs)), "OK");
+  knobs.elementwise_step = static_cast<kvx::ElementwiseOpCode>(200);
+  EXPECT_THAT(Message(Build(knobs)),
+              HasSubstr("instruction 0 (Elementwise): step 0 has elementwise opcode 200, which "
+                        "this runtime does not know"));
 }
 
 TEST_F(ExecutableTest, RefusesWeightsThatChangedSinceCompilingWhenAskedToHashThem) {

@@ -1,0 +1,81 @@
+#ifndef KVJIT_RUNTIME_EXEC_ELEMENTWISEOPTABLE_H_
+#define KVJIT_RUNTIME_EXEC_ELEMENTWISEOPTABLE_H_
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+
+#include "runtime/schema/kvx_generated.h"
+
+// The runtime's one description of each step of an elementwise chain
+// (kvx.fbs ElementwiseOpCode), read by the loader (a step's opcode must be
+// here), the cost model (its flops), the CPU kernel (its arithmetic, in
+// runtime/cpu/CpuKernelTable.cpp) and the CUDA emitter (its expression, in
+// codegen/cuda/RowKernels.cpp). A new elementwise op is one entry here.
+namespace kvjit::runtime {
+
+struct ElementwiseOpDescription {
+  kvx::ElementwiseOpCode op;
+  // Flops per element, for the cost model and the profiler.
+  uint64_t flops;
+  // One element as the CPU computes it, from the step's `lhs` and `rhs`
+  // (which a unary op ignores) and its `factor`; null for the ops whose CPU
+  // kernel is a vector kernel of runtime/cpu/RowKernels (the CPU kernel
+  // table names them), which a scalar form here would not match bit for bit.
+  float (*scalar)(float lhs, float rhs, float factor);
+  // The CUDA expression of one element, over `{lhs}`, `{rhs}` and
+  // `{factor}` (the device prelude, codegen/cuda/DevicePrelude.cpp, defines
+  // the functions it calls beyond CUDA's own).
+  const char* cuda;
+};
+
+namespace elementwise {
+
+// GELU in double: exact (erf) or its tanh approximation.
+inline float Gelu(float x, bool approximate_tanh) {
+  if (approximate_tanh) {
+    const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * double{x} * x * x);
+    return static_cast<float>(0.5 * x * (1.0 + std::tanh(inner)));
+  }
+  return static_cast<float>(0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))));
+}
+
+inline float GeluErf(float x, float, float) { return Gelu(x, /*approximate_tanh=*/false); }
+inline float GeluTanh(float x, float, float) { return Gelu(x, /*approximate_tanh=*/true); }
+inline float Tanh(float x, float, float) { return std::tanh(x); }
+
+}  // namespace elementwise
+
+// In ElementwiseOpCode order. Silu's flops: x / (1 + exp(-x)); Gelu's
+// 0.5·x·(1 + erf(x/√2)); its tanh form has a cubic inside the tanh.
+inline constexpr ElementwiseOpDescription kElementwiseOps[] = {
+    {kvx::ElementwiseOpCode::Add, 1, nullptr, "{lhs} + {rhs}"},
+    {kvx::ElementwiseOpCode::Mul, 1, nullptr, "{lhs} * {rhs}"},
+    {kvx::ElementwiseOpCode::Scale, 1, nullptr, "{lhs} * {factor}"},
+    {kvx::ElementwiseOpCode::Silu, 3, nullptr, "silu({lhs})"},
+    {kvx::ElementwiseOpCode::Gelu, 5, elementwise::GeluErf, "gelu_erf({lhs})"},
+    {kvx::ElementwiseOpCode::GeluTanh, 9, elementwise::GeluTanh, "gelu_tanh({lhs})"},
+    {kvx::ElementwiseOpCode::Tanh, 4, elementwise::Tanh, "tanhf({lhs})"},
+};
+
+constexpr bool EveryElementwiseOpcodeInOrder() {
+  for (size_t i = 0; i < std::size(kElementwiseOps); ++i) {
+    if (kElementwiseOps[i].op != static_cast<kvx::ElementwiseOpCode>(i)) return false;
+  }
+  return std::size(kElementwiseOps) == static_cast<size_t>(kvx::ElementwiseOpCode::MAX) + 1;
+}
+static_assert(EveryElementwiseOpcodeInOrder(),
+              "kElementwiseOps describes each kvx::ElementwiseOpCode once, in the enum's order: a "
+              "new elementwise opcode needs its entry here");
+
+// The description of `op`, or null for a value no opcode has (an executable
+// from a newer compiler).
+constexpr const ElementwiseOpDescription* FindElementwiseOp(kvx::ElementwiseOpCode op) {
+  const size_t index = static_cast<size_t>(op);
+  return index < std::size(kElementwiseOps) ? &kElementwiseOps[index] : nullptr;
+}
+
+}  // namespace kvjit::runtime
+
+#endif  // KVJIT_RUNTIME_EXEC_ELEMENTWISEOPTABLE_H_
