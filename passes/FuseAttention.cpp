@@ -149,7 +149,7 @@ struct FuseAttentionChain : mlir::OpRewritePattern<tfm::TransposeOp> {
     rewriter.replaceOpWithNewOp<tfm::AttentionOp>(to_tokens, result_type, query, key, value,
                                                   scale,
                                                   causal ? rewriter.getUnitAttr() : nullptr,
-                                                  window);
+                                                  window, /*softcap=*/nullptr);
     return success();
   }
 };

@@ -65,8 +65,8 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
     context_lens, slot_mapping, block_tables, logits_rows, cache). Each
     attention, in program order, becomes layer i of the cache: `kv.write` of
     its K and V, then `kv.attention` of its queries over the cache, with the
-    attention's sliding `window` where it has one (layers may differ). Gathering
-    rows commutes with the ops of class `CommutesWithRowGather` (linear,
+    attention's sliding `window` and `softcap` where it has them (layers may
+    differ). Gathering rows commutes with the ops of class `CommutesWithRowGather` (linear,
     norms, unary elementwise ops; `ir/Tfm/TfmTraits.td`), so the logits are
     computed only for `logits_rows`: a `tfm.gather_rows` moves up past the
     final such ops. One function thus serves prefill, chunked prefill and
