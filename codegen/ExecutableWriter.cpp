@@ -410,7 +410,10 @@ class ExecutableBuilder {
               kvx::OpParams::KvAttentionParams,
               kvx::CreateKvAttentionParams(fbb_, static_cast<uint32_t>(attention.getLayer()),
                                            ToFloat(attention.getScale()),
-                                           window ? static_cast<uint32_t>(window.getInt()) : 0)
+                                           window ? static_cast<uint32_t>(window.getInt()) : 0,
+                                           attention.getSoftcapAttr()
+                                               ? ToFloat(attention.getSoftcapAttr().getValue())
+                                               : 0.0f)
                   .Union()};
           return Emit(op, kvx::OpCode::KvAttention,
                       {attention.getQuery(), attention.getPositions(), attention.getSeqStarts(),
