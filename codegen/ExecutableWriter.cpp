@@ -422,7 +422,7 @@ class ExecutableBuilder {
         })
         .Case([&](kernel::FusionOp fusion) { return AddFusion(fusion); })
         .Case<tfm::RmsNormOp, tfm::RopeOp, tfm::AddOp, tfm::MulOp, tfm::ScaleOp, tfm::SiluOp,
-              tfm::GeluOp>([&](mlir::Operation* unfused) { return AddUnfused(unfused); })
+              tfm::GeluOp, tfm::TanhOp>([&](mlir::Operation* unfused) { return AddUnfused(unfused); })
         .Default([&](mlir::Operation*) {
           return absl::UnimplementedError(
               absl::StrCat(Describe(op), " has no instruction in the executable"));
@@ -778,6 +778,9 @@ class ExecutableBuilder {
           return kvx::ElementwiseStep(gelu.getApproximateTanh() ? kvx::ElementwiseOpCode::GeluTanh
                                                                 : kvx::ElementwiseOpCode::Gelu,
                                       lhs, lhs, 0.0f);
+        })
+        .Case([&](tfm::TanhOp) {
+          return kvx::ElementwiseStep(kvx::ElementwiseOpCode::Tanh, lhs, lhs, 0.0f);
         })
         .Default([](mlir::Operation*) { return std::nullopt; });
   }

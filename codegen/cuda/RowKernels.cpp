@@ -255,6 +255,9 @@ absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context) {
       case kvx::ElementwiseOpCode::GeluTanh:
         value = absl::StrCat("gelu_tanh(", lhs, ")");
         break;
+      case kvx::ElementwiseOpCode::Tanh:
+        value = absl::StrCat("tanhf(", lhs, ")");
+        break;
     }
     absl::StrAppend(&comment, " ", kvx::EnumNameElementwiseOpCode(step.op()));
     absl::StrAppend(&body, "  const float step", k, " = ", value, ";\n");

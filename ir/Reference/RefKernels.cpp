@@ -320,6 +320,10 @@ RefTensor Gelu(const RefTensor& input, bool approximate_tanh) {
   });
 }
 
+RefTensor Tanh(const RefTensor& input) {
+  return Map(input, [](float x) { return static_cast<float>(std::tanh(double{x})); });
+}
+
 double SoftCap(double score, double cap) { return cap > 0 ? cap * std::tanh(score / cap) : score; }
 
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,

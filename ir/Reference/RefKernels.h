@@ -44,6 +44,7 @@ absl::StatusOr<RefTensor> Mul(const RefTensor& lhs, const RefTensor& rhs);
 RefTensor Scale(const RefTensor& input, double factor);
 RefTensor Silu(const RefTensor& input);
 RefTensor Gelu(const RefTensor& input, bool approximate_tanh);
+RefTensor Tanh(const RefTensor& input);
 // An attention score soft-capped as Gemma 2 does it: cap · tanh(score / cap);
 // a cap of 0 leaves the score as it is.
 double SoftCap(double score, double cap);

@@ -140,6 +140,10 @@ absl::Status Evaluate(tfm::GeluOp op, ReferenceFrame& frame) {
   return BindResult(op, frame, Gelu(frame.Get(op.getInput()), op.getApproximateTanh()));
 }
 
+absl::Status Evaluate(tfm::TanhOp op, ReferenceFrame& frame) {
+  return BindResult(op, frame, Tanh(frame.Get(op.getInput())));
+}
+
 absl::Status Evaluate(tfm::SoftmaxOp op, ReferenceFrame& frame) {
   return BindResult(op, frame, Softmax(frame.Get(op.getInput()), op.getAxisAttr().getInt()));
 }
@@ -169,7 +173,7 @@ void RegisterTfmReferenceModels(mlir::DialectRegistry& registry) {
     Attach<tfm::WeightOp, tfm::EmbeddingOp, tfm::LinearOp, tfm::RmsNormOp, tfm::LayerNormOp,
            tfm::RopeOp, tfm::MatmulOp, tfm::TransposeOp, tfm::ReshapeOp,
            tfm::SliceColumnsOp, tfm::GatherRowsOp, tfm::RepeatOp, tfm::AttentionOp, tfm::AddOp,
-           tfm::MulOp, tfm::ScaleOp, tfm::SiluOp, tfm::GeluOp, tfm::SoftmaxOp,
+           tfm::MulOp, tfm::ScaleOp, tfm::SiluOp, tfm::GeluOp, tfm::TanhOp, tfm::SoftmaxOp,
            tfm::CausalMaskOp>(*context);
   });
 }

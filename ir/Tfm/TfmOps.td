@@ -271,6 +271,16 @@ def Tfm_GeluOp : Tfm_UnaryOp<"gelu", "Gaussian error linear unit (exact, or the 
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def Tfm_TanhOp : Tfm_UnaryOp<"tanh", "hyperbolic tangent",
+    [Tfm_Elementwise, Tfm_CommutesWithRowGather]> {
+  let description = [{
+    Bounds its input to (-1, 1); `cap · tanh(x / cap)` is the soft-capping
+    Gemma 2 applies to its final logits.
+  }];
+  let arguments = (ins Tfm_Activation:$input);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def Tfm_SoftmaxOp : Tfm_UnaryOp<"softmax", "softmax along one axis"> {
   let arguments = (ins Tfm_Activation:$input, I64Attr:$axis);
   let assemblyFormat = "$input attr-dict `:` type($result)";

@@ -183,6 +183,9 @@ absl::Status RunElementwise(CpuOpContext& context) {
         for (int64_t i = 0; i < n; ++i) out[i] = Gelu(lhs[i], tanh_form);
         break;
       }
+      case kvx::ElementwiseOpCode::Tanh:
+        for (int64_t i = 0; i < n; ++i) out[i] = std::tanh(lhs[i]);
+        break;
     }
   }
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(out_ref));

@@ -101,6 +101,8 @@ uint64_t ElementwiseFlops(kvx::ElementwiseOpCode op) {
       return 5;
     case kvx::ElementwiseOpCode::GeluTanh:
       return 9;
+    case kvx::ElementwiseOpCode::Tanh:
+      return 4;
   }
   return 1;
 }

@@ -6,7 +6,7 @@
 namespace kvjit::kvx {
 
 // Bumped on every change to kvx.fbs that an older runtime cannot read.
-inline constexpr uint32_t kSchemaVersion = 5;
+inline constexpr uint32_t kSchemaVersion = 6;
 
 }  // namespace kvjit::kvx
 

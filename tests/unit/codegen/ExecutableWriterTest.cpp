@@ -524,7 +524,8 @@ TEST_F(ExecutableWriterTest, ElementwiseChainIsEncodedStepByStep) {
         %s = tfm.scale %a, 2.5 : tensor<?x16xf32>
         %t = tfm.add %b, %s : tensor<?x16xf32>
         %u = tfm.gelu %t {approximate_tanh} : tensor<?x16xf32>
-        kernel.yield %u : tensor<?x16xf32>
+        %v = tfm.tanh %u : tensor<?x16xf32>
+        kernel.yield %v : tensor<?x16xf32>
       })"));
   ASSERT_TRUE(module);
   auto buffer = WriteExecutable(*module, *model, TinyVocabulary(), "", TestSidecar());
@@ -536,7 +537,7 @@ TEST_F(ExecutableWriterTest, ElementwiseChainIsEncodedStepByStep) {
   EXPECT_EQ(chain->inputs()->size(), 2u);
   ASSERT_NE(chain->params_as_ElementwiseParams(), nullptr);
   const auto& chain_steps = *chain->params_as_ElementwiseParams()->steps();
-  ASSERT_EQ(chain_steps.size(), 3u);
+  ASSERT_EQ(chain_steps.size(), 4u);
   const kvx::ElementwiseStep* scale = chain_steps.Get(0);
   EXPECT_EQ(scale->op(), kvx::ElementwiseOpCode::Scale);
   EXPECT_EQ(scale->lhs(), 0);
@@ -548,6 +549,9 @@ TEST_F(ExecutableWriterTest, ElementwiseChainIsEncodedStepByStep) {
   const kvx::ElementwiseStep* gelu = chain_steps.Get(2);
   EXPECT_EQ(gelu->op(), kvx::ElementwiseOpCode::GeluTanh);
   EXPECT_EQ(gelu->lhs(), -2);
+  const kvx::ElementwiseStep* tanh = chain_steps.Get(3);
+  EXPECT_EQ(tanh->op(), kvx::ElementwiseOpCode::Tanh);
+  EXPECT_EQ(tanh->lhs(), -3);
   EXPECT_EQ(program->logits()->offset(), chain->outputs()->Get(0)->offset());
   // Only the weights the program reads are in the table.
   ASSERT_EQ(Verified(*buffer).weights()->size(), 1u);

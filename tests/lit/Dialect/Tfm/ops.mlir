@@ -52,8 +52,10 @@ func.func @layers(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?
   %g = tfm.gelu %s : tensor<?x64xf32>
   // CHECK: tfm.gelu %{{.*}} {approximate_tanh} : tensor<?x64xf32>
   %g2 = tfm.gelu %g {approximate_tanh} : tensor<?x64xf32>
+  // CHECK: tfm.tanh %{{.*}} : tensor<?x64xf32>
+  %t = tfm.tanh %g2 : tensor<?x64xf32>
   // CHECK: tfm.scale %{{.*}}, 1.250000e-01 : tensor<?x64xf32>
-  %scaled = tfm.scale %g2, 0.125 : tensor<?x64xf32>
+  %scaled = tfm.scale %t, 0.125 : tensor<?x64xf32>
   return %scaled : tensor<?x64xf32>
 }
 

@@ -79,7 +79,8 @@ class SyntheticBuilder {
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::Scale, -2, -2, 0.5f),
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::Silu, -3, -3, 0.0f),
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::Gelu, -4, -4, 0.0f),
-        kvx::ElementwiseStep(kvx::ElementwiseOpCode::GeluTanh, -5, -5, 0.0f)};
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::GeluTanh, -5, -5, 0.0f),
+        kvx::ElementwiseStep(kvx::ElementwiseOpCode::Tanh, -6, -6, 0.0f)};
     Add(kvx::OpCode::Elementwise, {hidden(tokens), hidden(tokens)}, {hidden(tokens)},
         Params(kvx::CreateElementwiseParamsDirect(fbb_, &steps)));
 
