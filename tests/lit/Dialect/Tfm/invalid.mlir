@@ -377,7 +377,7 @@ func.func @attention_softcap_zero(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>) 
 // -----
 
 func.func @attention_softcap_infinite(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>) {
-  // expected-error @+1 {{'tfm.attention' op softcap must be positive and finite, got inf}}
+  // expected-error @+1 {{'tfm.attention' op softcap must be positive and finite, got INF}}
   %o = tfm.attention %q, %k, %k {causal, scale = 1.0 : f32, softcap = 0x7F800000 : f32} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
   return
 }
