@@ -4,6 +4,7 @@
 // exactly what the chain did, so a chain it does not recognise stays as it is.
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -78,6 +79,26 @@ std::pair<Value, Value> SharedKeyValueHeads(Value key, Value value, Value query)
   return {key_repeat.getInput(), value_repeat.getInput()};
 }
 
+// Gemma 2's soft-capping of the scores, cap · tanh(s / cap), as the
+// frontend writes it: tfm.scale by 1 / cap, tfm.tanh, tfm.scale by cap.
+// Returns the cap and moves `scores` to the capped input; a chain whose
+// factors are not a positive cap and its f32 reciprocal is no soft cap.
+mlir::FloatAttr MatchSoftCap(Value& scores) {
+  auto outer = DefinerWithSoleUse<tfm::ScaleOp>(scores);
+  if (!outer) return nullptr;
+  auto tanh = DefinerWithSoleUse<tfm::TanhOp>(outer.getInput());
+  if (!tanh) return nullptr;
+  auto inner = DefinerWithSoleUse<tfm::ScaleOp>(tanh.getInput());
+  if (!inner) return nullptr;
+  const float cap = outer.getFactor().convertToFloat();
+  if (!(cap > 0) || std::isinf(cap) ||
+      inner.getFactor().convertToFloat() != static_cast<float>(1.0 / cap)) {
+    return nullptr;
+  }
+  scores = inner.getInput();
+  return outer.getFactorAttr();
+}
+
 // What tfm.attention's verifier asks of its operands and of `result`, the
 // type the fused op must keep for the chain's users. The chain's own
 // verifiers do not imply it: a dynamic dimension in the middle of the chain
@@ -125,6 +146,7 @@ struct FuseAttentionChain : mlir::OpRewritePattern<tfm::TransposeOp> {
       window = mask.getWindowAttr();
       logits = mask.getInput();
     }
+    mlir::FloatAttr softcap = MatchSoftCap(logits);
     mlir::FloatAttr scale = rewriter.getF32FloatAttr(1.0f);
     if (auto scaled = DefinerWithSoleUse<tfm::ScaleOp>(logits)) {
       scale = scaled.getFactorAttr();
@@ -149,7 +171,7 @@ struct FuseAttentionChain : mlir::OpRewritePattern<tfm::TransposeOp> {
     rewriter.replaceOpWithNewOp<tfm::AttentionOp>(to_tokens, result_type, query, key, value,
                                                   scale,
                                                   causal ? rewriter.getUnitAttr() : nullptr,
-                                                  window);
+                                                  window, softcap);
     return success();
   }
 };

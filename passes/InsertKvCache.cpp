@@ -125,7 +125,7 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
           body.getArgument(kCache), builder.getI64IntegerAttr(layer),
           body.getArgument(kPositions), body.getArgument(kSeqStarts),
           body.getArgument(kContextLens), body.getArgument(kBlockTables), attention.getScaleAttr(),
-          attention.getWindowAttr());
+          attention.getWindowAttr(), attention.getSoftcapAttr());
       attention.replaceAllUsesWith(cached);
       attention.erase();
     }

@@ -8,8 +8,11 @@ def FuseAttention : Pass<"fuse-attention", "::mlir::ModuleOp"> {
   let description = [{
     Matches what the frontend writes for attention — transposes `[1, 0, 2]`
     of Q and V and `[1, 2, 0]` of K to head-major order, `Q·Kᵀ`, an optional
-    `tfm.scale` (scale 1 without one), an optional `tfm.causal_mask` after
-    it (its sliding `window`, where it has one, becomes the attention's), `tfm.softmax` over the keys (the last axis), `·V` and the transpose
+    `tfm.scale` (scale 1 without one), an optional soft cap after it
+    (`tfm.scale` by 1 / cap, `tfm.tanh`, `tfm.scale` by cap: Gemma 2's,
+    which becomes the attention's `softcap`), an optional `tfm.causal_mask`
+    after those (its sliding `window`, where it has one, becomes the
+    attention's), `tfm.softmax` over the keys (the last axis), `·V` and the transpose
     `[1, 0, 2]` back — and replaces it with one `tfm.attention` on the
     token-major `[T, heads, head_dim]` operands. Where K and V are both
     repeated alike on the head axis (grouped-query attention: `tfm.repeat`
@@ -65,8 +68,8 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
     context_lens, slot_mapping, block_tables, logits_rows, cache). Each
     attention, in program order, becomes layer i of the cache: `kv.write` of
     its K and V, then `kv.attention` of its queries over the cache, with the
-    attention's sliding `window` where it has one (layers may differ). Gathering
-    rows commutes with the ops of class `CommutesWithRowGather` (linear,
+    attention's sliding `window` and `softcap` where it has them (layers may
+    differ). Gathering rows commutes with the ops of class `CommutesWithRowGather` (linear,
     norms, unary elementwise ops; `ir/Tfm/TfmTraits.td`), so the logits are
     computed only for `logits_rows`: a `tfm.gather_rows` moves up past the
     final such ops. One function thus serves prefill, chunked prefill and

@@ -2,8 +2,9 @@
 // cache, as runtime/cpu/PagedAttention.cpp computes it: token t at position
 // p attends to keys 0..p of its sequence, or with a sliding window to keys
 // p - window + 1..p (blocks before those are never read: the runtime may
-// have given them back); query head h reads kv head h / (heads / kv_heads). Scores are scale · (q · k), folded by an online
-// softmax in f32.
+// have given them back); query head h reads kv head h / (heads / kv_heads). Scores are scale · (q · k), soft-capped
+// to softcap · tanh(s / softcap) where the instruction has a softcap
+// (Gemma 2), folded by an online softmax in f32.
 //
 // Decode path (split-K "flash decoding"): one block per (token, kv head,
 // split of kSplitKeys keys), the GQA group's query heads sharing each key
@@ -40,6 +41,10 @@ constexpr char kCommonConstants[] = R"cuda(@POOL_CONSTANTS@  constexpr int kHead
   constexpr int kWarps = @THREADS@ / 32;
   constexpr float kScale = @SCALE@;
   constexpr int kWindow = @WINDOW@;  // 0: the whole context
+  constexpr float kSoftcap = @SOFTCAP@;  // 0: scores uncapped
+  const auto capped = [](float score) {
+    return kSoftcap > 0.0f ? kSoftcap * tanhf(score * (1.0f / kSoftcap)) : score;
+  };
   const float* query = static_cast<const float*>(args.buffers[0]);
   const int32_t* positions = static_cast<const int32_t*>(args.buffers[1]);
   const int32_t* seq_starts = static_cast<const int32_t*>(args.buffers[2]);
@@ -102,7 +107,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
         const int d = lane + 32 * c;
         if (d < kHeadDim) partial += q_shared[g][d] * k[c];
       }
-      const float score = kScale * warp_sum(partial);
+      const float score = capped(kScale * warp_sum(partial));
       if (score > running_max[g]) {
         const float correction = expf(running_max[g] - score);
         denominator[g] *= correction;
@@ -256,7 +261,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
             const int d = lane + 32 * c;
             if (d < kHeadDim) partial += q[i][c] * key_tile[j][d];
           }
-          const float score = kScale * warp_sum(partial);
+          const float score = capped(kScale * warp_sum(partial));
           if (score > running_max[i]) {
             const float correction = expf(running_max[i] - score);
             denominator[i] *= correction;
@@ -335,6 +340,7 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
                               {"THREADS", absl::StrCat(kAttentionThreads)},
                               {"SCALE", FloatLiteral(params->scale())},
                               {"WINDOW", absl::StrCat(params->window())},
+                              {"SOFTCAP", FloatLiteral(params->softcap())},
                               {"POOL", absl::StrCat(KvPoolBuffer(instruction))}});
   auto fill = [&](const char* text, uint32_t threads) {
     return Fill(text, {{"COMMON", common},

@@ -27,7 +27,10 @@ absl::Status Lower(kv::AttentionOp attention, InstructionEmitter& emitter) {
       kvx::OpParams::KvAttentionParams,
       kvx::CreateKvAttentionParams(emitter.builder(), static_cast<uint32_t>(attention.getLayer()),
                                    ToF32(attention.getScale()),
-                                   window ? static_cast<uint32_t>(window.getInt()) : 0)
+                                   window ? static_cast<uint32_t>(window.getInt()) : 0,
+                                   attention.getSoftcapAttr()
+                                       ? ToF32(attention.getSoftcapAttr().getValue())
+                                       : 0.0f)
           .Union()};
   return emitter.Emit(attention, kvx::OpCode::KvAttention,
                       {attention.getQuery(), attention.getPositions(), attention.getSeqStarts(),

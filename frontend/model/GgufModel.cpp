@@ -113,28 +113,50 @@ absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
   return absl::OkStatus();
 }
 
-// Gemma 3 as llama.cpp runs it (its converter has already added Gemma's
-// 1 to every norm weight): embeddings scaled by sqrt(hidden), norms after
-// attention and after the FFN, gelu_tanh(gate) · up, q/k norms, scores
-// scaled by 1 / sqrt(key_length) (llama.cpp's rule, with 27B's
-// hidden / heads), and five local layers (the sliding window, rope base
-// 10000, unscaled) to every global one.
-void ReadGemma3(ModelConfig& config) {
+// What Gemma 2 and Gemma 3 share as llama.cpp runs them (its converter has
+// already added Gemma's 1 to every norm weight): embeddings scaled by
+// sqrt(hidden), norms after attention and after the FFN, gelu_tanh(gate) ·
+// up, scores scaled by 1 / sqrt(key_length) (llama.cpp's rule, with the
+// 27B model's hidden / heads; llama.cpp knows that model by its layer
+// count), and `global_layer_period` - 1 local layers (the sliding window) to
+// every global one.
+void ReadGemma(int64_t layers_of_27b, int64_t global_layer_period, ModelConfig& config) {
   config.embedding_scale = std::sqrt(static_cast<double>(config.hidden_size));
   config.post_norms = true;
   config.gelu_ffn = true;
-  constexpr int64_t kGemma3_27bLayers = 62;
   const double query_pre_attn_scalar =
-      config.num_layers == kGemma3_27bLayers
+      config.num_layers == layers_of_27b
           ? static_cast<double>(config.hidden_size / config.num_heads)
           : static_cast<double>(config.head_dim);
   config.attention_scale = 1.0 / std::sqrt(query_pre_attn_scalar);
-  config.global_layer_period = 6;
-  config.local_rope_theta = 10000.0;
-  // gemma3.attention.sliding_window is the local layers' window alone.
+  config.global_layer_period = global_layer_period;
+  // <arch>.attention.sliding_window is the local layers' window alone.
   for (size_t layer = 0; layer < config.layer_windows.size(); ++layer) {
     if (!config.IsLocalLayer(static_cast<int64_t>(layer))) config.layer_windows[layer] = 0;
   }
+}
+
+// Gemma 3: five local layers (rope base 10000, unscaled) to every global one.
+void ReadGemma3(ModelConfig& config) {
+  constexpr int64_t kGemma3_27bLayers = 62;
+  ReadGemma(kGemma3_27bLayers, 6, config);
+  config.local_rope_theta = 10000.0;
+}
+
+// Gemma 2: even layers local and odd ones global at one rope base; without
+// gemma2.attention.sliding_window llama.cpp's window of 4096, without the
+// soft-capping keys its caps of 50 (attention) and 30 (final logits).
+absl::Status ReadGemma2(const ArchKeys& keys, ModelConfig& config) {
+  if (config.layer_windows.empty()) {
+    constexpr int64_t kGemma2Window = 4096;
+    config.layer_windows.assign(static_cast<size_t>(config.num_layers), kGemma2Window);
+  }
+  constexpr int64_t kGemma2_27bLayers = 46;
+  ReadGemma(kGemma2_27bLayers, 2, config);
+  config.local_rope_theta = config.rope_theta;
+  KVJIT_ASSIGN_OR_RETURN(config.attention_softcap, keys.FloatOr("attn_logit_softcapping", 50.0));
+  KVJIT_ASSIGN_OR_RETURN(config.final_logit_softcap, keys.FloatOr("final_logit_softcapping", 30.0));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -145,10 +167,10 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   config.architecture = std::string(architecture);
   if (config.architecture != "llama" && config.architecture != "qwen2" &&
       config.architecture != "qwen3" && config.architecture != "phi3" &&
-      config.architecture != "gemma3") {
+      config.architecture != "gemma2" && config.architecture != "gemma3") {
     return absl::UnimplementedError(absl::StrCat(
         file.path(), ": general.architecture '", config.architecture,
-        "' is not supported (llama, qwen2, qwen3, phi3, gemma3)"));
+        "' is not supported (llama, qwen2, qwen3, phi3, gemma2, gemma3)"));
   }
   if (file.Has("general.name")) {
     KVJIT_ASSIGN_OR_RETURN(absl::string_view name, file.GetString("general.name"));
@@ -185,6 +207,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   config.qk_norm = config.architecture == "qwen3" || config.architecture == "gemma3";
   config.fused_projections = config.architecture == "phi3";
   if (config.architecture == "gemma3") ReadGemma3(config);
+  if (config.architecture == "gemma2") KVJIT_RETURN_IF_ERROR(ReadGemma2(keys, config));
   config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
 
   KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));

@@ -51,6 +51,8 @@ class LlamaEmitter {
   // Columns [offset, offset + size) of a [T, features] activation.
   Value Columns(Value input, int64_t offset, int64_t size);
   Value RmsNorm(Value input, const std::string& weight);
+  // cap · tanh(x / cap), elementwise (Gemma 2's soft-capping).
+  Value SoftCap(Value x, double cap);
   Value Rope(Value heads, Value positions, int64_t layer);
   Value Attention(int64_t layer, Value q, Value k, Value v);
   Value Block(int64_t layer, Value x, Value positions);
@@ -168,6 +170,14 @@ Value LlamaEmitter::RmsNorm(Value input, const std::string& weight) {
                                          builder_.getF32FloatAttr(config_.rms_norm_eps));
 }
 
+Value LlamaEmitter::SoftCap(Value x, double cap) {
+  auto scale = [&](Value input, double factor) -> Value {
+    return builder_.create<tfm::ScaleOp>(loc_, input.getType(), input,
+                                         builder_.getF32FloatAttr(factor));
+  };
+  return scale(builder_.create<tfm::TanhOp>(loc_, scale(x, 1.0 / cap)), cap);
+}
+
 Value LlamaEmitter::Rope(Value heads, Value positions, int64_t layer) {
   auto style = config_.rope_style == RopeStyle::kNeox ? tfm::RopeStyle::neox
                                                       : tfm::RopeStyle::interleaved;
@@ -195,7 +205,8 @@ Value LlamaEmitter::Rope(Value heads, Value positions, int64_t layer) {
 }
 
 // softmax(Q·Kᵀ / sqrt(head_dim) + causal mask) · V over [T, heads, head_dim]
-// inputs, each KV head shared by heads / kv_heads query heads.
+// inputs, each KV head shared by heads / kv_heads query heads; Gemma 2
+// soft-caps the scaled scores before the mask.
 Value LlamaEmitter::Attention(int64_t layer, Value q, Value k, Value v) {
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.head_dim;
@@ -223,6 +234,7 @@ Value LlamaEmitter::Attention(int64_t layer, Value q, Value k, Value v) {
       builder_.getF32FloatAttr(config_.attention_scale > 0
                                    ? config_.attention_scale
                                    : 1.0 / std::sqrt(static_cast<double>(head_dim))));
+  if (config_.attention_softcap > 0) scaled = SoftCap(scaled, config_.attention_softcap);
   const int64_t window = config_.layer_windows.empty() ? 0 : config_.layer_windows[layer];
   Value masked = builder_.create<tfm::CausalMaskOp>(
       loc_, scores_type, scaled, window > 0 ? builder_.getI64IntegerAttr(window) : nullptr);
@@ -332,6 +344,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> LlamaEmitter::Emit() {
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) x = Block(layer, x, positions);
   Value normed = RmsNorm(x, "output_norm.weight");
   Value out = Linear(normed, OutputWeightName());
+  if (config_.final_logit_softcap > 0) out = SoftCap(out, config_.final_logit_softcap);
   builder_.create<mlir::func::ReturnOp>(loc_, out);
 
   if (mlir::failed(mlir::verify(module_))) {

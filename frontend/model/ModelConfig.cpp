@@ -1,6 +1,7 @@
 #include "frontend/model/ModelConfig.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -56,6 +57,12 @@ absl::Status ModelConfig::Validate(const std::string& source) const {
   }
   if (attention_scale < 0 || std::isinf(attention_scale)) {
     return invalid("the attention scale must be positive and finite, got ", attention_scale);
+  }
+  for (const auto& [name, cap] : {std::pair<const char*, double>{"attention", attention_softcap},
+                                  std::pair<const char*, double>{"final logit", final_logit_softcap}}) {
+    if (cap < 0 || !std::isfinite(cap)) {
+      return invalid("the ", name, " soft cap must be positive and finite (or 0 for none), got ", cap);
+    }
   }
   if (global_layer_period < 0) return invalid("global_layer_period must not be negative");
   if (global_layer_period > 0 && !(local_rope_theta > 0)) {

@@ -19,10 +19,10 @@ using ::kvjit::RopeScaling;
 using ::kvjit::RopeScalingKind;
 
 // The hyper-parameters of a Llama-family decoder (Llama 2 and 3, TinyLlama,
-// SmolLM2, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3), whichever file format
-// they came from.
+// SmolLM2, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2, Gemma 3), whichever file
+// format they came from.
 struct ModelConfig {
-  std::string architecture;  // "llama", "qwen2", "qwen3", "phi3" or "gemma3"
+  std::string architecture;  // "llama", "qwen2", "qwen3", "phi3", "gemma2" or "gemma3"
   std::string name;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -55,7 +55,7 @@ struct ModelConfig {
   // at position p attends to keys j with p - window < j <= p.
   std::vector<int64_t> layer_windows;
 
-  // Gemma 3's departures from Llama's layer.
+  // Gemma 2's and Gemma 3's departures from Llama's layer.
   // The embedding's rows multiplied by this (Gemma: sqrt(hidden_size)).
   double embedding_scale = 1.0;
   // The attention output and the FFN output RMS-normalized before their
@@ -72,6 +72,11 @@ struct ModelConfig {
   // windows are in layer_windows.
   int64_t global_layer_period = 0;
   double local_rope_theta = 10000.0;
+  // Gemma 2's soft-capping, cap · tanh(x / cap), of the attention scores
+  // after their scale (attn_logit_softcapping) and of the logits
+  // (final_logit_softcapping); 0: none.
+  double attention_softcap = 0.0;
+  double final_logit_softcap = 0.0;
 
   bool IsLocalLayer(int64_t layer) const {
     return global_layer_period > 0 && (layer + 1) % global_layer_period != 0;

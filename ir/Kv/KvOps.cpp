@@ -9,6 +9,7 @@ namespace {
 
 using ::kvjit::ir::DimsCompatible;
 using ::kvjit::ir::TensorTypeOf;
+using ::kvjit::ir::VerifySoftcap;
 
 using mlir::LogicalResult;
 using mlir::RankedTensorType;
@@ -70,6 +71,7 @@ LogicalResult AttentionOp::verify() {
   if (mlir::IntegerAttr window = getWindowAttr(); window && window.getInt() <= 0) {
     return emitOpError() << "window must be positive, got " << window.getInt();
   }
+  if (failed(VerifySoftcap(*this, getSoftcapAttr()))) return mlir::failure();
   if (TensorTypeOf(getResult()) != query) {
     return emitOpError() << "result type must equal the query's type " << query;
   }

@@ -40,11 +40,15 @@ def Kv_AttentionOp : Kv_Op<"attention", [MemoryEffects<[MemRead]>]> {
     runtime may then have given back the blocks of s that hold only
     positions before that range: their entries in `block_tables` are never
     read, whatever they hold.
+
+    With a `softcap`, each score s = scale · (q · k) becomes
+    `softcap · tanh(s / softcap)` before the softmax (Gemma 2).
   }];
   let arguments = (ins Kv_Activation:$query, Kv_CacheType:$cache, I64Attr:$layer,
                        Kv_I32Vector:$positions, Kv_I32Vector:$seq_starts,
                        Kv_I32Vector:$context_lens, 2DTensorOf<[I32]>:$block_tables,
-                       F32Attr:$scale, OptionalAttr<I64Attr>:$window);
+                       F32Attr:$scale, OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$softcap);
   let results = (outs Kv_Activation:$result);
   let assemblyFormat = [{
     $query `,` $cache `[` $layer `]` `positions` $positions `seq_starts` $seq_starts

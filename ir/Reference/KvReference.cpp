@@ -22,7 +22,8 @@ absl::Status Evaluate(kv::AttentionOp op, ReferenceFrame& frame) {
                     frame.Get(op.getPositions()), frame.Get(op.getSeqStarts()),
                     frame.Get(op.getContextLens()), frame.Get(op.getBlockTables()),
                     op.getScale().convertToFloat(),
-                    op.getWindowAttr() ? op.getWindowAttr().getInt() : 0));
+                    op.getWindowAttr() ? op.getWindowAttr().getInt() : 0,
+                    op.getSoftcapAttr() ? op.getSoftcapAttr().getValueAsDouble() : 0.0));
   return frame.Bind(op->getResult(0), std::move(attended));
 }
 

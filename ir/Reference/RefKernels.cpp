@@ -324,9 +324,11 @@ RefTensor MapInDouble(const RefTensor& input, double (*fn)(double x)) {
   return Map(input, [fn](float x) { return static_cast<float>(fn(double{x})); });
 }
 
+double SoftCap(double score, double cap) { return cap > 0 ? cap * std::tanh(score / cap) : score; }
+
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,
                                     const RefTensor& value, double scale, bool causal,
-                                    int64_t window) {
+                                    int64_t window, double softcap) {
   if (query.shape.size() != 3 || key.shape.size() != 3 || key.shape != value.shape ||
       query.shape[2] != key.shape[2] || key.shape[1] == 0 || query.shape[1] % key.shape[1] != 0) {
     return ShapeError("attention", absl::StrCat("query ", query.ShapeString(), ", key ",
@@ -348,7 +350,7 @@ absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key
         const float* k = &key.values[(j * kv_heads + kv) * dim];
         double dot = 0;
         for (int64_t e = 0; e < dim; ++e) dot += static_cast<double>(q[e]) * k[e];
-        scores[j] = dot * scale;
+        scores[j] = SoftCap(dot * scale, softcap);
         max_score = std::max(max_score, scores[j]);
       }
       double sum = 0;

@@ -48,12 +48,16 @@ RefTensor Gelu(const RefTensor& input, bool approximate_tanh);
 // unary elementwise op whose math is one expression (its reference model,
 // TfmReference.cpp, passes the expression).
 RefTensor MapInDouble(const RefTensor& input, double (*fn)(double x));
+// An attention score soft-capped as Gemma 2 does it: cap · tanh(score / cap);
+// a cap of 0 leaves the score as it is.
+double SoftCap(double score, double cap);
 // query [T, H, D], key/value [S, KV, D]; query i at position p = S - T + i
 // when causal. A positive `window` (causal only) leaves query p the keys j
-// with p - window < j <= p; 0 means no window.
+// with p - window < j <= p; 0 means no window. A positive `softcap` caps
+// each scaled score with SoftCap.
 absl::StatusOr<RefTensor> Attention(const RefTensor& query, const RefTensor& key,
                                     const RefTensor& value, double scale, bool causal,
-                                    int64_t window = 0);
+                                    int64_t window = 0, double softcap = 0);
 absl::StatusOr<RefTensor> GatherRows(const RefTensor& input, const RefTensor& rows);
 // Columns [offset, offset + size) of each row of a [rows, features] tensor.
 absl::StatusOr<RefTensor> SliceColumns(const RefTensor& input, int64_t offset, int64_t size);

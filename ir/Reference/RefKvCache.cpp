@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "ir/Reference/RefKernels.h"
 
 namespace kvjit::reference {
 
@@ -47,7 +48,7 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
                                              const RefTensor& seq_starts,
                                              const RefTensor& context_lens,
                                              const RefTensor& block_tables, double scale,
-                                             int64_t window) const {
+                                             int64_t window, double softcap) const {
   auto error = [](auto... parts) {
     return absl::InvalidArgumentError(absl::StrCat("kv.attention: ", parts...));
   };
@@ -103,7 +104,7 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
           const float* k = &keys_[Offset(slots[j], layer, kv)];
           double dot = 0;
           for (int64_t e = 0; e < head_dim_; ++e) dot += static_cast<double>(q[e]) * k[e];
-          scores[j] = dot * scale;
+          scores[j] = SoftCap(dot * scale, softcap);
           max_score = std::max(max_score, scores[j]);
         }
         double sum = 0;

@@ -24,12 +24,12 @@ class RefKvCache {
                      const RefTensor& slots);
 
   // kv.attention over each sequence's cached tokens (see the op's
-  // description); `window` 0 for none. Block table entries of positions
+  // description); `window` and `softcap` 0 for none. Block table entries of positions
   // outside a token's window are not read.
   absl::StatusOr<RefTensor> Attend(int64_t layer, const RefTensor& query, const RefTensor& positions,
                                    const RefTensor& seq_starts, const RefTensor& context_lens,
                                    const RefTensor& block_tables, double scale,
-                                   int64_t window) const;
+                                   int64_t window, double softcap) const;
 
  private:
   int64_t Offset(int64_t slot, int64_t layer, int64_t head) const {

@@ -112,11 +112,15 @@ absl::Status Evaluate(tfm::RepeatOp op, ReferenceFrame& frame) {
 // A sliding window attribute's positions; 0 where there is none.
 int64_t WindowOf(mlir::IntegerAttr window) { return window ? window.getInt() : 0; }
 
+// A softcap attribute's cap; 0 where there is none.
+double SoftcapOf(mlir::FloatAttr softcap) { return softcap ? softcap.getValueAsDouble() : 0.0; }
+
 absl::Status Evaluate(tfm::AttentionOp op, ReferenceFrame& frame) {
   return BindResult(op, frame,
                     Attention(frame.Get(op.getQuery()), frame.Get(op.getKey()),
                               frame.Get(op.getValue()), op.getScale().convertToFloat(),
-                              op.getCausal(), WindowOf(op.getWindowAttr())));
+                              op.getCausal(), WindowOf(op.getWindowAttr()),
+                              SoftcapOf(op.getSoftcapAttr())));
 }
 
 absl::Status Evaluate(tfm::AddOp op, ReferenceFrame& frame) {

@@ -13,6 +13,7 @@ namespace {
 
 using ::kvjit::ir::DimsCompatible;
 using ::kvjit::ir::TensorTypeOf;
+using ::kvjit::ir::VerifySoftcap;
 
 using mlir::LogicalResult;
 using mlir::RankedTensorType;
@@ -312,6 +313,7 @@ LogicalResult AttentionOp::verify() {
     }
     if (!getCausal()) return emitOpError() << "has a window but is not causal";
   }
+  if (failed(VerifySoftcap(*this, getSoftcapAttr()))) return mlir::failure();
   return VerifyResultShape(*this, TensorTypeOf(getResult()),
                            {query.getDimSize(0), heads, query.getDimSize(2)});
 }

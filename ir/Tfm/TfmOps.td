@@ -209,7 +209,7 @@ def Tfm_RepeatOp : Tfm_Op<"repeat", [Pure]> {
 }
 
 def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
-  let summary = "softmax(Q·Kᵀ·scale (+ causal mask))·V with grouped KV heads";
+  let summary = "softmax(softcap(Q·Kᵀ·scale) (+ causal mask))·V with grouped KV heads";
   let description = [{
     What `fuse-attention` makes of the naive attention subgraph. `query` is
     `[T, heads, head_dim]`, `key` and `value` are `[S, kv_heads, head_dim]`
@@ -217,11 +217,14 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
     `h / (heads / kv_heads)`. With `causal`, query i sits at position
     `p = S - T + i` and sees keys 0 through p; a `window` (sliding-window
     attention, causal only) narrows that to the keys j with
-    `p - window < j <= p`, the last `window` positions. The result is
-    `[T, heads, head_dim]`.
+    `p - window < j <= p`, the last `window` positions. With a `softcap`
+    (Gemma 2's attention-logit soft-capping), each scaled score s becomes
+    `softcap · tanh(s / softcap)` before the mask and the softmax. The result
+    is `[T, heads, head_dim]`.
   }];
   let arguments = (ins Tfm_Activation:$query, Tfm_Activation:$key, Tfm_Activation:$value,
-                       F32Attr:$scale, UnitAttr:$causal, OptionalAttr<I64Attr>:$window);
+                       F32Attr:$scale, UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<F32Attr>:$softcap);
   let results = (outs Tfm_Activation:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)

@@ -267,8 +267,7 @@ absl::Status RunKvAttention(CpuOpContext& context) {
   const kvx::KvAttentionParams& params = *context.instruction.params_as_KvAttentionParams();
   return cpu::PagedAttention(query, context.sizes.tokens, heads, context.kv.layout, params.layer(),
                              context.kv.data, context.kv.num_blocks, batch, params.scale(),
-                             params.window(), out,
-                             context.pool);
+                             params.window(), params.softcap(), out, context.pool);
 }
 
 // GatherRows: in x, rows → out.

@@ -82,6 +82,14 @@ int64_t FirstVisible(int64_t position, int64_t window) {
   return window > 0 ? std::max<int64_t>(0, position - window + 1) : 0;
 }
 
+// Gemma 2's attention-logit soft-capping of scaled scores, cap · tanh(s / cap)
+// in f32 as ggml's scale, tanh and scale compute it; a cap of 0 changes nothing.
+void SoftCapScores(float* scores, int64_t count, float cap) {
+  if (cap == 0.0f) return;
+  const float inverse = 1.0f / cap;
+  for (int64_t j = 0; j < count; ++j) scores[j] = cap * std::tanh(scores[j] * inverse);
+}
+
 // Keys from `begin` up to `end` in runs that stay within one block each.
 template <typename Visit>
 void ForEachBlockRun(int64_t begin, int64_t end, int64_t block_size, Visit visit) {
@@ -95,7 +103,7 @@ void ForEachBlockRun(int64_t begin, int64_t end, int64_t block_size, Visit visit
 // One query head over the cached positions begin..end-1, as ggml's non-flash
 // attention computes it on AVX2 (see PagedAttention.h).
 void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t begin, int64_t end, float scale,
-                    HalfDotOrder order, HalfScratch& scratch, float* out) {
+                    float softcap, HalfDotOrder order, HalfScratch& scratch, float* out) {
   const int64_t head_dim = cache.layout->head_dim;
   RoundToHalfRow(query, scratch.query.data(), head_dim);
   // Indexed from the register of 8 that holds `begin`, as ggml's row of all
@@ -110,10 +118,9 @@ void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t begi
     HalfDotRows(order, cache.Key(first), cache.layout->SlotStride(), count, scratch.query.data(), head_dim,
                 weights + (first - base));
   });
-  for (int64_t j = 0; j < visible; ++j) {
-    visible_weights[j] *= scale;
-    max = std::max(max, visible_weights[j]);
-  }
+  for (int64_t j = 0; j < visible; ++j) visible_weights[j] *= scale;
+  SoftCapScores(visible_weights, visible, softcap);
+  for (int64_t j = 0; j < visible; ++j) max = std::max(max, visible_weights[j]);
   for (int64_t j = 0; j < visible; ++j) visible_weights[j] -= max;
   FastExpRow(visible_weights, visible_weights, visible);
   // ggml sums the exponentials a register of 8 at a time, each folded in f32
@@ -236,10 +243,13 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 
 absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, const PagedKvLayout& layout,
                             int64_t layer, const uint8_t* kv_pool, int64_t num_blocks,
-                            const PagedAttentionBatch& batch, float scale, int64_t window, float* out,
-                            ThreadPool& pool) {
+                            const PagedAttentionBatch& batch, float scale, int64_t window, float softcap,
+                            float* out, ThreadPool& pool) {
   KVJIT_RETURN_IF_ERROR(CheckLayout("PagedAttention", layout, layer, num_blocks));
   if (window < 0) return absl::InvalidArgumentError(absl::StrCat("PagedAttention: negative window ", window));
+  if (!(softcap >= 0) || std::isinf(softcap)) {
+    return absl::InvalidArgumentError(absl::StrCat("PagedAttention: softcap ", softcap, " is not 0 or positive and finite"));
+  }
   if (tokens < 0 || heads <= 0 || heads % layout.kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("PagedAttention: ", tokens, " tokens of ", heads,
                                                    " query heads; heads must be a positive multiple of kv_heads (",
@@ -279,7 +289,7 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
         for (int64_t g = 0; g < group; ++g) {
           const int64_t row = (t * heads + kv_head * group + g) * head_dim;
           AttendHalfHead(query + row, cache, FirstVisible(batch.positions[t], window),
-                         static_cast<int64_t>(batch.positions[t]) + 1, scale, order, scratch, out + row);
+                         static_cast<int64_t>(batch.positions[t]) + 1, scale, softcap, order, scratch, out + row);
         }
       }
     });
@@ -314,7 +324,8 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
           const float* q = query + (t * heads + kv_head * group + g) * head_dim;
           SoftmaxState& state = states[g];
           for (int64_t j = 0; j < count; ++j) {
-            const float score = scale * Dot(q, keys.data() + j * head_dim, head_dim);
+            float score = scale * Dot(q, keys.data() + j * head_dim, head_dim);
+            SoftCapScores(&score, 1, softcap);
             if (score > state.max) {
               const float correction = std::exp(state.max - score);
               state.denominator *= correction;

@@ -61,7 +61,9 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // first of them are neither read nor checked (the runtime may have given
 // those blocks back). The window changes which keys take part, not how the
 // arithmetic below orders them: a key's lane is its position's, as though
-// the keys outside the window were masked with weight 0.
+// the keys outside the window were masked with weight 0. A positive
+// `softcap` (Gemma 2) caps each scaled score s at softcap · tanh(s / softcap)
+// before the softmax; 0 leaves the scores as they are.
 //
 // The arithmetic depends on the cache's element type:
 //
@@ -96,8 +98,8 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // blocks they use within the pool. Errors are InvalidArgument / OutOfRange.
 absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, const PagedKvLayout& layout,
                             int64_t layer, const uint8_t* kv_pool, int64_t num_blocks,
-                            const PagedAttentionBatch& batch, float scale, int64_t window, float* out,
-                            ThreadPool& pool);
+                            const PagedAttentionBatch& batch, float scale, int64_t window, float softcap,
+                            float* out, ThreadPool& pool);
 
 }  // namespace kvjit::cpu
 

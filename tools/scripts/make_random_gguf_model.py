@@ -25,6 +25,9 @@ convert_hf_to_gguf.py lays out that architecture:
   post_attention_norm, pre_feedforward_layernorm as ffn_norm,
   post_feedforward_layernorm as post_ffw_norm, gemma3.attention.sliding_window
   (8, so that the test prompts outgrow it).
+- gemma2: general.architecture "gemma2", Gemma's norms and names as gemma3,
+  no q/k norms, gemma2.attention.sliding_window (8),
+  gemma2.attn_logit_softcapping and gemma2.final_logit_softcapping.
 - --dtype f16: matrices in F16, vectors (norms, biases, rope_freqs) in F32.
 - the vocabulary of the tokenizer.json as a "gpt2" (byte-level BPE) GGUF
   vocabulary: tokens by id, special added tokens CONTROL, merges "a b".
@@ -41,7 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_random_hf_model as hf  # noqa: E402
 
 ARCHITECTURE = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-                "phi3": "phi3", "mistral": "llama", "gemma3": "gemma3"}
+                "phi3": "phi3", "mistral": "llama", "gemma2": "gemma2", "gemma3": "gemma3"}
 
 PER_LAYER = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -76,6 +79,7 @@ SPECIAL_IDS = {
     "qwen2": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
     "qwen3": {"bos": 0, "eos": 2, "add_bos": False, "pre": "qwen2"},
     "phi3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
+    "gemma2": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
     "gemma3": {"bos": 0, "eos": 1, "add_bos": True, "pre": "llama-bpe"},
 }
 
@@ -91,7 +95,7 @@ def gguf_name(hf_name, family):
     if hf_name in GLOBAL:
         return GLOBAL[hf_name]
     parts = hf_name.split(".", 3)  # model.layers.N.rest
-    per_layer = GEMMA_PER_LAYER if family == "gemma3" else PER_LAYER
+    per_layer = GEMMA_PER_LAYER if family in hf.GEMMA else PER_LAYER
     return "blk.%s.%s" % (parts[2], per_layer[parts[3]])
 
 
@@ -203,6 +207,9 @@ def main():
             config.get("head_dim", config["hidden_size"] // heads))
     if architecture == "phi3":
         add_phi3_longrope(writer, config)
+    if architecture == "gemma2":
+        writer.add_attn_logit_softcapping(config["attn_logit_softcapping"])
+        writer.add_final_logit_softcapping(config["final_logit_softcapping"])
     add_vocabulary(writer, tokenizer, args.family, vocab)
 
     tensors = hf.random_tensors(config, args.family, args.seed)
@@ -217,7 +224,7 @@ def main():
             data = permute_to_interleaved(data, kv_heads)
         if args.dtype == "f16" and data.ndim > 1:
             data = data.astype(np.float16)
-        if args.family == "gemma3" and hf_tensor_name.endswith("norm.weight"):
+        if args.family in hf.GEMMA and hf_tensor_name.endswith("norm.weight"):
             data = data + 1.0
         writer.add_tensor(gguf_name(hf_tensor_name, args.family), data)
 

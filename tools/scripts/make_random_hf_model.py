@@ -11,7 +11,11 @@ llama3 (Llama 3.1/3.2: rope_scaling of rope_type llama3, theta 500000, untied
 head or --tied as Llama 3.2 1B), qwen2 (q/k/v bias, tied embeddings), qwen3
 (per-head RMSNorm of q and k, no bias, head_dim 32 != hidden / heads, tied
 embeddings), mistral (Llama's layers with a sliding attention window of
---sliding_window positions on every layer, 32 unless given). --context sets
+--sliding_window positions on every layer, 32 unless given), gemma2 (norms
+stored as w for 1 + w, post-attention and post-FFN norms, GELU-tanh,
+attention-logit and final-logit soft-capping at caps the random scores and
+logits reach, even layers local with a window of 8) and gemma3 (gemma2's
+layers without the caps, q/k norms, five local layers to each global one). --context sets
 max_position_embeddings (256 unless given). The weights are uniform in ±scale with per-tensor scales that
 keep the logits' range near a real model's. make_random_gguf_model.py writes
 the same weights as a GGUF file.
@@ -57,12 +61,12 @@ def tensors_of(config, family, rng):
     def norm(shape):
         count = shape[0]
         # Gemma stores w for a norm weight of 1 + w.
-        offset = 0.0 if family == "gemma3" else 1.0
+        offset = 0.0 if family in GEMMA else 1.0
         return shape, [offset + rng.uniform(-0.2, 0.2) for _ in range(count)]
 
     # Gemma multiplies the embedding by sqrt(hidden) and ties the head to it:
     # smaller rows keep both the residual stream and the logits in range.
-    embed_scale = 0.3 if family == "gemma3" else 1.0
+    embed_scale = 0.3 if family in GEMMA else 1.0
     tensors = {"model.embed_tokens.weight": rand([vocab, d], embed_scale),
                "model.norm.weight": norm([d])}
     if not config["tie_word_embeddings"]:
@@ -71,7 +75,7 @@ def tensors_of(config, family, rng):
         p = "model.layers.%d." % layer
         tensors[p + "input_layernorm.weight"] = norm([d])
         tensors[p + "post_attention_layernorm.weight"] = norm([d])
-        if family == "gemma3":
+        if family in GEMMA:
             tensors[p + "pre_feedforward_layernorm.weight"] = norm([d])
             tensors[p + "post_feedforward_layernorm.weight"] = norm([d])
         if family == "phi3":
@@ -116,7 +120,8 @@ def write_safetensors(path, tensors, dtype):
             out.write(blob)
 
 
-FAMILIES = ["llama", "llama3", "qwen2", "qwen3", "phi3", "mistral", "gemma3"]
+FAMILIES = ["llama", "llama3", "qwen2", "qwen3", "phi3", "mistral", "gemma2", "gemma3"]
+GEMMA = ("gemma2", "gemma3")
 
 
 def add_arguments(parser):
@@ -145,14 +150,14 @@ def config_of(family, vocab, tied, torch_dtype, sliding_window=32, context=256):
     architecture = {"llama": "LlamaForCausalLM", "llama3": "LlamaForCausalLM",
                     "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
                     "phi3": "Phi3ForCausalLM", "mistral": "MistralForCausalLM",
-                    "gemma3": "Gemma3ForCausalLM"}[family]
+                    "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM"}[family]
     config = {
         "architectures": [architecture],
         "model_type": {"llama3": "llama", "gemma3": "gemma3_text"}.get(family, family),
         "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": context,
         "vocab_size": vocab, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-        "tie_word_embeddings": family in ("qwen2", "qwen3", "gemma3") or tied,
+        "tie_word_embeddings": family in ("qwen2", "qwen3") + GEMMA or tied,
         "torch_dtype": torch_dtype,
     }
     if family == "llama3":
@@ -179,6 +184,14 @@ def config_of(family, vocab, tied, torch_dtype, sliding_window=32, context=256):
         config["sliding_window"] = None
     if family == "mistral":
         config["sliding_window"] = sliding_window
+    if family == "gemma2":
+        # Caps low enough that the random model's scores (about ±4) and
+        # logits (about ±3) bend: a cap left out changes the logits.
+        config.update({
+            "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+            "num_hidden_layers": 4, "head_dim": 16, "query_pre_attn_scalar": 16,
+            "sliding_window": 8, "attn_logit_softcapping": 4.0, "final_logit_softcapping": 10.0,
+        })
     if family == "gemma3":
         config.update({
             "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",

@@ -44,5 +44,6 @@ write_random llama3 --family llama3 --tokenizer "$TOKENIZERS/llama3_style.tokeni
 write_random llama3_tied --family llama3 --tied --tokenizer "$TOKENIZERS/llama3_style.tokenizer.json"
 write_random qwen3 --family qwen3 --tokenizer "$TOKENIZERS/qwen25_style.tokenizer.json"
 write_random phi3 --family phi3 --tokenizer "$TOKENIZERS/llama3_style.tokenizer.json"
+write_random gemma2 --family gemma2 --tokenizer "$TOKENIZERS/llama3_style.tokenizer.json"
 write_random gemma3 --family gemma3 --tokenizer "$TOKENIZERS/llama3_style.tokenizer.json"
 echo "regenerated reference data in $DATA" >&2

@@ -281,3 +281,49 @@ func.func @sliding_window(%q: tensor<?x4x8xf32>, %k: tensor<?x4x8xf32>, %v: tens
   %out = tfm.transpose %ctx [1, 0, 2] : (tensor<4x?x8xf32>) -> tensor<?x4x8xf32>
   return %out : tensor<?x4x8xf32>
 }
+
+// -----
+
+// Gemma 2's soft cap between the scale and the mask (scale by 1 / cap, tanh,
+// scale by cap) becomes the attention's softcap.
+// CHECK-LABEL: func.func @soft_capped
+// CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 2.500000e-01 : f32, softcap = 5.000000e+01 : f32, window = 32 : i64}
+// CHECK-NOT: tfm.tanh
+func.func @soft_capped(%q: tensor<?x4x16xf32>, %k: tensor<?x4x16xf32>, %v: tensor<?x4x16xf32>) -> tensor<?x4x16xf32> {
+  %qh = tfm.transpose %q [1, 0, 2] : (tensor<?x4x16xf32>) -> tensor<4x?x16xf32>
+  %kt = tfm.transpose %k [1, 2, 0] : (tensor<?x4x16xf32>) -> tensor<4x16x?xf32>
+  %vh = tfm.transpose %v [1, 0, 2] : (tensor<?x4x16xf32>) -> tensor<4x?x16xf32>
+  %scores = tfm.matmul %qh, %kt : (tensor<4x?x16xf32>, tensor<4x16x?xf32>) -> tensor<4x?x?xf32>
+  %scaled = tfm.scale %scores, 0.25 : tensor<4x?x?xf32>
+  %shrunk = tfm.scale %scaled, 0.02 : tensor<4x?x?xf32>
+  %bent = tfm.tanh %shrunk : tensor<4x?x?xf32>
+  %capped = tfm.scale %bent, 50.0 : tensor<4x?x?xf32>
+  %masked = tfm.causal_mask %capped {window = 32 : i64} : tensor<4x?x?xf32>
+  %p = tfm.softmax %masked {axis = -1 : i64} : tensor<4x?x?xf32>
+  %ctx = tfm.matmul %p, %vh : (tensor<4x?x?xf32>, tensor<4x?x16xf32>) -> tensor<4x?x16xf32>
+  %out = tfm.transpose %ctx [1, 0, 2] : (tensor<4x?x16xf32>) -> tensor<?x4x16xf32>
+  return %out : tensor<?x4x16xf32>
+}
+
+// -----
+
+// Factors that are not a cap and its reciprocal are no soft cap: the tanh
+// chain stays, and so does the unfused attention around it.
+// CHECK-LABEL: func.func @not_a_soft_cap
+// CHECK: tfm.tanh
+// CHECK-NOT: tfm.attention
+func.func @not_a_soft_cap(%q: tensor<?x4x16xf32>, %k: tensor<?x4x16xf32>, %v: tensor<?x4x16xf32>) -> tensor<?x4x16xf32> {
+  %qh = tfm.transpose %q [1, 0, 2] : (tensor<?x4x16xf32>) -> tensor<4x?x16xf32>
+  %kt = tfm.transpose %k [1, 2, 0] : (tensor<?x4x16xf32>) -> tensor<4x16x?xf32>
+  %vh = tfm.transpose %v [1, 0, 2] : (tensor<?x4x16xf32>) -> tensor<4x?x16xf32>
+  %scores = tfm.matmul %qh, %kt : (tensor<4x?x16xf32>, tensor<4x16x?xf32>) -> tensor<4x?x?xf32>
+  %scaled = tfm.scale %scores, 0.25 : tensor<4x?x?xf32>
+  %shrunk = tfm.scale %scaled, 0.5 : tensor<4x?x?xf32>
+  %bent = tfm.tanh %shrunk : tensor<4x?x?xf32>
+  %capped = tfm.scale %bent, 50.0 : tensor<4x?x?xf32>
+  %masked = tfm.causal_mask %capped : tensor<4x?x?xf32>
+  %p = tfm.softmax %masked {axis = -1 : i64} : tensor<4x?x?xf32>
+  %ctx = tfm.matmul %p, %vh : (tensor<4x?x?xf32>, tensor<4x?x16xf32>) -> tensor<4x?x16xf32>
+  %out = tfm.transpose %ctx [1, 0, 2] : (tensor<4x?x16xf32>) -> tensor<?x4x16xf32>
+  return %out : tensor<?x4x16xf32>
+}

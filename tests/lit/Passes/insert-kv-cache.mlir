@@ -29,17 +29,18 @@ func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<
 
 // -----
 
-// Sliding windows stay with their layers: layer 0 attends over a window of
-// 8 positions, layer 1 over the whole context.
+// Sliding windows and soft caps stay with their layers: layer 0 attends
+// over a window of 8 positions with its scores capped at 50, layer 1 over
+// the whole context uncapped.
 tfm.param @out : tensor<40x16xf32> storage <f32>
 
 // CHECK-LABEL: func.func @step(
-// CHECK: kv.attention %{{.*}}, %{{.*}}[0] positions {{.*}} {scale = 5.000000e-01 : f32, window = 8 : i64}
+// CHECK: kv.attention %{{.*}}, %{{.*}}[0] positions {{.*}} {scale = 5.000000e-01 : f32, softcap = 5.000000e+01 : f32, window = 8 : i64}
 // CHECK: kv.attention %{{.*}}, %{{.*}}[1] positions {{.*}} {scale = 5.000000e-01 : f32} :
 func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x40xf32> {
   %x = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x4x4xf32>
   %k = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x2x4xf32>
-  %a0 = tfm.attention %x, %k, %k {causal, scale = 0.5 : f32, window = 8 : i64} : (tensor<?x4x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x4x4xf32>
+  %a0 = tfm.attention %x, %k, %k {causal, scale = 0.5 : f32, softcap = 50.0 : f32, window = 8 : i64} : (tensor<?x4x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x4x4xf32>
   %a1 = tfm.attention %a0, %k, %k {causal, scale = 0.5 : f32} : (tensor<?x4x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x4x4xf32>
   %h = tfm.reshape %a1 : (tensor<?x4x4xf32>) -> tensor<?x16xf32>
   %o = tfm.weight @out : tensor<40x16xf32>

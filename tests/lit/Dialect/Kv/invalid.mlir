@@ -93,3 +93,12 @@ func.func @empty_pool() attributes {kv.layout = #kv.layout<block_size = 16, elem
 func.func @int_pool() attributes {kv.layout = #kv.layout<block_size = 16, element_type = i8, block_bytes = 4096, blocks = 1, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>} {
   return
 }
+
+// -----
+
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+func.func @attention_softcap(%q: tensor<?x8x8xf32>, %p: tensor<?xi32>, %t: tensor<?x?xi32>, %cache: !cache) {
+  // expected-error @+1 {{'kv.attention' op softcap must be positive and finite, got -3}}
+  %o = kv.attention %q, %cache[0] positions %p seq_starts %p context_lens %p block_tables %t {scale = 1.0 : f32, softcap = -3.0 : f32} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x8xf32>
+  return
+}

@@ -18,6 +18,18 @@ func.func @write_then_attend(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: t
 
 // -----
 
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+
+// CHECK-LABEL: func.func @softcapped
+func.func @softcapped(%q: tensor<?x8x8xf32>, %positions: tensor<?xi32>, %tables: tensor<?x?xi32>,
+                      %cache: !cache) -> tensor<?x8x8xf32> {
+  // CHECK: kv.attention {{.*}} {scale = 6.250000e-02 : f32, softcap = 5.000000e+01 : f32}
+  %o = kv.attention %q, %cache[0] positions %positions seq_starts %positions context_lens %positions block_tables %tables {scale = 0.0625 : f32, softcap = 50.0 : f32} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x8xf32>
+  return %o : tensor<?x8x8xf32>
+}
+
+// -----
+
 // plan-memory's KV layout, typed: it prints as it parses.
 // CHECK-LABEL: func.func @laid_out
 // CHECK-SAME: kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>

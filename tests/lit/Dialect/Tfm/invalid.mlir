@@ -368,6 +368,22 @@ func.func @attention_window_not_causal(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf
 
 // -----
 
+func.func @attention_softcap_zero(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op softcap must be positive and finite, got 0}}
+  %o = tfm.attention %q, %k, %k {causal, scale = 1.0 : f32, softcap = 0.0 : f32} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_softcap_infinite(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op softcap must be positive and finite, got INF}}
+  %o = tfm.attention %q, %k, %k {causal, scale = 1.0 : f32, softcap = 0x7F800000 : f32} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  return
+}
+
+// -----
+
 func.func @gather_rows_width(%x: tensor<?x64xf32>, %rows: tensor<?xi32>) {
   // expected-error @+1 {{'tfm.gather_rows' op result type 'tensor<?x32xf32>' does not match the expected shape [?x64]}}
   %g = tfm.gather_rows %x, %rows : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x32xf32>

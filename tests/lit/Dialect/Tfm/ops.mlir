@@ -92,6 +92,16 @@ func.func @fused_attention(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: ten
 
 // -----
 
+// Gemma 2's soft-capped scores beside a sliding window.
+// CHECK-LABEL: func.func @softcapped_attention
+func.func @softcapped_attention(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>) -> tensor<?x8x8xf32> {
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 6.250000e-02 : f32, softcap = 5.000000e+01 : f32, window = 4096 : i64}
+  %o = tfm.attention %q, %k, %v {causal, scale = 0.0625 : f32, softcap = 50.0 : f32, window = 4096 : i64} : (tensor<?x8x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>) -> tensor<?x8x8xf32>
+  return %o : tensor<?x8x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @gather
 func.func @gather(%x: tensor<?x64xf32>, %rows: tensor<?xi32>) -> tensor<?x64xf32> {
   // CHECK: tfm.gather_rows %{{.*}}, %{{.*}} : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>

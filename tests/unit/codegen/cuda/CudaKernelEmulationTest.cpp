@@ -433,7 +433,8 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
     ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout,
                                     attention.params_as_KvAttentionParams()->layer(), cpu_bytes,
                                     kBlocks, cpu_batch, attention.params_as_KvAttentionParams()->scale(),
-                                    attention.params_as_KvAttentionParams()->window(), expected.data(), pool)
+                                    attention.params_as_KvAttentionParams()->window(),
+                                    attention.params_as_KvAttentionParams()->softcap(), expected.data(), pool)
                     .ok());
     ASSERT_EQ(std::memcmp(cpu_pool.data(), gpu_pool.data(), cpu_pool.size() * sizeof(float)), 0)
         << "the caches differ";

@@ -1,6 +1,7 @@
 // ModelConfigFromGguf on the keys and tensors llama.cpp's converter writes for
-// Llama 3.1/3.2 (the rope_freqs tensor), Qwen3 (key_length, q/k norms) and
-// Phi-3 (fused projections, LongRoPE's factor tensors and attention factor).
+// Llama 3.1/3.2 (the rope_freqs tensor), Qwen3 (key_length, q/k norms),
+// Phi-3 (fused projections, LongRoPE's factor tensors and attention factor),
+// Gemma 2 (soft caps, alternating windows) and Gemma 3.
 
 #include <cstring>
 #include <string>
@@ -31,15 +32,16 @@ std::vector<uint8_t> FloatBytes(const std::vector<float>& values) {
   return bytes;
 }
 
-// The hyper-parameters of a 2-layer model of `architecture`: hidden 64, 4
-// heads (head_dim 16 unless key_length says otherwise), vocabulary 10.
-GgufWriter ModelWriter(const std::string& architecture) {
+// The hyper-parameters of a model of `architecture` with `layers` layers:
+// hidden 64, 4 heads (head_dim 16 unless key_length says otherwise),
+// vocabulary 10.
+GgufWriter ModelWriter(const std::string& architecture, uint32_t layers = 2) {
   GgufWriter writer;
   const std::string a = architecture + ".";
   writer.AddString("general.architecture", architecture)
       .AddUint32(a + "embedding_length", 64)
       .AddUint32(a + "feed_forward_length", 96)
-      .AddUint32(a + "block_count", 2)
+      .AddUint32(a + "block_count", layers)
       .AddUint32(a + "attention.head_count", 4)
       .AddUint32(a + "attention.head_count_kv", 2)
       .AddUint32(a + "context_length", 256)
@@ -186,9 +188,44 @@ TEST(GgufModelConfigTest, Gemma3TakesItsLayerAsLlamaCppRunsIt) {
   EXPECT_EQ(config->rope_style, RopeStyle::kNeox);
 }
 
+TEST(GgufModelConfigTest, Gemma2TakesItsSoftCapsAndAlternatingWindows) {
+  GgufWriter writer = ModelWriter("gemma2", 4);
+  writer.AddUint32("gemma2.attention.sliding_window", 512);
+  writer.AddRaw("gemma2.attn_logit_softcapping", gguf::test::kFloat32, ByteWriter().F32(50.0f));
+  writer.AddRaw("gemma2.final_logit_softcapping", gguf::test::kFloat32, ByteWriter().F32(30.0f));
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->embedding_scale, 8.0);  // sqrt(64)
+  EXPECT_TRUE(config->post_norms);
+  EXPECT_TRUE(config->gelu_ffn);
+  EXPECT_FALSE(config->qk_norm);
+  EXPECT_DOUBLE_EQ(config->attention_scale, 0.25);  // 1 / sqrt(head_dim 16)
+  EXPECT_DOUBLE_EQ(config->attention_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcap, 30.0);
+  // Even layers local, odd ones global, as llama.cpp's and transformers' Gemma 2.
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>({512, 0, 512, 0}));
+  EXPECT_DOUBLE_EQ(config->local_rope_theta, config->rope_theta);
+}
+
+TEST(GgufModelConfigTest, Gemma2WithoutItsKeysTakesLlamaCppsDefaults) {
+  GgufWriter writer = ModelWriter("gemma2");
+  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->attention_softcap, 50.0);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcap, 30.0);
+  EXPECT_EQ(config->layer_windows, std::vector<int64_t>({4096, 0}));
+}
+
+TEST(GgufModelConfigTest, ANegativeSoftCapIsRefusedNamingIt) {
+  GgufWriter writer = ModelWriter("gemma2");
+  writer.AddRaw("gemma2.final_logit_softcapping", gguf::test::kFloat32, ByteWriter().F32(-1.0f));
+  EXPECT_THAT(ConfigOf(writer).status().message(),
+              HasSubstr("m.gguf: the final logit soft cap must be positive and finite (or 0 for none), got -1"));
+}
+
 TEST(GgufModelConfigTest, AnUnknownArchitectureIsNamedWithTheSupportedOnes) {
-  EXPECT_THAT(ConfigOf(ModelWriter("gemma2")).status().message(),
-              HasSubstr("general.architecture 'gemma2' is not supported (llama, qwen2, qwen3, phi3, gemma3)"));
+  EXPECT_THAT(ConfigOf(ModelWriter("gemma4")).status().message(),
+              HasSubstr("general.architecture 'gemma4' is not supported (llama, qwen2, qwen3, phi3, gemma2, gemma3)"));
 }
 
 TEST(GgufModelConfigTest, AQwen3WithoutItsQNormIsRefusedNamingBoth) {

@@ -320,6 +320,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadConfigCase{"UnsupportedModelType", R"({"model_type": "gemma"})",
                       "model_type 'gemma' is not supported (llama, mistral, qwen2, qwen3, phi3 are)"},
+        BadConfigCase{"Gemma2", R"({"model_type": "gemma2"})",
+                      "model_type 'gemma2' is not built from Hugging Face files yet: its "
+                      "checkpoints store each RMSNorm weight as w for a scale of 1 + w"},
+        BadConfigCase{"Gemma3Text", R"({"model_type": "gemma3_text"})",
+                      "model_type 'gemma3_text' is not built from Hugging Face files yet"},
         BadConfigCase{"NoModelType",
                       R"({"model_type": null, "architectures": ["GPT2LMHeadModel"]})",
                       "model_type is missing and architectures names no known model"},

@@ -120,12 +120,13 @@ Step MakeStep(const Cache& cache, const std::vector<size_t>& which, uint32_t see
   return step;
 }
 
-std::vector<float> Attend(const Cache& cache, const Step& step, float scale, int threads, int64_t window = 0) {
+std::vector<float> Attend(const Cache& cache, const Step& step, float scale, int threads, int64_t window = 0,
+                          float softcap = 0.0f) {
   ThreadPool pool(threads);
   std::vector<float> out(step.query.size(), std::nanf(""));
   const absl::Status status = PagedAttention(step.query.data(), step.tokens, kHeads, cache.layout, kLayer,
                                              cache.pool.data(), kPoolBlocks, step.Batch(cache.max_blocks), scale,
-                                             window, out.data(), pool);
+                                             window, softcap, out.data(), pool);
   EXPECT_TRUE(status.ok()) << status;
   return out;
 }
@@ -137,9 +138,10 @@ int32_t FirstKey(int32_t position, int64_t window) {
 }
 
 // softmax(q k^T * scale) v over keys 0..p (the window's, with one) of the
-// sequence's contiguous copy, in double.
+// sequence's contiguous copy, in double; with a softcap each scaled score s
+// becomes softcap * tanh(s / softcap).
 std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which, float scale,
-                                   int64_t window = 0) {
+                                   int64_t window = 0, double softcap = 0.0) {
   std::vector<double> out(step.query.size());
   for (size_t i = 0; i < which.size(); ++i) {
     const std::vector<float>& k = cache.keys[which[i]];
@@ -158,6 +160,7 @@ std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const s
           double dot = 0.0;
           for (int64_t d = 0; d < kHeadDim; ++d) dot += static_cast<double>(q[d]) * k[(j * kKvHeads + g) * kHeadDim + d];
           scores[j] = dot * scale;
+          if (softcap > 0) scores[j] = softcap * std::tanh(scores[j] / softcap);
           max = std::max(max, scores[j]);
         }
         double sum = 0.0;
@@ -203,7 +206,7 @@ float RoundToHalf(float x) { return quant::HalfToFloat(quant::FloatToHalf(x)); }
 // that many rows in the step.
 template <class Order>
 std::vector<float> GgmlAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which, float scale,
-                                 const Order& vec_dot, int64_t window = 0) {
+                                 const Order& vec_dot, int64_t window = 0, float softcap = 0.0f) {
   std::vector<float> out(step.query.size());
   for (size_t i = 0; i < which.size(); ++i) {
     const std::vector<float>& k = cache.keys[which[i]];
@@ -222,6 +225,8 @@ std::vector<float> GgmlAttention(const Cache& cache, const Step& step, const std
         const int64_t first = FirstKey(step.positions[t], window);
         for (int64_t j = first; j < visible; ++j) {
           e[j] = GgmlDot(order, &k[(j * kKvHeads + g) * kHeadDim], 1, q.data(), kHeadDim) * scale;
+          // llama.cpp's soft cap: ggml_scale by 1 / cap, ggml_tanh, ggml_scale by cap.
+          if (softcap > 0) e[j] = std::tanh(e[j] * (1.0f / softcap)) * softcap;
           max = std::max(max, e[j]);
         }
         for (int64_t j = first; j < visible; ++j) e[j] = FastExp(e[j] - max);
@@ -334,6 +339,30 @@ TEST(PagedAttentionF16Test, SlidingWindowFollowsGgmlsMaskedRow) {
                            cache, step, kAllSequences, scale, [](int32_t rows) { return rows == 1; }, kWindow)));
 }
 
+// A cap of 0.5 on scores of about N(0, 1): tanh bends most of them, so
+// capped and uncapped attention differ well beyond the tolerances.
+constexpr float kSoftcap = 0.5f;
+
+TEST_P(PagedAttentionTest, SoftcapMatchesNaiveAttentionOfCappedScores) {
+  const Cache cache = BuildCache(GetParam(), 8);
+  const Step step = MakeStep(cache, kAllSequences, 800);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  const std::vector<float> out = Attend(cache, step, scale, 2, kWindow, kSoftcap);
+  const double tolerance = GetParam() == KvElementType::kF32 ? 2e-5 : 1e-3;
+  EXPECT_TRUE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale, kWindow, kSoftcap),
+                       Absolute(tolerance)));
+  EXPECT_FALSE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale, kWindow), Absolute(1e-2)));
+}
+
+TEST(PagedAttentionF16Test, SoftcapFollowsGgmlsScaleTanhScale) {
+  const Cache cache = BuildCache(KvElementType::kF16, 9);
+  const Step step = MakeStep(cache, kAllSequences, 900);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  EXPECT_TRUE(AllEqual(Attend(cache, step, scale, 2, /*window=*/0, kSoftcap),
+                       GgmlAttention(
+                           cache, step, kAllSequences, scale, [](int32_t rows) { return rows == 1; }, 0, kSoftcap)));
+}
+
 INSTANTIATE_TEST_SUITE_P(F32AndF16, PagedAttentionTest, ::testing::Values(KvElementType::kF32, KvElementType::kF16),
                          [](const ::testing::TestParamInfo<KvElementType>& info) {
                            return info.param == KvElementType::kF32 ? "f32" : "f16";
@@ -391,7 +420,7 @@ TEST(PagedAttentionErrors, RejectsBadMetadataBeforeReadingTheCache) {
   ThreadPool pool(1);
   const auto run = [&](const Step& step, int64_t heads) {
     return PagedAttention(step.query.data(), step.tokens, heads, cache.layout, kLayer, cache.pool.data(), kPoolBlocks,
-                          step.Batch(cache.max_blocks), scale, /*window=*/0, out.data(), pool);
+                          step.Batch(cache.max_blocks), scale, /*window=*/0, /*softcap=*/0.0f, out.data(), pool);
   };
   Step step = MakeStep(cache, {0}, 1);
   EXPECT_THAT(run(step, 5).message(), HasSubstr("heads must be a positive multiple of kv_heads (2)"));
@@ -407,6 +436,12 @@ TEST(PagedAttentionErrors, RejectsBadMetadataBeforeReadingTheCache) {
   Step bad_starts = step;
   bad_starts.seq_starts[1] = 3;
   EXPECT_THAT(run(bad_starts, kHeads).message(), HasSubstr("seq_starts must run from 0 to 4"));
+
+  EXPECT_THAT(PagedAttention(step.query.data(), step.tokens, kHeads, cache.layout, kLayer, cache.pool.data(),
+                             kPoolBlocks, step.Batch(cache.max_blocks), scale, /*window=*/0, /*softcap=*/-1.0f,
+                             out.data(), pool)
+                  .message(),
+              HasSubstr("softcap -1 is not 0 or positive and finite"));
 
   const int32_t slot = static_cast<int32_t>(kPoolBlocks * kBlockSize);
   std::vector<float> kv(kKvHeads * kHeadDim);
