@@ -4,8 +4,8 @@
 // The f32 row operations of PagedAttention's f32 KV cache path: scores as dot
 // products of the query with each cached key, outputs as the weighted sum of
 // the cached values. Each is written out with a fixed order of separate
-// multiplies and adds (no FMA), so the portable and the AVX2 forms return the
-// same bits, and so does every thread count.
+// multiplies and adds (no FMA), so the portable, AVX2 and AVX-512 forms
+// return the same bits, and so does every thread count.
 
 #include <cstdint>
 
@@ -34,6 +34,9 @@ struct FloatDotKernels {
 const FloatDotKernels& PortableFloatDotKernels();
 // Null where this build or CPU has no AVX2.
 const FloatDotKernels* Avx2FloatDotKernels();
+// AVX2's dot rows and a 16-lane axpy; null unless the ISA chosen
+// (BestCpuIsa) is AVX-512 VNNI.
+const FloatDotKernels* Avx512FloatDotKernels();
 }  // namespace internal
 
 }  // namespace kvjit::cpu

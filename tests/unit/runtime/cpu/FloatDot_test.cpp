@@ -49,6 +49,7 @@ uint32_t Bits(float value) {
 std::vector<const internal::FloatDotKernels*> AllKernels() {
   std::vector<const internal::FloatDotKernels*> kernels = {&internal::PortableFloatDotKernels()};
   if (internal::Avx2FloatDotKernels() != nullptr) kernels.push_back(internal::Avx2FloatDotKernels());
+  if (internal::Avx512FloatDotKernels() != nullptr) kernels.push_back(internal::Avx512FloatDotKernels());
   return kernels;
 }
 
@@ -72,7 +73,7 @@ TEST(FloatDotTest, DotRowsFollowTheDocumentedOrderBitForBit) {
 
 TEST(FloatDotTest, AxpyRowsAccumulateInRowOrderBitForBit) {
   for (const internal::FloatDotKernels* kernels : AllKernels()) {
-    for (int64_t n : {1, 7, 8, 9, 64, 65}) {
+    for (int64_t n : {1, 7, 8, 9, 16, 17, 64, 65}) {
       const int64_t stride = n + 5;
       const int64_t rows = 7;
       const std::vector<float> x = RandomRows(rows, n, stride, 3 + static_cast<uint32_t>(n));
