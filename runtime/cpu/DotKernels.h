@@ -77,6 +77,23 @@ struct DotKernels4 {
 const DotKernels4& Avx2DotKernels4();
 #endif
 
+// One activation row against `rows` consecutive weight rows (row r at
+// weights + r * row_bytes), out[r] bit for bit its RowDot's; for the
+// 32-element block types, where a decode GEMV runs rows two at a time to
+// overlap their chains of FMAs. AVX2 only (the portable path goes row by row).
+using RowsDot = void (*)(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row,
+                         int64_t cols, float* out);
+struct RowsDotKernels {
+  RowsDot q8_0;
+  RowsDot q4_0;
+  RowsDot q4_1;
+  RowsDot q5_0;
+  RowsDot q5_1;
+};
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const RowsDotKernels& Avx2RowsDotKernels();
+#endif
+
 // The numeric contract both implementations follow exactly, so that their
 // results agree bit for bit:
 //

@@ -160,6 +160,39 @@ float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t
   return FoldLanes(acc) + _mm_cvtss_f32(_mm_movehdup_ps(offset));
 }
 
+// DotBlocks32 for consecutive weight rows against one activation row (a
+// decode GEMV), two rows side by side: each row's sum is a chain of
+// dependent FMAs, one per block, so a second chain keeps the FMA units busy
+// while the first waits, and the two share the activation block's loads.
+// Every row takes exactly DotBlocks32's operations in its order.
+template <class Format>
+void DotBlocks32Rows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row,
+                     int64_t cols, float* out) {
+  const auto* activations = static_cast<const Q8Block32*>(activation_row);
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    const uint8_t* pair[2] = {weights + r * row_bytes, weights + (r + 1) * row_bytes};
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m128 offset[2] = {_mm_setzero_ps(), _mm_setzero_ps()};  // lane 1
+    for (int64_t b = 0; b < cols / 32; ++b) {
+      const Q8Block32& a = activations[b];
+      const __m256i q = Load256(a.q);
+      const __m128 scales = ScalePair(a);
+      for (int k = 0; k < 2; ++k) {
+        const uint8_t* block = pair[k] + b * Format::kBytes;
+        _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);
+        const __m256i lanes = LaneSumsOf<Format::kSigned>(Format::Prepare(block), q);
+        const __m128 halves = BlockHalves(block);
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ps(halves, scales));
+        acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[k]);
+        if (Format::kHasOffset) offset[k] = _mm_fmadd_ps(halves, scales, offset[k]);
+      }
+    }
+    for (int k = 0; k < 2; ++k) out[r + k] = FoldLanes(acc[k]) + _mm_cvtss_f32(_mm_movehdup_ps(offset[k]));
+  }
+  for (; r < rows; ++r) out[r] = DotBlocks32<Format>(weights + r * row_bytes, activation_row, cols);
+}
+
 // DotBlocks32 for four activation rows at once: each block's weights are
 // unpacked once for the four. Every row's sums take exactly DotBlocks32's
 // operations in its order, so each result is bit for bit the single-row one.
@@ -376,6 +409,14 @@ const DotKernels& Avx2DotKernels() {
       DotScaledMinK<144, false>,
       DotScaledMinK<176, true>,
       DotQ6_K,
+  };
+  return kKernels;
+}
+
+const RowsDotKernels& Avx2RowsDotKernels() {
+  static constexpr RowsDotKernels kKernels = {
+      DotBlocks32Rows<Q8_0Format>, DotBlocks32Rows<Q4_0Format>, DotBlocks32Rows<Q4_1Format>,
+      DotBlocks32Rows<Q5_0Format>, DotBlocks32Rows<Q5_1Format>,
   };
   return kKernels;
 }

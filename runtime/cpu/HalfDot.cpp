@@ -10,6 +10,14 @@
 #include <immintrin.h>
 #endif
 
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(),
+// which its -W(maybe-)uninitialized reports at every inlined use (GCC bug
+// 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace kvjit::cpu {
 namespace {
 
@@ -141,11 +149,62 @@ __attribute__((target("avx2,fma,f16c"))) void Avx2RoundToHalfRow(const float* x,
   }
   PortableRoundToHalfRow(x + i, out + i, n - i);
 }
+
+// The AVX-512 forms keep every lane's operations: kVecDot's four 8-lane
+// accumulators a0..a3 sit in two 16-lane registers as (a0 | a1) and
+// (a2 | a3), so one register FMA is two of AVX2's, and their sum's halves
+// are (a0 + a2) and (a1 + a3), the fold's first step. tinyBLAS's single
+// accumulator has no second register to pair with; it stays AVX2.
+__attribute__((target("avx512f,avx2,fma,f16c"))) __m512 LoadHalf16(const uint8_t* x) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+}
+
+__attribute__((target("avx512f,avx2,fma,f16c"))) float Avx512VecDot(const uint8_t* x, const float* y, int64_t n) {
+  __m512 low = _mm512_setzero_ps();   // a0 | a1
+  __m512 high = _mm512_setzero_ps();  // a2 | a3
+  const int64_t full = n / kVecDotLanes * kVecDotLanes;
+  for (int64_t i = 0; i < full; i += kVecDotLanes) {
+    low = _mm512_fmadd_ps(LoadHalf16(x + 2 * i), _mm512_loadu_ps(y + i), low);
+    high = _mm512_fmadd_ps(LoadHalf16(x + 2 * (i + 16)), _mm512_loadu_ps(y + i + 16), high);
+  }
+  const __m512 pairs = _mm512_add_ps(low, high);  // (a0 + a2) | (a1 + a3)
+  const __m256 v = _mm256_add_ps(_mm512_castps512_ps256(pairs),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pairs), 1)));
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 sums = _mm_hadd_ps(t, t);
+  const float folded = _mm_cvtss_f32(_mm_hadd_ps(sums, sums));
+  return full == n ? folded : AddVecDotTail(folded, x, y, full, n);
+}
+
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRows(HalfDotOrder order, const uint8_t* x,
+                                                                         int64_t row_bytes, int64_t rows,
+                                                                         const float* y, int64_t n, float* out) {
+  if (EffectiveOrder(order, n) == HalfDotOrder::kTinyBlas) return Avx2HalfDotRows(order, x, row_bytes, rows, y, n, out);
+  for (int64_t r = 0; r < rows; ++r) out[r] = Avx512VecDot(x + r * row_bytes, y, n);
+}
+
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRows(const uint8_t* x, int64_t row_bytes,
+                                                                          int64_t rows, const float* a, int64_t n,
+                                                                          float* lanes, int lane_count,
+                                                                          int64_t first_element) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = x + r * row_bytes;
+    float* lane = lanes + (first_element + r) % lane_count * n;
+    const __m512 factor = _mm512_set1_ps(a[r]);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      _mm512_storeu_ps(lane + i, _mm512_fmadd_ps(LoadHalf16(row + 2 * i), factor, _mm512_loadu_ps(lane + i)));
+    }
+    for (; i < n; ++i) lane[i] = std::fma(LoadHalf(row, i), a[r], lane[i]);
+  }
+}
 #endif
 
 const internal::HalfDotKernels& Kernels() {
   static const internal::HalfDotKernels& kernels =
-      internal::Avx2HalfDotKernels() != nullptr ? *internal::Avx2HalfDotKernels() : internal::PortableHalfDotKernels();
+      internal::Avx512HalfDotKernels() != nullptr ? *internal::Avx512HalfDotKernels()
+      : internal::Avx2HalfDotKernels() != nullptr ? *internal::Avx2HalfDotKernels()
+                                                  : internal::PortableHalfDotKernels();
   return kernels;
 }
 
@@ -211,6 +270,14 @@ const HalfDotKernels* Avx2HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows, Avx2HalfAxpyRows, Avx2RoundToHalfRow};
   if (CpuSupports(CpuIsa::kAvx2)) return &kKernels;
+#endif
+  return nullptr;
+}
+
+const HalfDotKernels* Avx512HalfDotKernels() {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows, Avx512HalfAxpyRows, Avx2RoundToHalfRow};
+  if (BestCpuIsa() == CpuIsa::kAvx512Vnni) return &kKernels;
 #endif
   return nullptr;
 }

@@ -5,7 +5,7 @@
 // KV cache path of PagedAttention (see PagedAttention.h for why it follows
 // ggml). Operands are f16 values; products are exact in f32, so the result
 // depends only on how ggml's AVX2 code groups the sums, which is spelled out
-// here. The scalar and AVX2 forms return the same bits.
+// here. The scalar, AVX2 and AVX-512 forms return the same bits.
 
 #include <cstdint>
 
@@ -74,6 +74,9 @@ struct HalfDotKernels {
 const HalfDotKernels& PortableHalfDotKernels();
 // Null where this build or CPU has no AVX2 + FMA + F16C.
 const HalfDotKernels* Avx2HalfDotKernels();
+// 16-lane registers where they keep the lanes' operations (kVecDot's dot
+// products, the axpy); null unless the ISA chosen (BestCpuIsa) is AVX-512 VNNI.
+const HalfDotKernels* Avx512HalfDotKernels();
 }  // namespace internal
 
 }  // namespace kvjit::cpu

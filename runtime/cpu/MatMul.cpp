@@ -81,6 +81,25 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
   return nullptr;
 }
 
+// The several-rows kernel for `type` under `isa`, or null where there is
+// none (rows then go one by one, with the same results).
+internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
+    const internal::RowsDotKernels& kernels = internal::Avx2RowsDotKernels();
+    switch (type) {
+      case StorageType::kQ8_0: return kernels.q8_0;
+      case StorageType::kQ4_0: return kernels.q4_0;
+      case StorageType::kQ4_1: return kernels.q4_1;
+      case StorageType::kQ5_0: return kernels.q5_0;
+      case StorageType::kQ5_1: return kernels.q5_1;
+      default: return nullptr;
+    }
+  }
+#endif
+  return nullptr;
+}
+
 // The register-blocked GEMM for `type` under `isa`, or null where there is
 // none (the four-row kernels then take the step, with the same results).
 const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type) {
@@ -318,6 +337,14 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   const RowDot dot = RowDotFor(KernelsFor(isa), w.type);
   const internal::RowDot4 dot4 = RowDot4For(isa, w.type);
   const int64_t min_rows_per_chunk = std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens));
+  const internal::RowsDot rows_dot = tokens == 1 ? RowsDotFor(isa, w.type) : nullptr;
+  if (rows_dot != nullptr) {
+    pool.ParallelFor(rows, min_rows_per_chunk, [&](int64_t begin, int64_t end) {
+      rows_dot(weights + static_cast<uint64_t>(begin) * row_bytes, static_cast<int64_t>(row_bytes), end - begin,
+               activation_rows, cols, y + begin);
+    });
+    return absl::OkStatus();
+  }
   pool.ParallelFor(rows, min_rows_per_chunk, [&](int64_t begin, int64_t end) {
     for (int64_t tile = 0; tile < tokens; tile += kTokenTile) {
       const int64_t tile_end = std::min(tokens, tile + kTokenTile);

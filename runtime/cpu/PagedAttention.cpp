@@ -1,7 +1,6 @@
 #include "runtime/cpu/PagedAttention.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/cpu/FastExp.h"
+#include "runtime/cpu/FloatDot.h"
 #include "runtime/cpu/HalfDot.h"
 #include "runtime/quant/Half.h"
 
@@ -29,36 +29,8 @@ absl::Status CheckLayout(absl::string_view kernel, const PagedKvLayout& layout, 
   return absl::OkStatus();
 }
 
-// Copies one kv head's row of `count` consecutive slots of an f32 cache.
-void LoadHeadRows(const uint8_t* first_slot, const PagedKvLayout& layout, int64_t count, float* out) {
-  for (int64_t s = 0; s < count; ++s) {
-    std::memcpy(out + s * layout.head_dim, first_slot + s * layout.SlotStride(),
-                static_cast<size_t>(layout.head_dim) * sizeof(float));
-  }
-}
-
-// Eight interleaved partial sums (vectorizable without reassociation), folded
-// in DotKernels.h's fixed order; the tail is added last.
-float Dot(const float* a, const float* b, int64_t n) {
-  float lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) lanes[l] += a[i + l] * b[i + l];
-  }
-  float sum = internal::LaneSum(lanes);
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-// One query head's online-softmax state.
-struct SoftmaxState {
-  float max;
-  float denominator;
-  float* output;  // head_dim running weighted sum of values
-};
-
-// Where the f16 path reads one kv head's cache of one sequence.
-struct HalfHeadCache {
+// Where one kv head's cache of one sequence lies.
+struct HeadCache {
   const uint8_t* layer_base;  // the pool, advanced to the layer and the kv head
   const int32_t* block_table;
   const PagedKvLayout* layout;
@@ -70,11 +42,11 @@ struct HalfHeadCache {
   const uint8_t* Value(int64_t position) const { return Key(position) + layout->ValueOffset(); }
 };
 
-// One thread's buffers for the f16 path.
-struct HalfScratch {
-  std::vector<float> query;    // [head_dim], rounded to f16
+// One thread's buffers for one query head at a time.
+struct HeadScratch {
+  std::vector<float> query;    // [head_dim], rounded to f16 (f16 path)
   std::vector<float> weights;  // [visible rounded up to 8]: scores, then their exp, then probabilities
-  std::vector<float> lanes;    // [HalfDotLanes, head_dim]: the probability-weighted sum of values
+  std::vector<float> lanes;    // [HalfDotLanes, head_dim] (f16) or [head_dim] (f32): the weighted sum of values
 };
 
 // The first cached position the query at `position` reads.
@@ -102,8 +74,8 @@ void ForEachBlockRun(int64_t begin, int64_t end, int64_t block_size, Visit visit
 
 // One query head over the cached positions begin..end-1, as ggml's non-flash
 // attention computes it on AVX2 (see PagedAttention.h).
-void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t begin, int64_t end, float scale,
-                    float softcap, HalfDotOrder order, HalfScratch& scratch, float* out) {
+void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, int64_t end, float scale,
+                    float softcap, HalfDotOrder order, HeadScratch& scratch, float* out) {
   const int64_t head_dim = cache.layout->head_dim;
   RoundToHalfRow(query, scratch.query.data(), head_dim);
   // Indexed from the register of 8 that holds `begin`, as ggml's row of all
@@ -145,6 +117,34 @@ void AttendHalfHead(const float* query, const HalfHeadCache& cache, int64_t begi
                  scratch.lanes.data(), lanes, first);
   });
   FoldHalfDotLaneRows(order, scratch.lanes.data(), head_dim, out);
+}
+
+// One query head over the cached positions begin..end-1 of an f32 cache
+// (see PagedAttention.h): all scores, their maximum, FastExp of each score's
+// distance to it, the denominator over lanes of eight by position, and the
+// weighted sum of values in key order, divided by the denominator at the end.
+void AttendFloatHead(const float* query, const HeadCache& cache, int64_t begin, int64_t end, float scale,
+                     float softcap, HeadScratch& scratch, float* out) {
+  const int64_t head_dim = cache.layout->head_dim;
+  const int64_t visible = end - begin;
+  float* weights = scratch.weights.data();
+  ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
+    FloatDotRows(cache.Key(first), cache.layout->SlotStride(), count, query, head_dim, scale,
+                 weights + (first - begin));
+  });
+  SoftCapScores(weights, visible, softcap);
+  const float max = *std::max_element(weights, weights + visible);
+  for (int64_t j = 0; j < visible; ++j) weights[j] = weights[j] - max;
+  FastExpRow(weights, weights, visible);
+  float lanes[8] = {};
+  for (int64_t j = 0; j < visible; ++j) lanes[(begin + j) % 8] = lanes[(begin + j) % 8] + weights[j];
+  const float inverse = 1.0f / internal::LaneSum(lanes);
+  float* sum = scratch.lanes.data();
+  std::fill(sum, sum + head_dim, 0.0f);
+  ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
+    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights + (first - begin), head_dim, sum);
+  });
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = sum[d] * inverse;
 }
 
 absl::Status CheckBatch(const PagedAttentionBatch& batch, int64_t tokens, const PagedKvLayout& layout,
@@ -268,82 +268,36 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
 
   const int64_t head_dim = layout.head_dim;
   const int64_t group = heads / layout.kv_heads;
-  if (layout.element_type == KvElementType::kF16) {
-    int64_t max_context = 0;
-    for (int64_t s = 0; s < batch.num_sequences; ++s) max_context = std::max<int64_t>(max_context, batch.context_lens[s]);
-    pool.ParallelFor(tokens * layout.kv_heads, [&](int64_t begin, int64_t end) {
-      HalfScratch scratch{std::vector<float>(static_cast<size_t>(head_dim)),
-                          std::vector<float>(static_cast<size_t>((max_context + 7) / 8 * 8)),
-                          std::vector<float>(static_cast<size_t>(HalfDotLanes(HalfDotOrder::kVecDot) * head_dim))};
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t t = item / layout.kv_heads;
-        const int64_t kv_head = item % layout.kv_heads;
-        const int32_t sequence = sequence_of_token[t];
-        const HalfHeadCache cache{kv_pool + layer * layout.LayerStride() + kv_head * head_dim * layout.ElementBytes(),
-                                  batch.block_tables + sequence * batch.max_blocks_per_sequence, &layout};
-        // The sequence's own row count picks the order, as llama.cpp's batch
-        // size does for a batch of one sequence: other sequences in the step
-        // change nothing.
-        const bool decode = batch.seq_starts[sequence + 1] - batch.seq_starts[sequence] == 1;
-        const HalfDotOrder order = decode ? HalfDotOrder::kVecDot : HalfDotOrder::kTinyBlas;
-        for (int64_t g = 0; g < group; ++g) {
-          const int64_t row = (t * heads + kv_head * group + g) * head_dim;
-          AttendHalfHead(query + row, cache, FirstVisible(batch.positions[t], window),
-                         static_cast<int64_t>(batch.positions[t]) + 1, scale, softcap, order, scratch, out + row);
-        }
-      }
-    });
-    return absl::OkStatus();
-  }
-  // A work item is one token's query heads sharing a kv head: each cached
-  // block is copied out once for the whole group. Every head still
-  // visits its keys in order, so the split changes no result.
-  pool.ParallelFor(tokens * layout.kv_heads, [&](int64_t begin, int64_t end) {
-    std::vector<float> keys(static_cast<size_t>(layout.block_size * head_dim));
-    std::vector<float> values(keys.size());
-    std::vector<float> outputs(static_cast<size_t>(group * head_dim));
-    std::vector<SoftmaxState> states(static_cast<size_t>(group));
+  const bool half = layout.element_type == KvElementType::kF16;
+  int64_t max_context = 0;
+  for (int64_t s = 0; s < batch.num_sequences; ++s) max_context = std::max<int64_t>(max_context, batch.context_lens[s]);
+  // A work item is one query head of one token: a decode step of a GQA model
+  // has only a few kv heads, and splitting by them leaves one thread with
+  // twice the other's work (3 kv heads on 2 threads). The heads of a group
+  // mostly fall in one chunk and find their K and V rows in its cache.
+  pool.ParallelFor(tokens * heads, [&](int64_t begin, int64_t end) {
+    HeadScratch scratch{std::vector<float>(static_cast<size_t>(head_dim)),
+                        std::vector<float>(static_cast<size_t>((max_context + 7) / 8 * 8)),
+                        std::vector<float>(static_cast<size_t>(HalfDotLanes(HalfDotOrder::kVecDot) * head_dim))};
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item / layout.kv_heads;
-      const int64_t kv_head = item % layout.kv_heads;
+      const int64_t t = item / heads;
+      const int64_t kv_head = item % heads / group;
       const int32_t sequence = sequence_of_token[t];
-      const int32_t* table = batch.block_tables + sequence * batch.max_blocks_per_sequence;
-      const int64_t end = static_cast<int64_t>(batch.positions[t]) + 1;
-      for (int64_t g = 0; g < group; ++g) {
-        states[g] = {-std::numeric_limits<float>::infinity(), 0.0f, outputs.data() + g * head_dim};
-        std::fill(states[g].output, states[g].output + head_dim, 0.0f);
+      const HeadCache cache{kv_pool + layer * layout.LayerStride() + kv_head * head_dim * layout.ElementBytes(),
+                            batch.block_tables + sequence * batch.max_blocks_per_sequence, &layout};
+      const int64_t row = item * head_dim;
+      const int64_t first = FirstVisible(batch.positions[t], window);
+      const int64_t last = static_cast<int64_t>(batch.positions[t]) + 1;
+      if (!half) {
+        AttendFloatHead(query + row, cache, first, last, scale, softcap, scratch, out + row);
+        continue;
       }
-      ForEachBlockRun(FirstVisible(batch.positions[t], window), end, layout.block_size, [&](int64_t first,
-                                                                                             int64_t count) {
-        const uint8_t* key_slots = kv_pool + table[first / layout.block_size] * layout.BlockBytes() +
-                                   layer * layout.LayerStride() + first % layout.block_size * layout.SlotStride() +
-                                   kv_head * head_dim * layout.ElementBytes();
-        LoadHeadRows(key_slots, layout, count, keys.data());
-        LoadHeadRows(key_slots + layout.ValueOffset(), layout, count, values.data());
-        for (int64_t g = 0; g < group; ++g) {
-          const float* q = query + (t * heads + kv_head * group + g) * head_dim;
-          SoftmaxState& state = states[g];
-          for (int64_t j = 0; j < count; ++j) {
-            float score = scale * Dot(q, keys.data() + j * head_dim, head_dim);
-            SoftCapScores(&score, 1, softcap);
-            if (score > state.max) {
-              const float correction = std::exp(state.max - score);
-              state.denominator *= correction;
-              for (int64_t d = 0; d < head_dim; ++d) state.output[d] *= correction;
-              state.max = score;
-            }
-            const float weight = std::exp(score - state.max);
-            state.denominator += weight;
-            const float* v = values.data() + j * head_dim;
-            for (int64_t d = 0; d < head_dim; ++d) state.output[d] += weight * v[d];
-          }
-        }
-      });
-      for (int64_t g = 0; g < group; ++g) {
-        float* dst = out + (t * heads + kv_head * group + g) * head_dim;
-        const float inverse = 1.0f / states[g].denominator;
-        for (int64_t d = 0; d < head_dim; ++d) dst[d] = states[g].output[d] * inverse;
-      }
+      // The sequence's own row count picks the order, as llama.cpp's batch
+      // size does for a batch of one sequence: other sequences in the step
+      // change nothing.
+      const bool decode = batch.seq_starts[sequence + 1] - batch.seq_starts[sequence] == 1;
+      const HalfDotOrder order = decode ? HalfDotOrder::kVecDot : HalfDotOrder::kTinyBlas;
+      AttendHalfHead(query + row, cache, first, last, scale, softcap, order, scratch, out + row);
     }
   });
   return absl::OkStatus();

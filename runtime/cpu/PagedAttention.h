@@ -67,9 +67,12 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 //
 // The arithmetic depends on the cache's element type:
 //
-// f32: for each (token, head), scores scale * dot(q, k) are accumulated (f32,
-// a fixed 8-lane order) and folded by an online softmax in key order, f32
-// running max / denominator / output.
+// f32: for each (token, head), in two passes over the keys: score_j =
+// scale * dot(q, k_j) (FloatDot.h's 8-lane order), max = the largest score,
+// e_j = FastExp(score_j - max), the denominator sums e_j in 8 lanes by
+// position (lane j % 8, folded by LaneSum), out = (sum over j in key order
+// of e_j * v_j) * (1 / denominator), all in f32 with separate multiplies
+// and adds.
 //
 // f16: exactly what llama.cpp's CPU backend computes (AVX2 build, no flash
 // attention), bit for bit. Each step of a quantized model re-quantizes its
@@ -87,10 +90,8 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 //
 // Either way the result depends on that token's query, its sequence's cache
 // and (f16) its sequence's row count alone, not on the rest of the batch or
-// the thread count. Work is split over (token, kv head) pairs, so the query
-// heads of a GQA group share one thread's cached copy of their K and V rows
-// (the f32 path reads each block once for them all; the f16 path makes one
-// pass per head over the same rows).
+// the thread count. Work is split over (token, query head) pairs; each head
+// reads its kv head's rows in place.
 //
 // Every index is checked before any work: seq_starts must run from 0 to
 // tokens without decreasing, each position must be below its sequence's

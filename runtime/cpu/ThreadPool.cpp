@@ -63,9 +63,9 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadPool::ParallelFor(int64_t n, const RangeFunction& body) { ParallelFor(n, 1, body); }
+void ThreadPool::ParallelFor(int64_t n, RangeFunction body) { ParallelFor(n, 1, body); }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk, const RangeFunction& body) {
+void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk, RangeFunction body) {
   if (n <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
   const int64_t chunks = std::min<int64_t>({num_threads_, (n + min_chunk - 1) / min_chunk, kMaxChunks});

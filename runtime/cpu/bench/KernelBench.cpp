@@ -1,12 +1,24 @@
-// Throughput of the matrix kernels on SmolLM2-135M's shapes (Q4_1 layers,
-// the Q8_0 output projection), for one token (a decode GEMV), 16 (a batched
-// decode of 16 sequences) and 128 (a prefill GEMM): weight bytes streamed per
-// second and multiply-adds (2 flops each) per second, for every ISA this CPU
-// runs, at 1 and 2 threads. Not a test: run by hand.
+// What the CPU kernels cost on SmolLM2-135M's shapes, in three sections:
+//  - dispatch: one ParallelFor of an empty body per thread, the fixed cost
+//    every kernel call pays to hand work to the pool and wait for it;
+//  - read: a plain sum over 96 MiB (about a decode step's weights) through
+//    the pool, the rate at which a step's weights can come in at all from
+//    wherever they live between steps (on a large last-level cache, there);
+//  - decode: a decode step's linears back to back as the step runs them (per
+//    layer q/k/v fused, o, gate/up fused, down, in Q4_1; then the Q8_0 output
+//    projection), for one token: ms per step and weight GB/s;
+//  - shapes: each linear alone (Q4_1 layers, the Q8_0 output projection) for
+//    one token (a decode GEMV), 16 (a batched decode of 16 sequences) and 128
+//    (a prefill GEMM): weight bytes streamed per second and multiply-adds
+//    (2 flops each) per second.
+// Every ISA this CPU runs, at 1 and 2 threads. Not a test: run by hand.
 //
-//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300]
+//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes]
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -47,7 +59,101 @@ std::vector<uint8_t> RandomWeights(quant::StorageType type, int64_t rows, int64_
   return bytes;
 }
 
-int Run(int milliseconds) {
+// Calls `body` until `milliseconds` have passed (after three warm-up calls);
+// returns seconds per call.
+double SecondsPerCall(int milliseconds, const std::function<void()>& body) {
+  for (int i = 0; i < 3; ++i) body();
+  const auto start = std::chrono::steady_clock::now();
+  const auto budget = std::chrono::milliseconds(milliseconds);
+  int64_t calls = 0;
+  std::chrono::duration<double> elapsed{0};
+  while (elapsed < budget) {
+    body();
+    ++calls;
+    elapsed = std::chrono::steady_clock::now() - start;
+  }
+  return elapsed.count() / static_cast<double>(calls);
+}
+
+void RunDispatch(int milliseconds) {
+  std::printf("%-10s %7s %10s\n", "section", "threads", "ns/call");
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    std::atomic<int64_t> touched{0};
+    const double seconds = SecondsPerCall(milliseconds, [&] {
+      pool.ParallelFor(threads, [&](int64_t begin, int64_t end) {
+        touched.fetch_add(end - begin, std::memory_order_relaxed);
+      });
+    });
+    std::printf("%-10s %7d %10.1f\n", "dispatch", threads, seconds * 1e9);
+  }
+}
+
+void RunRead(int milliseconds) {
+  constexpr int64_t kWords = (int64_t{96} << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> words(kWords, 1);
+  std::printf("%-10s %7s %10s %10s\n", "section", "threads", "ms/pass", "GB/s");
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    std::atomic<uint64_t> checksum{0};
+    const double seconds = SecondsPerCall(milliseconds, [&] {
+      pool.ParallelFor(kWords, [&](int64_t begin, int64_t end) {
+        uint64_t sums[4] = {};
+        for (int64_t i = begin; i + 4 <= end; i += 4) {
+          for (int k = 0; k < 4; ++k) sums[k] += words[i + k];
+        }
+        checksum.fetch_add(sums[0] + sums[1] + sums[2] + sums[3], std::memory_order_relaxed);
+      });
+    });
+    std::printf("%-10s %7d %10.3f %10.2f\n", "read", threads, seconds * 1e3,
+                kWords * sizeof(uint64_t) / seconds / 1e9);
+  }
+}
+
+void RunDecodeStep(int milliseconds) {
+  constexpr int kLayers = 30;
+  const Shape layer_shapes[] = {
+      {quant::StorageType::kQ4_1, 576, 960, "attn_qkv"},
+      {quant::StorageType::kQ4_1, 576, 576, "attn_output"},
+      {quant::StorageType::kQ4_1, 576, 3072, "ffn_gate_up"},
+      {quant::StorageType::kQ4_1, 1536, 576, "ffn_down"},
+  };
+  const Shape output_shape = {quant::StorageType::kQ8_0, 576, 49152, "output"};
+  std::mt19937 rng(2024);
+  // Each layer has weights of its own, as in the model: one copy would
+  // stay in L2 and measure something no step sees.
+  std::vector<std::vector<uint8_t>> weight_bytes;
+  std::vector<WeightView> linears;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (const Shape& shape : layer_shapes) {
+      weight_bytes.push_back(RandomWeights(shape.type, shape.rows, shape.cols, rng));
+    }
+  }
+  weight_bytes.push_back(RandomWeights(output_shape.type, output_shape.rows, output_shape.cols, rng));
+  size_t step_bytes = 0;
+  for (size_t i = 0; i < weight_bytes.size(); ++i) {
+    const Shape& shape = i + 1 == weight_bytes.size() ? output_shape : layer_shapes[i % 4];
+    linears.push_back({shape.type, shape.rows, shape.cols, weight_bytes[i]});
+    step_bytes += weight_bytes[i].size();
+  }
+  std::vector<float> x(1536), y(49152);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  std::printf("%-10s %-10s %7s %10s %10s %10s\n", "section", "isa", "threads", "linears", "ms/step", "GB/s");
+  for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
+    if (!CpuSupports(isa)) continue;
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      const double seconds = SecondsPerCall(milliseconds, [&] {
+        for (const WeightView& w : linears) MatMul(w, x.data(), 1, y.data(), pool, isa).IgnoreError();
+      });
+      std::printf("%-10s %-10s %7d %10zu %10.3f %10.2f\n", "decode", std::string(CpuIsaName(isa)).c_str(), threads,
+                  linears.size(), seconds * 1e3, step_bytes / seconds / 1e9);
+    }
+  }
+}
+
+int RunShapes(int milliseconds) {
   const Shape shapes[] = {
       {quant::StorageType::kQ4_1, 576, 576, "attn_q/o"},   {quant::StorageType::kQ4_1, 576, 1536, "ffn_up/gate"},
       {quant::StorageType::kQ4_1, 1536, 576, "ffn_down"},  {quant::StorageType::kQ8_0, 576, 1536, "ffn_up"},
@@ -67,22 +173,12 @@ int Run(int milliseconds) {
       if (!CpuSupports(isa) || (tokens > 1 && isa == CpuIsa::kPortable)) continue;
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);
-        for (int i = 0; i < 3; ++i) {
-          if (absl::Status status = MatMul(weight, x.data(), tokens, y.data(), pool, isa); !status.ok()) {
-            std::fprintf(stderr, "%s\n", status.ToString().c_str());
-            return 1;
-          }
+        if (absl::Status status = MatMul(weight, x.data(), tokens, y.data(), pool, isa); !status.ok()) {
+          std::fprintf(stderr, "%s\n", status.ToString().c_str());
+          return 1;
         }
-        const auto start = std::chrono::steady_clock::now();
-        const auto budget = std::chrono::milliseconds(milliseconds);
-        int64_t calls = 0;
-        std::chrono::duration<double> elapsed{0};
-        while (elapsed < budget) {
-          MatMul(weight, x.data(), tokens, y.data(), pool, isa).IgnoreError();
-          ++calls;
-          elapsed = std::chrono::steady_clock::now() - start;
-        }
-        const double seconds = elapsed.count() / static_cast<double>(calls);
+        const double seconds = SecondsPerCall(
+            milliseconds, [&] { MatMul(weight, x.data(), tokens, y.data(), pool, isa).IgnoreError(); });
         char shape_text[48];
         std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(shape.cols),
                       static_cast<long long>(shape.rows));
@@ -102,6 +198,19 @@ int Run(int milliseconds) {
 }  // namespace kvjit::cpu
 
 int main(int argc, char** argv) {
-  const int milliseconds = argc > 1 ? std::atoi(argv[1]) : 300;
-  return kvjit::cpu::Run(milliseconds > 0 ? milliseconds : 300);
+  int milliseconds = argc > 1 ? std::atoi(argv[1]) : 300;
+  if (milliseconds <= 0) milliseconds = 300;
+  const char* section = argc > 2 ? argv[2] : "all";
+  const bool all = std::strcmp(section, "all") == 0;
+  if (!all && std::strcmp(section, "dispatch") != 0 && std::strcmp(section, "read") != 0 &&
+      std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0) {
+    std::fprintf(stderr, "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, all\n",
+                 section);
+    return 2;
+  }
+  if (all || std::strcmp(section, "dispatch") == 0) kvjit::cpu::RunDispatch(milliseconds);
+  if (all || std::strcmp(section, "read") == 0) kvjit::cpu::RunRead(milliseconds);
+  if (all || std::strcmp(section, "decode") == 0) kvjit::cpu::RunDecodeStep(milliseconds);
+  if (all || std::strcmp(section, "shapes") == 0) return kvjit::cpu::RunShapes(milliseconds);
+  return 0;
 }

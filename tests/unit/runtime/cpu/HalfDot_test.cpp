@@ -61,6 +61,7 @@ float ReferenceTinyBlas(const Operands& o) {
 std::vector<const internal::HalfDotKernels*> AllKernels() {
   std::vector<const internal::HalfDotKernels*> kernels = {&internal::PortableHalfDotKernels()};
   if (internal::Avx2HalfDotKernels() != nullptr) kernels.push_back(internal::Avx2HalfDotKernels());
+  if (internal::Avx512HalfDotKernels() != nullptr) kernels.push_back(internal::Avx512HalfDotKernels());
   return kernels;
 }
 
