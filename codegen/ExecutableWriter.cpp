@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -544,8 +545,36 @@ class ExecutableBuilder final : public InstructionEmitter {
     return absl::OkStatus();
   }
 
+  // The shift plus each of its source's values, added in f32 (Gemma's
+  // 1 + w, as transformers computes it) and stored as f32 in the sidecar.
+  absl::Status AddShiftedWeightEntry(tfm::ParamOp param) {
+    const std::string name = param.getSymName().str();
+    auto symbols = param->getParentOfType<mlir::ModuleOp>();
+    auto source = symbols.lookupSymbol<tfm::ParamOp>(param.getShiftedAttr());
+    if (!source) {
+      return absl::InvalidArgumentError(absl::StrCat("tfm.param @", name, " shifts @",
+                                                     param.getShiftedAttr().getValue().str(),
+                                                     ", which no tfm.param declares"));
+    }
+    KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(source));
+    std::vector<float> values(static_cast<size_t>(weight->element_count()));
+    KVJIT_RETURN_IF_ERROR(model_.weights->ReadF32(*weight, absl::MakeSpan(values)));
+    const float shift = param.getShiftAttr().getValue().convertToFloat();
+    for (float& value : values) value = shift + value;
+    std::vector<uint8_t> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    const uint32_t sidecar_index = static_cast<uint32_t>(weight_files_.files().size());
+    const uint64_t checksum = runtime::Fnv1a64(bytes);
+    const uint64_t offset = sidecar_.Append(bytes);
+    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), kvx::StorageType::F32,
+                                               &weight->shape, sidecar_index, offset, bytes.size(),
+                                               checksum));
+    return absl::OkStatus();
+  }
+
   absl::Status AddWeightEntry(tfm::ParamOp param) {
     if (param.getConcat()) return AddConcatenatedWeightEntry(param);
+    if (param.getShifted()) return AddShiftedWeightEntry(param);
     const std::string name = param.getSymName().str();
     KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(param));
     absl::Span<const uint8_t> bytes = model_.weights->Bytes(*weight);

@@ -33,6 +33,45 @@ absl::Status ApplyLongRope(const hf::LlamaConfig& hf, const std::string& source,
   return absl::OkStatus();
 }
 
+// Gemma 3's sliding layers rotate at their own base, unscaled; ModelConfig
+// knows them as all but every global_layer_period-th layer. The period that
+// gives `windows`' sliding layers, or an error naming the layer kinds.
+absl::StatusOr<int64_t> GlobalLayerPeriod(const std::vector<int64_t>& windows, int64_t layers,
+                                          const std::string& source) {
+  if (windows.empty()) return 0;
+  for (int64_t period = 1; period <= layers + 1; ++period) {
+    bool fits = true;
+    for (int64_t layer = 0; fits && layer < layers; ++layer) {
+      fits = (windows[static_cast<size_t>(layer)] > 0) == ((layer + 1) % period != 0);
+    }
+    if (fits) return period;
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      source, ": layer_types does not repeat as n - 1 sliding_attention layers and one "
+              "full_attention layer, the only mix of Gemma 3's layers kvjit builds"));
+}
+
+// Gemma's layer as transformers computes it: the embedding × √hidden, norms
+// after attention and the MLP, each norm's scale 1 + its weight,
+// gelu_tanh(gate) · up, scores scaled by query_pre_attn_scalar^(-1/2) and
+// soft-capped (Gemma 2), the logits soft-capped.
+absl::Status ApplyGemma(const hf::LlamaConfig& hf, const std::string& source, ModelConfig& config) {
+  config.embedding_scale = std::sqrt(static_cast<double>(hf.hidden_size));
+  config.post_norms = true;
+  config.gelu_ffn = true;
+  config.norm_weights_plus_one = true;
+  config.attention_scale = 1.0 / std::sqrt(hf.query_pre_attn_scalar);
+  config.attention_softcap = hf.attn_logit_softcapping;
+  config.final_logit_softcap = hf.final_logit_softcapping;
+  // Gemma 2's layers all rotate alike (one rotary embedding in transformers).
+  if (hf.model_type == hf::ModelType::kGemma3) {
+    KVJIT_ASSIGN_OR_RETURN(config.global_layer_period,
+                           GlobalLayerPeriod(hf.layer_windows, hf.num_hidden_layers, source));
+    config.local_rope_theta = hf.local_rope_theta;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const std::string& source) {
@@ -57,6 +96,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
       config.architecture = "phi3";
       config.fused_projections = true;
       break;
+    case hf::ModelType::kGemma2:
+      config.architecture = "gemma2";
+      break;
+    case hf::ModelType::kGemma3:
+      config.architecture = "gemma3";
+      config.qk_norm = true;
+      break;
   }
   config.name = hf.architecture;
   config.vocab_size = hf.vocab_size;
@@ -75,11 +121,25 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
   config.layer_windows = hf.layer_windows;
   config.rope_scaling = hf.rope_scaling;
   if (hf.long_rope) KVJIT_RETURN_IF_ERROR(ApplyLongRope(hf, source, config));
+  if (hf.model_type == hf::ModelType::kGemma2 || hf.model_type == hf::ModelType::kGemma3) {
+    KVJIT_RETURN_IF_ERROR(ApplyGemma(hf, source, config));
+  }
   KVJIT_RETURN_IF_ERROR(config.Validate(source));
   return config;
 }
 
-std::string CanonicalWeightName(const std::string& hf_name) {
+std::string CanonicalWeightName(const std::string& hf_name, hf::ModelType type) {
+  // transformers 4 saves a multimodal Gemma 3's decoder as
+  // language_model.model.*, transformers 5 as model.language_model.*.
+  static const std::regex kLanguageModel(
+      R"((?:language_model\.model|model\.language_model)\.(.+))");
+  std::smatch decoder;
+  if (type == hf::ModelType::kGemma3) {
+    if (std::regex_match(hf_name, decoder, kLanguageModel)) {
+      return CanonicalWeightName(absl::StrCat("model.", decoder[1].str()), type);
+    }
+    if (hf_name == "language_model.lm_head.weight") return "output.weight";
+  }
   static const std::pair<const char*, const char*> kGlobal[] = {
       {"model.embed_tokens.weight", "token_embd.weight"},
       {"model.norm.weight", "output_norm.weight"},
@@ -88,6 +148,12 @@ std::string CanonicalWeightName(const std::string& hf_name) {
   for (const auto& [hf, canonical] : kGlobal) {
     if (hf_name == hf) return canonical;
   }
+  static const std::pair<const char*, const char*> kGemmaNorms[] = {
+      {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+  };
+  const bool gemma = type == hf::ModelType::kGemma2 || type == hf::ModelType::kGemma3;
   static const std::pair<const char*, const char*> kPerLayer[] = {
       {"input_layernorm.weight", "attn_norm.weight"},
       {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -110,6 +176,9 @@ std::string CanonicalWeightName(const std::string& hf_name) {
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
   std::smatch match;
   if (std::regex_match(hf_name, match, kLayer)) {
+    for (const auto& [hf, canonical] : kGemmaNorms) {
+      if (gemma && match[2] == hf) return absl::StrCat("blk.", match[1].str(), ".", canonical);
+    }
     for (const auto& [hf, canonical] : kPerLayer) {
       if (match[2] == hf) return absl::StrCat("blk.", match[1].str(), ".", canonical);
     }
@@ -117,12 +186,13 @@ std::string CanonicalWeightName(const std::string& hf_name) {
   return hf_name;
 }
 
-SafetensorsWeightSource::SafetensorsWeightSource(const safetensors::SafetensorsModel& model)
+SafetensorsWeightSource::SafetensorsWeightSource(const safetensors::SafetensorsModel& model,
+                                                 hf::ModelType type)
     : model_(model) {
   for (const safetensors::SafetensorsFile& shard : model.shards()) {
     for (const safetensors::Tensor& tensor : shard.tensors()) {
       WeightInfo weight;
-      weight.name = CanonicalWeightName(tensor.name);
+      weight.name = CanonicalWeightName(tensor.name, type);
       weight.shape = tensor.dims;
       weight.storage = tensor.storage_type;
       weight.size_bytes = tensor.data.size();

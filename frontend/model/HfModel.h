@@ -18,14 +18,19 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
 
 // The canonical (GGUF) name of a Hugging Face tensor name, e.g.
 // "model.layers.3.self_attn.q_proj.weight" → "blk.3.attn_q.weight";
-// the name itself where there is no counterpart.
-std::string CanonicalWeightName(const std::string& hf_name);
+// the name itself where there is no counterpart. Gemma's
+// post_attention_layernorm normalizes the attention's output
+// (post_attention_norm), not the MLP's input as Llama's does; a multimodal
+// Gemma 3's decoder sits under language_model.
+std::string CanonicalWeightName(const std::string& hf_name,
+                                hf::ModelType type = hf::ModelType::kLlama);
 
 // The tensors of a safetensors checkpoint under their canonical names.
 // Borrows `model`, which must outlive it.
 class SafetensorsWeightSource : public WeightSource {
  public:
-  explicit SafetensorsWeightSource(const safetensors::SafetensorsModel& model);
+  explicit SafetensorsWeightSource(const safetensors::SafetensorsModel& model,
+                                   hf::ModelType type = hf::ModelType::kLlama);
 
   const std::string& origin() const override { return model_.directory(); }
   const std::vector<WeightInfo>& weights() const override { return weights_; }

@@ -46,7 +46,12 @@ class LlamaEmitter {
   mlir::RankedTensorType Activation(llvm::ArrayRef<int64_t> shape) {
     return mlir::RankedTensorType::get(shape, f32_);
   }
+  // The model file's weight `name`, declared once.
+  tfm::ParamOp Param(const std::string& name);
   Value Weight(const std::string& name);
+  // An RMSNorm's scale: its weight, or 1 + its weight where the checkpoint
+  // stores it so (`name`.plus_one, shifted from `name`).
+  Value NormScale(const std::string& name);
   Value Linear(Value input, const std::string& weight, const std::string& bias = "");
   // Columns [offset, offset + size) of a [T, features] activation.
   Value Columns(Value input, int64_t offset, int64_t size);
@@ -138,18 +143,38 @@ absl::Status LlamaEmitter::CheckWeights() const {
   return absl::OkStatus();
 }
 
-Value LlamaEmitter::Weight(const std::string& name) {
-  const WeightInfo* info = weights_.Find(name);
-  auto type = Activation(info->shape);
+tfm::ParamOp LlamaEmitter::Param(const std::string& name) {
   auto [it, inserted] = params_.try_emplace(name);
   if (inserted) {
+    const WeightInfo* info = weights_.Find(name);
     mlir::OpBuilder::InsertionGuard guard(builder_);
     builder_.setInsertionPoint(module_.getBody(), std::prev(module_.getBody()->end()));
     it->second = builder_.create<tfm::ParamOp>(
-        loc_, builder_.getStringAttr(name), mlir::TypeAttr::get(type),
+        loc_, builder_.getStringAttr(name), mlir::TypeAttr::get(Activation(info->shape)),
         tfm::StorageTypeAttr::get(builder_.getContext(), tfm::FromQuantStorage(info->storage)));
   }
-  return builder_.create<tfm::WeightOp>(loc_, type, mlir::FlatSymbolRefAttr::get(it->second));
+  return it->second;
+}
+
+Value LlamaEmitter::Weight(const std::string& name) {
+  tfm::ParamOp param = Param(name);
+  return builder_.create<tfm::WeightOp>(loc_, param.getType(), mlir::FlatSymbolRefAttr::get(param));
+}
+
+Value LlamaEmitter::NormScale(const std::string& name) {
+  if (!config_.norm_weights_plus_one) return Weight(name);
+  tfm::ParamOp source = Param(name);
+  auto [it, inserted] = params_.try_emplace(name + ".plus_one");
+  if (inserted) {
+    mlir::OpBuilder::InsertionGuard guard(builder_);
+    builder_.setInsertionPointAfter(source);
+    it->second = builder_.create<tfm::ParamOp>(
+        loc_, builder_.getStringAttr(it->first), mlir::TypeAttr::get(source.getType()),
+        tfm::StorageTypeAttr::get(builder_.getContext(), tfm::StorageType::f32),
+        /*concat=*/nullptr, mlir::FlatSymbolRefAttr::get(source), builder_.getF32FloatAttr(1.0f));
+  }
+  return builder_.create<tfm::WeightOp>(loc_, it->second.getType(),
+                                        mlir::FlatSymbolRefAttr::get(it->second));
 }
 
 Value LlamaEmitter::Linear(Value input, const std::string& weight, const std::string& bias) {
@@ -166,7 +191,7 @@ Value LlamaEmitter::Columns(Value input, int64_t offset, int64_t size) {
 }
 
 Value LlamaEmitter::RmsNorm(Value input, const std::string& weight) {
-  return builder_.create<tfm::RmsNormOp>(loc_, input.getType(), input, Weight(weight),
+  return builder_.create<tfm::RmsNormOp>(loc_, input.getType(), input, NormScale(weight),
                                          builder_.getF32FloatAttr(config_.rms_norm_eps));
 }
 

@@ -72,6 +72,10 @@ struct ModelConfig {
   // windows are in layer_windows.
   int64_t global_layer_period = 0;
   double local_rope_theta = 10000.0;
+  // Each RMSNorm's scale is 1 + its weight (Gemma's Hugging Face
+  // checkpoints; llama.cpp's converter adds the 1 into its GGUFs), derived
+  // at compile time as a `tfm.param ... shifted` weight.
+  bool norm_weights_plus_one = false;
   // Gemma 2's soft-capping, cap · tanh(x / cap), of the attention scores
   // after their scale (attn_logit_softcapping) and of the logits
   // (final_logit_softcapping); 0: none.

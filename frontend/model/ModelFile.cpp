@@ -25,7 +25,8 @@ absl::StatusOr<ModelFile> OpenHfDirectory(const std::string& directory) {
   KVJIT_ASSIGN_OR_RETURN(safetensors::SafetensorsModel weights,
                          safetensors::SafetensorsModel::Open(directory));
   model.safetensors = std::make_unique<safetensors::SafetensorsModel>(std::move(weights));
-  model.weights = std::make_unique<SafetensorsWeightSource>(*model.safetensors);
+  model.weights =
+      std::make_unique<SafetensorsWeightSource>(*model.safetensors, hf_config.model_type);
   return model;
 }
 

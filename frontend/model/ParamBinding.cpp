@@ -59,6 +59,9 @@ absl::Status BindParams(mlir::ModuleOp module, const WeightSource& weights) {
       }
       continue;
     }
+    // Gemma's 1 + w: its source is a tfm.param of its shape (verified),
+    // bound on its own.
+    if (param.getShifted()) continue;
     const WeightInfo* weight = weights.Find(name);
     if (weight == nullptr) {
       return absl::NotFoundError(

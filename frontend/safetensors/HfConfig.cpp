@@ -22,6 +22,9 @@ class FieldReader {
   const absl::Status& status() const { return status_; }
   std::string Where(absl::string_view key) const { return absl::StrCat(prefix_, key); }
 
+  // Whether the key is there, null or not.
+  bool Has(absl::string_view key) const { return FindField(object_, key) != nullptr; }
+
   // nullptr where the key is absent or null.
   const nlohmann::json* Find(absl::string_view key) const {
     const nlohmann::json* value = FindField(object_, key);
@@ -127,17 +130,24 @@ class FieldReader {
   absl::Status status_;
 };
 
-absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& architecture) {
-  if (const nlohmann::json* architectures = reader.Find("architectures")) {
-    bool all_strings = architectures->is_array() &&
-                       std::all_of(architectures->begin(), architectures->end(),
-                                   [](const nlohmann::json& entry) { return entry.is_string(); });
-    if (!all_strings) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(reader.Where("architectures"), " must be a list of strings"));
-    }
-    if (!architectures->empty()) architecture = (*architectures)[0].get<std::string>();
+// The first entry of "architectures", or empty.
+absl::StatusOr<std::string> ReadArchitecture(FieldReader& reader) {
+  const nlohmann::json* architectures = reader.Find("architectures");
+  if (architectures == nullptr) return std::string();
+  bool all_strings = architectures->is_array() &&
+                     std::all_of(architectures->begin(), architectures->end(),
+                                 [](const nlohmann::json& entry) { return entry.is_string(); });
+  if (!all_strings) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.Where("architectures"), " must be a list of strings"));
   }
+  return architectures->empty() ? std::string() : (*architectures)[0].get<std::string>();
+}
+
+absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& architecture) {
+  absl::StatusOr<std::string> named = ReadArchitecture(reader);
+  if (!named.ok()) return named.status();
+  architecture = *named;
   std::string model_type = reader.String("model_type", "");
   if (!reader.status().ok()) return reader.status();
   if (model_type.empty()) {
@@ -153,19 +163,16 @@ absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& archit
   if (model_type == "qwen2") return ModelType::kQwen2;
   if (model_type == "qwen3") return ModelType::kQwen3;
   if (model_type == "phi3") return ModelType::kPhi3;
+  if (model_type == "gemma2") return ModelType::kGemma2;
+  if (model_type == "gemma3_text") return ModelType::kGemma3;
   if (model_type.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         reader.Where("model_type"), " is missing and architectures names no known model"));
   }
-  if (model_type == "gemma2" || model_type == "gemma3_text" || model_type == "gemma3") {
-    return absl::UnimplementedError(absl::StrCat(
-        reader.Where("model_type"), " '", model_type,
-        "' is not built from Hugging Face files yet: its checkpoints store each RMSNorm weight "
-        "as w for a scale of 1 + w, which kvjit does not derive; llama.cpp's converter folds the "
-        "1 in, so the model's GGUF builds"));
-  }
-  return absl::UnimplementedError(absl::StrCat(reader.Where("model_type"), " '", model_type,
-                                               "' is not supported (llama, mistral, qwen2, qwen3, phi3 are)"));
+  return absl::UnimplementedError(
+      absl::StrCat(reader.Where("model_type"), " '", model_type,
+                   "' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, "
+                   "gemma3 are)"));
 }
 
 RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
@@ -210,21 +217,60 @@ RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
   return scaling;
 }
 
-// Rope settings sit at the top level, or (transformers 5) in rope_parameters.
-void ReadRope(FieldReader& reader, LlamaConfig& config) {
+// Gemma 3's sliding layers rotate at their own base, unscaled:
+// rope_local_base_freq, or transformers 5's rope_parameters.sliding_attention.
+void ReadLocalRope(FieldReader& reader, const nlohmann::json* sliding, LlamaConfig& config) {
+  double theta_in_parameters = 10000.0;
+  if (sliding != nullptr) {
+    const std::string where = absl::StrCat(reader.Where("rope_parameters"), ".sliding_attention");
+    if (!sliding->is_object()) {
+      reader.Fail(absl::InvalidArgumentError(absl::StrCat(where, " must be an object")));
+      return;
+    }
+    FieldReader sliding_reader(*sliding, absl::StrCat(where, "."));
+    theta_in_parameters = sliding_reader.PositiveNumber("rope_theta", 10000.0);
+    const std::string type = sliding_reader.String("rope_type", "default");
+    if (sliding_reader.status().ok() && type != "default") {
+      sliding_reader.Fail(absl::UnimplementedError(absl::StrCat(
+          where, ".rope_type '", type, "' is not supported (the sliding layers rotate unscaled)")));
+    }
+    if (!sliding_reader.status().ok()) reader.Fail(sliding_reader.status());
+  }
+  config.local_rope_theta = reader.PositiveNumber("rope_local_base_freq", theta_in_parameters);
+}
+
+// Rope settings sit at the top level, or (transformers 5) in rope_parameters,
+// which for Gemma 3 holds one object per layer kind (full_attention,
+// sliding_attention).
+void ReadRope(FieldReader& reader, double default_theta, LlamaConfig& config) {
   const nlohmann::json* parameters = reader.Find("rope_parameters");
   if (parameters != nullptr && !parameters->is_object()) {
     reader.Fail(absl::InvalidArgumentError(
         absl::StrCat(reader.Where("rope_parameters"), " must be an object")));
     return;
   }
-  double theta_in_parameters = 10000.0;
+  std::string parameters_key = "rope_parameters";
+  const nlohmann::json* sliding = nullptr;
+  if (parameters != nullptr && FindField(*parameters, "full_attention") != nullptr) {
+    sliding = FindField(*parameters, "sliding_attention");
+    parameters = FindField(*parameters, "full_attention");
+    parameters_key = "rope_parameters.full_attention";
+    if (!parameters->is_object()) {
+      reader.Fail(absl::InvalidArgumentError(
+          absl::StrCat(reader.Where(parameters_key), " must be an object")));
+      return;
+    }
+  }
+  if (config.model_type == ModelType::kGemma3) ReadLocalRope(reader, sliding, config);
+  double theta_in_parameters = default_theta;
   if (parameters != nullptr) {
-    FieldReader parameters_reader(*parameters, absl::StrCat(reader.Where("rope_parameters"), "."));
-    theta_in_parameters = parameters_reader.PositiveNumber("rope_theta", 10000.0);
+    FieldReader parameters_reader(*parameters, absl::StrCat(reader.Where(parameters_key), "."));
+    theta_in_parameters = parameters_reader.PositiveNumber("rope_theta", default_theta);
     if (!parameters_reader.status().ok()) reader.Fail(parameters_reader.status());
   }
   config.rope_theta = reader.PositiveNumber("rope_theta", theta_in_parameters);
+  // Gemma 2's layers all rotate alike.
+  if (config.model_type == ModelType::kGemma2) config.local_rope_theta = config.rope_theta;
 
   if (const nlohmann::json* scaling = reader.Find("rope_scaling")) {
     if (!scaling->is_object()) {
@@ -234,8 +280,7 @@ void ReadRope(FieldReader& reader, LlamaConfig& config) {
     }
     config.rope_scaling = ReadRopeScaling(*scaling, reader, "rope_scaling", config.long_rope);
   } else if (parameters != nullptr) {
-    config.rope_scaling =
-        ReadRopeScaling(*parameters, reader, "rope_parameters", config.long_rope);
+    config.rope_scaling = ReadRopeScaling(*parameters, reader, parameters_key, config.long_rope);
   }
 }
 
@@ -254,9 +299,24 @@ std::optional<quant::StorageType> ReadTorchDtype(FieldReader& reader) {
 // transformers' Qwen2Config and Qwen3Config default.
 constexpr int64_t kDefaultMaxWindowLayers = 28;
 
+// transformers' Gemma2Config and Gemma3TextConfig defaults, which a Gemma 3
+// checkpoint's text_config leaves out where they hold.
+constexpr int64_t kGemmaDefaultWindow = 4096;
+constexpr int64_t kGemma3DefaultSlidingPattern = 6;
+
+// Whether Gemma's layer `layer` slides where the config has no layer_types:
+// Gemma 2's even layers; all but every sliding_window_pattern-th of Gemma 3's.
+bool GemmaLayerSlides(FieldReader& reader, ModelType type, int64_t layer) {
+  if (type == ModelType::kGemma2) return layer % 2 == 0;
+  const int64_t pattern =
+      reader.PositiveInteger("sliding_window_pattern", kGemma3DefaultSlidingPattern);
+  return pattern > 0 && (layer + 1) % pattern != 0;
+}
+
 // Which layers attend over a sliding window (see LlamaConfig).
 void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
   bool applies = false;
+  bool gemma = false;
   switch (config.model_type) {
     case ModelType::kLlama:
       return;
@@ -268,9 +328,15 @@ void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
     case ModelType::kQwen3:
       applies = reader.Bool("use_sliding_window", false);
       break;
+    case ModelType::kGemma2:
+    case ModelType::kGemma3:
+      gemma = true;
+      break;
   }
-  if (!applies || reader.Find("sliding_window") == nullptr) return;
-  const int64_t window = reader.PositiveInteger("sliding_window");
+  if (!gemma && (!applies || reader.Find("sliding_window") == nullptr)) return;
+  const int64_t window =
+      reader.PositiveInteger("sliding_window", gemma ? std::optional<int64_t>(kGemmaDefaultWindow)
+                                                     : std::nullopt);
   if (!reader.status().ok()) return;
   const int64_t layers = config.num_hidden_layers;
   if (const nlohmann::json* layer_types = reader.Find("layer_types")) {
@@ -289,6 +355,11 @@ void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
         return;
       }
       config.layer_windows.push_back(name == "sliding_attention" ? window : 0);
+    }
+  } else if (gemma) {
+    for (int64_t layer = 0; layer < layers; ++layer) {
+      const bool slides = GemmaLayerSlides(reader, config.model_type, layer);
+      config.layer_windows.push_back(slides ? window : 0);
     }
   } else {
     const bool qwen =
@@ -320,36 +391,75 @@ absl::Status CheckShapes(const LlamaConfig& config, const FieldReader& reader) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::string_view source) {
-  if (!json.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": must be a JSON object"));
+// The MLP's activation: silu, or Gemma's gelu_pytorch_tanh (hidden_activation).
+absl::Status CheckActivation(FieldReader& reader, bool gemma) {
+  const std::string key = gemma && reader.Find("hidden_activation") != nullptr
+                              ? "hidden_activation"
+                              : "hidden_act";
+  const std::string expected = gemma ? "gelu_pytorch_tanh" : "silu";
+  std::string activation = reader.String(key, expected);
+  if (reader.status().ok() && activation != expected) {
+    return absl::UnimplementedError(absl::StrCat(reader.Where(key), " '", activation,
+                                                 "' is not supported (", expected, " is)"));
   }
-  FieldReader reader(json, absl::StrCat(source, ": "));
+  return reader.status();
+}
 
+// A Gemma soft cap: `absent` where the config lacks the key (transformers'
+// default), none where it is null.
+double SoftCap(FieldReader& reader, absl::string_view key, double absent) {
+  if (!reader.Has(key)) return absent;
+  if (reader.Find(key) == nullptr) return 0.0;
+  return reader.PositiveNumber(key);
+}
+
+// Gemma's departures from Llama's decoder.
+void ReadGemma(FieldReader& reader, LlamaConfig& config) {
+  const bool gemma2 = config.model_type == ModelType::kGemma2;
+  config.query_pre_attn_scalar = reader.PositiveNumber("query_pre_attn_scalar", 256.0);
+  config.attn_logit_softcapping = SoftCap(reader, "attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+  config.final_logit_softcapping =
+      SoftCap(reader, "final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  if (reader.Bool("use_bidirectional_attention", false) && reader.status().ok()) {
+    reader.Fail(absl::UnimplementedError(absl::StrCat(
+        config.architecture.empty() ? "this model" : config.architecture, ": ",
+        reader.Where("use_bidirectional_attention"),
+        " is true; kvjit builds causal decoders only")));
+  }
+}
+
+absl::StatusOr<LlamaConfig> ParseDecoderConfig(FieldReader& reader) {
   LlamaConfig config;
   absl::StatusOr<ModelType> model_type = ReadModelType(reader, config.architecture);
   if (!model_type.ok()) return model_type.status();
   config.model_type = *model_type;
+  const bool gemma =
+      config.model_type == ModelType::kGemma2 || config.model_type == ModelType::kGemma3;
+  if (absl::Status status = CheckActivation(reader, gemma); !status.ok()) return status;
 
-  std::string activation = reader.String("hidden_act", "silu");
-  if (reader.status().ok() && activation != "silu") {
-    return absl::UnimplementedError(
-        absl::StrCat(reader.Where("hidden_act"), " '", activation, "' is not supported (silu is)"));
-  }
-
-  config.hidden_size = reader.PositiveInteger("hidden_size");
-  config.intermediate_size = reader.PositiveInteger("intermediate_size");
-  config.num_hidden_layers = reader.PositiveInteger("num_hidden_layers");
-  config.num_attention_heads = reader.PositiveInteger("num_attention_heads");
-  config.num_key_value_heads =
-      reader.PositiveInteger("num_key_value_heads", config.num_attention_heads);
-  config.max_position_embeddings = reader.PositiveInteger("max_position_embeddings");
-  config.vocab_size = reader.PositiveInteger("vocab_size");
-  config.rms_norm_eps = reader.PositiveNumber("rms_norm_eps");
+  // A multimodal Gemma 3 checkpoint's text_config names only what differs
+  // from transformers' Gemma3TextConfig, so its defaults fill the rest.
+  const bool gemma3 = config.model_type == ModelType::kGemma3;
+  auto gemma3_default = [gemma3](auto value) {
+    return gemma3 ? std::optional<decltype(value)>(value) : std::nullopt;
+  };
+  config.hidden_size = reader.PositiveInteger("hidden_size", gemma3_default(int64_t{2304}));
+  config.intermediate_size =
+      reader.PositiveInteger("intermediate_size", gemma3_default(int64_t{9216}));
+  config.num_hidden_layers =
+      reader.PositiveInteger("num_hidden_layers", gemma3_default(int64_t{26}));
+  config.num_attention_heads =
+      reader.PositiveInteger("num_attention_heads", gemma3_default(int64_t{8}));
+  config.num_key_value_heads = reader.PositiveInteger(
+      "num_key_value_heads", gemma3 ? int64_t{4} : config.num_attention_heads);
+  config.max_position_embeddings =
+      reader.PositiveInteger("max_position_embeddings", gemma3_default(int64_t{131072}));
+  config.vocab_size = reader.PositiveInteger("vocab_size", gemma3_default(int64_t{262208}));
+  config.rms_norm_eps = reader.PositiveNumber("rms_norm_eps", gemma3_default(1e-6));
   if (!reader.status().ok()) return reader.status();
 
-  if (reader.Find("head_dim") != nullptr) {
-    config.head_dim = reader.PositiveInteger("head_dim");
+  if (reader.Find("head_dim") != nullptr || gemma3) {
+    config.head_dim = reader.PositiveInteger("head_dim", gemma3_default(int64_t{256}));
   } else if (config.hidden_size % config.num_attention_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         reader.Where("num_attention_heads"), " (", config.num_attention_heads,
@@ -358,8 +468,9 @@ absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::st
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
 
-  ReadRope(reader, config);
-  config.tie_word_embeddings = reader.Bool("tie_word_embeddings", false);
+  ReadRope(reader, gemma3 ? 1e6 : 10000.0, config);
+  // transformers' PretrainedConfig ties by default; Llama's config does not.
+  config.tie_word_embeddings = reader.Bool("tie_word_embeddings", gemma);
   switch (config.model_type) {
     case ModelType::kLlama:
       config.attention_qkv_bias = reader.Bool("attention_bias", false);
@@ -382,6 +493,12 @@ absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::st
       // Phi-3's projections have no biases (Phi3Attention's qkv_proj and o_proj
       // are bias=False whatever the config).
       break;
+    case ModelType::kGemma2:
+    case ModelType::kGemma3:
+      config.attention_qkv_bias = reader.Bool("attention_bias", false);
+      config.attention_output_bias = config.attention_qkv_bias;
+      ReadGemma(reader, config);
+      break;
   }
   if (reader.Find("partial_rotary_factor") != nullptr &&
       reader.PositiveNumber("partial_rotary_factor") != 1.0 && reader.status().ok()) {
@@ -397,6 +514,46 @@ absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::st
 
   if (absl::Status status = CheckShapes(config, reader); !status.ok()) return status;
   return config;
+}
+
+// Gemma 3's multimodal checkpoints (model_type gemma3) describe the decoder
+// in text_config; the token ids and dtype it leaves out are at the top level.
+absl::StatusOr<LlamaConfig> ParseGemma3TextConfig(const nlohmann::json& json, FieldReader& reader) {
+  const nlohmann::json* text = reader.Find("text_config");
+  if (text == nullptr || !text->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        reader.Where("text_config"), " must be an object (model_type gemma3 keeps its decoder's "
+                                     "settings there)"));
+  }
+  nlohmann::json decoder = *text;
+  if (!decoder.contains("model_type")) decoder["model_type"] = "gemma3_text";
+  for (const char* key : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype"}) {
+    if (!decoder.contains(key) && json.contains(key)) decoder[key] = json.at(key);
+  }
+  FieldReader text_reader(decoder, reader.Where("text_config."));
+  if (const nlohmann::json* type = text_reader.Find("model_type");
+      type == nullptr || *type != "gemma3_text") {
+    return absl::UnimplementedError(absl::StrCat(
+        text_reader.Where("model_type"), " ", type == nullptr ? "null" : type->dump(),
+        " is not supported in a gemma3 config (gemma3_text is)"));
+  }
+  absl::StatusOr<LlamaConfig> config = ParseDecoderConfig(text_reader);
+  if (!config.ok()) return config.status();
+  // Gemma3ForConditionalGeneration: the multimodal model, of which kvjit
+  // builds the text decoder.
+  absl::StatusOr<std::string> architecture = ReadArchitecture(reader);
+  if (!architecture.ok()) return architecture.status();
+  config->architecture = *architecture;
+  return config;
+}
+
+absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::string_view source) {
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": must be a JSON object"));
+  }
+  FieldReader reader(json, absl::StrCat(source, ": "));
+  if (reader.String("model_type", "") == "gemma3") return ParseGemma3TextConfig(json, reader);
+  return ParseDecoderConfig(reader);
 }
 
 }  // namespace

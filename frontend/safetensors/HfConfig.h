@@ -15,8 +15,10 @@ namespace kvjit::hf {
 
 // The Hugging Face model types that share Llama's decoder: pre-norm RMSNorm,
 // rotary attention with grouped KV heads, SwiGLU MLP. Phi-3 stores q, k, v as
-// one qkv_proj and gate, up as one gate_up_proj.
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kPhi3 };
+// one qkv_proj and gate, up as one gate_up_proj. Gemma 2 (gemma2) and Gemma 3
+// (gemma3_text, or gemma3 whose text_config describes the decoder) add norms
+// after attention and the MLP, a GELU-tanh MLP and scale their embeddings.
+enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
 
 // Phi-3's LongRoPE ("longrope", formerly "su"): each rotated pair's angle
 // divided by its entry of long_factor where the model's context exceeds
@@ -45,7 +47,8 @@ struct LongRope {
 // sliding_window (null: none) to every layer; Qwen2's and Qwen3's only with
 // use_sliding_window, to the layers from max_window_layers on; a config's
 // layer_types list ("sliding_attention" / "full_attention"), where it has
-// one, names each layer's kind.
+// one, names each layer's kind; without one, Gemma 2's even layers and all
+// but every sliding_window_pattern-th of Gemma 3's slide.
 struct LlamaConfig {
   ModelType model_type = ModelType::kLlama;
   // The first entry of "architectures" (such as "LlamaForCausalLM"), or empty.
@@ -79,6 +82,15 @@ struct LlamaConfig {
   bool attention_output_bias = false;
   // Bias on gate_proj, up_proj and down_proj (Llama's mlp_bias).
   bool mlp_bias = false;
+
+  // Gemma: scores scaled by query_pre_attn_scalar^(-1/2); the soft caps
+  // cap · tanh(x / cap) of the scaled scores and of the logits (0: none);
+  // the rope base of the sliding layers (Gemma 3's rope_local_base_freq, or
+  // transformers 5's rope_parameters.sliding_attention.rope_theta).
+  double query_pre_attn_scalar = 0.0;
+  double attn_logit_softcapping = 0.0;
+  double final_logit_softcapping = 0.0;
+  double local_rope_theta = 10000.0;
 
   // Empty where the config names none; a list where it names several.
   std::vector<int64_t> bos_token_ids;

@@ -23,8 +23,8 @@ std::string OpName(mlir::Operation* op) { return op->getName().getStringRef().st
 class Interpreter : public ReferenceFrame {
  public:
   Interpreter(WeightProvider& weights, RefKvCache* cache,
-              absl::node_hash_map<std::string, RefTensor>& concatenated)
-      : weights_(weights), cache_(cache), concatenated_(concatenated) {}
+              absl::node_hash_map<std::string, RefTensor>& derived)
+      : weights_(weights), cache_(cache), derived_(derived) {}
 
   absl::StatusOr<std::vector<RefTensor>> Run(mlir::func::FuncOp function,
                                              std::vector<RefTensor> arguments);
@@ -35,8 +35,8 @@ class Interpreter : public ReferenceFrame {
   }
   absl::Status Bind(mlir::OpResult result, RefTensor tensor) override;
   absl::Status BindAlias(mlir::OpResult result, const RefTensor& tensor) override;
-  // The provider's values, or for a concatenation, its parts' rows one after
-  // the other.
+  // The provider's values; for a concatenation, its parts' rows one after
+  // the other; for a shifted weight, the shift plus its source's values.
   absl::StatusOr<const RefTensor*> LoadWeight(tfm::WeightOp weight) override;
   absl::StatusOr<RefKvCache*> Cache(mlir::Operation* op) override {
     if (cache_ != nullptr) return cache_;
@@ -53,7 +53,7 @@ class Interpreter : public ReferenceFrame {
 
   WeightProvider& weights_;
   RefKvCache* cache_;
-  absl::node_hash_map<std::string, RefTensor>& concatenated_;
+  absl::node_hash_map<std::string, RefTensor>& derived_;
   // Node-based: references handed out by Get() stay valid while values are added.
   absl::node_hash_map<const void*, RefTensor> env_;
   // Values that are other tensors, not copies of them: weights (the
@@ -80,11 +80,21 @@ absl::Status Interpreter::CheckAgainstType(mlir::Operation* op, mlir::Type type,
 absl::StatusOr<const RefTensor*> Interpreter::LoadWeight(tfm::WeightOp weight) {
   auto param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(weight,
                                                                       weight.getParamAttr());
-  if (!param || !param.getConcat()) {
+  if (!param || (!param.getConcat() && !param.getShifted())) {
     return weights_.Load(absl::string_view(weight.getParam().data(), weight.getParam().size()));
   }
   const std::string name = param.getSymName().str();
-  if (auto known = concatenated_.find(name); known != concatenated_.end()) return &known->second;
+  if (auto known = derived_.find(name); known != derived_.end()) return &known->second;
+  if (mlir::FlatSymbolRefAttr source = param.getShiftedAttr()) {
+    KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded,
+                           weights_.Load(absl::string_view(source.getValue().data(),
+                                                           source.getValue().size())));
+    RefTensor shifted = *loaded;
+    // In f32, as transformers adds Gemma's 1 to the weight.
+    const float shift = param.getShiftAttr().getValue().convertToFloat();
+    for (float& value : shifted.values) value = shift + value;
+    return &derived_.emplace(name, std::move(shifted)).first->second;
+  }
   std::vector<const RefTensor*> parts;
   for (mlir::FlatSymbolRefAttr part : param.getConcat()->getAsRange<mlir::FlatSymbolRefAttr>()) {
     KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded,
@@ -97,7 +107,7 @@ absl::StatusOr<const RefTensor*> Interpreter::LoadWeight(tfm::WeightOp weight) {
     return absl::Status(rows.status().code(),
                         absl::StrCat("weight @", name, ": ", rows.status().message()));
   }
-  return &concatenated_.emplace(name, *std::move(rows)).first->second;
+  return &derived_.emplace(name, *std::move(rows)).first->second;
 }
 
 absl::Status Interpreter::Bind(mlir::OpResult result, RefTensor tensor) {
@@ -172,7 +182,7 @@ absl::StatusOr<std::vector<RefTensor>> ReferenceEvaluator::Run(absl::string_view
   if (!func || func.isExternal()) {
     return absl::NotFoundError(absl::StrCat("no function @", function, " to evaluate"));
   }
-  return Interpreter(weights_, cache_, concatenated_).Run(func, std::move(arguments));
+  return Interpreter(weights_, cache_, derived_).Run(func, std::move(arguments));
 }
 
 }  // namespace kvjit::reference

@@ -46,9 +46,9 @@ class ReferenceEvaluator {
   mlir::ModuleOp module_;
   WeightProvider& weights_;
   RefKvCache* cache_ = nullptr;
-  // The compiler's concatenated weights (`tfm.param ... concat`), made once
-  // from their parts and kept, as the provider keeps the model's own.
-  absl::node_hash_map<std::string, RefTensor> concatenated_;
+  // The weights the compiler makes (`tfm.param ... concat` and `shifted`),
+  // made once from the model's and kept, as the provider keeps the model's own.
+  absl::node_hash_map<std::string, RefTensor> derived_;
 };
 
 }  // namespace kvjit::reference

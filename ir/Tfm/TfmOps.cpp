@@ -53,12 +53,45 @@ LogicalResult VerifyFeatureVector(mlir::Operation* op, llvm::StringRef operand, 
                            << features << " features";
 }
 
+// A shifted param's source: a model weight of its shape.
+LogicalResult VerifyShiftedSource(ParamOp param, mlir::SymbolTableCollection& symbols) {
+  mlir::FlatSymbolRefAttr name = param.getShiftedAttr();
+  auto source = symbols.lookupNearestSymbolFrom<ParamOp>(param, name);
+  if (!source) return param.emitOpError() << "shifts " << name << ", which is no tfm.param";
+  if (source.getConcat() || source.getShifted()) {
+    return param.emitOpError() << "shifts " << name
+                               << ", which the compiler makes: the source must be a model weight";
+  }
+  if (source.getType() != param.getType()) {
+    return param.emitOpError() << "shifts " << name << " of type " << source.getType() << " into "
+                               << param.getType() << "; the shapes must match";
+  }
+  return mlir::success();
+}
+
 }  // namespace
 
 LogicalResult ParamOp::verify() {
   auto type = mlir::cast<RankedTensorType>(getType());
   if (!type.hasStaticShape()) {
     return emitOpError() << "weight @" << getSymName() << " must have a static shape, got " << type;
+  }
+  if (static_cast<bool>(getShifted()) != static_cast<bool>(getShift())) {
+    return emitOpError() << "weight @" << getSymName() << " needs both 'shifted' and 'shift' or "
+                         << "neither";
+  }
+  if (getShifted()) {
+    if (getConcat()) {
+      return emitOpError() << "weight @" << getSymName() << " is either shifted or a "
+                           << "concatenation, not both";
+    }
+    if (getStorage() != StorageType::f32) {
+      return emitOpError() << "weight @" << getSymName() << " is shifted in f32, so its storage "
+                           << "must be f32, got " << stringifyStorageType(getStorage());
+    }
+    if (!std::isfinite(getShiftAttr().getValueAsDouble())) {
+      return emitOpError() << "weight @" << getSymName() << " needs a finite shift";
+    }
   }
   int64_t block = quant::ElementsPerBlock(ToQuantStorage(getStorage()));
   int64_t row = type.getRank() == 0 ? 1 : type.getShape().back();
@@ -71,6 +104,7 @@ LogicalResult ParamOp::verify() {
 }
 
 LogicalResult ParamOp::verifySymbolUses(mlir::SymbolTableCollection& symbols) {
+  if (getShifted()) return VerifyShiftedSource(*this, symbols);
   if (!getConcat()) return mlir::success();
   auto type = mlir::cast<RankedTensorType>(getType());
   if (type.getRank() != 2) {

@@ -41,17 +41,42 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     tfm.param @blk.0.ffn_gate_up.weight : tensor<344x64xf32> storage <q4_1>
         concat [@blk.0.ffn_gate.weight, @blk.0.ffn_up.weight]
     ```
+
+    With `shifted`, the weight is made by the compiler too: `shift` plus
+    each element of the named param, decoded to f32 and added in f32, stored
+    as f32. The source is a weight of the model file of the same shape.
+    Gemma's Hugging Face checkpoints store each RMSNorm weight as w for a
+    scale of 1 + w (transformers computes `1.0 + weight.float()`), which
+    llama.cpp's converter folds into its GGUFs; deriving the scale here keeps
+    the norm one op for every model.
+
+    ```mlir
+    tfm.param @blk.0.attn_norm.weight.plus_one : tensor<64xf32> storage <f32>
+        shifted @blk.0.attn_norm.weight by 1.000000e+00
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Tfm_Activation>:$type,
                        Tfm_StorageTypeAttr:$storage,
-                       OptionalAttr<FlatSymbolRefArrayAttr>:$concat);
-  let assemblyFormat = "$sym_name `:` $type `storage` $storage (`concat` $concat^)? attr-dict";
+                       OptionalAttr<FlatSymbolRefArrayAttr>:$concat,
+                       OptionalAttr<FlatSymbolRefAttr>:$shifted,
+                       OptionalAttr<F32Attr>:$shift);
+  let assemblyFormat = [{
+    $sym_name `:` $type `storage` $storage (`concat` $concat^)?
+    (`shifted` $shifted^ `by` $shift)? attr-dict
+  }];
   let builders = [
     // A weight of the model file.
     OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
                    "::kvjit::tfm::StorageTypeAttr":$storage), [{
-      build($_builder, $_state, sym_name, type, storage, /*concat=*/nullptr);
+      build($_builder, $_state, sym_name, type, storage, /*concat=*/nullptr,
+            /*shifted=*/nullptr, /*shift=*/nullptr);
+    }]>,
+    // The rows of `concat`'s params, one after the other.
+    OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
+                   "::kvjit::tfm::StorageTypeAttr":$storage, "::mlir::ArrayAttr":$concat), [{
+      build($_builder, $_state, sym_name, type, storage, concat, /*shifted=*/nullptr,
+            /*shift=*/nullptr);
     }]>,
   ];
   let hasVerifier = 1;

@@ -42,12 +42,13 @@ constexpr double kTransformersBf16Tolerance = 3e-2;
 // for q8_0 weights, quantises the activations to q8_0 as kvjit does.
 constexpr double kLlamaCppTolerance = 3e-4;
 // Gemma's GELU: llama.cpp's CPU build reads it from an f16 table, kvjit
-// computes it in f32 (measured 3.3e-4 of the largest); with q8_0 weights the
-// difference moves activations across rounding boundaries of their q8_0
-// quantisation before the down projection (measured 8.6e-3; with llama.cpp's
-// table emulated in kvjit's GELU, under 1e-3).
+// computes it in f32 (measured 3.3e-4 of the largest for Gemma 3, 3.5e-4 for
+// Gemma 2); with q8_0 weights the difference moves activations across
+// rounding boundaries of their q8_0 quantisation before the down projection
+// (measured 8.6e-3 and 1.1e-2; with llama.cpp's table emulated in kvjit's
+// GELU, under 1e-3 for Gemma 3).
 constexpr double kLlamaCppGeluTableTolerance = 1e-3;
-constexpr double kLlamaCppGeluTableQ8Tolerance = 2.5e-2;
+constexpr double kLlamaCppGeluTableQ8Tolerance = 3e-2;
 
 constexpr int64_t kContextLength = 256;
 
@@ -89,8 +90,6 @@ TEST_P(TransformersFamiliesTest, GreedyIdsEqualAndLogitsCloseToTheReferences) {
   EXPECT_TRUE(AllClose(comparison->our_logits, comparison->llama_cpp_logits, RelativeToLargest(c.tolerance)));
 }
 
-// One line per model: Gemma 2 (both paths) and Gemma 3 from safetensors have
-// their models and references in tests/data/transformers already.
 INSTANTIATE_TEST_SUITE_P(
     Safetensors, TransformersFamiliesTest,
     ::testing::Values(
@@ -107,7 +106,11 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"phi3-f32", "phi3-f32.transformers.json", kTransformersF32Tolerance},
         ReferenceCase{"phi3-bf16", "phi3-bf16.transformers.json", kTransformersBf16Tolerance},
         ReferenceCase{"mistral-f32", "mistral-f32.transformers.json", kTransformersF32Tolerance},
-        ReferenceCase{"mistral-bf16", "mistral-bf16.transformers.json", kTransformersBf16Tolerance}),
+        ReferenceCase{"mistral-bf16", "mistral-bf16.transformers.json", kTransformersBf16Tolerance},
+        ReferenceCase{"gemma2-f32", "gemma2-f32.transformers.json", kTransformersF32Tolerance},
+        ReferenceCase{"gemma2-bf16", "gemma2-bf16.transformers.json", kTransformersBf16Tolerance},
+        ReferenceCase{"gemma3-f32", "gemma3-f32.transformers.json", kTransformersF32Tolerance},
+        ReferenceCase{"gemma3-bf16", "gemma3-bf16.transformers.json", kTransformersBf16Tolerance}),
     [](const ::testing::TestParamInfo<ReferenceCase>& info) {
       return absl::StrReplaceAll(info.param.model, {{"-", "_"}, {".", "_"}});
     });
@@ -130,7 +133,9 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"mistral.f32.gguf", "mistral.f32.llamacpp.json", kLlamaCppTolerance},
         ReferenceCase{"mistral.q8_0.gguf", "mistral.q8_0.llamacpp.json", kLlamaCppTolerance},
         ReferenceCase{"gemma3.f32.gguf", "gemma3.f32.llamacpp.json", kLlamaCppGeluTableTolerance},
-        ReferenceCase{"gemma3.q8_0.gguf", "gemma3.q8_0.llamacpp.json", kLlamaCppGeluTableQ8Tolerance}),
+        ReferenceCase{"gemma3.q8_0.gguf", "gemma3.q8_0.llamacpp.json", kLlamaCppGeluTableQ8Tolerance},
+        ReferenceCase{"gemma2.f32.gguf", "gemma2.f32.llamacpp.json", kLlamaCppGeluTableTolerance},
+        ReferenceCase{"gemma2.q8_0.gguf", "gemma2.q8_0.llamacpp.json", kLlamaCppGeluTableQ8Tolerance}),
     [](const ::testing::TestParamInfo<ReferenceCase>& info) {
       return absl::StrReplaceAll(info.param.model, {{"-", "_"}, {".", "_"}});
     });

@@ -412,6 +412,48 @@ tfm.param @ab : tensor<32x8xf32> storage <f32> concat [@a, @missing]
 
 // -----
 
+// expected-error @+1 {{'tfm.param' op shifts @missing, which is no tfm.param}}
+tfm.param @w.plus_one : tensor<8xf32> storage <f32> shifted @missing by 1.0
+
+// -----
+
+tfm.param @w : tensor<16xf32> storage <f32>
+// expected-error @+1 {{'tfm.param' op shifts @w of type 'tensor<16xf32>' into 'tensor<8xf32>'; the shapes must match}}
+tfm.param @w.plus_one : tensor<8xf32> storage <f32> shifted @w by 1.0
+
+// -----
+
+tfm.param @w : tensor<8xf32> storage <bf16>
+// expected-error @+1 {{'tfm.param' op weight @w.plus_one is shifted in f32, so its storage must be f32, got bf16}}
+tfm.param @w.plus_one : tensor<8xf32> storage <bf16> shifted @w by 1.0
+
+// -----
+
+tfm.param @w : tensor<8xf32> storage <f32>
+tfm.param @w.plus_one : tensor<8xf32> storage <f32> shifted @w by 1.0
+// expected-error @+1 {{'tfm.param' op shifts @w.plus_one, which the compiler makes: the source must be a model weight}}
+tfm.param @w.plus_two : tensor<8xf32> storage <f32> shifted @w.plus_one by 1.0
+
+// -----
+
+tfm.param @a : tensor<16x8xf32> storage <f32>
+// expected-error @+1 {{'tfm.param' op weight @b is either shifted or a concatenation, not both}}
+tfm.param @b : tensor<16x8xf32> storage <f32> concat [@a] shifted @a by 1.0
+
+// -----
+
+tfm.param @w : tensor<8xf32> storage <f32>
+// expected-error @+1 {{'tfm.param' op weight @w.plus_one needs both 'shifted' and 'shift' or neither}}
+tfm.param @w.plus_one : tensor<8xf32> storage <f32> {shift = 1.0 : f32}
+
+// -----
+
+tfm.param @w : tensor<8xf32> storage <f32>
+// expected-error @+1 {{'tfm.param' op weight @w.plus_inf needs a finite shift}}
+tfm.param @w.plus_inf : tensor<8xf32> storage <f32> shifted @w by 0x7F800000
+
+// -----
+
 func.func @slice_past_the_end(%x: tensor<?x16xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{'tfm.slice_columns' op columns [12, 20) are not within the input's 16 features}}
   %s = tfm.slice_columns %x {offset = 12 : i64, size = 8 : i64} : (tensor<?x16xf32>) -> tensor<?x8xf32>

@@ -123,3 +123,19 @@ func.func @slice(%x: tensor<?x32xf32>) -> tensor<?x16xf32> {
   %s = tfm.slice_columns %x {offset = 16 : i64, size = 16 : i64} : (tensor<?x32xf32>) -> tensor<?x16xf32>
   return %s : tensor<?x16xf32>
 }
+
+// -----
+
+// Gemma's norm scale 1 + w, made by the compiler from the model's bf16 w and
+// read like any weight.
+// CHECK: tfm.param @norm.weight : tensor<8xf32> storage <bf16>
+// CHECK: tfm.param @norm.weight.plus_one : tensor<8xf32> storage <f32> shifted @norm.weight by 1.000000e+00
+// CHECK-LABEL: func.func @shifted_norm
+// CHECK: tfm.weight @norm.weight.plus_one : tensor<8xf32>
+tfm.param @norm.weight : tensor<8xf32> storage <bf16>
+tfm.param @norm.weight.plus_one : tensor<8xf32> storage <f32> shifted @norm.weight by 1.0
+func.func @shifted_norm(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %w = tfm.weight @norm.weight.plus_one : tensor<8xf32>
+  %y = tfm.rms_norm %x, %w {epsilon = 1.0e-06 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  return %y : tensor<?x8xf32>
+}

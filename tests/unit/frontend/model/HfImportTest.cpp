@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "absl/strings/match.h"
 #include "frontend/model/HfModel.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
@@ -11,6 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/Reference/ReferenceGeneration.h"
+#include "ir/Tfm/TfmOps.h"
+#include "nlohmann/json.hpp"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
@@ -129,6 +132,103 @@ TEST_F(HfImportTest, RotateHalfCheckpointMatchesInterleavedGgufLayout) {
   EXPECT_TRUE(AllClose(from_hf->values, from_gguf->values, Absolute(1e-5) + Relative(1e-5)));
 }
 
+// Gemma 3 as transformers 4 writes it; layer 0 slides, layer 1 is global.
+constexpr char kGemma3Config[] = R"({
+  "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+  "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 16, "intermediate_size": 24,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
+  "max_position_embeddings": 64, "vocab_size": 40, "rms_norm_eps": 1e-6,
+  "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 8,
+  "sliding_window": 3, "sliding_window_pattern": 2, "final_logit_softcapping": 5.0
+})";
+
+// Gemma's checkpoints store each norm weight as w for a scale of 1 + w; the
+// import derives 1 + w (tfm.param ... shifted) for every norm and computes
+// what the GGUF layout, the 1 folded in as llama.cpp's converter does, does.
+TEST_F(HfImportTest, GemmaNormsOfOnePlusWMatchTheFoldedGgufLayout) {
+  TempDir dir;
+  dir.WriteFile("config.json", kGemma3Config);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  std::vector<TensorSpec> specs;
+  InMemoryWeights gguf_layout;
+  auto add = [&](const std::string& hf_name, std::vector<int64_t> shape) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    std::vector<float> values(count);
+    for (float& v : values) v = normal(rng);
+    specs.push_back({hf_name, "F32", shape, F32Bytes(values)});
+    const std::string canonical = CanonicalWeightName(hf_name, hf::ModelType::kGemma3);
+    if (absl::StrContains(hf_name, "norm")) {
+      for (float& v : values) v += 1.0f;
+    }
+    gguf_layout.Add(canonical, shape, values);
+  };
+  add("model.embed_tokens.weight", {40, 16});
+  add("model.norm.weight", {16});
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    for (const char* norm : {"input_layernorm", "post_attention_layernorm",
+                             "pre_feedforward_layernorm", "post_feedforward_layernorm"}) {
+      add(p + norm + ".weight", {16});
+    }
+    add(p + "self_attn.q_norm.weight", {4});
+    add(p + "self_attn.k_norm.weight", {4});
+    add(p + "self_attn.q_proj.weight", {16, 16});
+    add(p + "self_attn.k_proj.weight", {8, 16});
+    add(p + "self_attn.v_proj.weight", {8, 16});
+    add(p + "self_attn.o_proj.weight", {16, 16});
+    add(p + "mlp.gate_proj.weight", {24, 16});
+    add(p + "mlp.up_proj.weight", {24, 16});
+    add(p + "mlp.down_proj.weight", {16, 24});
+  }
+  dir.WriteFile("model.safetensors", safetensors::testing::SerializeSafetensors(specs));
+
+  auto model = OpenModelFile(dir.path());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->config.norm_weights_plus_one);
+  EXPECT_EQ(model->config.global_layer_period, 2);
+  EXPECT_EQ(model->config.layer_windows, (std::vector<int64_t>{3, 0}));
+  auto module = BuildLlamaModule(context_, model->config, *model->weights);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<std::string> shifted;
+  for (auto param : (*module)->getOps<tfm::ParamOp>()) {
+    if (!param.getShifted()) continue;
+    EXPECT_EQ(param.getSymName().str(), param.getShifted()->str() + ".plus_one");
+    EXPECT_EQ(param.getStorage(), tfm::StorageType::f32);
+    shifted.push_back(param.getShifted()->str());
+  }
+  EXPECT_THAT(shifted, ::testing::UnorderedElementsAre(
+                           "output_norm.weight", "blk.0.attn_norm.weight",
+                           "blk.0.post_attention_norm.weight", "blk.0.ffn_norm.weight",
+                           "blk.0.post_ffw_norm.weight", "blk.0.attn_q_norm.weight",
+                           "blk.0.attn_k_norm.weight", "blk.1.attn_norm.weight",
+                           "blk.1.post_attention_norm.weight", "blk.1.ffn_norm.weight",
+                           "blk.1.post_ffw_norm.weight", "blk.1.attn_q_norm.weight",
+                           "blk.1.attn_k_norm.weight"));
+  auto from_hf = Logits(model->config, *model->weights);
+  ASSERT_TRUE(from_hf.ok()) << from_hf.status();
+
+  ModelConfig folded = model->config;
+  folded.norm_weights_plus_one = false;
+  auto from_gguf = Logits(folded, gguf_layout);
+  ASSERT_TRUE(from_gguf.ok()) << from_gguf.status();
+  EXPECT_TRUE(AllClose(from_hf->values, from_gguf->values, Absolute(1e-6) + Relative(1e-6)));
+}
+
+TEST_F(HfImportTest, GemmaLayerKindsMustRepeat) {
+  nlohmann::json config = nlohmann::json::parse(kGemma3Config);
+  config["num_hidden_layers"] = 3;
+  config["layer_types"] = {"full_attention", "sliding_attention", "sliding_attention"};
+  absl::StatusOr<hf::LlamaConfig> parsed = hf::ParseLlamaConfig(config.dump());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto model_config = ModelConfigFromHf(*parsed, "config.json");
+  ASSERT_FALSE(model_config.ok());
+  EXPECT_THAT(std::string(model_config.status().message()),
+              HasSubstr("config.json: layer_types does not repeat as n - 1 sliding_attention "
+                        "layers and one full_attention layer"));
+}
+
 TEST_F(HfImportTest, ChatTemplateComesFromTokenizerConfig) {
   TempDir dir;
   dir.WriteFile("config.json", kLlamaConfig);
@@ -156,6 +256,32 @@ TEST_F(HfImportTest, CanonicalNames) {
   EXPECT_EQ(CanonicalWeightName("model.embed_tokens.weight"), "token_embd.weight");
   EXPECT_EQ(CanonicalWeightName("model.layers.0.rotary_emb.inv_freq"),
             "model.layers.0.rotary_emb.inv_freq");
+  EXPECT_EQ(CanonicalWeightName("model.layers.2.post_attention_layernorm.weight"),
+            "blk.2.ffn_norm.weight");
+}
+
+// Gemma's post_attention_layernorm follows the attention; its MLP has a norm
+// before and after; a multimodal Gemma 3 keeps its decoder under
+// language_model (transformers 4) or model.language_model (transformers 5).
+TEST_F(HfImportTest, GemmaCanonicalNames) {
+  for (hf::ModelType type : {hf::ModelType::kGemma2, hf::ModelType::kGemma3}) {
+    EXPECT_EQ(CanonicalWeightName("model.layers.2.post_attention_layernorm.weight", type),
+              "blk.2.post_attention_norm.weight");
+    EXPECT_EQ(CanonicalWeightName("model.layers.2.pre_feedforward_layernorm.weight", type),
+              "blk.2.ffn_norm.weight");
+    EXPECT_EQ(CanonicalWeightName("model.layers.2.post_feedforward_layernorm.weight", type),
+              "blk.2.post_ffw_norm.weight");
+    EXPECT_EQ(CanonicalWeightName("model.layers.2.input_layernorm.weight", type),
+              "blk.2.attn_norm.weight");
+  }
+  const hf::ModelType gemma3 = hf::ModelType::kGemma3;
+  EXPECT_EQ(CanonicalWeightName("language_model.model.layers.1.self_attn.q_norm.weight", gemma3),
+            "blk.1.attn_q_norm.weight");
+  EXPECT_EQ(CanonicalWeightName("model.language_model.embed_tokens.weight", gemma3),
+            "token_embd.weight");
+  EXPECT_EQ(CanonicalWeightName("language_model.model.norm.weight", gemma3), "output_norm.weight");
+  EXPECT_EQ(CanonicalWeightName("vision_tower.vision_model.post_layernorm.weight", gemma3),
+            "vision_tower.vision_model.post_layernorm.weight");
 }
 
 TEST_F(HfImportTest, MissingShardTensorIsNamed) {

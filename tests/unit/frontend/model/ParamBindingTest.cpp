@@ -36,6 +36,22 @@ TEST_F(ParamBindingTest, BindsToTheWeightsItWasBuiltFrom) {
   EXPECT_TRUE(BindParams(**module, weights).ok());
 }
 
+// Gemma's 1 + w norm scales are made by the compiler; their sources bind.
+TEST_F(ParamBindingTest, BindsTheSourcesOfShiftedNormScales) {
+  ModelConfig gemma_norms = config_;
+  gemma_norms.norm_weights_plus_one = true;
+  InMemoryWeights weights = RandomWeightsFor(gemma_norms, /*seed=*/1);
+  auto module = BuildLlamaModule(context_, gemma_norms, weights);
+  ASSERT_TRUE(module.ok()) << module.status();
+  EXPECT_TRUE(BindParams(**module, weights).ok());
+  weights.Remove("output_norm.weight");
+  absl::Status status = BindParams(**module, weights);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("tfm.param @output_norm.weight declares tensor<16xf32> storage <f32>, but "
+                        "in-memory has no weight of that name"));
+}
+
 TEST_F(ParamBindingTest, NamesTheParamOfAnotherShape) {
   auto module = BuildLlamaModule(context_, config_, RandomWeightsFor(config_, /*seed=*/1));
   ASSERT_TRUE(module.ok()) << module.status();

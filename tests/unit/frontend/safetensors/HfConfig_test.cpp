@@ -205,6 +205,122 @@ TEST(HfConfigTest, LayerTypesNameTheWindowedLayers) {
               HasSubstr("layer_types must list one kind for each of the 3 layers"));
 }
 
+// Gemma 2 as transformers 5 writes it (tests/data/transformers/gemma2-f32):
+// layer_types, rope_parameters.
+constexpr char kTinyGemma2[] = R"({
+  "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+  "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+  "head_dim": 16, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 32,
+  "intermediate_size": 64, "max_position_embeddings": 256, "num_attention_heads": 2,
+  "num_hidden_layers": 4, "num_key_value_heads": 1, "query_pre_attn_scalar": 16,
+  "rms_norm_eps": 1e-06, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
+  "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+  "sliding_window": 8, "tie_word_embeddings": true, "use_bidirectional_attention": null,
+  "vocab_size": 2001, "dtype": "float32"
+})";
+
+TEST(HfConfigTest, ParsesGemma2OfTransformers5) {
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(kTinyGemma2);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kGemma2);
+  EXPECT_EQ(config->head_dim, 16);
+  EXPECT_THAT(config->layer_windows, ElementsAre(8, 0, 8, 0));
+  EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 16.0);
+  EXPECT_DOUBLE_EQ(config->attn_logit_softcapping, 50.0);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcapping, 30.0);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(config->local_rope_theta, 10000.0);
+  EXPECT_TRUE(config->tie_word_embeddings);
+}
+
+// Gemma 2 as the Hub's checkpoints have it (transformers 4): rope_theta at
+// the top, no layer_types (even layers slide), hidden_act beside
+// hidden_activation; transformers' defaults where keys are absent, no cap
+// where one is null.
+TEST(HfConfigTest, ParsesGemma2OfTransformers4) {
+  nlohmann::json json = nlohmann::json::parse(kTinyGemma2);
+  for (const char* key : {"layer_types", "rope_parameters", "tie_word_embeddings",
+                          "query_pre_attn_scalar", "attn_logit_softcapping"}) {
+    json.erase(key);
+  }
+  json["rope_theta"] = 20000.0;
+  json["hidden_act"] = "gelu_pytorch_tanh";
+  json["final_logit_softcapping"] = nullptr;
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->layer_windows, ElementsAre(8, 0, 8, 0));
+  EXPECT_DOUBLE_EQ(config->rope_theta, 20000.0);
+  EXPECT_DOUBLE_EQ(config->local_rope_theta, 20000.0);
+  EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 256.0);
+  EXPECT_DOUBLE_EQ(config->attn_logit_softcapping, 50.0);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcapping, 0.0);
+  EXPECT_TRUE(config->tie_word_embeddings);
+}
+
+// Gemma 3 as transformers 5 writes it: one rope per layer kind.
+TEST(HfConfigTest, ParsesGemma3TextOfTransformers5) {
+  nlohmann::json json = nlohmann::json::parse(kTinyGemma2);
+  json["model_type"] = "gemma3_text";
+  json["num_hidden_layers"] = 6;
+  json["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention",
+                         "sliding_attention", "sliding_attention", "full_attention"};
+  json["attn_logit_softcapping"] = nullptr;
+  json["final_logit_softcapping"] = nullptr;
+  json["rope_parameters"] = nlohmann::json::parse(R"({
+    "full_attention": {"rope_theta": 1000000.0, "rope_type": "linear", "factor": 8.0},
+    "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}})");
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kGemma3);
+  EXPECT_THAT(config->layer_windows, ElementsAre(8, 8, 8, 8, 8, 0));
+  EXPECT_DOUBLE_EQ(config->rope_theta, 1e6);
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kLinear);
+  EXPECT_DOUBLE_EQ(config->rope_scaling.factor, 8.0);
+  EXPECT_DOUBLE_EQ(config->local_rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(config->attn_logit_softcapping, 0.0);
+  EXPECT_DOUBLE_EQ(config->final_logit_softcapping, 0.0);
+}
+
+// A multimodal Gemma 3 of the Hub (gemma-3-4b-it's config.json, shortened):
+// the decoder in text_config, which leaves transformers' Gemma3TextConfig
+// defaults out; the token ids at the top; rope_local_base_freq and
+// sliding_window_pattern of transformers 4.
+TEST(HfConfigTest, ParsesGemma3TextConfigOfAMultimodalCheckpoint) {
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "bos_token_id": 2, "eos_token_id": [1, 106], "torch_dtype": "bfloat16",
+    "text_config": {
+      "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+      "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+      "sliding_window": 1024
+    },
+    "vision_config": {"model_type": "siglip_vision_model"}
+  })");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model_type, ModelType::kGemma3);
+  EXPECT_EQ(config->architecture, "Gemma3ForConditionalGeneration");
+  EXPECT_EQ(config->hidden_size, 2560);
+  EXPECT_EQ(config->num_hidden_layers, 34);
+  EXPECT_EQ(config->num_attention_heads, 8);
+  EXPECT_EQ(config->num_key_value_heads, 4);
+  EXPECT_EQ(config->head_dim, 256);
+  EXPECT_EQ(config->vocab_size, 262208);
+  EXPECT_EQ(config->max_position_embeddings, 131072);
+  EXPECT_DOUBLE_EQ(config->rms_norm_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(config->rope_theta, 1e6);
+  EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kLinear);
+  EXPECT_DOUBLE_EQ(config->local_rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 256.0);
+  ASSERT_EQ(config->layer_windows.size(), 34u);
+  for (size_t layer = 0; layer < 34; ++layer) {
+    EXPECT_EQ(config->layer_windows[layer], (layer + 1) % 6 == 0 ? 0 : 1024) << layer;
+  }
+  EXPECT_TRUE(config->tie_word_embeddings);
+  EXPECT_THAT(config->bos_token_ids, ElementsAre(2));
+  EXPECT_THAT(config->eos_token_ids, ElementsAre(1, 106));
+  EXPECT_EQ(config->torch_dtype, quant::StorageType::kBF16);
+}
+
 TEST(HfConfigTest, ParsesPhi3WithLongRope) {
   // Phi-3-mini-128k-instruct, its 48 factors per list cut to 4.
   absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
@@ -319,12 +435,29 @@ INSTANTIATE_TEST_SUITE_P(
     AllCases, BadConfigTest,
     ::testing::Values(
         BadConfigCase{"UnsupportedModelType", R"({"model_type": "gemma"})",
-                      "model_type 'gemma' is not supported (llama, mistral, qwen2, qwen3, phi3 are)"},
-        BadConfigCase{"Gemma2", R"({"model_type": "gemma2"})",
-                      "model_type 'gemma2' is not built from Hugging Face files yet: its "
-                      "checkpoints store each RMSNorm weight as w for a scale of 1 + w"},
-        BadConfigCase{"Gemma3Text", R"({"model_type": "gemma3_text"})",
-                      "model_type 'gemma3_text' is not built from Hugging Face files yet"},
+                      "model_type 'gemma' is not supported (llama, mistral, qwen2, qwen3, phi3, "
+                      "gemma2, gemma3_text, gemma3 are)"},
+        BadConfigCase{"GemmaWithSilu", R"({"model_type": "gemma2"})",
+                      "hidden_act 'silu' is not supported (gelu_pytorch_tanh is)"},
+        BadConfigCase{"GemmaWithAnotherActivation",
+                      R"({"model_type": "gemma2", "hidden_activation": "gelu"})",
+                      "hidden_activation 'gelu' is not supported (gelu_pytorch_tanh is)"},
+        BadConfigCase{"BidirectionalGemma3",
+                      R"({"model_type": "gemma3_text", "hidden_act": "gelu_pytorch_tanh",
+                          "use_bidirectional_attention": true})",
+                      "use_bidirectional_attention is true; kvjit builds causal decoders only"},
+        BadConfigCase{"Gemma3WithoutTextConfig", R"({"model_type": "gemma3"})",
+                      "text_config must be an object"},
+        BadConfigCase{"Gemma3WithAnotherDecoder",
+                      R"({"model_type": "gemma3", "text_config": {"model_type": "llama"}})",
+                      "text_config.model_type \"llama\" is not supported in a gemma3 config"},
+        BadConfigCase{"Gemma3ScaledSlidingRope",
+                      R"({"model_type": "gemma3_text", "hidden_act": "gelu_pytorch_tanh",
+                          "rope_parameters": {
+                            "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                            "sliding_attention": {"rope_type": "linear", "factor": 8}}})",
+                      "rope_parameters.sliding_attention.rope_type 'linear' is not supported "
+                      "(the sliding layers rotate unscaled)"},
         BadConfigCase{"NoModelType",
                       R"({"model_type": null, "architectures": ["GPT2LMHeadModel"]})",
                       "model_type is missing and architectures names no known model"},
