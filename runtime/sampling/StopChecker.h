@@ -54,6 +54,7 @@ class StopChecker {
 
   int64_t num_tokens() const { return num_tokens_; }
   bool stopped() const { return reason_ != StopReason::kNone; }
+  StopReason reason() const { return reason_; }
 
  private:
   explicit StopChecker(StopConditions conditions);

@@ -193,8 +193,10 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
         std::fflush(stdout);
         return !decision.stop;
       }));
-  if (!stop.stopped()) {
-    std::fputs(stop.TakeHeldText().c_str(), stdout);
+  if (!stop.stopped()) std::fputs(stop.TakeHeldText().c_str(), stdout);
+  // A character the last token left incomplete is printed as its bytes, as
+  // llama.cpp prints each token's; only text after a stop string is dropped.
+  if (stop.reason() != sampling::StopReason::kStopString) {
     std::fputs(decoder.Flush().c_str(), stdout);
   }
   std::fputs("\n", stdout);
