@@ -61,22 +61,26 @@ RowDot RowDotFor(const DotKernels& kernels, StorageType type) {
   return kernels.f32;  // Unreachable: the switch covers every enumerator.
 }
 
+// The kernel for `type` of a table of the 32-element block types' kernels
+// (the four-row or the several-rows table), or null for another type.
+template <typename Kernels>
+auto BlockTypeKernel(const Kernels& kernels, StorageType type) -> decltype(kernels.q8_0) {
+  switch (type) {
+    case StorageType::kQ8_0: return kernels.q8_0;
+    case StorageType::kQ4_0: return kernels.q4_0;
+    case StorageType::kQ4_1: return kernels.q4_1;
+    case StorageType::kQ5_0: return kernels.q5_0;
+    case StorageType::kQ5_1: return kernels.q5_1;
+    default: return nullptr;
+  }
+}
+
 // The four-row kernel for `type` under `isa`, or null where there is none
 // (the rows then go one by one, with the same results). AVX-512 VNNI takes
 // steps of four tokens or more through the GEMM instead.
 internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (isa == CpuIsa::kAvx2) {
-    const internal::DotKernels4& kernels = internal::Avx2DotKernels4();
-    switch (type) {
-      case StorageType::kQ8_0: return kernels.q8_0;
-      case StorageType::kQ4_0: return kernels.q4_0;
-      case StorageType::kQ4_1: return kernels.q4_1;
-      case StorageType::kQ5_0: return kernels.q5_0;
-      case StorageType::kQ5_1: return kernels.q5_1;
-      default: return nullptr;
-    }
-  }
+  if (isa == CpuIsa::kAvx2) return BlockTypeKernel(internal::Avx2DotKernels4(), type);
 #endif
   return nullptr;
 }
@@ -86,15 +90,7 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
 internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
-    const internal::RowsDotKernels& kernels = internal::Avx2RowsDotKernels();
-    switch (type) {
-      case StorageType::kQ8_0: return kernels.q8_0;
-      case StorageType::kQ4_0: return kernels.q4_0;
-      case StorageType::kQ4_1: return kernels.q4_1;
-      case StorageType::kQ5_0: return kernels.q5_0;
-      case StorageType::kQ5_1: return kernels.q5_1;
-      default: return nullptr;
-    }
+    return BlockTypeKernel(internal::Avx2RowsDotKernels(), type);
   }
 #endif
   return nullptr;
