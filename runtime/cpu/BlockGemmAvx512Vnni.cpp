@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "runtime/cpu/Avx2Nibbles.h"
 #include "runtime/cpu/BlockGemm.h"
 
 namespace kvjit::cpu::internal {
@@ -45,13 +46,6 @@ float LoadHalf(const uint8_t* p) {
   uint16_t bits;
   std::memcpy(&bits, p, sizeof bits);
   return _cvtsh_ss(bits);
-}
-
-// Low nibbles of 16 bytes (elements 0..15), then their high nibbles (16..31).
-__m256i Nibbles(const uint8_t* qs) {
-  const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  const __m256i shifted = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
 // 0x10 in byte i where bit i of the 32-bit little-endian word at p is set.

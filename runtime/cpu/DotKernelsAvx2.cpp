@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "runtime/cpu/Avx2Nibbles.h"
 #include "runtime/cpu/DotKernels.h"
 
 namespace kvjit::cpu::internal {
@@ -36,17 +37,6 @@ float FoldLanes(__m256 v) {
 // at most 127, so the 16-bit pair sums cannot saturate: exact.
 __m256i UnsignedLaneSums(__m256i weights, __m256i activations) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(weights, activations), _mm256_set1_epi16(1));
-}
-
-
-// Low nibbles of 16 bytes (elements 0..15) then their high nibbles (16..31).
-// The bytes are broadcast to both halves by the load and the upper half is
-// shifted by a per-lane count, which keeps the shuffle port free (the
-// decode GEMVs are bound by it).
-__m256i Nibbles(const uint8_t* qs) {
-  const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  const __m256i shifted = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
 // 0x10 in byte i where bit i of the 32-bit little-endian word at p is set.

@@ -88,19 +88,23 @@ TEST(GgufModelConfigTest, RopeFreqsOfAnotherLengthOrTypeAreRefused) {
 
 // llama.cpp's key for a model whose every layer has a sliding window.
 TEST(GgufModelConfigTest, SlidingWindowCoversEveryLayer) {
-  GgufWriter writer = ModelWriter("llama");
-  writer.AddUint32("llama.attention.sliding_window", 32);
-  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->layer_windows, std::vector<int64_t>(2, 32));
-  EXPECT_TRUE(ConfigOf(ModelWriter("llama"))->layer_windows.empty());
+  for (const std::string architecture : {"llama", "phi3"}) {
+    SCOPED_TRACE(architecture);
+    const std::string key = architecture + ".attention.sliding_window";
+    GgufWriter writer = ModelWriter(architecture);
+    writer.AddUint32(key, 32);
+    absl::StatusOr<ModelConfig> config = ConfigOf(writer);
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->layer_windows, std::vector<int64_t>(2, 32));
+    EXPECT_TRUE(ConfigOf(ModelWriter(architecture))->layer_windows.empty());
 
-  // What llama.cpp's Phi-3 converter writes for a checkpoint without one.
-  GgufWriter zero = ModelWriter("llama");
-  zero.AddUint32("llama.attention.sliding_window", 0);
-  absl::StatusOr<ModelConfig> none = ConfigOf(zero);
-  ASSERT_TRUE(none.ok()) << none.status();
-  EXPECT_TRUE(none->layer_windows.empty());
+    // What llama.cpp's Phi-3 converter writes for a checkpoint without one.
+    GgufWriter zero = ModelWriter(architecture);
+    zero.AddUint32(key, 0);
+    absl::StatusOr<ModelConfig> none = ConfigOf(zero);
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_TRUE(none->layer_windows.empty());
+  }
 }
 
 // A per-layer pattern of windowed and full layers is refused, naming the
@@ -159,14 +163,6 @@ TEST(GgufModelConfigTest, Phi3WithOneFactorTensorIsRefused) {
                     std::nullopt});
   EXPECT_THAT(ConfigOf(writer).status().message(),
               HasSubstr("m.gguf: tensor 'rope_factors_short.weight' is missing beside its pair"));
-}
-
-TEST(GgufModelConfigTest, Phi3sSlidingWindowCoversEveryLayer) {
-  GgufWriter writer = ModelWriter("phi3");
-  writer.AddUint32("phi3.attention.sliding_window", 128);
-  absl::StatusOr<ModelConfig> config = ConfigOf(writer);
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->layer_windows, std::vector<int64_t>(2, 128));
 }
 
 TEST(GgufModelConfigTest, Gemma3TakesItsLayerAsLlamaCppRunsIt) {
