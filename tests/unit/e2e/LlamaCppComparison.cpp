@@ -13,20 +13,25 @@
 
 namespace kvjit::testing {
 
-absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileForComparison(const std::string& model,
-                                                                          const std::string& cache_dtype) {
+absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileAndLoad(
+    const std::string& model, const codegen::CompileOptions& options) {
   const std::string kvx =
       (std::filesystem::temp_directory_path() /
        absl::StrCat(std::filesystem::path(model).filename().string(), "-", ::getpid(), ".kvx"))
           .string();
-  codegen::CompileOptions options;
-  options.cache_dtype = cache_dtype;
-  options.max_tokens_per_step = 128;
   KVJIT_RETURN_IF_ERROR(codegen::CompileModel(model, kvx, options, nullptr));
   auto executable = runtime::Executable::Load(kvx);
   std::filesystem::remove(kvx);
   std::filesystem::remove(codegen::SidecarPathFor(kvx));
   return executable;
+}
+
+absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileForComparison(const std::string& model,
+                                                                          const std::string& cache_dtype) {
+  codegen::CompileOptions options;
+  options.cache_dtype = cache_dtype;
+  options.max_tokens_per_step = 128;
+  return CompileAndLoad(model, options);
 }
 
 absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileLikeTheLlamaCppReference(

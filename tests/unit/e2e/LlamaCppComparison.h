@@ -7,14 +7,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/driver/Compiler.h"
 #include "nlohmann/json.hpp"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 
 namespace kvjit::testing {
 
-// `model` compiled with a KV cache of `cache_dtype` and 128 tokens per step
-// into a temporary .kvx, loaded, and the file removed.
+// `model` compiled with `options` into a temporary .kvx, loaded, and the
+// file and its sidecar removed (the loaded executable keeps them mapped).
+absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileAndLoad(
+    const std::string& model, const codegen::CompileOptions& options);
+
+// `model` compiled with a KV cache of `cache_dtype` and 128 tokens per step.
 absl::StatusOr<std::unique_ptr<runtime::Executable>> CompileForComparison(const std::string& model,
                                                                           const std::string& cache_dtype);
 

@@ -14,8 +14,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/ExecutableWriter.h"
-#include "codegen/driver/Compiler.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
@@ -25,6 +23,7 @@
 #include "runtime/exec/Executable.h"
 #include "runtime/cpu/CpuStepRunner.h"
 #include "tests/unit/common/NumericCompare.h"
+#include "tests/unit/e2e/LlamaCppComparison.h"
 #include "tools/registration/KvjitRegistration.h"
 
 namespace kvjit {
@@ -71,15 +70,10 @@ TEST_P(SlidingWindowTest, GreedyIdsAndLogitsEqualTheReferenceWithTheWindow) {
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_EQ(model->config.layer_windows, std::vector<int64_t>(2, kWindow));
 
-  const std::string kvx = model_path_ + ".kvx";
   codegen::CompileOptions options;
   options.block_size = kBlockSize;
   options.max_tokens_per_step = 16;  // a chunked prefill: chunks past the window too
-  const absl::Status compiled = codegen::CompileModel(model_path_, kvx, options, nullptr);
-  ASSERT_TRUE(compiled.ok()) << compiled;
-  auto executable = runtime::Executable::Load(kvx);
-  std::filesystem::remove(kvx);
-  std::filesystem::remove(codegen::SidecarPathFor(kvx));
+  auto executable = testing::CompileAndLoad(model_path_, options);
   ASSERT_TRUE(executable.ok()) << executable.status();
   EXPECT_EQ((*executable)->AttentionWindow(), kWindow);
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/16, /*threads=*/2);
