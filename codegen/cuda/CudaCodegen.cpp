@@ -6,6 +6,7 @@
 #include "codegen/cuda/KernelEmitter.h"
 #include "codegen/cuda/KernelTable.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/EnumTable.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -27,13 +28,7 @@ constexpr EmitterEntry kEmitters[] = {
     {kvx::OpCode::Copy, EmitCopy},
 };
 
-constexpr bool EveryOpcodeInOrder() {
-  for (size_t i = 0; i < std::size(kEmitters); ++i) {
-    if (kEmitters[i].op != static_cast<kvx::OpCode>(i)) return false;
-  }
-  return std::size(kEmitters) == static_cast<size_t>(kvx::OpCode::MAX) + 1;
-}
-static_assert(EveryOpcodeInOrder(),
+static_assert(kvx::CoversEnumInOrder(kEmitters),
               "kEmitters has each kvx::OpCode's CUDA emitter, in the enum's order: a new opcode "
               "needs its emitter here");
 

@@ -21,13 +21,7 @@
 #error "BlockGemmAvx512Vnni.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni"
 #endif
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(),
-// which its -W(maybe-)uninitialized reports at every inlined use (GCC bug
-// 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "runtime/cpu/Gcc12Avx512Warnings.h"
 
 #include <immintrin.h>
 

@@ -11,6 +11,7 @@
 #include "runtime/exec/ElementwiseOpTable.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/RowKernels.h"
+#include "runtime/schema/EnumTable.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -313,13 +314,7 @@ constexpr CpuKernelEntry kKernels[] = {
     {kvx::OpCode::Copy, RunCopy},
 };
 
-constexpr bool EveryOpcodeInOrder() {
-  for (size_t i = 0; i < std::size(kKernels); ++i) {
-    if (kKernels[i].op != static_cast<kvx::OpCode>(i)) return false;
-  }
-  return std::size(kKernels) == static_cast<size_t>(kvx::OpCode::MAX) + 1;
-}
-static_assert(EveryOpcodeInOrder(),
+static_assert(kvx::CoversEnumInOrder(kKernels),
               "kKernels has each kvx::OpCode's CPU kernel, in the enum's order: a new opcode "
               "needs its kernel here");
 

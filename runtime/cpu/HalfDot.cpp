@@ -10,13 +10,7 @@
 #include <immintrin.h>
 #endif
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(),
-// which its -W(maybe-)uninitialized reports at every inlined use (GCC bug
-// 105593, fixed in 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "runtime/cpu/Gcc12Avx512Warnings.h"
 
 namespace kvjit::cpu {
 namespace {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iterator>
 
+#include "runtime/schema/EnumTable.h"
 #include "runtime/schema/kvx_generated.h"
 
 // The runtime's one description of each step of an elementwise chain
@@ -59,13 +60,7 @@ inline constexpr ElementwiseOpDescription kElementwiseOps[] = {
     {kvx::ElementwiseOpCode::Tanh, 4, elementwise::Tanh, "tanhf({lhs})"},
 };
 
-constexpr bool EveryElementwiseOpcodeInOrder() {
-  for (size_t i = 0; i < std::size(kElementwiseOps); ++i) {
-    if (kElementwiseOps[i].op != static_cast<kvx::ElementwiseOpCode>(i)) return false;
-  }
-  return std::size(kElementwiseOps) == static_cast<size_t>(kvx::ElementwiseOpCode::MAX) + 1;
-}
-static_assert(EveryElementwiseOpcodeInOrder(),
+static_assert(kvx::CoversEnumInOrder(kElementwiseOps),
               "kElementwiseOps describes each kvx::ElementwiseOpCode once, in the enum's order: a "
               "new elementwise opcode needs its entry here");
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/ElementwiseOpTable.h"
+#include "runtime/schema/EnumTable.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -286,13 +287,7 @@ constexpr OpDescription kOps[] = {
     {kvx::OpCode::Copy, 1, 1, 1, P::NONE, true, VerifyCopy, CostCopy},
 };
 
-constexpr bool EveryOpcodeInOrder() {
-  for (size_t i = 0; i < std::size(kOps); ++i) {
-    if (kOps[i].op != static_cast<kvx::OpCode>(i)) return false;
-  }
-  return std::size(kOps) == static_cast<size_t>(kvx::OpCode::MAX) + 1;
-}
-static_assert(EveryOpcodeInOrder(),
+static_assert(kvx::CoversEnumInOrder(kOps),
               "kOps describes each kvx::OpCode once, in the enum's order: a new opcode needs its "
               "entry here");
 

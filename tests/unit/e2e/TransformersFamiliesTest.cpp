@@ -60,6 +60,11 @@ struct ReferenceCase {
 
 void PrintTo(const ReferenceCase& c, std::ostream* out) { *out << c.model; }
 
+// The model's file or folder name, in the characters a test name may hold.
+std::string CaseName(const ::testing::TestParamInfo<ReferenceCase>& info) {
+  return absl::StrReplaceAll(info.param.model, {{"-", "_"}, {".", "_"}});
+}
+
 class TransformersFamiliesTest : public ::testing::TestWithParam<ReferenceCase> {};
 
 TEST_P(TransformersFamiliesTest, GreedyIdsEqualAndLogitsCloseToTheReferences) {
@@ -111,9 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"gemma2-bf16", "gemma2-bf16.transformers.json", kTransformersBf16Tolerance},
         ReferenceCase{"gemma3-f32", "gemma3-f32.transformers.json", kTransformersF32Tolerance},
         ReferenceCase{"gemma3-bf16", "gemma3-bf16.transformers.json", kTransformersBf16Tolerance}),
-    [](const ::testing::TestParamInfo<ReferenceCase>& info) {
-      return absl::StrReplaceAll(info.param.model, {{"-", "_"}, {".", "_"}});
-    });
+    CaseName);
 
 INSTANTIATE_TEST_SUITE_P(
     ConvertedGguf, TransformersFamiliesTest,
@@ -136,9 +139,7 @@ INSTANTIATE_TEST_SUITE_P(
         ReferenceCase{"gemma3.q8_0.gguf", "gemma3.q8_0.llamacpp.json", kLlamaCppGeluTableQ8Tolerance},
         ReferenceCase{"gemma2.f32.gguf", "gemma2.f32.llamacpp.json", kLlamaCppGeluTableTolerance},
         ReferenceCase{"gemma2.q8_0.gguf", "gemma2.q8_0.llamacpp.json", kLlamaCppGeluTableQ8Tolerance}),
-    [](const ::testing::TestParamInfo<ReferenceCase>& info) {
-      return absl::StrReplaceAll(info.param.model, {{"-", "_"}, {".", "_"}});
-    });
+    CaseName);
 
 }  // namespace
 }  // namespace kvjit
