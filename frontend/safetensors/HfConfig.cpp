@@ -261,7 +261,11 @@ void ReadRope(FieldReader& reader, double default_theta, LlamaConfig& config) {
       return;
     }
   }
-  if (config.model_type == ModelType::kGemma3) ReadLocalRope(reader, sliding, config);
+  const bool has_local_layers =
+      config.model_type == ModelType::kGemma2 || config.model_type == ModelType::kGemma3;
+  if (config.model_type == ModelType::kGemma3 || sliding != nullptr) {
+    ReadLocalRope(reader, sliding, config);
+  }
   double theta_in_parameters = default_theta;
   if (parameters != nullptr) {
     FieldReader parameters_reader(*parameters, absl::StrCat(reader.Where(parameters_key), "."));
@@ -269,8 +273,19 @@ void ReadRope(FieldReader& reader, double default_theta, LlamaConfig& config) {
     if (!parameters_reader.status().ok()) reader.Fail(parameters_reader.status());
   }
   config.rope_theta = reader.PositiveNumber("rope_theta", theta_in_parameters);
-  // Gemma 2's layers all rotate alike.
-  if (config.model_type == ModelType::kGemma2) config.local_rope_theta = config.rope_theta;
+  // Without a rope of their own, Gemma 2's sliding layers rotate as its global ones.
+  if (config.model_type == ModelType::kGemma2 && sliding == nullptr) {
+    config.local_rope_theta = config.rope_theta;
+  }
+  // The other families build every layer with one rope: a sliding layer
+  // rope that differs would be silently dropped.
+  if (!has_local_layers && sliding != nullptr && reader.status().ok() &&
+      config.local_rope_theta != config.rope_theta) {
+    reader.Fail(absl::UnimplementedError(absl::StrCat(
+        reader.Where("rope_parameters"), ".sliding_attention.rope_theta ", config.local_rope_theta,
+        " differs from full_attention's ", config.rope_theta,
+        "; kvjit rotates every layer of this family at one base")));
+  }
 
   if (const nlohmann::json* scaling = reader.Find("rope_scaling")) {
     if (!scaling->is_object()) {

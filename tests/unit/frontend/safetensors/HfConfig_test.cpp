@@ -233,6 +233,39 @@ TEST(HfConfigTest, ParsesGemma2OfTransformers5) {
   EXPECT_TRUE(config->tie_word_embeddings);
 }
 
+// transformers 5 may write Gemma 2's rope per layer kind, as for Gemma 3:
+// the sliding layers then rotate at their own base.
+TEST(HfConfigTest, ParsesGemma2RopePerLayerKind) {
+  nlohmann::json json = nlohmann::json::parse(kTinyGemma2);
+  json["rope_parameters"] = nlohmann::json::parse(R"({
+    "full_attention": {"rope_theta": 20000.0, "rope_type": "default"},
+    "sliding_attention": {"rope_theta": 5000.0, "rope_type": "default"}})");
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->rope_theta, 20000.0);
+  EXPECT_DOUBLE_EQ(config->local_rope_theta, 5000.0);
+}
+
+// A family whose layers all rotate alike refuses a sliding rope of another
+// base instead of dropping it, and reads one of the same base.
+TEST(HfConfigTest, RefusesASlidingRopeOfAnotherBaseWhereLayersRotateAlike) {
+  nlohmann::json json = nlohmann::json::parse(kTinyGemma2);
+  json["model_type"] = "mistral";
+  json["architectures"] = {"MistralForCausalLM"};
+  json["hidden_act"] = "silu";
+  json["rope_parameters"] = nlohmann::json::parse(R"({
+    "full_attention": {"rope_theta": 20000.0, "rope_type": "default"},
+    "sliding_attention": {"rope_theta": 5000.0, "rope_type": "default"}})");
+  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+              HasSubstr("rope_parameters.sliding_attention.rope_theta 5000 differs from "
+                        "full_attention's 20000; kvjit rotates every layer of this family at "
+                        "one base"));
+  json["rope_parameters"]["sliding_attention"]["rope_theta"] = 20000.0;
+  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->rope_theta, 20000.0);
+}
+
 // Gemma 2 as the Hub's checkpoints have it (transformers 4): rope_theta at
 // the top, no layer_types (even layers slide), hidden_act beside
 // hidden_activation; transformers' defaults where keys are absent, no cap
