@@ -79,49 +79,12 @@ def read_json(path):
         return json.load(f)
 
 
-def tensor_shapes(family, config):
-    """{name: shape} of the parameters transformers' class for `family` saves."""
-    d, f = config["hidden_size"], config["intermediate_size"]
-    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
-    head_dim = config.get("head_dim") or d // heads
-    gemma = family in hf.GEMMA
-    shapes = {"model.embed_tokens.weight": [config["vocab_size"], d], "model.norm.weight": [d]}
-    if not config["tie_word_embeddings"]:
-        shapes["lm_head.weight"] = [config["vocab_size"], d]
-    for layer in range(config["num_hidden_layers"]):
-        p = "model.layers.%d." % layer
-        shapes[p + "input_layernorm.weight"] = [d]
-        shapes[p + "post_attention_layernorm.weight"] = [d]
-        if gemma:
-            shapes[p + "pre_feedforward_layernorm.weight"] = [d]
-            shapes[p + "post_feedforward_layernorm.weight"] = [d]
-        if family == "phi3":
-            shapes[p + "self_attn.qkv_proj.weight"] = [(heads + 2 * kv_heads) * head_dim, d]
-            shapes[p + "mlp.gate_up_proj.weight"] = [2 * f, d]
-        else:
-            shapes[p + "self_attn.q_proj.weight"] = [heads * head_dim, d]
-            shapes[p + "self_attn.k_proj.weight"] = [kv_heads * head_dim, d]
-            shapes[p + "self_attn.v_proj.weight"] = [kv_heads * head_dim, d]
-            shapes[p + "mlp.gate_proj.weight"] = [f, d]
-            shapes[p + "mlp.up_proj.weight"] = [f, d]
-        shapes[p + "self_attn.o_proj.weight"] = [d, heads * head_dim]
-        shapes[p + "mlp.down_proj.weight"] = [d, f]
-        if family == "qwen2":
-            shapes[p + "self_attn.q_proj.bias"] = [heads * head_dim]
-            shapes[p + "self_attn.k_proj.bias"] = [kv_heads * head_dim]
-            shapes[p + "self_attn.v_proj.bias"] = [kv_heads * head_dim]
-        if family in ("qwen3", "gemma3"):
-            shapes[p + "self_attn.q_norm.weight"] = [head_dim]
-            shapes[p + "self_attn.k_norm.weight"] = [head_dim]
-    return shapes
-
-
 def random_weights(family, config, seed):
     """{name: f32 array}, drawn in the order of the names."""
     rng = np.random.default_rng(seed)
     gemma = family in hf.GEMMA
     weights = {}
-    for name, shape in sorted(tensor_shapes(family, config).items()):
+    for name, shape in sorted(hf.tensor_shapes(config, FAMILIES[family][0]).items()):
         if name.endswith("norm.weight"):
             values = (0.0 if gemma else 1.0) + rng.uniform(-0.2, 0.2, shape)
         elif name.endswith("bias"):
@@ -142,34 +105,6 @@ def random_weights(family, config, seed):
                 values = values * 3.0
         weights[name] = values.astype(np.float32)
     return weights
-
-
-def bf16_bits(values):
-    """f32 to bf16, rounded to nearest even as torch rounds."""
-    bits = values.view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def safetensors_bytes(weights, storage):
-    """The file save_pretrained writes: a header of {"__metadata__": {"format":
-    "pt"}} and the tensors in the order of their names, compact JSON padded
-    with spaces to 8 bytes, then the tensors' bytes in that order."""
-    dtype = {"f32": "F32", "f16": "F16", "bf16": "BF16"}[storage]
-    header = {"__metadata__": {"format": "pt"}}
-    blobs = []
-    offset = 0
-    for name in sorted(weights):
-        values = weights[name]
-        if storage == "bf16":
-            blob = bf16_bits(values).tobytes()
-        else:
-            blob = values.astype({"f32": "<f4", "f16": "<f2"}[storage]).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(values.shape), "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    header_bytes = json.dumps(header, separators=(",", ":")).encode()
-    header_bytes += b" " * (-len(header_bytes) % 8)
-    return len(header_bytes).to_bytes(8, "little") + header_bytes + b"".join(blobs)
 
 
 def layout_config(config):
@@ -210,8 +145,10 @@ def write_file(out_dir, family, relative, weights):
     folder = os.path.dirname(relative)
     for text in TEXT_FILES:
         shutil.copyfile(os.path.join(DATA, folder, text), os.path.join(out_dir, folder, text))
-    with open(path, "wb") as f:
-        f.write(safetensors_bytes(weights, folder.rsplit("-", 1)[1]))
+    # What save_pretrained writes: torch's header metadata, f16 and bf16
+    # rounded to nearest even from f32 as torch rounds them.
+    tensors = {name: (list(values.shape), values.ravel().tolist()) for name, values in weights.items()}
+    hf.write_safetensors(path, tensors, folder.rsplit("-", 1)[1].upper(), metadata={"format": "pt"})
     return path
 
 
