@@ -31,6 +31,10 @@ convert_hf_to_gguf.py lays out that architecture:
 - --dtype f16: matrices in F16, vectors (norms, biases, rope_freqs) in F32.
 - the vocabulary of the tokenizer.json as a "gpt2" (byte-level BPE) GGUF
   vocabulary: tokens by id, special added tokens CONTROL, merges "a b".
+
+write_gguf holds this layout; write_transformers_weights.py writes its GGUFs
+with it too, in q8_0 as well and with the converter's own metadata
+(as_converter).
 """
 import argparse
 import math
