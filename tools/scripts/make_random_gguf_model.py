@@ -31,6 +31,10 @@ convert_hf_to_gguf.py lays out that architecture:
 - --dtype f16: matrices in F16, vectors (norms, biases, rope_freqs) in F32.
 - the vocabulary of the tokenizer.json as a "gpt2" (byte-level BPE) GGUF
   vocabulary: tokens by id, special added tokens CONTROL, merges "a b".
+
+write_gguf holds this layout; write_transformers_weights.py writes its GGUFs
+with it too, in q8_0 as well and with the converter's own metadata
+(as_converter).
 """
 import argparse
 import math
@@ -144,7 +148,7 @@ def add_phi3_longrope(writer, config):
     writer.add_tensor("rope_factors_short.weight", np.array(scaling["short_factor"], dtype=np.float32))
 
 
-def add_vocabulary(writer, tokenizer, family, vocab):
+def add_vocabulary(writer, tokenizer, family, vocab, as_converter=False):
     tokens = ["[PAD%d]" % i for i in range(vocab)]
     types = [gguf.TokenType.UNUSED] * vocab
     for text, token_id in tokenizer["model"]["vocab"].items():
@@ -162,7 +166,100 @@ def add_vocabulary(writer, tokenizer, family, vocab):
     writer.add_token_merges(merges)
     writer.add_bos_token_id(special["bos"])
     writer.add_eos_token_id(special["eos"])
-    writer.add_add_bos_token(special["add_bos"])
+    if not as_converter:
+        writer.add_add_bos_token(special["add_bos"])
+    elif special["add_bos"]:
+        # The converter reads the flags from the tokenizer's post-processor,
+        # which only a tokenizer that adds a BOS has.
+        writer.add_add_bos_token(True)
+        writer.add_add_sep_token(False)
+
+
+def add_converter_general_keys(writer, tensors):
+    """What convert_hf_to_gguf.py writes beyond the model's math: the type, a
+    size label from the parameter count, the quantisation version."""
+    writer.add_type("model")
+    writer.add_size_label(gguf.size_label(sum(t.size for t in tensors.values()), 0, 0, 0))
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+
+def stored(data, outtype):
+    """The tensor as convert_hf_to_gguf.py stores it with --outtype: vectors
+    stay f32, matrices become f16 or q8_0 (rows of whole 32-value blocks)."""
+    if data.ndim < 2 or outtype == "f32":
+        return data, None
+    if outtype == "f16":
+        return data.astype(np.float16), None
+    quantized = gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0)
+    return quantized, gguf.GGMLQuantizationType.Q8_0
+
+
+FILE_TYPE = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
+             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
+
+
+def write_gguf(path, family, config, tensors, tokenizer, name, outtype="f32", as_converter=False):
+    """Writes `tensors` ({Hugging Face name: f32 array}) of a `family` model
+    whose config.json is `config` (rope_theta and rope_scaling as transformers
+    4 writes them) as llama.cpp lays that architecture out, in `outtype` (f32,
+    f16 or q8_0). `as_converter` writes the metadata convert_hf_to_gguf.py
+    writes too (add_converter_general_keys) and follows its choices where they
+    differ from this script's own: no sliding window for the `llama`
+    architecture (Mistral), no rope base for Gemma 2, Gemma 3's local rope
+    base, the add-BOS flags only where the tokenizer adds a BOS."""
+    vocab = hf.vocab_size_of(tokenizer)
+    architecture = ARCHITECTURE[family]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+
+    writer = gguf.GGUFWriter(path, architecture)
+    if as_converter:
+        add_converter_general_keys(writer, tensors)
+    writer.add_name(name)
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    if not (as_converter and architecture == "gemma2"):
+        writer.add_rope_freq_base(config["rope_theta"])
+    if as_converter and architecture == "gemma3":
+        writer.add_rope_freq_base_swa(config["rope_local_base_freq"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    if config.get("sliding_window") and not (as_converter and architecture == "llama"):
+        writer.add_sliding_window(config["sliding_window"])
+    if "head_dim" in config:
+        writer.add_key_length(config["head_dim"])
+        writer.add_value_length(config["head_dim"])
+    writer.add_file_type(FILE_TYPE[outtype])
+    if architecture == "llama":
+        writer.add_vocab_size(vocab)
+        writer.add_rope_dimension_count(
+            config.get("head_dim", config["hidden_size"] // heads))
+    if architecture == "phi3":
+        add_phi3_longrope(writer, config)
+    if architecture == "gemma2":
+        writer.add_attn_logit_softcapping(config["attn_logit_softcapping"])
+        writer.add_final_logit_softcapping(config["final_logit_softcapping"])
+    add_vocabulary(writer, tokenizer, family, vocab, as_converter)
+
+    if family == "llama3":
+        writer.add_tensor("rope_freqs.weight", llama3_rope_factors(config))
+    for hf_tensor_name in sorted(tensors):
+        data = tensors[hf_tensor_name]
+        if architecture == "llama" and hf_tensor_name.endswith("self_attn.q_proj.weight"):
+            data = permute_to_interleaved(data, heads)
+        if architecture == "llama" and hf_tensor_name.endswith("self_attn.k_proj.weight"):
+            data = permute_to_interleaved(data, kv_heads)
+        if family in hf.GEMMA and hf_tensor_name.endswith("norm.weight"):
+            data = data + np.float32(1.0)
+        data, raw_dtype = stored(data, outtype)
+        writer.add_tensor(gguf_name(hf_tensor_name, family), data, raw_dtype=raw_dtype)
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
 
 
 def main():
@@ -175,63 +272,15 @@ def main():
         parser.error("--tied is for --family llama3 (the others have a fixed head)")
 
     tokenizer = hf.read_tokenizer(args.tokenizer)
-    vocab = hf.vocab_size_of(tokenizer)
-    config = hf.config_of(args.family, vocab, args.tied, "float32", args.sliding_window,
-                          args.context)
-    architecture = ARCHITECTURE[args.family]
-    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
-
-    writer = gguf.GGUFWriter(args.out_file, architecture)
+    config = hf.config_of(args.family, hf.vocab_size_of(tokenizer), args.tied, "float32",
+                          args.sliding_window, args.context)
+    tensors = {name: np.array(values, dtype=np.float32).reshape(shape)
+               for name, (shape, values) in hf.random_tensors(config, args.family, args.seed).items()}
     # llama.cpp gives a model whose general.name contains "phi3" Phi-3's
     # SentencePiece token attributes, and fails where those tokens are absent.
     family_name = "Phi 3" if args.family == "phi3" else args.family
-    writer.add_name("random %s (seed %d)" % (family_name, args.seed))
-    writer.add_block_count(config["num_hidden_layers"])
-    writer.add_context_length(config["max_position_embeddings"])
-    writer.add_embedding_length(config["hidden_size"])
-    writer.add_feed_forward_length(config["intermediate_size"])
-    writer.add_head_count(heads)
-    writer.add_head_count_kv(kv_heads)
-    writer.add_rope_freq_base(config["rope_theta"])
-    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
-    if config.get("sliding_window"):
-        writer.add_sliding_window(config["sliding_window"])
-    if "head_dim" in config:
-        writer.add_key_length(config["head_dim"])
-        writer.add_value_length(config["head_dim"])
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if args.dtype == "f16"
-                         else gguf.LlamaFileType.ALL_F32)
-    if architecture == "llama":
-        writer.add_vocab_size(vocab)
-        writer.add_rope_dimension_count(
-            config.get("head_dim", config["hidden_size"] // heads))
-    if architecture == "phi3":
-        add_phi3_longrope(writer, config)
-    if architecture == "gemma2":
-        writer.add_attn_logit_softcapping(config["attn_logit_softcapping"])
-        writer.add_final_logit_softcapping(config["final_logit_softcapping"])
-    add_vocabulary(writer, tokenizer, args.family, vocab)
-
-    tensors = hf.random_tensors(config, args.family, args.seed)
-    if args.family == "llama3":
-        writer.add_tensor("rope_freqs.weight", llama3_rope_factors(config))
-    for hf_tensor_name in sorted(tensors):
-        shape, values = tensors[hf_tensor_name]
-        data = np.array(values, dtype=np.float32).reshape(shape)
-        if architecture == "llama" and hf_tensor_name.endswith("self_attn.q_proj.weight"):
-            data = permute_to_interleaved(data, heads)
-        if architecture == "llama" and hf_tensor_name.endswith("self_attn.k_proj.weight"):
-            data = permute_to_interleaved(data, kv_heads)
-        if args.dtype == "f16" and data.ndim > 1:
-            data = data.astype(np.float16)
-        if args.family in hf.GEMMA and hf_tensor_name.endswith("norm.weight"):
-            data = data + 1.0
-        writer.add_tensor(gguf_name(hf_tensor_name, args.family), data)
-
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    write_gguf(args.out_file, args.family, config, tensors, tokenizer,
+               "random %s (seed %d)" % (family_name, args.seed), args.dtype)
 
 
 if __name__ == "__main__":

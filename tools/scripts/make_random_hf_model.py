@@ -44,14 +44,49 @@ def encode(values, dtype):
     raise ValueError(dtype)
 
 
-def tensors_of(config, family, rng):
+def tensor_shapes(config, family):
+    """{Hugging Face name: shape} of the parameters a `family` model with
+    `config` saves, in the order tensors_of draws them."""
     d = config["hidden_size"]
     heads = config["num_attention_heads"]
     kv_heads = config["num_key_value_heads"]
-    head_dim = config.get("head_dim", d // heads)
+    head_dim = config.get("head_dim") or d // heads
     f = config["intermediate_size"]
     vocab = config["vocab_size"]
+    shapes = {"model.embed_tokens.weight": [vocab, d], "model.norm.weight": [d]}
+    if not config["tie_word_embeddings"]:
+        shapes["lm_head.weight"] = [vocab, d]
+    for layer in range(config["num_hidden_layers"]):
+        p = "model.layers.%d." % layer
+        shapes[p + "input_layernorm.weight"] = [d]
+        shapes[p + "post_attention_layernorm.weight"] = [d]
+        if family in GEMMA:
+            shapes[p + "pre_feedforward_layernorm.weight"] = [d]
+            shapes[p + "post_feedforward_layernorm.weight"] = [d]
+        if family == "phi3":
+            shapes[p + "self_attn.qkv_proj.weight"] = [(heads + 2 * kv_heads) * head_dim, d]
+        else:
+            shapes[p + "self_attn.q_proj.weight"] = [heads * head_dim, d]
+            shapes[p + "self_attn.k_proj.weight"] = [kv_heads * head_dim, d]
+            shapes[p + "self_attn.v_proj.weight"] = [kv_heads * head_dim, d]
+        shapes[p + "self_attn.o_proj.weight"] = [d, heads * head_dim]
+        if family == "qwen2":
+            shapes[p + "self_attn.q_proj.bias"] = [heads * head_dim]
+            shapes[p + "self_attn.k_proj.bias"] = [kv_heads * head_dim]
+            shapes[p + "self_attn.v_proj.bias"] = [kv_heads * head_dim]
+        if family in ("qwen3", "gemma3"):
+            shapes[p + "self_attn.q_norm.weight"] = [head_dim]
+            shapes[p + "self_attn.k_norm.weight"] = [head_dim]
+        if family == "phi3":
+            shapes[p + "mlp.gate_up_proj.weight"] = [2 * f, d]
+        else:
+            shapes[p + "mlp.gate_proj.weight"] = [f, d]
+            shapes[p + "mlp.up_proj.weight"] = [f, d]
+        shapes[p + "mlp.down_proj.weight"] = [d, f]
+    return shapes
 
+
+def tensors_of(config, family, rng):
     def rand(shape, scale):
         count = 1
         for extent in shape:
@@ -67,42 +102,27 @@ def tensors_of(config, family, rng):
     # Gemma multiplies the embedding by sqrt(hidden) and ties the head to it:
     # smaller rows keep both the residual stream and the logits in range.
     embed_scale = 0.3 if family in GEMMA else 1.0
-    tensors = {"model.embed_tokens.weight": rand([vocab, d], embed_scale),
-               "model.norm.weight": norm([d])}
-    if not config["tie_word_embeddings"]:
-        tensors["lm_head.weight"] = rand([vocab, d], 0.5)
-    for layer in range(config["num_hidden_layers"]):
-        p = "model.layers.%d." % layer
-        tensors[p + "input_layernorm.weight"] = norm([d])
-        tensors[p + "post_attention_layernorm.weight"] = norm([d])
-        if family in GEMMA:
-            tensors[p + "pre_feedforward_layernorm.weight"] = norm([d])
-            tensors[p + "post_feedforward_layernorm.weight"] = norm([d])
-        if family == "phi3":
-            tensors[p + "self_attn.qkv_proj.weight"] = rand([(heads + 2 * kv_heads) * head_dim, d], 0.4)
+    tensors = {}
+    for name, shape in tensor_shapes(config, family).items():
+        if name.endswith("norm.weight"):
+            tensors[name] = norm(shape)
+        elif name.endswith("bias"):
+            tensors[name] = rand(shape, 0.2)
+        elif name == "model.embed_tokens.weight":
+            tensors[name] = rand(shape, embed_scale)
+        elif name == "lm_head.weight":
+            tensors[name] = rand(shape, 0.5)
+        elif name.endswith("down_proj.weight"):
+            tensors[name] = rand(shape, 0.3)
         else:
-            tensors[p + "self_attn.q_proj.weight"] = rand([heads * head_dim, d], 0.4)
-            tensors[p + "self_attn.k_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
-            tensors[p + "self_attn.v_proj.weight"] = rand([kv_heads * head_dim, d], 0.4)
-        tensors[p + "self_attn.o_proj.weight"] = rand([d, heads * head_dim], 0.4)
-        if family == "qwen2":
-            tensors[p + "self_attn.q_proj.bias"] = rand([heads * head_dim], 0.2)
-            tensors[p + "self_attn.k_proj.bias"] = rand([kv_heads * head_dim], 0.2)
-            tensors[p + "self_attn.v_proj.bias"] = rand([kv_heads * head_dim], 0.2)
-        if family in ("qwen3", "gemma3"):
-            tensors[p + "self_attn.q_norm.weight"] = norm([head_dim])
-            tensors[p + "self_attn.k_norm.weight"] = norm([head_dim])
-        if family == "phi3":
-            tensors[p + "mlp.gate_up_proj.weight"] = rand([2 * f, d], 0.4)
-        else:
-            tensors[p + "mlp.gate_proj.weight"] = rand([f, d], 0.4)
-            tensors[p + "mlp.up_proj.weight"] = rand([f, d], 0.4)
-        tensors[p + "mlp.down_proj.weight"] = rand([d, f], 0.3)
+            tensors[name] = rand(shape, 0.4)
     return tensors
 
 
-def write_safetensors(path, tensors, dtype):
-    header = {}
+def write_safetensors(path, tensors, dtype, metadata=None):
+    """The tensors in the order of their names; `metadata` as the header's
+    __metadata__ (torch's save_pretrained writes {"format": "pt"})."""
+    header = {"__metadata__": metadata} if metadata else {}
     blobs = []
     offset = 0
     for name in sorted(tensors):

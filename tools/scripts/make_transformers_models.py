@@ -1,49 +1,62 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models of each architecture family written with Hugging
-Face `transformers`, their reference logits from transformers, and their GGUF
-conversions by llama.cpp's own converter: the independent references of
-tests/unit/e2e/TransformersFamiliesTest.cpp.
+"""The transformers side of tests/data/transformers: each family's config
+files as transformers writes them, the seed of its numpy-written weights,
+transformers' reference runs on them, and the check that llama.cpp's own
+converter writes the GGUFs write_transformers_weights.py writes.
 
-Run it with a python that has torch and transformers (CPU is enough):
+Run it with a python that has torch and transformers (CPU is enough);
+regen_transformers_data.sh does:
 
   ~/.cache/kvjit/hf-venv/bin/python tools/scripts/make_transformers_models.py \
       --converter ~/.cache/kvjit/llama.cpp-native/llama_cpp_python-0.3.36/vendor/llama.cpp \
-      tests/data/transformers
+      --work WORK_DIR --writer_python python3 tests/data/transformers
 
-For every model NAME (family, head tying, storage type: FAMILY-STORAGE) it writes
+For every model NAME (family, head tying, storage type: FAMILY-STORAGE):
 
-  NAME/                    what save_pretrained writes: config.json,
-                           model.safetensors, generation_config.json,
-                           tokenizer.json, tokenizer_config.json
-  NAME.transformers.json   the greedy run of transformers (eager attention, f32
+  OUT_DIR/NAME/            config.json and generation_config.json of a model
+                           of the family saved by save_pretrained (its weights
+                           are not kept), tokenizer.json and tokenizer_config.json
+  WORK_DIR/NAME/, WORK_DIR/FAMILY.{f32,q8_0}.gguf
+                           the weights write_transformers_weights.py writes
+                           with --writer_python (numpy and gguf: what the test
+                           runs), checked: transformers loads the folder and
+                           save_pretrained writes it again byte for byte;
+                           convert_hf_to_gguf.py --outtype f32 / q8_0 of
+                           WORK_DIR/FAMILY-f32 holds the same tensors and
+                           metadata as each GGUF (gguf_equal.py)
+  OUT_DIR/NAME.transformers.json
+                           the greedy run of transformers (eager attention, f32
                            arithmetic whatever the storage type) on every prompt
                            of OUT_DIR/prompts.json, in the layout of
                            llamacpp_reference.py's greedy files: prompt_ids,
                            generated_ids, and each step's top logits
-  FAMILY.f32.gguf, FAMILY.q8_0.gguf
-                           convert_hf_to_gguf.py --outtype f32 / q8_0 of FAMILY-f32/
+  OUT_DIR/weights.json     each family's seed and its files' sha256
 
+The seed of a family is the first from 1 that no other family has whose
+greedy runs keep every top-1/top-2 margin above MIN_MARGIN in every storage
+type of the family (the weights' scales, write_transformers_weights.py, keep
+activations near unit size and the largest logits near 10: transformers'
+default init of std 0.02 leaves every logit near 0, where any rounding picks
+the greedy token).
 llama.cpp's greedy runs on the GGUFs are recorded by llamacpp_reference.py
-(tools/scripts/regen_transformers_data.sh runs both).
-
-Weights: torch.manual_seed(seed), then every tensor drawn anew at a scale that
-keeps activations near unit size and the largest logits near 10 (the default
-init of std 0.02 leaves every logit near 0, where any rounding picks the
-greedy token). The seed is the first from 1 whose greedy runs keep every
-top-1/top-2 margin above MIN_MARGIN in every storage type of the family.
+(regen_transformers_data.sh runs both).
 """
 
 import argparse
 import hashlib
 import json
-import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 
+import safetensors.torch
 import torch
 import transformers
+
+SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 
 HIDDEN = 32
 HEADS = 2
@@ -128,32 +141,6 @@ def family_configs(vocab):
                                **gemma_common),
                    "llama3_style", ["f32", "bf16"]),
     }
-
-
-def randomize(model, family):
-    """Draws every parameter anew (the seed is set by the caller)."""
-    gemma = family.startswith("gemma")
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                # Gemma's norms multiply by 1 + w, the others by w.
-                p.copy_((0.0 if gemma else 1.0) + torch.empty_like(p).uniform_(-0.2, 0.2))
-            elif name.endswith("bias"):
-                p.copy_(torch.empty_like(p).uniform_(-0.2, 0.2))
-            elif "embed_tokens" in name:
-                # Gemma scales the embedding by sqrt(hidden) on the way in.
-                p.copy_(torch.randn_like(p) * (0.15 if gemma else 0.5))
-            elif name == "lm_head.weight":
-                p.copy_(torch.randn_like(p) * 0.5)
-            else:  # a linear layer: unit-size outputs from unit-size inputs
-                p.copy_(torch.randn_like(p) / math.sqrt(p.shape[1]))
-                # A tied head scores the token just read by its embedding's
-                # square norm unless the layers outweigh the embedding in the
-                # residual stream: without this gain the tied models repeat one
-                # token. (Gemma's post norms rescale these outputs anyway.)
-                if model.config.tie_word_embeddings and not gemma and name.endswith(
-                        ("o_proj.weight", "down_proj.weight")):
-                    p.mul_(3.0)
 
 
 def tokenizer_for(name, source):
@@ -244,17 +231,80 @@ def convert(converter, model_dir, pre, outtype, outfile):
                     "--outfile", outfile], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def write_model(out_dir, family, storage, seed, model_class, config, tokenizer, tokenizer_name, prompts,
-                new_tokens):
-    """Writes NAME/ and NAME.transformers.json; returns the smallest top-1/top-2 margin."""
-    name = "%s-%s" % (family, storage)
+def write_config_files(out_dir, name, model_class, config, tokenizer, dtype):
+    """config.json and generation_config.json as save_pretrained writes them
+    (the weights it writes with them are dropped), and the tokenizer's files."""
     model_dir = os.path.join(out_dir, name)
-    torch.manual_seed(seed)
-    model = model_class(config)
-    randomize(model, family)
-    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[storage]
-    model.to(dtype).save_pretrained(model_dir)
+    with tempfile.TemporaryDirectory() as saved:
+        model_class(config).to(dtype).save_pretrained(saved)
+        os.makedirs(model_dir, exist_ok=True)
+        for kept in ("config.json", "generation_config.json"):
+            shutil.copyfile(os.path.join(saved, kept), os.path.join(model_dir, kept))
     tokenizer.save_pretrained(model_dir)
+
+
+def check_saved_alike(model_dir):
+    """transformers loads the numpy-written folder and writes it again: the
+    same model.safetensors, so its names, dtypes, shapes and bytes are what
+    save_pretrained writes."""
+    written = os.path.join(model_dir, "model.safetensors")
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto")
+    with tempfile.TemporaryDirectory() as saved:
+        model.save_pretrained(saved)
+        if sha256_of(os.path.join(saved, "model.safetensors")) == sha256_of(written):
+            return
+        ours, theirs = safetensors.torch.load_file(written), safetensors.torch.load_file(
+            os.path.join(saved, "model.safetensors"))
+    differences = sorted(set(ours) ^ set(theirs)) + sorted(
+        n for n in set(ours) & set(theirs)
+        if ours[n].dtype != theirs[n].dtype or ours[n].shape != theirs[n].shape or not torch.equal(ours[n], theirs[n]))
+    sys.exit("make_transformers_models.py: error: save_pretrained writes %s otherwise; tensors that differ: %s"
+             % (written, ", ".join(differences) or "none (the header or its order)"))
+
+
+def write_weights(writer_python, work_dir, family, seed, update_manifest=False):
+    command = [writer_python, os.path.join(SCRIPTS, "write_transformers_weights.py"), work_dir,
+               "--only", family, "--seed", str(seed)]
+    subprocess.run(command + (["--update_manifest"] if update_manifest else []), check=True)
+
+
+def check_converter_writes_alike(converter, writer_python, work_dir, family, pre):
+    """convert_hf_to_gguf.py's GGUFs of WORK_DIR/FAMILY-f32 hold what
+    write_transformers_weights.py wrote."""
+    with tempfile.TemporaryDirectory() as converted:
+        for outtype in ("f32", "q8_0"):
+            gguf = os.path.join(converted, "%s.%s.gguf" % (family, outtype))
+            convert(converter, os.path.join(work_dir, family + "-f32"), pre, outtype, gguf)
+            ours = os.path.join(work_dir, os.path.basename(gguf))
+            subprocess.run([writer_python, os.path.join(SCRIPTS, "gguf_equal.py"), gguf, ours], check=True)
+            print("%s: equal to convert_hf_to_gguf.py --outtype %s" % (ours, outtype))
+
+
+def manifest_families(out_dir):
+    path = os.path.join(out_dir, "weights.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)["families"]
+
+
+def forget_seeds(out_dir, families):
+    """Drops the families about to be written from the manifest, so that their
+    seeds are searched anew (write_transformers_weights.py records them)."""
+    kept = {name: entry for name, entry in manifest_families(out_dir).items() if name not in families}
+    with open(os.path.join(out_dir, "weights.json"), "w") as f:
+        json.dump({"families": kept}, f, indent=1)
+        f.write("\n")
+
+
+def seeds_of_other_families(out_dir, family):
+    return {entry["seed"] for name, entry in manifest_families(out_dir).items() if name != family}
+
+
+def write_reference(out_dir, work_dir, name, storage, seed, tokenizer, tokenizer_name, prompts, new_tokens):
+    """Writes NAME.transformers.json; returns the smallest top-1/top-2 margin."""
+    model_dir = os.path.join(work_dir, name)
+    check_saved_alike(model_dir)
     data = reference(model_dir, tokenizer, tokenizer_name, prompts, new_tokens, storage)
     data["seed"] = seed
     with open(os.path.join(out_dir, name + ".transformers.json"), "w") as f:
@@ -269,34 +319,44 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir")
     parser.add_argument("--converter", required=True, help="llama.cpp's source folder (convert_hf_to_gguf.py)")
-    parser.add_argument("--tokenizers", default=os.path.join(os.path.dirname(__file__), "../../tests/data/hf_tokenizers"))
+    parser.add_argument("--work", required=True, help="where the weights are written")
+    parser.add_argument("--writer_python", default="python3",
+                        help="a python with numpy and gguf for write_transformers_weights.py")
+    parser.add_argument("--tokenizers", default=os.path.join(SCRIPTS, "../../tests/data/hf_tokenizers"))
     parser.add_argument("--only", action="append", help="a family to write (repeatable; default: all)")
     parser.add_argument("-n", type=int, default=16, help="greedy tokens per prompt")
     args = parser.parse_args()
+    transformers.utils.logging.disable_progress_bar()
 
     with open(os.path.join(args.out_dir, "prompts.json")) as f:
         prompts = json.load(f)
     vocab = 2001  # the tokenizers of tests/data/hf_tokenizers: 2,000 BPE tokens and <tool_call>
-    for family, (model_class, config_class, kwargs, tokenizer_name, storages) in family_configs(vocab).items():
-        if args.only and family not in args.only:
-            continue
+    dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    families = {family: how for family, how in family_configs(vocab).items() if not args.only or family in args.only}
+    forget_seeds(args.out_dir, families)
+    for family, (model_class, config_class, kwargs, tokenizer_name, storages) in families.items():
         tokenizer = tokenizer_for(tokenizer_name, os.path.join(args.tokenizers, tokenizer_name + ".tokenizer.json"))
         assert len(tokenizer) == vocab, len(tokenizer)
-        # The first seed whose greedy runs keep every top-1/top-2 margin above
-        # MIN_MARGIN in every storage type: rounding cannot then flip a token.
-        for seed in range(1, 100):
-            written = [write_model(args.out_dir, family, storage, seed, model_class, config_class(**kwargs),
-                                   tokenizer, tokenizer_name, prompts, args.n) for storage in storages]
-            if min(written) >= MIN_MARGIN:
+        names = {storage: "%s-%s" % (family, storage) for storage in storages}
+        for storage, name in names.items():
+            write_config_files(args.out_dir, name, model_class, config_class(**kwargs), tokenizer, dtypes[storage])
+        # The first seed no other family has whose greedy runs keep every
+        # top-1/top-2 margin above MIN_MARGIN in every storage type: rounding
+        # cannot then flip a token. (Llama 2's, Llama 3's and Mistral's
+        # tensors have the same names and shapes: one seed would give them
+        # the same weights.)
+        for seed in (s for s in range(1, 100) if s not in seeds_of_other_families(args.out_dir, family)):
+            write_weights(args.writer_python, args.work, family, seed)
+            margins = [write_reference(args.out_dir, args.work, name, storage, seed, tokenizer, tokenizer_name,
+                                       prompts, args.n) for storage, name in names.items()]
+            if min(margins) >= MIN_MARGIN:
                 break
         else:
             sys.exit("make_transformers_models.py: error: no seed below 100 keeps %s's margins above %g"
                      % (family, MIN_MARGIN))
-        for outtype in ("f32", "q8_0"):
-            gguf = os.path.join(args.out_dir, "%s.%s.gguf" % (family, outtype))
-            convert(args.converter, os.path.join(args.out_dir, family + "-f32"), TOKENIZERS[tokenizer_name]["pre"],
-                    outtype, gguf)
-            print("%s: %d bytes" % (gguf, os.path.getsize(gguf)))
+        write_weights(args.writer_python, args.work, family, seed, update_manifest=True)
+        check_converter_writes_alike(args.converter, args.writer_python, args.work, family,
+                                     TOKENIZERS[tokenizer_name]["pre"])
 
 
 if __name__ == "__main__":
