@@ -38,33 +38,35 @@ class BlockFuser {
   }
 
  private:
-  // Rules 1-4 of the pass description, in one sweep: their ops do not overlap
-  // except a norm's add, which the first norm in block order takes.
+  // Rules 1 and 2 of the pass description, in one sweep: their ops do not
+  // overlap except a residual add, which the first row-wise op in block
+  // order that reads it takes.
   void ClaimTemplates() {
     for (mlir::Operation& op : block_) {
-      if (auto norm = mlir::dyn_cast<tfm::RmsNormOp>(op)) {
-        auto add = norm.getInput().getDefiningOp<tfm::AddOp>();
-        if (add && add->getBlock() == &block_ && !claimed_.contains(add) &&
-            SumReadOnlyAfter(add, norm)) {
-          Claim({FusionKind::add_rms_norm, {add, norm}});
-          continue;
+      if (op.hasTrait<tfm::OpTrait::RowWise>()) {
+        if (mlir::Operation* add = ExclusiveResidualAdd(op)) {
+          Claim({FusionKind::row_wise, {add, &op}});
+        } else {
+          Claim({FusionKind::row_wise, {&op}});
         }
-        Claim({FusionKind::rms_norm, {norm}});
       } else if (auto mul = mlir::dyn_cast<tfm::MulOp>(op)) {
         if (tfm::SiluOp gate = ExclusiveSiluOperand(mul)) Claim({FusionKind::swiglu, {gate, mul}});
-      } else if (mlir::isa<tfm::RopeOp>(op)) {
-        Claim({FusionKind::rope, {&op}});
       }
     }
   }
 
-  // The fusion takes the norm's place, after the norm's weight, so the sum's
-  // other readers must come after the norm.
-  bool SumReadOnlyAfter(tfm::AddOp add, tfm::RmsNormOp norm) {
+  // The unclaimed tfm.add of this block that computes `op`'s operand 0, if
+  // `op` fuses a residual add. The fusion takes `op`'s place, after its other
+  // operands (a norm's weight), so the sum's other readers must come after
+  // `op`.
+  mlir::Operation* ExclusiveResidualAdd(mlir::Operation& op) {
+    if (!op.hasTrait<tfm::OpTrait::FusesResidualAdd>()) return nullptr;
+    auto add = op.getOperand(0).getDefiningOp<tfm::AddOp>();
+    if (!add || add->getBlock() != &block_ || claimed_.contains(add)) return nullptr;
     for (mlir::Operation* user : add->getUsers()) {
-      if (user != norm && !norm->isBeforeInBlock(block_.findAncestorOpInBlock(*user))) return false;
+      if (user != &op && !op.isBeforeInBlock(block_.findAncestorOpInBlock(*user))) return nullptr;
     }
-    return true;
+    return add;
   }
 
   // The silu of this block that `mul` alone reads, if any: silu(gate) · up.
@@ -76,7 +78,7 @@ class BlockFuser {
     return tfm::SiluOp();
   }
 
-  // Rule 5: every unclaimed elementwise op roots a tree that absorbs the
+  // Rule 3: every unclaimed elementwise op roots a tree that absorbs the
   // trees of the operands it alone reads.
   void ClaimElementwiseTrees() {
     llvm::MapVector<mlir::Operation*, llvm::SmallVector<mlir::Operation*>> tree_of_root;
@@ -105,10 +107,11 @@ class BlockFuser {
     groups_.push_back(std::move(group));
   }
 
-  // add_rms_norm also yields the sum, which the next residual add reads. In
-  // every other group each value but the last has one reader, in the group.
+  // A row-wise op's residual add also yields the sum, which the next
+  // residual add reads. In every other group each value but the last has one
+  // reader, in the group.
   static llvm::SmallVector<mlir::Value> YieldedValues(const FusionGroup& group) {
-    if (group.kind == FusionKind::add_rms_norm) {
+    if (group.kind == FusionKind::row_wise && group.ops.size() == 2) {
       return {group.ops[0]->getResult(0), group.ops[1]->getResult(0)};
     }
     return {group.ops.back()->getResult(0)};

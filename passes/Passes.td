@@ -92,32 +92,30 @@ def FuseElementwise : Pass<"fuse-elementwise", "::mlir::ModuleOp"> {
     `kernel.fusion` regions, one per kernel that codegen will emit. Within
     each block (outside existing fusions), in this order of precedence:
 
-    1. `add_rms_norm`: a `tfm.rms_norm` whose input is a `tfm.add` of the
-       same block, fused with that add when every other reader of the sum
-       comes after the norm. The fusion yields both the sum (the residual
-       stream the next residual add reads) and the normed value. Where one
-       add feeds several norms, the first one takes it.
+    1. `row_wise`: each op of class `RowWise` (`ir/Tfm/TfmTraits.td`:
+       `tfm.rms_norm`, `tfm.layer_norm`, `tfm.rope`) in a fusion of its own.
+       Where the op is also `FusesResidualAdd` (`tfm.rms_norm`) and its
+       first operand is a `tfm.add` of the same block, the add joins it when
+       every other reader of the sum comes after the op; the fusion then
+       yields both the sum (the residual stream the next residual add reads)
+       and the op's result. Where one add feeds several such ops, the first
+       one takes it. q and k get one rope fusion each: their head counts
+       differ under GQA.
     2. `swiglu`: a `tfm.mul` with a `tfm.silu` operand (the left one if
        both are) whose result has no other use (`silu(gate) · up`),
        yielding the product.
-    3. `rope`: each `tfm.rope` alone. q and k have different head counts
-       under GQA, so one kernel each keeps the template at one input tensor
-       and one output.
-    4. `rms_norm`: each remaining `tfm.rms_norm` alone (the first layer's
-       norm, whose input is the embedding).
-    5. `elementwise`: the remaining ops of class `Elementwise`
-       (`ir/Tfm/TfmTraits.td`: `tfm.add`, `mul`, `scale`, `silu`, `gelu`,
-       `causal_mask`) in maximal trees: a producer
-       joins its consumer's fusion when its result has exactly one use. The
-       fusion yields the tree's root.
+    3. `elementwise`: the remaining ops of class `Elementwise`
+       (`tfm.add`, `mul`, `scale`, `silu`, `gelu`, `tanh`, `causal_mask`) in
+       maximal trees: a producer joins its consumer's fusion when its result
+       has exactly one use. The fusion yields the tree's root.
 
     Each fusion takes the place of its group's last op, so that everything
     the group reads (such as a norm's weight, read after the add) is
     defined before it; an add whose sum is read before its norm therefore
-    falls through to rule 5, and the norm to rule 4. Linears, matmuls,
+    falls through to rule 3, and the norm runs alone. Linears, matmuls,
     attention, embedding, reshapes, transposes and softmax stay outside:
     they are library calls or kernels of their own. After the pass, every
-    op of the five rules sits in a fusion. The fusion's operands are the
+    op of the three rules sits in a fusion. The fusion's operands are the
     values its ops read from outside, in order of first use; its body holds
     clones of the ops, so the numbers do not change.
   }];

@@ -1,12 +1,15 @@
 #include "codegen/cuda/CudaCodegen.h"
 
-#include <iterator>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "codegen/cuda/KernelTable.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/ops/RowOps.h"
 #include "runtime/schema/CudaLaunchAbi.h"
-#include "runtime/schema/EnumTable.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -18,26 +21,71 @@ struct EmitterEntry {
   Emitter emit;
 };
 
-// Each opcode's kernel emitter, in OpCode order.
+// The emitters of the opcodes that are not row-wise; runtime/ops holds the
+// others'.
 constexpr EmitterEntry kEmitters[] = {
-    {kvx::OpCode::Embedding, EmitEmbedding},     {kvx::OpCode::Linear, EmitLinear},
-    {kvx::OpCode::RmsNorm, EmitRmsNorm},         {kvx::OpCode::AddRmsNorm, EmitAddRmsNorm},
-    {kvx::OpCode::SwiGlu, EmitSwiGlu},           {kvx::OpCode::Rope, EmitRope},
-    {kvx::OpCode::Elementwise, EmitElementwise}, {kvx::OpCode::KvWrite, EmitKvWrite},
-    {kvx::OpCode::KvAttention, EmitKvAttention}, {kvx::OpCode::GatherRows, EmitGatherRows},
+    {kvx::OpCode::Embedding, EmitEmbedding},
+    {kvx::OpCode::Linear, EmitLinear},
+    {kvx::OpCode::Elementwise, EmitElementwise},
+    {kvx::OpCode::KvWrite, EmitKvWrite},
+    {kvx::OpCode::KvAttention, EmitKvAttention},
+    {kvx::OpCode::GatherRows, EmitGatherRows},
     {kvx::OpCode::Copy, EmitCopy},
 };
 
-static_assert(kvx::CoversEnumInOrder(kEmitters),
-              "kEmitters has each kvx::OpCode's CUDA emitter, in the enum's order: a new opcode "
-              "needs its emitter here");
+static_assert(runtime::DescribesEveryOpCodeOnce<kEmitters>());
+
+// The generator as a row-wise op's emitter sees it: the op writes one
+// kernel, placed here in the module with its launch on both paths.
+class RowKernelEmitter : public runtime::CudaRowKernelEmitter {
+ public:
+  explicit RowKernelEmitter(const EmitContext& context) : context_(context) {}
+
+  const kvx::Instruction& instruction() const override { return context_.instruction; }
+
+  absl::StatusOr<std::string> ElementLoad(int input, absl::string_view index) const override {
+    return cuda::ElementLoad(context_, input, index);
+  }
+
+  int OutputBuffer(int output) const override {
+    return cuda::OutputBuffer(context_.instruction, output);
+  }
+
+  void AddRowKernel(absl::string_view stem, const std::string& text, uint32_t threads, int input,
+                    size_t end) override {
+    const uint32_t kernel = context_.kernels.Add(stem, text);
+    PathSpec path;
+    path.launches.push_back(
+        Launch(kernel, threads, ExtentFactors(*context_.instruction.inputs()->Get(input), 0, end)));
+    spec_ = SamePaths(StepTokens(), path);
+  }
+
+  void AddElementKernel(absl::string_view stem, const std::string& comment,
+                        const std::string& body) override {
+    spec_ = ElementKernel(context_, stem, comment, body);
+  }
+
+  // The instruction's kernel, once the op's emitter has added it.
+  absl::StatusOr<InstructionSpec> spec() && {
+    if (!spec_.has_value()) return absl::InternalError("the row-wise op added no kernel");
+    return *std::move(spec_);
+  }
+
+ private:
+  const EmitContext& context_;
+  std::optional<absl::StatusOr<InstructionSpec>> spec_;
+};
 
 absl::StatusOr<InstructionSpec> Emit(const EmitContext& context) {
-  const size_t index = static_cast<size_t>(context.instruction.op());
-  if (index >= std::size(kEmitters)) {
-    return absl::UnimplementedError("an opcode without a CUDA kernel");
+  if (const runtime::RowOp* row = runtime::FindRowOp(context.instruction.op())) {
+    RowKernelEmitter emitter(context);
+    KVJIT_RETURN_IF_ERROR(row->cuda(emitter));
+    return std::move(emitter).spec();
   }
-  return kEmitters[index].emit(context);
+  for (const EmitterEntry& entry : kEmitters) {
+    if (entry.op == context.instruction.op()) return entry.emit(context);
+  }
+  return absl::UnimplementedError("an opcode without a CUDA kernel");
 }
 
 }  // namespace

@@ -1,26 +1,12 @@
 #include "codegen/cuda/KernelEmitter.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/quant/StorageType.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 
 namespace kvjit::codegen::cuda {
-
-std::string Fill(absl::string_view text,
-                 std::initializer_list<std::pair<absl::string_view, std::string>> values) {
-  std::vector<std::pair<std::string, std::string>> replacements;
-  for (const auto& [key, value] : values)
-    replacements.push_back({absl::StrCat("@", key, "@"), value});
-  return absl::StrReplaceAll(text, replacements);
-}
-
-std::string FloatLiteral(float value) { return absl::StrFormat("%af", value); }
 
 namespace {
 
@@ -61,13 +47,6 @@ SizeExpr ExtentFactors(const kvx::TensorRef& ref, size_t begin, size_t end) {
     factors.emplace_back(dim.kind(), dim.size(), 1);
   }
   return factors;
-}
-
-absl::StatusOr<int64_t> StaticDim(const kvx::TensorRef& ref, size_t dim, absl::string_view what) {
-  if (dim >= ref.shape()->size() || ref.shape()->Get(dim)->kind() != kvx::DimKind::Static) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " (dimension ", dim, ") is not static"));
-  }
-  return ref.shape()->Get(dim)->size();
 }
 
 SizeExpr DivideFirst(SizeExpr factors, uint32_t divisor) {
@@ -164,11 +143,6 @@ absl::StatusOr<const kvx::Weight*> WeightOf(const EmitContext& context, int inpu
     return absl::InvalidArgumentError(absl::StrCat("input ", input, " is not a weight"));
   }
   return context.executable.weights()->Get(ref.index());
-}
-
-uint32_t RowThreads(int64_t width) {
-  const int64_t rounded = (std::max<int64_t>(width, 1) + 31) / 32 * 32;
-  return static_cast<uint32_t>(std::min<int64_t>(rounded, 256));
 }
 
 absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout) {

@@ -10,11 +10,13 @@
 #include "absl/strings/string_view.h"
 #include "codegen/cuda/CudaModuleSpec.h"
 #include "codegen/cuda/KernelTable.h"
+#include "runtime/ops/CudaRowKernelEmitter.h"
 #include "runtime/schema/kvx_generated.h"
 
-// Kernel emitters: each turns one instruction of a verified program into
-// kernels (added to the module's KernelTable) and the launches that run
-// them. The kernels compute what runtime/cpu/CpuStepRunner.cpp and
+// Kernel emitters of the opcodes that are not row-wise (each row-wise
+// opcode's is in its file under runtime/ops): each turns one instruction of
+// a verified program into kernels (added to the module's KernelTable) and
+// the launches that run them. The kernels compute what runtime/cpu/CpuStepRunner.cpp and
 // runtime/cpu compute for the same instruction; every shape, constant and
 // weight format the instruction fixes is baked into the kernel's text.
 namespace kvjit::codegen::cuda {
@@ -27,32 +29,29 @@ struct EmitContext {
 
 absl::StatusOr<InstructionSpec> EmitEmbedding(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitLinear(const EmitContext& context);
-absl::StatusOr<InstructionSpec> EmitRmsNorm(const EmitContext& context);
-absl::StatusOr<InstructionSpec> EmitAddRmsNorm(const EmitContext& context);
-absl::StatusOr<InstructionSpec> EmitSwiGlu(const EmitContext& context);
-absl::StatusOr<InstructionSpec> EmitRope(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitKvWrite(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitGatherRows(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitCopy(const EmitContext& context);
 
+// The instruction's one kernel, one thread per element of output 0:
+// `body` computes element `i`.
+absl::StatusOr<InstructionSpec> ElementKernel(const EmitContext& context, absl::string_view stem,
+                                              const std::string& comment, const std::string& body);
+
 // ---- Helpers shared by the emitters ----
 
-// `text` with each `@KEY@` replaced by its value.
-std::string Fill(absl::string_view text,
-                 std::initializer_list<std::pair<absl::string_view, std::string>> values);
-
-// A float as an exact C++ literal (hexadecimal), e.g. 0x1.4f8b58p-17f.
-std::string FloatLiteral(float value);
+// Those the row-wise ops' emitters (runtime/ops) use too.
+using runtime::Fill;
+using runtime::FloatLiteral;
+using runtime::RowThreads;
+using runtime::StaticDim;
 
 // Dimensions [begin, end) of a reference: the product as a C++ int64_t
 // expression over `args` (the kernel's LaunchArgs), and as size factors.
 std::string ExtentExpr(const kvx::TensorRef& ref, size_t begin, size_t end);
 SizeExpr ExtentFactors(const kvx::TensorRef& ref, size_t begin, size_t end);
-
-// The static size of a reference's dimension, or an error naming it.
-absl::StatusOr<int64_t> StaticDim(const kvx::TensorRef& ref, size_t dim, absl::string_view what);
 
 // `factors` with the first divided by `divisor` (ceil): enough blocks of
 // `divisor` threads for the product's elements.
@@ -81,9 +80,6 @@ absl::StatusOr<uint64_t> WeightRowBytes(kvx::StorageType storage, int64_t cols);
 
 // The weight an input refers to, or an error.
 absl::StatusOr<const kvx::Weight*> WeightOf(const EmitContext& context, int input);
-
-// Threads for a block that walks a row of `width`: a multiple of 32 up to 256.
-uint32_t RowThreads(int64_t width);
 
 // The paged KV pool for a kernel's body: constexpr kKvHeads, kHeadDim,
 // kBlockSize, kBlockBytes, kSlotStride, kValueOffset (bytes; see kvx.fbs

@@ -1,5 +1,5 @@
-// Row-wise and element-wise kernels: Embedding, RmsNorm, AddRmsNorm, SwiGlu,
-// Elementwise chains, GatherRows, Copy.
+// Row-by-row and element-wise kernels of the opcodes that are not row-wise
+// ops: Embedding, Elementwise chains, GatherRows, Copy.
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -44,48 +44,6 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
 }
 )cuda";
 
-constexpr char kRmsNorm[] = R"cuda(
-// RmsNorm over rows of @WIDTH@, eps @EPS_TEXT@.
-extern "C" __global__ void __launch_bounds__(@THREADS@)
-KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
-  constexpr int kWidth = @WIDTH@;
-  __shared__ float reduce[32];
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * kWidth;
-  const float* x = static_cast<const float*>(args.buffers[0]) + base;
-  float* out = static_cast<float*>(args.buffers[@OUT@]) + base;
-  float sum = 0.0f;
-  for (int i = threadIdx.x; i < kWidth; i += blockDim.x) sum += x[i] * x[i];
-  const float mean = block_sum(sum, reduce) / static_cast<float>(kWidth);
-  const float scale = 1.0f / sqrtf(mean + @EPS@);
-  for (int i = threadIdx.x; i < kWidth; i += blockDim.x) out[i] = (x[i] * scale) * @WEIGHT@;
-}
-)cuda";
-
-constexpr char kAddRmsNorm[] = R"cuda(
-// AddRmsNorm: sum = a + b, then RmsNorm over rows of @WIDTH@, eps @EPS_TEXT@.
-extern "C" __global__ void __launch_bounds__(@THREADS@)
-KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
-  constexpr int kWidth = @WIDTH@;
-  __shared__ float reduce[32];
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * kWidth;
-  const float* a = static_cast<const float*>(args.buffers[0]) + base;
-  const float* b = static_cast<const float*>(args.buffers[1]) + base;
-  float* sum_out = static_cast<float*>(args.buffers[@SUM@]) + base;
-  float* normed = static_cast<float*>(args.buffers[@NORMED@]) + base;
-  float squares = 0.0f;
-  for (int i = threadIdx.x; i < kWidth; i += blockDim.x) {
-    const float value = a[i] + b[i];
-    sum_out[i] = value;
-    squares += value * value;
-  }
-  const float mean = block_sum(squares, reduce) / static_cast<float>(kWidth);
-  const float scale = 1.0f / sqrtf(mean + @EPS@);
-  for (int i = threadIdx.x; i < kWidth; i += blockDim.x) {
-    normed[i] = (sum_out[i] * scale) * @WEIGHT@;
-  }
-}
-)cuda";
-
 constexpr char kElementwise[] = R"cuda(
 // @COMMENT@
 extern "C" __global__ void __launch_bounds__(@THREADS@)
@@ -124,43 +82,6 @@ absl::StatusOr<Rows> RowsOf(const kvx::TensorRef& ref) {
   return Rows{ExtentFactors(ref, 0, Rank(ref) - 1), width};
 }
 
-// A kernel over every element of output 0, one thread each.
-absl::StatusOr<InstructionSpec> ElementKernel(const EmitContext& context, absl::string_view stem,
-                                              const std::string& comment, const std::string& body) {
-  const kvx::TensorRef& out = Output(context, 0);
-  const uint32_t kernel =
-      context.kernels.Add(stem, Fill(kElementwise, {{"COMMENT", comment},
-                                                    {"THREADS", absl::StrCat(kElementThreads)},
-                                                    {"COUNT", ExtentExpr(out, 0, Rank(out))},
-                                                    {"BODY", body}}));
-  PathSpec path;
-  path.launches.push_back(Launch(kernel, kElementThreads,
-                                 DivideFirst(ExtentFactors(out, 0, Rank(out)), kElementThreads)));
-  return SamePaths(StepTokens(), path);
-}
-
-absl::StatusOr<InstructionSpec> NormKernel(const EmitContext& context, const char* text,
-                                           absl::string_view stem, int weight_input) {
-  KVJIT_ASSIGN_OR_RETURN(Rows rows, RowsOf(Input(context, 0)));
-  KVJIT_ASSIGN_OR_RETURN(std::string weight, ElementLoad(context, weight_input, "i"));
-  const uint32_t threads = RowThreads(rows.width);
-  const kvx::RmsNormParams* params = context.instruction.params_as_RmsNormParams();
-  if (params == nullptr) return absl::InvalidArgumentError("a norm without its RmsNormParams");
-  const float epsilon = params->epsilon();
-  const uint32_t kernel = context.kernels.Add(
-      stem, Fill(text, {{"THREADS", absl::StrCat(threads)},
-                        {"WIDTH", absl::StrCat(rows.width)},
-                        {"EPS", FloatLiteral(epsilon)},
-                        {"EPS_TEXT", absl::StrCat(epsilon)},
-                        {"WEIGHT", weight},
-                        {"OUT", absl::StrCat(OutputBuffer(context.instruction, 0))},
-                        {"SUM", absl::StrCat(OutputBuffer(context.instruction, 0))},
-                        {"NORMED", absl::StrCat(OutputBuffer(context.instruction, 1))}}));
-  PathSpec path;
-  path.launches.push_back(Launch(kernel, threads, rows.grid));
-  return SamePaths(StepTokens(), path);
-}
-
 // Bytes an arena reference spans at the program's largest step.
 uint64_t LargestArenaBytes(const kvx::TensorRef& ref, int64_t max_tokens) {
   uint64_t bytes = sizeof(float);
@@ -174,6 +95,20 @@ uint64_t LargestArenaBytes(const kvx::TensorRef& ref, int64_t max_tokens) {
 }
 
 }  // namespace
+
+absl::StatusOr<InstructionSpec> ElementKernel(const EmitContext& context, absl::string_view stem,
+                                              const std::string& comment, const std::string& body) {
+  const kvx::TensorRef& out = Output(context, 0);
+  const uint32_t kernel =
+      context.kernels.Add(stem, Fill(kElementwise, {{"COMMENT", comment},
+                                                    {"THREADS", absl::StrCat(kElementThreads)},
+                                                    {"COUNT", ExtentExpr(out, 0, Rank(out))},
+                                                    {"BODY", body}}));
+  PathSpec path;
+  path.launches.push_back(Launch(kernel, kElementThreads,
+                                 DivideFirst(ExtentFactors(out, 0, Rank(out)), kElementThreads)));
+  return SamePaths(StepTokens(), path);
+}
 
 absl::StatusOr<InstructionSpec> EmitEmbedding(const EmitContext& context) {
   KVJIT_ASSIGN_OR_RETURN(const kvx::Weight* table, WeightOf(context, 0));
@@ -197,22 +132,6 @@ absl::StatusOr<InstructionSpec> EmitEmbedding(const EmitContext& context) {
   PathSpec path;
   path.launches.push_back(Launch(kernel, threads, ExtentFactors(out, 0, Rank(out) - 1)));
   return SamePaths(StepTokens(), path);
-}
-
-absl::StatusOr<InstructionSpec> EmitRmsNorm(const EmitContext& context) {
-  return NormKernel(context, kRmsNorm, "rms_norm", 1);
-}
-
-absl::StatusOr<InstructionSpec> EmitAddRmsNorm(const EmitContext& context) {
-  return NormKernel(context, kAddRmsNorm, "add_rms_norm", 2);
-}
-
-absl::StatusOr<InstructionSpec> EmitSwiGlu(const EmitContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(std::string gate, ElementLoad(context, 0, "i"));
-  KVJIT_ASSIGN_OR_RETURN(std::string up, ElementLoad(context, 1, "i"));
-  const std::string out = Buffer(OutputBuffer(context.instruction, 0), "float");
-  return ElementKernel(context, "swiglu", "SwiGlu: silu(gate) * up.",
-                       absl::StrCat("  ", out, "[i] = silu(", gate, ") * ", up, ";\n"));
 }
 
 absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context) {

@@ -2,6 +2,7 @@
 #define KVJIT_CODEGEN_LOWERING_EXECUTABLELOWERABLEOPINTERFACE_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "codegen/lowering/InstructionEmitter.h"

@@ -41,4 +41,29 @@ def ElementwiseStepOpInterface : OpInterface<"ElementwiseStepOpInterface"> {
   ];
 }
 
+def RowKernelOpInterface : OpInterface<"RowKernelOpInterface"> {
+  let cppNamespace = "::kvjit::codegen";
+  let description = [{
+    A row-wise op (tfm class `RowWise`) as the instruction of its own
+    kernel: its opcode and parameter table. The instruction's inputs are the
+    op's operands; after a fused residual add (`FusesResidualAdd`), the
+    add's two operands take the place of operand 0 and the instruction also
+    writes the sum, before the op's result. One generic lowering serves the
+    op alone and in its `row_wise` fusion.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The opcode of the op's kernel; of the kernel that first adds the
+        residual where `afterResidualAdd` (none where the op fuses no add).
+      }],
+      "::std::optional<::kvjit::kvx::OpCode>", "getKernelOpcode",
+      (ins "bool":$afterResidualAdd)>,
+    InterfaceMethod<[{
+        The op's parameter table (kvx.fbs OpParams), built in `builder`.
+      }],
+      "::kvjit::codegen::InstructionParams", "buildKernelParams",
+      (ins "::flatbuffers::FlatBufferBuilder&":$builder)>,
+  ];
+}
+
 #endif  // KVJIT_CODEGEN_LOWERING_EXECUTABLELOWERABLEOPINTERFACE_TD

@@ -1,6 +1,6 @@
 // The lowering of kernel.fusion: one instruction per fusion, the kernel its
-// kind names, over the fusion's operands. A new fusion kind (a row-wise
-// kernel) goes here as a case of LowerFusion.
+// kind names, over the fusion's operands. A row_wise fusion is its op's
+// kernel (RowKernelOpInterface), so a new row-wise op needs nothing here.
 
 #include <iterator>
 #include <optional>
@@ -76,7 +76,6 @@ absl::StatusOr<std::vector<kvx::ElementwiseStep>> ElementwiseChain(kernel::Fusio
 
 absl::Status LowerFusion(kernel::FusionOp fusion, InstructionEmitter& emitter) {
   mlir::Block& body = fusion.getBody().front();
-  auto yield = mlir::cast<kernel::YieldOp>(body.getTerminator());
   // The fusion operand a value of the body reads; the kernel templates read
   // only their operands, never a value computed inside.
   auto outer = [&](mlir::Value inner) -> absl::StatusOr<mlir::Value> {
@@ -90,32 +89,26 @@ absl::Status LowerFusion(kernel::FusionOp fusion, InstructionEmitter& emitter) {
     return fusion.getOperand(argument.getArgNumber());
   };
   switch (fusion.getKind()) {
-    case kernel::FusionKind::rms_norm: {
-      KVJIT_ASSIGN_OR_RETURN(tfm::RmsNormOp norm, SingleOp<tfm::RmsNormOp>(fusion));
-      KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(norm.getInput()));
-      KVJIT_ASSIGN_OR_RETURN(mlir::Value weight, outer(norm.getWeight()));
-      return emitter.Emit(fusion, kvx::OpCode::RmsNorm, {x, weight}, x,
-                          RmsNormParamsOf(norm, emitter.builder()));
-    }
-    case kernel::FusionKind::add_rms_norm: {
-      KVJIT_ASSIGN_OR_RETURN(tfm::AddOp add, SingleOp<tfm::AddOp>(fusion));
-      KVJIT_ASSIGN_OR_RETURN(tfm::RmsNormOp norm, SingleOp<tfm::RmsNormOp>(fusion));
-      KVJIT_ASSIGN_OR_RETURN(mlir::Value a, outer(add.getLhs()));
-      KVJIT_ASSIGN_OR_RETURN(mlir::Value b, outer(add.getRhs()));
-      KVJIT_ASSIGN_OR_RETURN(mlir::Value weight, outer(norm.getWeight()));
-      std::optional<unsigned> sum_result, normed_result;
-      for (auto [index, value] : llvm::enumerate(yield.getValues())) {
-        if (value == add.getResult()) sum_result = index;
-        if (value == norm.getResult()) normed_result = index;
+    case kernel::FusionKind::row_wise: {
+      // The verifier holds the body to the op, after its residual add where
+      // it fuses one, yielding the sum and the op's result in that order.
+      llvm::SmallVector<mlir::Operation*> ops;
+      for (mlir::Operation& inner : body.without_terminator()) ops.push_back(&inner);
+      auto kernel = mlir::dyn_cast<RowKernelOpInterface>(ops.back());
+      if (!kernel) {
+        return absl::UnimplementedError(absl::StrCat(DescribeOp(ops.back()), " in ",
+                                                     DescribeOp(fusion), " has no kernel"));
       }
-      if (norm.getInput() != add.getResult() || !sum_result || !normed_result ||
-          fusion.getNumResults() != 2) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            DescribeOp(fusion), " does not yield the sum and its rms_norm, as add_rms_norm does"));
+      const bool after_residual_add = ops.size() == 2;
+      std::vector<mlir::Value> read;
+      if (after_residual_add) llvm::append_range(read, ops.front()->getOperands());
+      llvm::append_range(read, kernel->getOperands().drop_front(after_residual_add ? 1 : 0));
+      std::vector<mlir::Value> inputs;
+      for (mlir::Value inner : read) {
+        KVJIT_ASSIGN_OR_RETURN(mlir::Value input, outer(inner));
+        inputs.push_back(input);
       }
-      return emitter.Emit(fusion, kvx::OpCode::AddRmsNorm, {a, b, weight}, a,
-                          RmsNormParamsOf(norm, emitter.builder()),
-                          {*sum_result, *normed_result});
+      return EmitRowKernel(fusion, kernel, after_residual_add, inputs, emitter);
     }
     case kernel::FusionKind::swiglu: {
       KVJIT_ASSIGN_OR_RETURN(tfm::SiluOp silu, SingleOp<tfm::SiluOp>(fusion));
@@ -129,13 +122,6 @@ absl::Status LowerFusion(kernel::FusionOp fusion, InstructionEmitter& emitter) {
       KVJIT_ASSIGN_OR_RETURN(mlir::Value gate, outer(silu.getInput()));
       KVJIT_ASSIGN_OR_RETURN(mlir::Value up, outer(up_inner));
       return emitter.Emit(fusion, kvx::OpCode::SwiGlu, {gate, up}, gate);
-    }
-    case kernel::FusionKind::rope: {
-      KVJIT_ASSIGN_OR_RETURN(tfm::RopeOp rope, SingleOp<tfm::RopeOp>(fusion));
-      KVJIT_ASSIGN_OR_RETURN(mlir::Value x, outer(rope.getInput()));
-      KVJIT_ASSIGN_OR_RETURN(mlir::Value positions, outer(rope.getPositions()));
-      return emitter.Emit(fusion, kvx::OpCode::Rope, {x, positions}, x,
-                          RopeParamsOf(rope, emitter.builder()));
     }
     case kernel::FusionKind::elementwise: {
       KVJIT_ASSIGN_OR_RETURN(std::vector<kvx::ElementwiseStep> steps, ElementwiseChain(fusion));

@@ -1,8 +1,12 @@
 // The lowering of each tfm op a planned step function may hold outside a
 // fusion. A new elementwise op goes here as a StepOf overload (its
-// ElementwiseOpCode and operands) and an entry in RegisterTfmLoweringModels;
-// it then lowers alone and inside any elementwise fusion.
+// ElementwiseOpCode and operands) and an entry in AttachElementwise; a new
+// row-wise op as KernelOf and ParamsOf overloads (its opcodes and parameter
+// table) and an entry in AttachRowKernels. Either then lowers alone and
+// inside its fusions.
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
@@ -41,23 +45,78 @@ absl::Status Lower(tfm::GatherRowsOp op, InstructionEmitter& emitter) {
   return emitter.Emit(op, kvx::OpCode::GatherRows, {op.getInput(), op.getRows()}, op.getRows());
 }
 
-// rms_norm and rope outside a fusion, for a pipeline without
-// fuse-elementwise: the instruction of the fusion of their own kind.
-absl::Status Lower(tfm::RmsNormOp op, InstructionEmitter& emitter) {
-  return emitter.Emit(op, kvx::OpCode::RmsNorm, {op.getInput(), op.getWeight()}, op.getInput(),
-                      RmsNormParamsOf(op, emitter.builder()));
-}
-
-absl::Status Lower(tfm::RopeOp op, InstructionEmitter& emitter) {
-  return emitter.Emit(op, kvx::OpCode::Rope, {op.getInput(), op.getPositions()}, op.getInput(),
-                      RopeParamsOf(op, emitter.builder()));
-}
-
 template <typename OpT>
 struct TfmLoweringModel
     : ExecutableLowerableOpInterface::ExternalModel<TfmLoweringModel<OpT>, OpT> {
   absl::Status lowerToExecutable(mlir::Operation* op, InstructionEmitter& emitter) const {
     return Lower(mlir::cast<OpT>(op), emitter);
+  }
+};
+
+// ---- Row-wise ops: a kernel each, alone or after the residual add they fuse ----
+
+// The opcodes of a row-wise op's kernel: alone, and after its residual add
+// where the op is FusesResidualAdd.
+struct RowKernel {
+  kvx::OpCode alone;
+  std::optional<kvx::OpCode> after_residual_add;
+};
+
+RowKernel KernelOf(tfm::RmsNormOp) { return {kvx::OpCode::RmsNorm, kvx::OpCode::AddRmsNorm}; }
+
+InstructionParams ParamsOf(tfm::RmsNormOp norm, flatbuffers::FlatBufferBuilder& builder) {
+  return {kvx::OpParams::RmsNormParams,
+          kvx::CreateRmsNormParams(builder, ToF32(norm.getEpsilon())).Union()};
+}
+
+RowKernel KernelOf(tfm::RopeOp) { return {kvx::OpCode::Rope, std::nullopt}; }
+
+InstructionParams ParamsOf(tfm::RopeOp rope, flatbuffers::FlatBufferBuilder& builder) {
+  auto type = mlir::cast<mlir::RankedTensorType>(rope.getInput().getType());
+  const int64_t rotary_dim = rope.getRotaryDim() ? static_cast<int64_t>(*rope.getRotaryDim())
+                                                 : type.getShape().back();
+  flatbuffers::Offset<kvx::RopeScaling> scaling = 0;
+  if (tfm::RopeScalingAttr attr = rope.getScalingAttr()) {
+    scaling = kvx::CreateRopeScaling(
+        builder,
+        attr.getKind() == tfm::RopeScalingKind::linear ? kvx::RopeScalingKind::Linear
+                                                       : kvx::RopeScalingKind::Llama3,
+        ToF32(attr.getFactor()), ToF32(attr.getLowFreqFactor()), ToF32(attr.getHighFreqFactor()),
+        static_cast<uint32_t>(attr.getOriginalContext()));
+  }
+  flatbuffers::Offset<flatbuffers::Vector<float>> freq_factors = 0;
+  if (std::optional<llvm::ArrayRef<float>> factors = rope.getFreqFactors()) {
+    freq_factors = builder.CreateVector(factors->data(), factors->size());
+  }
+  const kvx::RopeStyle style =
+      rope.getStyle() == tfm::RopeStyle::neox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
+  return {kvx::OpParams::RopeParams,
+          kvx::CreateRopeParams(builder, style, ToF32(rope.getTheta()),
+                                static_cast<uint32_t>(rotary_dim), scaling, freq_factors)
+              .Union()};
+}
+
+// A row-wise op's kernel, and the op alone (outside any fusion, for a
+// pipeline without fuse-elementwise) as its instruction.
+template <typename OpT>
+struct RowKernelModel : RowKernelOpInterface::ExternalModel<RowKernelModel<OpT>, OpT> {
+  std::optional<kvx::OpCode> getKernelOpcode(mlir::Operation* op, bool after_residual_add) const {
+    const RowKernel kernel = KernelOf(mlir::cast<OpT>(op));
+    return after_residual_add ? kernel.after_residual_add : kernel.alone;
+  }
+  InstructionParams buildKernelParams(mlir::Operation* op,
+                                      flatbuffers::FlatBufferBuilder& builder) const {
+    return ParamsOf(mlir::cast<OpT>(op), builder);
+  }
+};
+
+template <typename OpT>
+struct RowKernelLoweringModel
+    : ExecutableLowerableOpInterface::ExternalModel<RowKernelLoweringModel<OpT>, OpT> {
+  absl::Status lowerToExecutable(mlir::Operation* op, InstructionEmitter& emitter) const {
+    const std::vector<mlir::Value> inputs(op->getOperands().begin(), op->getOperands().end());
+    return EmitRowKernel(op, mlir::cast<RowKernelOpInterface>(op), /*after_residual_add=*/false,
+                         inputs, emitter);
   }
 };
 
@@ -115,6 +174,12 @@ void Attach(mlir::MLIRContext& context) {
 }
 
 template <typename... OpTs>
+void AttachRowKernels(mlir::MLIRContext& context) {
+  (OpTs::template attachInterface<RowKernelLoweringModel<OpTs>, RowKernelModel<OpTs>>(context),
+   ...);
+}
+
+template <typename... OpTs>
 void AttachElementwise(mlir::MLIRContext& context) {
   (OpTs::template attachInterface<ElementwiseLoweringModel<OpTs>, ElementwiseStepModel<OpTs>>(
        context),
@@ -126,7 +191,8 @@ void AttachElementwise(mlir::MLIRContext& context) {
 void RegisterTfmLoweringModels(mlir::DialectRegistry& registry) {
   registry.addExtension(+[](mlir::MLIRContext* context, tfm::TfmDialect*) {
     Attach<tfm::WeightOp, tfm::SliceColumnsOp, tfm::EmbeddingOp, tfm::LinearOp, tfm::ReshapeOp,
-           tfm::GatherRowsOp, tfm::RmsNormOp, tfm::RopeOp>(*context);
+           tfm::GatherRowsOp>(*context);
+    AttachRowKernels<tfm::RmsNormOp, tfm::RopeOp>(*context);
     AttachElementwise<tfm::AddOp, tfm::MulOp, tfm::ScaleOp, tfm::SiluOp, tfm::GeluOp,
                       tfm::TanhOp>(*context);
   });

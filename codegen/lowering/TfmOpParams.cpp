@@ -1,38 +1,19 @@
 #include "codegen/lowering/TfmOpParams.h"
 
-#include <cstdint>
 #include <optional>
+
+#include "absl/strings/str_cat.h"
 
 namespace kvjit::codegen {
 
-InstructionParams RmsNormParamsOf(tfm::RmsNormOp norm, flatbuffers::FlatBufferBuilder& builder) {
-  return {kvx::OpParams::RmsNormParams,
-          kvx::CreateRmsNormParams(builder, ToF32(norm.getEpsilon())).Union()};
-}
-
-InstructionParams RopeParamsOf(tfm::RopeOp rope, flatbuffers::FlatBufferBuilder& builder) {
-  auto type = mlir::cast<mlir::RankedTensorType>(rope.getInput().getType());
-  const int64_t rotary_dim = rope.getRotaryDim() ? static_cast<int64_t>(*rope.getRotaryDim())
-                                                 : type.getShape().back();
-  flatbuffers::Offset<kvx::RopeScaling> scaling = 0;
-  if (tfm::RopeScalingAttr attr = rope.getScalingAttr()) {
-    scaling = kvx::CreateRopeScaling(
-        builder,
-        attr.getKind() == tfm::RopeScalingKind::linear ? kvx::RopeScalingKind::Linear
-                                                       : kvx::RopeScalingKind::Llama3,
-        ToF32(attr.getFactor()), ToF32(attr.getLowFreqFactor()), ToF32(attr.getHighFreqFactor()),
-        static_cast<uint32_t>(attr.getOriginalContext()));
+absl::Status EmitRowKernel(mlir::Operation* at, RowKernelOpInterface op, bool after_residual_add,
+                           const std::vector<mlir::Value>& inputs, InstructionEmitter& emitter) {
+  std::optional<kvx::OpCode> opcode = op.getKernelOpcode(after_residual_add);
+  if (!opcode) {
+    return absl::UnimplementedError(
+        absl::StrCat(DescribeOp(op), " has no kernel that adds its residual first"));
   }
-  flatbuffers::Offset<flatbuffers::Vector<float>> freq_factors = 0;
-  if (std::optional<llvm::ArrayRef<float>> factors = rope.getFreqFactors()) {
-    freq_factors = builder.CreateVector(factors->data(), factors->size());
-  }
-  const kvx::RopeStyle style =
-      rope.getStyle() == tfm::RopeStyle::neox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
-  return {kvx::OpParams::RopeParams,
-          kvx::CreateRopeParams(builder, style, ToF32(rope.getTheta()),
-                                static_cast<uint32_t>(rotary_dim), scaling, freq_factors)
-              .Union()};
+  return emitter.Emit(at, *opcode, inputs, inputs.front(), op.buildKernelParams(emitter.builder()));
 }
 
 InstructionParams ElementwiseChainParams(const std::vector<kvx::ElementwiseStep>& steps,

@@ -3,16 +3,22 @@
 
 #include <vector>
 
+#include "absl/status/status.h"
+#include "codegen/lowering/ExecutableLowerableOpInterface.h"
 #include "codegen/lowering/InstructionEmitter.h"
-#include "ir/Tfm/TfmOps.h"
 #include "runtime/schema/kvx_generated.h"
 
-// The parameter tables of the tfm ops that lower both alone and inside a
-// fusion (TfmLowering.cpp and KernelLowering.cpp build the same table).
+// What the tfm ops that lower both alone and inside a fusion share between
+// TfmLowering.cpp and KernelLowering.cpp.
 namespace kvjit::codegen {
 
-InstructionParams RmsNormParamsOf(tfm::RmsNormOp norm, flatbuffers::FlatBufferBuilder& builder);
-InstructionParams RopeParamsOf(tfm::RopeOp rope, flatbuffers::FlatBufferBuilder& builder);
+// Appends the instruction of row-wise `op`'s kernel for `at` (the op itself,
+// or its fusion), writing `at`'s results. `inputs` are the op's operands as
+// `at` reads them; where `after_residual_add`, the residual add's two
+// operands take the place of operand 0 and the first result is the sum.
+absl::Status EmitRowKernel(mlir::Operation* at, RowKernelOpInterface op, bool after_residual_add,
+                           const std::vector<mlir::Value>& inputs, InstructionEmitter& emitter);
+
 InstructionParams ElementwiseChainParams(const std::vector<kvx::ElementwiseStep>& steps,
                                          flatbuffers::FlatBufferBuilder& builder);
 

@@ -19,25 +19,27 @@ bool YieldsResultsOf(YieldOp yield, llvm::ArrayRef<mlir::Operation*> producers) 
   return true;
 }
 
+// A row_wise body: the row-wise op alone, or after the tfm.add of its
+// operand 0 where the op fuses a residual add (the sum is yielded first).
+bool IsRowWiseTemplate(llvm::ArrayRef<mlir::Operation*> ops, YieldOp yield) {
+  if (ops.empty() || ops.size() > 2 || !ops.back()->hasTrait<tfm::OpTrait::RowWise>()) return false;
+  mlir::Operation* op = ops.back();
+  if (ops.size() == 1) return YieldsResultsOf(yield, ops);
+  auto add = mlir::dyn_cast<tfm::AddOp>(ops.front());
+  return add && op->hasTrait<tfm::OpTrait::FusesResidualAdd>() &&
+         op->getOperand(0) == add.getResult() && YieldsResultsOf(yield, ops);
+}
+
 // Holds the body to the shape of the template its kind names, since codegen
 // emits that template without looking at the body again.
 LogicalResult VerifyTemplate(FusionOp fusion, llvm::ArrayRef<mlir::Operation*> ops, YieldOp yield) {
   switch (fusion.getKind()) {
-    case FusionKind::add_rms_norm: {
-      auto add = ops.size() == 2 ? mlir::dyn_cast<tfm::AddOp>(ops[0]) : tfm::AddOp();
-      auto norm = ops.size() == 2 ? mlir::dyn_cast<tfm::RmsNormOp>(ops[1]) : tfm::RmsNormOp();
-      if (add && norm && norm.getInput() == add.getResult() && YieldsResultsOf(yield, ops)) {
-        return mlir::success();
-      }
-      return fusion.emitOpError() << "of kind add_rms_norm must hold tfm.add, then tfm.rms_norm "
-                                     "of the sum, and yield the sum and the normed value";
-    }
-    case FusionKind::rms_norm:
-      if (ops.size() == 1 && mlir::isa<tfm::RmsNormOp>(ops[0]) && YieldsResultsOf(yield, ops)) {
-        return mlir::success();
-      }
-      return fusion.emitOpError() << "of kind rms_norm must hold one tfm.rms_norm and yield "
-                                     "its result";
+    case FusionKind::row_wise:
+      if (IsRowWiseTemplate(ops, yield)) return mlir::success();
+      return fusion.emitOpError()
+             << "of kind row_wise must hold one row-wise op, after a tfm.add of its first "
+                "operand only where the op fuses a residual add, and yield the sum (if any) and "
+                "the op's result";
     case FusionKind::swiglu: {
       auto silu = ops.size() == 2 ? mlir::dyn_cast<tfm::SiluOp>(ops[0]) : tfm::SiluOp();
       auto mul = ops.size() == 2 ? mlir::dyn_cast<tfm::MulOp>(ops[1]) : tfm::MulOp();
@@ -48,11 +50,6 @@ LogicalResult VerifyTemplate(FusionOp fusion, llvm::ArrayRef<mlir::Operation*> o
       return fusion.emitOpError() << "of kind swiglu must hold tfm.silu, then tfm.mul of its "
                                      "result by another value, and yield the product";
     }
-    case FusionKind::rope:
-      if (ops.size() == 1 && mlir::isa<tfm::RopeOp>(ops[0]) && YieldsResultsOf(yield, ops)) {
-        return mlir::success();
-      }
-      return fusion.emitOpError() << "of kind rope must hold one tfm.rope and yield its result";
     case FusionKind::elementwise:
       if (ops.empty()) return fusion.emitOpError() << "of kind elementwise holds no op";
       for (mlir::Operation* op : ops) {

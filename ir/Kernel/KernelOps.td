@@ -9,11 +9,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Kernel_FusionKind : I32EnumAttr<"FusionKind",
     "the kernel template that computes a fusion's body", [
-  I32EnumAttrCase<"add_rms_norm", 0>,
-  I32EnumAttrCase<"rms_norm", 1>,
-  I32EnumAttrCase<"swiglu", 2>,
-  I32EnumAttrCase<"rope", 3>,
-  I32EnumAttrCase<"elementwise", 4>,
+  I32EnumAttrCase<"row_wise", 0>,
+  I32EnumAttrCase<"swiglu", 1>,
+  I32EnumAttrCase<"elementwise", 2>,
 ]> {
   let cppNamespace = "::kvjit::kernel";
 }
@@ -25,24 +23,24 @@ def Kernel_FusionOp : Kernel_Op<"fusion", [IsolatedFromAbove, RecursiveMemoryEff
     The operands become the arguments of the body's one block, in order; the
     body computes with tfm ops and ends in `kernel.yield` of the results.
     Only ops of the tfm op classes `Elementwise` (`tfm.add`, `tfm.mul`,
-    `tfm.scale`, `tfm.silu`, `tfm.gelu`, `tfm.causal_mask`) and `RowWise`
-    (`tfm.rms_norm`, `tfm.layer_norm`, `tfm.rope`), traits defined in
-    `ir/Tfm/TfmTraits.td`, may appear: one thread block per row can compute
-    any such body without reading another row.
+    `tfm.scale`, `tfm.silu`, `tfm.gelu`, `tfm.tanh`, `tfm.causal_mask`) and
+    `RowWise` (`tfm.rms_norm`, `tfm.layer_norm`, `tfm.rope`), traits defined
+    in `ir/Tfm/TfmTraits.td`, may appear: one thread block per row can
+    compute any such body without reading another row.
 
     `kind` names the kernel template codegen instantiates, and the verifier
-    holds the body to that template's shape:
+    holds the body to that template's shape. The templates know no op by
+    name but `tfm.add`, `tfm.silu` and `tfm.mul`: a row-wise op says through
+    its traits what it fuses with, and its lowering gives its opcode.
 
     | kind | body | yields |
     |---|---|---|
-    | `add_rms_norm` | `tfm.add`, then `tfm.rms_norm` of the sum | the sum (the next residual), the normed value |
-    | `rms_norm` | one `tfm.rms_norm` | the normed value |
+    | `row_wise` | one row-wise op; or, where the op is `FusesResidualAdd`, `tfm.add` and then the op of the sum | the op's result; the sum (the next residual), then the op's result |
     | `swiglu` | `tfm.silu` of the gate, then `tfm.mul` of it by the up projection | the product |
-    | `rope` | one `tfm.rope` | the rotated heads |
     | `elementwise` | one or more elementwise ops | any of their values |
 
     ```mlir
-    %sum, %normed = kernel.fusion add_rms_norm(%x, %attn, %w)
+    %sum, %normed = kernel.fusion row_wise(%x, %attn, %w)
         : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<64xf32>)
         -> (tensor<?x64xf32>, tensor<?x64xf32>) {
     ^bb0(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>, %weight: tensor<64xf32>):

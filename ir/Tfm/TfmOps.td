@@ -121,7 +121,7 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure, Tfm_CommutesWithRowGather]> {
 }
 
 def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>,
-    Tfm_RowWise, Tfm_CommutesWithRowGather]> {
+    Tfm_RowWise, Tfm_FusesResidualAdd, Tfm_CommutesWithRowGather]> {
   let summary = "x / sqrt(mean(x²) + epsilon) · weight, over the last dimension";
   let arguments = (ins Tfm_Activation:$input, Tfm_Vector:$weight, F32Attr:$epsilon);
   let results = (outs Tfm_Activation:$result);

@@ -14,6 +14,9 @@ template <typename ConcreteOp>
 class RowWise : public mlir::OpTrait::TraitBase<ConcreteOp, RowWise> {};
 
 template <typename ConcreteOp>
+class FusesResidualAdd : public mlir::OpTrait::TraitBase<ConcreteOp, FusesResidualAdd> {};
+
+template <typename ConcreteOp>
 class CommutesWithRowGather : public mlir::OpTrait::TraitBase<ConcreteOp, CommutesWithRowGather> {
 };
 

@@ -27,11 +27,20 @@ def Tfm_Elementwise : Tfm_OpClass<"Elementwise">;
 // Not elementwise, but each result row depends only on the same row of the
 // operands that have a token dimension and on operands that have none (a
 // norm's weight), with work proportional to the row's length: one thread
-// block holding the row computes it. A `kernel.fusion` may hold these ops
-// beside elementwise ones. A GEMM (tfm.linear) is not row-wise: it reads a
-// whole weight matrix per row and runs as a library call.
+// block holding the row computes it. Each such op is a kernel of its own:
+// fuse-elementwise gives it a `kernel.fusion` of kind `row_wise`, and the
+// lowering asks the op for its opcode and parameters. A GEMM (tfm.linear)
+// is not row-wise: it reads a whole weight matrix per row and runs as a
+// library call.
 // Ops: tfm.rms_norm, tfm.layer_norm, tfm.rope.
 def Tfm_RowWise : Tfm_OpClass<"RowWise">;
+
+// A row-wise op whose kernel also computes the residual add that produces
+// its operand 0: fuse-elementwise takes a `tfm.add` computing that operand
+// into the op's `row_wise` fusion, which then yields the sum (the residual
+// stream the next add reads) before the op's result.
+// Ops: tfm.rms_norm.
+def Tfm_FusesResidualAdd : Tfm_OpClass<"FusesResidualAdd">;
 
 // Gathering rows commutes with the op through its first operand:
 // op(gather_rows(x), rest) = gather_rows(op(x, rest)). Each result row

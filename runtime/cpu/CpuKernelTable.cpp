@@ -8,48 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/exec/ElementwiseOpTable.h"
-#include "runtime/cpu/Rope.h"
 #include "runtime/cpu/RowKernels.h"
-#include "runtime/schema/EnumTable.h"
+#include "runtime/exec/ElementwiseOpTable.h"
+#include "runtime/ops/RowOps.h"
 
 namespace kvjit::runtime {
 namespace {
-
-cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
-  cpu::RopeParams params;
-  if (rope == nullptr) return params;
-  params.style = rope->style() == kvx::RopeStyle::NeoX ? cpu::RopeStyle::kNeox
-                                                       : cpu::RopeStyle::kInterleaved;
-  params.theta = rope->theta();
-  params.rotary_dim = rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
-  if (const kvx::RopeScaling* scaling = rope->scaling()) {
-    switch (scaling->kind()) {
-      case kvx::RopeScalingKind::None:
-        break;
-      case kvx::RopeScalingKind::Linear:
-        params.scaling.kind = cpu::RopeScaling::Kind::kLinear;
-        break;
-      case kvx::RopeScalingKind::Llama3:
-        params.scaling.kind = cpu::RopeScaling::Kind::kLlama3;
-        break;
-    }
-    params.scaling.factor = scaling->factor();
-    params.scaling.low_freq_factor = scaling->low_freq_factor();
-    params.scaling.high_freq_factor = scaling->high_freq_factor();
-    params.scaling.original_max_positions = scaling->original_context();
-  }
-  if (const flatbuffers::Vector<float>* factors = rope->freq_factors()) {
-    params.freq_factors = absl::MakeConstSpan(factors->data(), factors->size());
-  }
-  return params;
-}
-
-// Floats from one row's start to the next: a column view's stride, else the
-// row's own width.
-int64_t RowStride(const kvx::TensorRef& ref, int64_t width) {
-  return ref.row_stride() != 0 ? static_cast<int64_t>(ref.row_stride()) : width;
-}
 
 // Embedding: in table (weight), tokens → out [T, hidden].
 absl::Status RunEmbedding(CpuOpContext& context) {
@@ -73,59 +37,6 @@ absl::Status RunLinear(CpuOpContext& context) {
     }
   }
   return absl::OkStatus();
-}
-
-// RmsNorm: in x, weight → out.
-absl::Status RunRmsNorm(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(1)));
-  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
-  const int64_t w = context.Width(context.input(0));
-  return cpu::RmsNorm(x, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
-                      context.Elements(context.input(0)) / w, w, out, context.pool);
-}
-
-// AddRmsNorm: in a, b, weight → out sum, normed.
-absl::Status RunAddRmsNorm(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* a, context.Floats(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(float* b, context.Floats(context.input(1)));
-  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(2)));
-  KVJIT_ASSIGN_OR_RETURN(float* sum, context.Floats(context.output(0)));
-  KVJIT_ASSIGN_OR_RETURN(float* normed, context.Floats(context.output(1)));
-  const int64_t n = context.Elements(context.input(0));
-  if (sum != a) std::memcpy(sum, a, n * sizeof(float));
-  const int64_t w = context.Width(context.input(0));
-  return cpu::AddRmsNorm(sum, b, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
-                         n / w, w, normed, context.pool);
-}
-
-// SwiGlu: in gate, up → out silu(gate)·up; either input may be a column view.
-absl::Status RunSwiGlu(CpuOpContext& context) {
-  const kvx::TensorRef& gate_ref = context.input(0);
-  const kvx::TensorRef& up_ref = context.input(1);
-  KVJIT_ASSIGN_OR_RETURN(float* gate, context.Floats(gate_ref));
-  KVJIT_ASSIGN_OR_RETURN(float* up, context.Floats(up_ref));
-  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
-  const int64_t n = context.Elements(gate_ref);
-  if (gate_ref.row_stride() == 0 && up_ref.row_stride() == 0) {
-    return cpu::SwiGlu(gate, up, out, n, context.pool);
-  }
-  const int64_t rows = context.Extent(gate_ref, 0);
-  const int64_t w = rows > 0 ? n / rows : 0;
-  return cpu::SwiGluRows(gate, RowStride(gate_ref, w), up, RowStride(up_ref, w), out, rows, w,
-                         context.pool);
-}
-
-// Rope: in x [T, heads, head_dim], positions → out.
-absl::Status RunRope(CpuOpContext& context) {
-  const kvx::TensorRef& x_ref = context.input(0);
-  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
-  KVJIT_ASSIGN_OR_RETURN(const int32_t* positions, context.Ints(context.input(1)));
-  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
-  const int64_t heads = context.Extent(x_ref, 1);
-  const int64_t head_dim = context.Extent(x_ref, 2);
-  return cpu::Rope(x, context.sizes.tokens, heads, head_dim, positions,
-                   RopeParamsOf(context.instruction.params_as_RopeParams(), head_dim), out, context.pool);
 }
 
 // One step of an elementwise chain over `n` elements (`rhs` repeats `lhs`
@@ -304,40 +215,24 @@ struct CpuKernelEntry {
   CpuKernel kernel;
 };
 
-// In OpCode order.
+// The opcodes that are not row-wise; runtime/ops holds the others' kernels.
 constexpr CpuKernelEntry kKernels[] = {
     {kvx::OpCode::Embedding, RunEmbedding},     {kvx::OpCode::Linear, RunLinear},
-    {kvx::OpCode::RmsNorm, RunRmsNorm},         {kvx::OpCode::AddRmsNorm, RunAddRmsNorm},
-    {kvx::OpCode::SwiGlu, RunSwiGlu},           {kvx::OpCode::Rope, RunRope},
     {kvx::OpCode::Elementwise, RunElementwise}, {kvx::OpCode::KvWrite, RunKvWrite},
     {kvx::OpCode::KvAttention, RunKvAttention}, {kvx::OpCode::GatherRows, RunGatherRows},
     {kvx::OpCode::Copy, RunCopy},
 };
 
-static_assert(kvx::CoversEnumInOrder(kKernels),
-              "kKernels has each kvx::OpCode's CPU kernel, in the enum's order: a new opcode "
-              "needs its kernel here");
+static_assert(DescribesEveryOpCodeOnce<kKernels>());
 
 }  // namespace
 
-int64_t CpuOpContext::Elements(const kvx::TensorRef& ref) const {
-  int64_t count = 1;
-  for (const kvx::Dim* dim : *ref.shape()) count *= DimExtent(dim->kind(), dim->size(), sizes);
-  return count;
-}
-
-int64_t CpuOpContext::Extent(const kvx::TensorRef& ref, int dim) const {
-  const kvx::Dim& d = *ref.shape()->Get(dim);
-  return DimExtent(d.kind(), d.size(), sizes);
-}
-
-int64_t CpuOpContext::Width(const kvx::TensorRef& ref) const {
-  return Extent(ref, static_cast<int>(ref.shape()->size()) - 1);
-}
-
 CpuKernel CpuKernelOf(kvx::OpCode op) {
-  const size_t index = static_cast<size_t>(op);
-  return index < std::size(kKernels) ? kKernels[index].kernel : nullptr;
+  if (const RowOp* row = FindRowOp(op)) return row->cpu;
+  for (const CpuKernelEntry& entry : kKernels) {
+    if (entry.op == op) return entry.kernel;
+  }
+  return nullptr;
 }
 
 }  // namespace kvjit::runtime

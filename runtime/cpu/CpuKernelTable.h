@@ -11,7 +11,9 @@
 #include "runtime/exec/StepRunner.h"
 #include "runtime/schema/kvx_generated.h"
 
-// The CPU kernel of each opcode, found by the CPU runner through CpuKernelOf.
+// The CPU kernel of each opcode, found by the CPU runner through CpuKernelOf:
+// a row-wise opcode's in its file under runtime/ops, the others' in
+// CpuKernelTable.cpp.
 namespace kvjit::runtime {
 
 // Host memory behind an instruction's tensor references, as the CPU runner
@@ -55,10 +57,19 @@ struct CpuOpContext {
     return operands.Matrix(ref);
   }
   // Elements of `ref` in this step, and the extent of its dimension `dim`.
-  int64_t Elements(const kvx::TensorRef& ref) const;
-  int64_t Extent(const kvx::TensorRef& ref, int dim) const;
+  int64_t Elements(const kvx::TensorRef& ref) const {
+    int64_t count = 1;
+    for (const kvx::Dim* dim : *ref.shape()) count *= DimExtent(dim->kind(), dim->size(), sizes);
+    return count;
+  }
+  int64_t Extent(const kvx::TensorRef& ref, int dim) const {
+    const kvx::Dim& d = *ref.shape()->Get(dim);
+    return DimExtent(d.kind(), d.size(), sizes);
+  }
   // The last dimension of `ref`: the row width of row-wise kernels.
-  int64_t Width(const kvx::TensorRef& ref) const;
+  int64_t Width(const kvx::TensorRef& ref) const {
+    return Extent(ref, static_cast<int>(ref.shape()->size()) - 1);
+  }
 };
 
 using CpuKernel = absl::Status (*)(CpuOpContext& context);

@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
                                                    num_blocks));
   }
   // Kernels are looked up by opcode; the loader refused opcodes it does not
-  // know, and every known one has a kernel (CpuKernelTable.cpp).
+  // know, and every known one has a kernel (CpuKernelTable.cpp checks it).
   std::unique_ptr<CpuStepRunner> runner(new CpuStepRunner(executable, num_blocks, threads));
   runner->kv_layout_ = {kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(),
                         kv.element_type() == kvx::StorageType::F32 ? cpu::KvElementType::kF32

@@ -1,13 +1,12 @@
 #include "runtime/exec/OpTable.h"
 
 #include <algorithm>
-#include <iterator>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/ElementwiseOpTable.h"
-#include "runtime/schema/EnumTable.h"
+#include "runtime/ops/RowOps.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -16,14 +15,6 @@ namespace {
 
 bool SameDim(const kvx::Dim& a, const kvx::Dim& b) {
   return a.kind() == b.kind() && (a.kind() != kvx::DimKind::Static || a.size() == b.size());
-}
-
-bool SameShape(const kvx::TensorRef& a, const kvx::TensorRef& b) {
-  if (a.shape()->size() != b.shape()->size()) return false;
-  for (size_t i = 0; i < a.shape()->size(); ++i) {
-    if (!SameDim(*a.shape()->Get(i), *b.shape()->Get(i))) return false;
-  }
-  return true;
 }
 
 // A reshape keeps the element count for every size of the step: the same
@@ -43,41 +34,7 @@ bool SameElementCount(const kvx::TensorRef& a, const kvx::TensorRef& b) {
   return summarize(a) == summarize(b);
 }
 
-// The static size of a reference's last dimension, or -1.
-int64_t LastStaticDim(const kvx::TensorRef& ref) {
-  const kvx::Dim* last = ref.shape()->Get(ref.shape()->size() - 1);
-  return last->kind() == kvx::DimKind::Static ? last->size() : -1;
-}
-
-// What the kernels write is sized by the inputs; the output references the
-// arena was checked against must agree.
-absl::Status OutputFits(bool fits) {
-  if (fits) return absl::OkStatus();
-  return absl::InvalidArgumentError("the output's shape does not fit the inputs'");
-}
-
-// The [tokens, heads, head_dim] operand of the ops over heads; the cache's
-// ops also need the KV layout's head_dim.
-absl::Status HeadOperand(const OpCheckContext& context, bool of_the_cache) {
-  const kvx::TensorRef& first = context.input(0);
-  if (first.shape()->size() != 3) {
-    return absl::InvalidArgumentError("needs [tokens, heads, head_dim] operands");
-  }
-  const kvx::Dim& head_dim = *first.shape()->Get(2);
-  if (head_dim.kind() != kvx::DimKind::Static ||
-      (of_the_cache && head_dim.size() != context.executable.kv_layout()->head_dim())) {
-    return absl::InvalidArgumentError("head_dim differs from the KV layout's");
-  }
-  return absl::OkStatus();
-}
-
 // ---- Costs ----
-
-int64_t Extent(const kvx::TensorRef& ref, int axis, const StepSizes& sizes) {
-  if (ref.shape() == nullptr || static_cast<int>(ref.shape()->size()) <= axis) return 1;
-  const kvx::Dim& dim = *ref.shape()->Get(axis);
-  return DimExtent(dim.kind(), dim.size(), sizes);
-}
 
 // Bytes of one token's keys (or values) in the cache, all KV heads.
 int64_t KvRowBytes(const kvx::Executable& executable) {
@@ -126,51 +83,6 @@ void CostLinear(const OpCostContext& context, InstructionCost& cost) {
   const int64_t rows = ElementsOf(context.executable, *inputs[0], context.sizes) / in_features;
   cost.flops = 2 * rows * in_features * out_features;
   if (inputs.size() > 2) cost.flops += rows * out_features;
-}
-
-// RmsNorm: in x, weight → out. AddRmsNorm: in a, b, weight → out sum, normed.
-absl::Status VerifyNorm(const OpCheckContext& context) {
-  const kvx::TensorRef& x = context.input(0);
-  const kvx::TensorRef& weight = context.input(context.num_inputs() - 1);
-  const size_t outputs = context.instruction.outputs()->size();
-  return OutputFits(SameShape(context.output(0), x) && LastStaticDim(weight) == LastStaticDim(x) &&
-                    (outputs < 2 || SameShape(context.output(1), x)) &&
-                    (context.num_inputs() < 3 || SameShape(context.input(1), x)));
-}
-
-// x², their sum, the scaling and the weight's product per element.
-void CostRmsNorm(const OpCostContext& context, InstructionCost& cost) {
-  cost.flops = 4 * context.output_elements;
-}
-
-void CostAddRmsNorm(const OpCostContext& context, InstructionCost& cost) {
-  cost.flops = 5 * context.output_elements;
-}
-
-// SwiGlu: in gate, up → out silu(gate)·up.
-absl::Status VerifySwiGlu(const OpCheckContext& context) {
-  return OutputFits(SameShape(context.output(0), context.input(0)) &&
-                    SameShape(context.input(1), context.input(0)));
-}
-
-void CostSwiGlu(const OpCostContext& context, InstructionCost& cost) {
-  cost.flops = 4 * context.output_elements;
-}
-
-// Rope: in x [T, heads, head_dim], positions → out.
-absl::Status VerifyRope(const OpCheckContext& context) {
-  if (absl::Status fits = OutputFits(SameShape(context.output(0), context.input(0))); !fits.ok()) {
-    return fits;
-  }
-  return HeadOperand(context, /*of_the_cache=*/false);
-}
-
-// Each rotated pair: four multiplies and two adds.
-void CostRope(const OpCostContext& context, InstructionCost& cost) {
-  const int64_t head_dim = Extent(*context.instruction.inputs()->Get(0), 2, context.sizes);
-  const kvx::RopeParams& rope = *context.instruction.params_as_RopeParams();
-  const int64_t rotary = rope.rotary_dim() > 0 ? rope.rotary_dim() : head_dim;
-  cost.flops = 3 * (context.output_elements / head_dim) * rotary;
 }
 
 // Elementwise: in operands → out the last step of the chain.
@@ -269,15 +181,11 @@ void CostCopy(const OpCostContext& context, InstructionCost& cost) {
   }
 }
 
-// In OpCode order.
+// The opcodes that are not row-wise; runtime/ops describes the others.
 using P = kvx::OpParams;
 constexpr OpDescription kOps[] = {
     {kvx::OpCode::Embedding, 2, 2, 1, P::NONE, false, VerifyEmbedding, CostEmbedding},
     {kvx::OpCode::Linear, 2, 3, 1, P::NONE, false, VerifyLinear, CostLinear},
-    {kvx::OpCode::RmsNorm, 2, 2, 1, P::RmsNormParams, false, VerifyNorm, CostRmsNorm},
-    {kvx::OpCode::AddRmsNorm, 3, 3, 2, P::RmsNormParams, false, VerifyNorm, CostAddRmsNorm},
-    {kvx::OpCode::SwiGlu, 2, 2, 1, P::NONE, true, VerifySwiGlu, CostSwiGlu},
-    {kvx::OpCode::Rope, 2, 2, 1, P::RopeParams, false, VerifyRope, CostRope},
     {kvx::OpCode::Elementwise, 1, 64, 1, P::ElementwiseParams, true, VerifyElementwise,
      CostElementwise},
     {kvx::OpCode::KvWrite, 3, 3, 0, P::KvWriteParams, false, VerifyKvWrite, CostKvWrite},
@@ -287,11 +195,48 @@ constexpr OpDescription kOps[] = {
     {kvx::OpCode::Copy, 1, 1, 1, P::NONE, true, VerifyCopy, CostCopy},
 };
 
-static_assert(kvx::CoversEnumInOrder(kOps),
-              "kOps describes each kvx::OpCode once, in the enum's order: a new opcode needs its "
-              "entry here");
+static_assert(DescribesEveryOpCodeOnce<kOps>());
 
 }  // namespace
+
+// ---- Checks and costs the op descriptions share (OpTable.h) ----
+
+bool SameShape(const kvx::TensorRef& a, const kvx::TensorRef& b) {
+  if (a.shape()->size() != b.shape()->size()) return false;
+  for (size_t i = 0; i < a.shape()->size(); ++i) {
+    if (!SameDim(*a.shape()->Get(i), *b.shape()->Get(i))) return false;
+  }
+  return true;
+}
+
+int64_t LastStaticDim(const kvx::TensorRef& ref) {
+  const kvx::Dim* last = ref.shape()->Get(ref.shape()->size() - 1);
+  return last->kind() == kvx::DimKind::Static ? last->size() : -1;
+}
+
+absl::Status OutputFits(bool fits) {
+  if (fits) return absl::OkStatus();
+  return absl::InvalidArgumentError("the output's shape does not fit the inputs'");
+}
+
+absl::Status HeadOperand(const OpCheckContext& context, bool of_the_cache) {
+  const kvx::TensorRef& first = context.input(0);
+  if (first.shape()->size() != 3) {
+    return absl::InvalidArgumentError("needs [tokens, heads, head_dim] operands");
+  }
+  const kvx::Dim& head_dim = *first.shape()->Get(2);
+  if (head_dim.kind() != kvx::DimKind::Static ||
+      (of_the_cache && head_dim.size() != context.executable.kv_layout()->head_dim())) {
+    return absl::InvalidArgumentError("head_dim differs from the KV layout's");
+  }
+  return absl::OkStatus();
+}
+
+int64_t Extent(const kvx::TensorRef& ref, int axis, const StepSizes& sizes) {
+  if (ref.shape() == nullptr || static_cast<int>(ref.shape()->size()) <= axis) return 1;
+  const kvx::Dim& dim = *ref.shape()->Get(axis);
+  return DimExtent(dim.kind(), dim.size(), sizes);
+}
 
 int64_t OpCheckContext::WeightDim(size_t i, size_t dim) const {
   const kvx::TensorRef& ref = input(i);
@@ -301,8 +246,11 @@ int64_t OpCheckContext::WeightDim(size_t i, size_t dim) const {
 }
 
 const OpDescription* FindOp(kvx::OpCode op) {
-  const size_t index = static_cast<size_t>(op);
-  return index < std::size(kOps) ? &kOps[index] : nullptr;
+  if (const RowOp* row = FindRowOp(op)) return &row->description;
+  for (const OpDescription& description : kOps) {
+    if (description.op == op) return &description;
+  }
+  return nullptr;
 }
 
 std::optional<uint32_t> KvCacheLayer(const kvx::Instruction& instruction) {

@@ -11,9 +11,11 @@
 #include "runtime/schema/kvx_generated.h"
 
 // The runtime's one description of each opcode, read by the loader (arity,
-// operand and output-shape checks), the cost model and the profiler. The
-// backends keep their own tables keyed by the same opcodes: the CPU kernels
-// (runtime/cpu/CpuKernelTable.cpp) and the CUDA emitters
+// operand and output-shape checks), the cost model and the profiler. A
+// row-wise opcode's description, CPU kernel and CUDA emitter sit together
+// in its file under runtime/ops (RowOps.h lists them); for the other
+// opcodes the backends keep their own tables keyed by the same opcodes: the
+// CPU kernels (runtime/cpu/CpuKernelTable.cpp) and the CUDA emitters
 // (codegen/cuda/CudaCodegen.cpp). The steps of an Elementwise chain have a
 // table of their own that all of these read (ElementwiseOpTable.h).
 namespace kvjit::runtime {
@@ -61,8 +63,29 @@ struct OpDescription {
   void (*cost)(const OpCostContext& context, InstructionCost& cost);
 };
 
-// The description of `op`, or null for a value no opcode has.
+// The description of `op`, or null for a value no opcode has. Row-wise
+// opcodes are described in runtime/ops (RowOps.h), the others in OpTable.cpp.
 const OpDescription* FindOp(kvx::OpCode op);
+
+// ---- What the descriptions' checks and costs share ----
+
+// Same dimensions, kinds and static sizes.
+bool SameShape(const kvx::TensorRef& a, const kvx::TensorRef& b);
+
+// The static size of a reference's last dimension, or -1.
+int64_t LastStaticDim(const kvx::TensorRef& ref);
+
+// What the kernels write is sized by the inputs; the output references the
+// arena was checked against must agree.
+absl::Status OutputFits(bool fits);
+
+// The [tokens, heads, head_dim] operand 0 of the ops over heads; the cache's
+// ops also need the KV layout's head_dim.
+absl::Status HeadOperand(const OpCheckContext& context, bool of_the_cache);
+
+// The extent of dimension `axis` of `ref` in a step of `sizes`; 1 past its
+// rank.
+int64_t Extent(const kvx::TensorRef& ref, int axis, const StepSizes& sizes);
 
 // The KV cache layer an instruction reads or writes; none for an op that does
 // not touch the cache.

@@ -6,10 +6,10 @@
 namespace kvjit::kvx {
 
 // Whether `table` has one entry per value of a kvx.fbs enum (the type of
-// each entry's `op`), in the enum's order: entry i is value i. The tables
-// indexed by an opcode (the op table, the CPU kernels, the CUDA emitters,
-// the elementwise steps) state this in a static_assert, so that a new
-// enumerator without its entry fails to compile.
+// each entry's `op`), in the enum's order: entry i is value i. The table of
+// the elementwise steps (runtime/exec/ElementwiseOpTable.h) states this in a
+// static_assert, so that a new enumerator without its entry fails to
+// compile; the opcodes' tables check theirs with runtime/ops/RowOps.h.
 template <typename Entry, size_t N>
 constexpr bool CoversEnumInOrder(const Entry (&table)[N]) {
   using Enum = decltype(Entry::op);

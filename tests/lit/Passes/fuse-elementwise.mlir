@@ -5,7 +5,7 @@
 // becomes swiglu, and the linears stay outside as GEMM calls.
 // CHECK-LABEL: func.func @llama_mlp
 // CHECK-SAME: (%[[X:.*]]: tensor<?x8xf32>, %[[ATTN:.*]]: tensor<?x8xf32>, %[[NORM_W:.*]]: tensor<8xf32>, %[[GATE_W:.*]]: tensor<16x8xf32>, %[[UP_W:.*]]: tensor<16x8xf32>, %[[DOWN_W:.*]]: tensor<8x16xf32>, %[[NEXT_W:.*]]: tensor<8xf32>)
-// CHECK: %[[RES1:.*]]:2 = kernel.fusion add_rms_norm(%[[X]], %[[ATTN]], %[[NORM_W]])
+// CHECK: %[[RES1:.*]]:2 = kernel.fusion row_wise(%[[X]], %[[ATTN]], %[[NORM_W]])
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<?x8xf32>, %[[B:.*]]: tensor<?x8xf32>, %[[W:.*]]: tensor<8xf32>):
 // CHECK-NEXT: %[[SUM:.*]] = tfm.add %[[A]], %[[B]]
 // CHECK-NEXT: %[[NORMED:.*]] = tfm.rms_norm %[[SUM]], %[[W]]
@@ -20,7 +20,7 @@
 // CHECK-NEXT: kernel.yield %[[PRODUCT]]
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[DOWN:.*]] = tfm.linear %[[GATED]], %[[DOWN_W]]
-// CHECK-NEXT: %[[RES2:.*]]:2 = kernel.fusion add_rms_norm(%[[RES1]]#0, %[[DOWN]], %[[NEXT_W]])
+// CHECK-NEXT: %[[RES2:.*]]:2 = kernel.fusion row_wise(%[[RES1]]#0, %[[DOWN]], %[[NEXT_W]])
 // CHECK: return %[[RES2]]#0, %[[RES2]]#1
 func.func @llama_mlp(%x: tensor<?x8xf32>, %attn: tensor<?x8xf32>, %norm_w: tensor<8xf32>,
                      %gate_w: tensor<16x8xf32>, %up_w: tensor<16x8xf32>, %down_w: tensor<8x16xf32>,
@@ -44,7 +44,7 @@ func.func @llama_mlp(%x: tensor<?x8xf32>, %attn: tensor<?x8xf32>, %norm_w: tenso
 // layer's sum has no other reader but is still yielded (the template's shape).
 // CHECK-LABEL: func.func @weight_read_between
 // CHECK: %[[W:.*]] = tfm.weight @norm
-// CHECK-NEXT: %[[FUSED:.*]]:2 = kernel.fusion add_rms_norm(%{{.*}}, %{{.*}}, %[[W]])
+// CHECK-NEXT: %[[FUSED:.*]]:2 = kernel.fusion row_wise(%{{.*}}, %{{.*}}, %[[W]])
 // CHECK: return %[[FUSED]]#1
 tfm.param @norm : tensor<8xf32> storage <f32>
 func.func @weight_read_between(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>) -> tensor<?x8xf32> {
@@ -59,11 +59,11 @@ func.func @weight_read_between(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>) -> 
 // q and k get one rope kernel each (their head counts differ under GQA); the
 // first layer's norm reads the embedding, not a sum, and runs alone.
 // CHECK-LABEL: func.func @rope_and_first_norm
-// CHECK: %[[H:.*]] = kernel.fusion rms_norm(%{{.*}}, %{{.*}}) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+// CHECK: %[[H:.*]] = kernel.fusion row_wise(%{{.*}}, %{{.*}}) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
 // CHECK: %[[Q:.*]] = tfm.reshape %[[H]]
-// CHECK-NEXT: %[[QR:.*]] = kernel.fusion rope(%[[Q]], %[[POS:.*]]) : (tensor<?x2x4xf32>, tensor<?xi32>) -> tensor<?x2x4xf32>
+// CHECK-NEXT: %[[QR:.*]] = kernel.fusion row_wise(%[[Q]], %[[POS:.*]]) : (tensor<?x2x4xf32>, tensor<?xi32>) -> tensor<?x2x4xf32>
 // CHECK: %[[K:.*]] = tfm.reshape %{{.*}} : (tensor<?x4xf32>) -> tensor<?x1x4xf32>
-// CHECK-NEXT: %[[KR:.*]] = kernel.fusion rope(%[[K]], %[[POS]]) : (tensor<?x1x4xf32>, tensor<?xi32>) -> tensor<?x1x4xf32>
+// CHECK-NEXT: %[[KR:.*]] = kernel.fusion row_wise(%[[K]], %[[POS]]) : (tensor<?x1x4xf32>, tensor<?xi32>) -> tensor<?x1x4xf32>
 // CHECK: return %[[QR]], %[[KR]]
 func.func @rope_and_first_norm(%x: tensor<?x8xf32>, %w: tensor<8xf32>, %k_flat: tensor<?x4xf32>,
                                %positions: tensor<?xi32>) -> (tensor<?x2x4xf32>, tensor<?x1x4xf32>) {
@@ -192,14 +192,14 @@ func.func @silu_read_twice(%gate: tensor<?x8xf32>, %up: tensor<?x8xf32>)
 // weight is: no place in the block suits one kernel for both. The add and the
 // norm run apart.
 // CHECK-LABEL: func.func @sum_read_before_norm
-// CHECK-NOT: add_rms_norm
+// CHECK-NOT: :2 = kernel.fusion row_wise
 // CHECK: %[[SUM:.*]] = kernel.fusion elementwise(%{{.*}}, %{{.*}})
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tfm.add
 // CHECK: %[[EARLY:.*]] = tfm.linear %[[SUM]]
 // CHECK-NEXT: %[[W:.*]] = tfm.weight @norm
-// CHECK-NEXT: kernel.fusion rms_norm(%[[SUM]], %[[W]])
-// CHECK-NOT: add_rms_norm
+// CHECK-NEXT: kernel.fusion row_wise(%[[SUM]], %[[W]])
+// CHECK-NOT: :2 = kernel.fusion row_wise
 tfm.param @norm : tensor<8xf32> storage <f32>
 func.func @sum_read_before_norm(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>, %w: tensor<8x8xf32>)
     -> (tensor<?x8xf32>, tensor<?x8xf32>) {
@@ -212,11 +212,28 @@ func.func @sum_read_before_norm(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>, %w
 
 // -----
 
+// tfm.layer_norm is row-wise but does not fuse a residual add: the add runs
+// as an elementwise fusion and the norm alone, on the sum.
+// CHECK-LABEL: func.func @layer_norm_keeps_its_add_apart
+// CHECK: %[[SUM:.*]] = kernel.fusion elementwise(%{{.*}}, %{{.*}})
+// CHECK: kernel.fusion row_wise(%[[SUM]], %{{.*}}) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tfm.layer_norm
+// CHECK-NOT: :2 = kernel.fusion row_wise
+func.func @layer_norm_keeps_its_add_apart(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>,
+                                          %w: tensor<8xf32>) -> tensor<?x8xf32> {
+  %sum = tfm.add %x, %delta : tensor<?x8xf32>
+  %normed = tfm.layer_norm %sum, %w {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  return %normed : tensor<?x8xf32>
+}
+
+// -----
+
 // One sum read by two norms: the first norm takes the add, the second runs
 // alone on the fused sum.
 // CHECK-LABEL: func.func @sum_read_by_two_norms
-// CHECK: %[[FIRST:.*]]:2 = kernel.fusion add_rms_norm
-// CHECK: kernel.fusion rms_norm(%[[FIRST]]#0, %{{.*}})
+// CHECK: %[[FIRST:.*]]:2 = kernel.fusion row_wise
+// CHECK: kernel.fusion row_wise(%[[FIRST]]#0, %{{.*}})
 func.func @sum_read_by_two_norms(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>, %w: tensor<8xf32>)
     -> (tensor<?x8xf32>, tensor<?x8xf32>) {
   %sum = tfm.add %x, %delta : tensor<?x8xf32>

@@ -63,8 +63,8 @@ func.func @gemm_inside(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x8xf
 
 func.func @add_rms_norm_without_sum(%x: tensor<?x8xf32>, %d: tensor<?x8xf32>, %w: tensor<8xf32>)
     -> tensor<?x8xf32> {
-  // expected-error @+1 {{'kernel.fusion' op of kind add_rms_norm must hold tfm.add, then tfm.rms_norm of the sum, and yield the sum and the normed value}}
-  %r = kernel.fusion add_rms_norm(%x, %d, %w)
+  // expected-error @+1 {{'kernel.fusion' op of kind row_wise must hold one row-wise op, after a tfm.add of its first operand only where the op fuses a residual add, and yield the sum (if any) and the op's result}}
+  %r = kernel.fusion row_wise(%x, %d, %w)
       : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
   ^bb0(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %weight: tensor<8xf32>):
     %s = tfm.add %a, %b : tensor<?x8xf32>
@@ -78,8 +78,8 @@ func.func @add_rms_norm_without_sum(%x: tensor<?x8xf32>, %d: tensor<?x8xf32>, %w
 
 func.func @add_rms_norm_of_other(%x: tensor<?x8xf32>, %d: tensor<?x8xf32>, %w: tensor<8xf32>)
     -> (tensor<?x8xf32>, tensor<?x8xf32>) {
-  // expected-error @+1 {{'kernel.fusion' op of kind add_rms_norm must hold tfm.add, then tfm.rms_norm of the sum}}
-  %r:2 = kernel.fusion add_rms_norm(%x, %d, %w)
+  // expected-error @+1 {{'kernel.fusion' op of kind row_wise must hold one row-wise op, after a tfm.add of its first operand}}
+  %r:2 = kernel.fusion row_wise(%x, %d, %w)
       : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
   ^bb0(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %weight: tensor<8xf32>):
     %s = tfm.add %a, %b : tensor<?x8xf32>
@@ -92,8 +92,8 @@ func.func @add_rms_norm_of_other(%x: tensor<?x8xf32>, %d: tensor<?x8xf32>, %w: t
 // -----
 
 func.func @rms_norm_with_add(%x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{'kernel.fusion' op of kind rms_norm must hold one tfm.rms_norm and yield its result}}
-  %r = kernel.fusion rms_norm(%x, %w) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'kernel.fusion' op of kind row_wise must hold one row-wise op}}
+  %r = kernel.fusion row_wise(%x, %w) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
   ^bb0(%a: tensor<?x8xf32>, %weight: tensor<8xf32>):
     %n = tfm.rms_norm %a, %weight {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
     %s = tfm.add %n, %a : tensor<?x8xf32>
@@ -131,8 +131,8 @@ func.func @swiglu_yields_gate(%gate: tensor<?x16xf32>, %up: tensor<?x16xf32>) ->
 // -----
 
 func.func @rope_with_scale(%q: tensor<?x4x8xf32>, %positions: tensor<?xi32>) -> tensor<?x4x8xf32> {
-  // expected-error @+1 {{'kernel.fusion' op of kind rope must hold one tfm.rope and yield its result}}
-  %r = kernel.fusion rope(%q, %positions) : (tensor<?x4x8xf32>, tensor<?xi32>) -> tensor<?x4x8xf32> {
+  // expected-error @+1 {{'kernel.fusion' op of kind row_wise must hold one row-wise op}}
+  %r = kernel.fusion row_wise(%q, %positions) : (tensor<?x4x8xf32>, tensor<?xi32>) -> tensor<?x4x8xf32> {
   ^bb0(%heads: tensor<?x4x8xf32>, %p: tensor<?xi32>):
     %rotated = tfm.rope %heads, %p {style = #tfm.rope_style<neox>, theta = 1.0e+04 : f32}
         : tensor<?x4x8xf32>, tensor<?xi32>
@@ -189,16 +189,19 @@ func.func @yield_outside(%x: tensor<?x8xf32>) {
 
 // -----
 
-// tfm.layer_norm is of class RowWise, so it passes the body check, but no
-// template holds it.
-func.func @layer_norm_inside(%x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{'kernel.fusion' op of kind rms_norm must hold one tfm.rms_norm and yield its result}}
-  %r = kernel.fusion rms_norm(%x, %w) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
-  ^bb0(%a: tensor<?x8xf32>, %weight: tensor<8xf32>):
-    %n = tfm.layer_norm %a, %weight {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
-    kernel.yield %n : tensor<?x8xf32>
+// tfm.layer_norm is of class RowWise but does not fuse a residual add, so
+// no template holds it after one.
+func.func @layer_norm_after_add(%x: tensor<?x8xf32>, %d: tensor<?x8xf32>, %w: tensor<8xf32>)
+    -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  // expected-error @+1 {{'kernel.fusion' op of kind row_wise must hold one row-wise op, after a tfm.add of its first operand only where the op fuses a residual add}}
+  %r:2 = kernel.fusion row_wise(%x, %d, %w)
+      : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  ^bb0(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %weight: tensor<8xf32>):
+    %s = tfm.add %a, %b : tensor<?x8xf32>
+    %n = tfm.layer_norm %s, %weight {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
+    kernel.yield %s, %n : tensor<?x8xf32>, tensor<?x8xf32>
   }
-  return %r : tensor<?x8xf32>
+  return %r#0, %r#1 : tensor<?x8xf32>, tensor<?x8xf32>
 }
 
 // -----

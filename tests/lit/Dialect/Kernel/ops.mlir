@@ -4,12 +4,12 @@
 // CHECK-LABEL: func.func @add_rms_norm
 func.func @add_rms_norm(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>, %w: tensor<8xf32>)
     -> (tensor<?x8xf32>, tensor<?x8xf32>) {
-  // CHECK: %{{.*}}:2 = kernel.fusion add_rms_norm(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  // CHECK: %{{.*}}:2 = kernel.fusion row_wise(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
   // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<?x8xf32>, %[[B:.*]]: tensor<?x8xf32>, %[[W:.*]]: tensor<8xf32>):
   // CHECK-NEXT: %[[S:.*]] = tfm.add %[[A]], %[[B]] : tensor<?x8xf32>
   // CHECK-NEXT: %[[N:.*]] = tfm.rms_norm %[[S]], %[[W]] {epsilon = 9.99999974E-6 : f32}
   // CHECK-NEXT: kernel.yield %[[S]], %[[N]] : tensor<?x8xf32>, tensor<?x8xf32>
-  %sum, %normed = kernel.fusion add_rms_norm(%x, %delta, %w)
+  %sum, %normed = kernel.fusion row_wise(%x, %delta, %w)
       : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
   ^bb0(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %weight: tensor<8xf32>):
     %s = tfm.add %a, %b : tensor<?x8xf32>
@@ -23,9 +23,9 @@ func.func @add_rms_norm(%x: tensor<?x8xf32>, %delta: tensor<?x8xf32>, %w: tensor
 
 // CHECK-LABEL: func.func @rms_norm
 func.func @rms_norm(%x: tensor<?x8xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32> {
-  // CHECK: kernel.fusion rms_norm(%{{.*}}, %{{.*}}) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  // CHECK: kernel.fusion row_wise(%{{.*}}, %{{.*}}) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   // CHECK: tfm.rms_norm
-  %normed = kernel.fusion rms_norm(%x, %w) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
+  %normed = kernel.fusion row_wise(%x, %w) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
   ^bb0(%a: tensor<?x8xf32>, %weight: tensor<8xf32>):
     %n = tfm.rms_norm %a, %weight {epsilon = 1.0e-05 : f32} : tensor<?x8xf32>, tensor<8xf32>
     kernel.yield %n : tensor<?x8xf32>
@@ -55,9 +55,9 @@ func.func @swiglu(%gate: tensor<?x16xf32>, %up: tensor<?x16xf32>) -> tensor<?x16
 
 // CHECK-LABEL: func.func @rope
 func.func @rope(%q: tensor<?x4x8xf32>, %positions: tensor<?xi32>) -> tensor<?x4x8xf32> {
-  // CHECK: kernel.fusion rope(%{{.*}}, %{{.*}}) : (tensor<?x4x8xf32>, tensor<?xi32>) -> tensor<?x4x8xf32>
+  // CHECK: kernel.fusion row_wise(%{{.*}}, %{{.*}}) : (tensor<?x4x8xf32>, tensor<?xi32>) -> tensor<?x4x8xf32>
   // CHECK: tfm.rope %{{.*}}, %{{.*}} {style = #tfm.rope_style<neox>, theta = 1.000000e+04 : f32}
-  %rotated = kernel.fusion rope(%q, %positions)
+  %rotated = kernel.fusion row_wise(%q, %positions)
       : (tensor<?x4x8xf32>, tensor<?xi32>) -> tensor<?x4x8xf32> {
   ^bb0(%heads: tensor<?x4x8xf32>, %p: tensor<?xi32>):
     %r = tfm.rope %heads, %p {style = #tfm.rope_style<neox>, theta = 1.0e+04 : f32}

@@ -15,6 +15,8 @@
 #include "runtime/cuda/CudaModuleVerifier.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/exec/KvxTypes.h"
+#include "runtime/exec/OpTable.h"
+#include "runtime/ops/RowOps.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/schema/SchemaVersion.h"
 
@@ -174,6 +176,24 @@ class ExecutableTest : public ::testing::Test {
   std::filesystem::path directory_;
   std::string weights_path_;
 };
+
+// The compile-time checks count descriptions per opcode; this holds each
+// description to the opcode it is found by, and each row-wise op's file to
+// a CPU kernel and a CUDA emitter.
+TEST(OpTableTest, EachOpcodeFindsItsOwnDescription) {
+  for (int i = 0; i <= static_cast<int>(kvx::OpCode::MAX); ++i) {
+    const auto op = static_cast<kvx::OpCode>(i);
+    const OpDescription* description = FindOp(op);
+    ASSERT_NE(description, nullptr) << kvx::EnumNameOpCode(op);
+    EXPECT_EQ(description->op, op) << kvx::EnumNameOpCode(op);
+    if (const RowOp* row = FindRowOp(op)) {
+      EXPECT_EQ(&row->description, description) << kvx::EnumNameOpCode(op);
+      EXPECT_NE(row->cpu, nullptr) << kvx::EnumNameOpCode(op);
+      EXPECT_NE(row->cuda, nullptr) << kvx::EnumNameOpCode(op);
+    }
+  }
+  EXPECT_EQ(FindOp(static_cast<kvx::OpCode>(static_cast<int>(kvx::OpCode::MAX) + 1)), nullptr);
+}
 
 TEST_F(ExecutableTest, LoadsAValidExecutable) {
   EXPECT_EQ(Message(Build({})), "OK");

@@ -1,17 +1,83 @@
-// Rope: rotary position embedding, both pairings, with linear and Llama 3
-// frequency scaling or per-pair frequency factors, as runtime/cpu/Rope.cpp
-// computes it.
+// Rope: rotary position embedding of each head, both pairings, with linear
+// and Llama 3 frequency scaling or per-pair frequency factors
+// (tfm.rope). Its runtime description, CPU kernel (runtime/cpu/Rope.cpp)
+// and CUDA kernel, which computes what the CPU kernel computes.
+
+#include "runtime/cpu/Rope.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/ops/RowOps.h"
 
-namespace kvjit::codegen::cuda {
+namespace kvjit::runtime {
 namespace {
+
+// Rope: in x [T, heads, head_dim], positions → out.
+absl::Status VerifyRope(const OpCheckContext& context) {
+  if (absl::Status fits = OutputFits(SameShape(context.output(0), context.input(0))); !fits.ok()) {
+    return fits;
+  }
+  return HeadOperand(context, /*of_the_cache=*/false);
+}
+
+// Each rotated pair: four multiplies and two adds.
+void CostRope(const OpCostContext& context, InstructionCost& cost) {
+  const int64_t head_dim = Extent(*context.instruction.inputs()->Get(0), 2, context.sizes);
+  const kvx::RopeParams& rope = *context.instruction.params_as_RopeParams();
+  const int64_t rotary = rope.rotary_dim() > 0 ? rope.rotary_dim() : head_dim;
+  cost.flops = 3 * (context.output_elements / head_dim) * rotary;
+}
+
+// ---- CPU ----
+
+cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
+  cpu::RopeParams params;
+  if (rope == nullptr) return params;
+  params.style =
+      rope->style() == kvx::RopeStyle::NeoX ? cpu::RopeStyle::kNeox : cpu::RopeStyle::kInterleaved;
+  params.theta = rope->theta();
+  params.rotary_dim = rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
+  if (const kvx::RopeScaling* scaling = rope->scaling()) {
+    switch (scaling->kind()) {
+      case kvx::RopeScalingKind::None:
+        break;
+      case kvx::RopeScalingKind::Linear:
+        params.scaling.kind = cpu::RopeScaling::Kind::kLinear;
+        break;
+      case kvx::RopeScalingKind::Llama3:
+        params.scaling.kind = cpu::RopeScaling::Kind::kLlama3;
+        break;
+    }
+    params.scaling.factor = scaling->factor();
+    params.scaling.low_freq_factor = scaling->low_freq_factor();
+    params.scaling.high_freq_factor = scaling->high_freq_factor();
+    params.scaling.original_max_positions = scaling->original_context();
+  }
+  if (const flatbuffers::Vector<float>* factors = rope->freq_factors()) {
+    params.freq_factors = absl::MakeConstSpan(factors->data(), factors->size());
+  }
+  return params;
+}
+
+// Rope: in x [T, heads, head_dim], positions → out.
+absl::Status RunRope(CpuOpContext& context) {
+  const kvx::TensorRef& x_ref = context.input(0);
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* positions, context.Ints(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t heads = context.Extent(x_ref, 1);
+  const int64_t head_dim = context.Extent(x_ref, 2);
+  return cpu::Rope(x, context.sizes.tokens, heads, head_dim, positions,
+                   RopeParamsOf(context.instruction.params_as_RopeParams(), head_dim), out,
+                   context.pool);
+}
+
+// ---- CUDA ----
 
 constexpr char kRope[] = R"cuda(
 // Rope (@STYLE@): rotary_dim @ROTARY@ of head_dim @HEAD_DIM@, theta @THETA@, scaling @SCALING@.
@@ -77,7 +143,8 @@ std::vector<float> InverseFrequencies(const kvx::RopeParams& rope, int64_t rotar
         divisor = 1.0 / ((1.0 - smooth) / scaling->factor() + smooth);
       }
     }
-    if (rope.freq_factors() != nullptr) divisor *= rope.freq_factors()->Get(static_cast<uint32_t>(i));
+    if (rope.freq_factors() != nullptr)
+      divisor *= rope.freq_factors()->Get(static_cast<uint32_t>(i));
     frequencies.push_back(static_cast<float>(frequency / divisor));
   }
   return frequencies;
@@ -100,8 +167,8 @@ absl::Status CheckRope(const kvx::RopeParams* rope, int64_t rotary_dim, int64_t 
       return absl::InvalidArgumentError("rope freq_factors and llama3 scaling are exclusive");
     }
     if (static_cast<int64_t>(factors->size()) != rotary_dim / 2) {
-      return absl::InvalidArgumentError(absl::StrCat("rope has ", factors->size(),
-                                                     " freq_factors for ", rotary_dim / 2, " pairs"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rope has ", factors->size(), " freq_factors for ", rotary_dim / 2, " pairs"));
     }
     for (float factor : *factors) {
       if (!(factor > 0.0f) || std::isinf(factor)) {
@@ -120,18 +187,17 @@ absl::Status CheckRope(const kvx::RopeParams* rope, int64_t rotary_dim, int64_t 
        !(scaling->high_freq_factor() > scaling->low_freq_factor()) ||
        scaling->original_context() == 0)) {
     return absl::InvalidArgumentError(
-        "llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and an original context");
+        "llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor and "
+        "an original context");
   }
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<InstructionSpec> EmitRope(const EmitContext& context) {
-  const kvx::TensorRef& x = *context.instruction.inputs()->Get(0);
+absl::Status EmitRope(CudaRowKernelEmitter& emitter) {
+  const kvx::TensorRef& x = *emitter.instruction().inputs()->Get(0);
   KVJIT_ASSIGN_OR_RETURN(int64_t heads, StaticDim(x, 1, "the rope input's heads"));
   KVJIT_ASSIGN_OR_RETURN(int64_t head_dim, StaticDim(x, 2, "the rope input's head_dim"));
-  const kvx::RopeParams* rope = context.instruction.params_as_RopeParams();
+  const kvx::RopeParams* rope = emitter.instruction().params_as_RopeParams();
   const int64_t rotary_dim =
       rope != nullptr && rope->rotary_dim() > 0 ? rope->rotary_dim() : head_dim;
   KVJIT_RETURN_IF_ERROR(CheckRope(rope, rotary_dim, head_dim));
@@ -143,26 +209,34 @@ absl::StatusOr<InstructionSpec> EmitRope(const EmitContext& context) {
   }
   const kvx::RopeScaling* scaling = rope->scaling();
   const uint32_t threads = RowThreads(heads * pairs);
-  const uint32_t kernel = context.kernels.Add(
-      "rope", Fill(kRope, {{"STYLE", neox ? "neox" : "interleaved"},
-                           {"ROTARY", absl::StrCat(rotary_dim)},
-                           {"HEAD_DIM", absl::StrCat(head_dim)},
-                           {"THETA", absl::StrCat(rope->theta())},
-                           {"SCALING", rope->freq_factors() != nullptr
-                                           ? "freq_factors"
-                                           : kvx::EnumNameRopeScalingKind(
-                                                 scaling ? scaling->kind() : kvx::RopeScalingKind::None)},
-                           {"PAIRS", absl::StrCat(pairs)},
-                           {"FREQUENCIES", absl::StrJoin(literals, ", ")},
-                           {"THREADS", absl::StrCat(threads)},
-                           {"HEADS", absl::StrCat(heads)},
-                           {"SECOND_OFFSET", absl::StrCat(neox ? pairs : 1)},
-                           {"PAIR_STRIDE", absl::StrCat(neox ? 1 : 2)},
-                           {"PASS_THROUGH", rotary_dim < head_dim ? kPassThrough : ""},
-                           {"OUT", absl::StrCat(OutputBuffer(context.instruction, 0))}}));
-  PathSpec path;
-  path.launches.push_back(Launch(kernel, threads, ExtentFactors(x, 0, 1)));
-  return SamePaths(StepTokens(), path);
+  emitter.AddRowKernel(
+      "rope",
+      Fill(kRope, {{"STYLE", neox ? "neox" : "interleaved"},
+                   {"ROTARY", absl::StrCat(rotary_dim)},
+                   {"HEAD_DIM", absl::StrCat(head_dim)},
+                   {"THETA", absl::StrCat(rope->theta())},
+                   {"SCALING", rope->freq_factors() != nullptr
+                                   ? "freq_factors"
+                                   : kvx::EnumNameRopeScalingKind(
+                                         scaling ? scaling->kind() : kvx::RopeScalingKind::None)},
+                   {"PAIRS", absl::StrCat(pairs)},
+                   {"FREQUENCIES", absl::StrJoin(literals, ", ")},
+                   {"THREADS", absl::StrCat(threads)},
+                   {"HEADS", absl::StrCat(heads)},
+                   {"SECOND_OFFSET", absl::StrCat(neox ? pairs : 1)},
+                   {"PAIR_STRIDE", absl::StrCat(neox ? 1 : 2)},
+                   {"PASS_THROUGH", rotary_dim < head_dim ? kPassThrough : ""},
+                   {"OUT", absl::StrCat(emitter.OutputBuffer(0))}}),
+      threads, 0, 1);
+  return absl::OkStatus();
 }
 
-}  // namespace kvjit::codegen::cuda
+}  // namespace
+
+const RowOp kRopeOp = {
+    {kvx::OpCode::Rope, 2, 2, 1, kvx::OpParams::RopeParams, false, VerifyRope, CostRope},
+    RunRope,
+    EmitRope,
+};
+
+}  // namespace kvjit::runtime
