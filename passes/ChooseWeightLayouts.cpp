@@ -23,11 +23,10 @@ constexpr int64_t kInterleavedRows = 8;
 // The storage types whose rows_interleaved8 layout measured faster than
 // GGUF's rows on an ISA, over a whole step. None yet: on SmolLM2 Q4_1 at 2
 // threads (docs/benchmarks.md, *Weight layouts chosen by the compiler*) the
-// AVX-512 VNNI GEMM of prefill ran 7% faster interleaved (the profiler's
-// Linear time per 128-token step), but the batch-1 decode GEMV, which the
-// same weights serve, ran 1-6% slower on AVX-512 VNNI and no faster on
-// AVX2, and a weight has one layout. An entry here makes the default
-// pipeline choose it.
+// batch-1 decode GEMV ran 5-6% slower interleaved on AVX-512 VNNI and AVX2
+// alike, and the AVX-512 VNNI GEMM of prefill, which the same weights
+// serve, gained 7% under load and nothing on a quieter machine. An entry
+// here makes the default pipeline choose the layout.
 struct MeasuredFaster {
   llvm::StringLiteral isa;
   llvm::ArrayRef<tfm::StorageType> storage;
