@@ -3,7 +3,7 @@
 // and without it give the same greedy ids and the same logits, bit for bit,
 // on the CPU; the f32 model's weights all keep GGUF's rows, and SmolLM2's
 // interleaved weights come from the sidecar while its tied embedding stays
-// in the GGUF file.
+// in the GGUF file. The CUDA target refuses CPU layouts.
 
 #include <unistd.h>
 
@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "codegen/driver/Compiler.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/core/BuildConfig.h"
 #include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
@@ -44,16 +46,21 @@ class WeightLayoutsEndToEndTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(directory_); }
 
-  // `model` through the default passes with choose-weight-layouts choosing
-  // the layout wherever it can (policy=every), or without the pass; both
-  // verified against the reference evaluator.
+  // The default passes with choose-weight-layouts choosing the layout
+  // wherever it can (policy=every), or without the pass.
+  static std::string Pipeline(bool with_layouts) {
+    return std::string("fuse-attention,fuse-projections,") +
+           (with_layouts ? "choose-weight-layouts{isa=avx512vnni policy=every}," : "") +
+           "insert-kv-cache{block-size=16 cache-dtype=f16},fuse-elementwise,"
+           "plan-memory{max-tokens-per-step=64}";
+  }
+
+  // `model` through Pipeline(with_layouts), verified against the reference
+  // evaluator.
   std::unique_ptr<runtime::Executable> Compile(const std::string& model, bool with_layouts) {
     codegen::CompileOptions options;
     options.verification = codegen::Verification::kOn;
-    options.pipeline = std::string("fuse-attention,fuse-projections,") +
-                       (with_layouts ? "choose-weight-layouts{isa=avx512vnni policy=every}," : "") +
-                       "insert-kv-cache{block-size=16 cache-dtype=f16},fuse-elementwise,"
-                       "plan-memory{max-tokens-per-step=64}";
+    options.pipeline = Pipeline(with_layouts);
     const std::string kvx = (directory_ / (with_layouts ? "laid-out.kvx" : "gguf.kvx")).string();
     absl::Status compiled = codegen::CompileModel(model, kvx, options, nullptr);
     EXPECT_TRUE(compiled.ok()) << compiled;
@@ -149,6 +156,24 @@ TEST_F(WeightLayoutsEndToEndTest, SmolLM2InterleavesItsLinearsWithTheSameLogits)
   EXPECT_EQ(embedding->file_index(), 0u);
   ExpectSameGeneration(*laid_out, *gguf, {1, 4093, 314, 253, 1345, 28, 2752, 436, 2270, 30});
 }
+
+#if KVJIT_HAVE_CUDA
+// The CUDA kernels read GGUF's rows: a --target cuda pipeline that chooses
+// CPU layouts is refused after its passes, and nothing is written.
+TEST_F(WeightLayoutsEndToEndTest, TheCudaTargetRefusesCpuLayouts) {
+  const std::string path = testing::DownloadedModelPath("SmolLM2-135M-Instruct.Q4_1.gguf");
+  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run tools/scripts/fetch_model.sh";
+  codegen::CompileOptions options;
+  options.target = "cuda";
+  options.verification = codegen::Verification::kOff;
+  options.pipeline = Pipeline(true);
+  const std::string kvx = (directory_ / "cuda.kvx").string();
+  const absl::Status status = codegen::CompileModel(path, kvx, options, nullptr);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("--target cuda: the pipeline chose CPU weight layouts"));
+  EXPECT_FALSE(std::filesystem::exists(kvx));
+}
+#endif  // KVJIT_HAVE_CUDA
 
 }  // namespace
 }  // namespace kvjit
