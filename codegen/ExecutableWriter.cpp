@@ -33,6 +33,7 @@
 #include "runtime/exec/OpTable.h"
 #include "runtime/schema/SchemaVersion.h"
 #include "runtime/schema/StepContract.h"
+#include "runtime/schema/WeightLayout.h"
 #include "runtime/schema/kvx_generated.h"
 
 namespace kvjit::codegen {
@@ -205,8 +206,9 @@ bool FileHolds(const std::string& path, absl::Span<const uint8_t> bytes) {
   return file.ok() && std::equal(bytes.begin(), bytes.end(), file->bytes().begin());
 }
 
-// The weights the compiler makes (fuse-projections' concatenations), laid
-// out as their sidecar file: each at a 64-byte aligned offset, so that an
+// The weights the compiler makes (fuse-projections' concatenations, the
+// shifted weights, the weights repacked into another layout), laid out as
+// their sidecar file: each at a 64-byte aligned offset, so that an
 // f32 weight is read in place with aligned vector loads.
 class Sidecar {
  public:
@@ -227,7 +229,8 @@ class Sidecar {
   absl::StatusOr<WeightFileTable::File> Write(const std::string& path) const {
     if (path.empty()) {
       return absl::FailedPreconditionError(
-          "the program reads weights the compiler made (fuse-projections' concatenations), but "
+          "the program reads weights the compiler made (concatenations, shifted or repacked "
+          "weights), but "
           "the executable writer was given no path for their sidecar file");
     }
     const std::filesystem::path absolute = std::filesystem::absolute(path).lexically_normal();
@@ -535,14 +538,7 @@ class ExecutableBuilder final : public InstructionEmitter {
     }
     auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
     const std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    const std::string name = param.getSymName().str();
-    const uint32_t sidecar_index = static_cast<uint32_t>(weight_files_.files().size());
-    const uint64_t checksum = runtime::Fnv1a64(bytes);
-    const uint64_t offset = sidecar_.Append(bytes);
-    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), runtime::ToKvxStorage(*storage),
-                                               &shape, sidecar_index, offset, bytes.size(),
-                                               checksum));
-    return absl::OkStatus();
+    return AddSidecarWeightEntry(param, runtime::ToKvxStorage(*storage), shape, std::move(bytes));
   }
 
   // The shift plus each of its source's values, added in f32 (Gemma's
@@ -563,13 +559,33 @@ class ExecutableBuilder final : public InstructionEmitter {
     for (float& value : values) value = shift + value;
     std::vector<uint8_t> bytes(values.size() * sizeof(float));
     std::memcpy(bytes.data(), values.data(), bytes.size());
+    return AddSidecarWeightEntry(param, kvx::StorageType::F32, weight->shape, std::move(bytes));
+  }
+
+  // A weight in the sidecar: `bytes` in GGUF's rows, repacked where the
+  // param has another layout.
+  absl::Status AddSidecarWeightEntry(tfm::ParamOp param, kvx::StorageType storage,
+                                     const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
+    const std::string name = param.getSymName().str();
+    const kvx::WeightLayout layout = LayoutOf(param);
+    if (const std::string mismatch = kvx::LayoutMismatch(layout, storage, shape); !mismatch.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("tfm.param @", name, ": ", mismatch));
+    }
+    if (layout == kvx::WeightLayout::RowsInterleaved8) {
+      const uint64_t block_bytes = kvx::InterleavableBlockBytes(storage);
+      bytes = kvx::InterleaveRows(bytes.data(), shape[0], shape[1] / 32, block_bytes);
+    }
     const uint32_t sidecar_index = static_cast<uint32_t>(weight_files_.files().size());
     const uint64_t checksum = runtime::Fnv1a64(bytes);
     const uint64_t offset = sidecar_.Append(bytes);
-    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), kvx::StorageType::F32,
-                                               &weight->shape, sidecar_index, offset, bytes.size(),
-                                               checksum));
+    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), storage, &shape, sidecar_index, offset,
+                                               bytes.size(), checksum, layout));
     return absl::OkStatus();
+  }
+
+  static kvx::WeightLayout LayoutOf(tfm::ParamOp param) {
+    return param.getLayout() == tfm::WeightLayout::rows_interleaved8 ? kvx::WeightLayout::RowsInterleaved8
+                                                                      : kvx::WeightLayout::Gguf;
   }
 
   absl::Status AddWeightEntry(tfm::ParamOp param) {
@@ -578,6 +594,10 @@ class ExecutableBuilder final : public InstructionEmitter {
     const std::string name = param.getSymName().str();
     KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(param));
     absl::Span<const uint8_t> bytes = model_.weights->Bytes(*weight);
+    if (LayoutOf(param) != kvx::WeightLayout::Gguf) {
+      return AddSidecarWeightEntry(param, runtime::ToKvxStorage(weight->storage), weight->shape,
+                                   std::vector<uint8_t>(bytes.begin(), bytes.end()));
+    }
     KVJIT_ASSIGN_OR_RETURN(WeightFileTable::Location location, weight_files_.Locate(*weight));
     weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(),
                                                runtime::ToKvxStorage(weight->storage),

@@ -59,6 +59,40 @@ def FuseProjections : Pass<"fuse-projections", "::mlir::ModuleOp"> {
   let dependentDialects = ["::kvjit::tfm::TfmDialect"];
 }
 
+def ChooseWeightLayouts : Pass<"choose-weight-layouts", "::mlir::ModuleOp"> {
+  let summary = "Chooses, per weight and target CPU ISA, the layout its kernels read";
+  let description = [{
+    Sets `layout <rows_interleaved8>` on each `tfm.param` that the CPU
+    kernels of `isa` (avx512vnni, avx2 or portable) read faster in groups of
+    8 rows stored block column by block column (kvx.fbs's
+    `RowsInterleaved8`, defined with its repacking in
+    `runtime/schema/WeightLayout.h`); the executable writer repacks those
+    weights into the `.kvw` sidecar, and every other weight keeps its
+    offset in the model file. A weight qualifies when it is a matrix of a
+    32-element block type (q8_0, q4_0, q4_1, q5_0, q5_1) with a multiple of
+    8 rows, has no layout yet, and every reader is a `tfm.weight` whose
+    every user reads it as a `tfm.linear`'s weight operand: an embedding
+    lookup (a tied `token_embd` is both table and output projection), a
+    concatenation, a shift or any other op keeps it in GGUF's rows.
+
+    `policy=measured` (the default) chooses the layout only for the storage
+    types where it measured faster than GGUF's rows on `isa` (the table in
+    ChooseWeightLayouts.cpp, from docs/benchmarks.md, *Weight layouts*);
+    `policy=every` chooses it for every weight that qualifies (to measure
+    it, and in tests). The kernels' results are the same bits in either
+    layout (docs/numerics.md), so the pass never changes the numbers. An
+    `isa` or `policy` it does not know is an error. The CUDA target does
+    not run this pass.
+  }];
+  let options = [
+    Option<"isa", "isa", "std::string", /*default=*/"\"\"",
+           "the CPU instruction set the executable is for: avx512vnni, avx2 or portable">,
+    Option<"policy", "policy", "std::string", /*default=*/"\"measured\"",
+           "measured: where the layout measured faster on isa; every: every weight that qualifies">,
+  ];
+  let dependentDialects = ["::kvjit::tfm::TfmDialect"];
+}
+
 def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
   let summary = "Turns the whole-sequence function into a step function over a paged KV cache";
   let description = [{

@@ -18,6 +18,7 @@ namespace {
 constexpr KvjitStage kStages[] = {
     {"fuse-attention", true},
     {"fuse-projections", false},
+    {"choose-weight-layouts", false},
     {"insert-kv-cache", true},
     {"fuse-elementwise", false},
     {"plan-memory", true},
@@ -55,6 +56,10 @@ bool LeftItsMark(mlir::ModuleOp module, size_t index) {
     return llvm::any_of(module.getOps<tfm::ParamOp>(),
                         [](tfm::ParamOp param) { return static_cast<bool>(param.getConcat()); });
   }
+  if (pass == "choose-weight-layouts") {
+    return llvm::any_of(module.getOps<tfm::ParamOp>(),
+                        [](tfm::ParamOp param) { return static_cast<bool>(param.getLayout()); });
+  }
   if (pass == "insert-kv-cache") return static_cast<bool>(StepCache(module));
   if (pass == "fuse-elementwise") return Contains<kernel::FusionOp>(module);
   return IsPlanned(module);
@@ -88,6 +93,12 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
   // insert-kv-cache's kv.write and kv.attention read, and fuse-elementwise
   // finds gate and up as views for its swiglu.
   if (options.fuseProjections) pm.addPass(createFuseProjections());
+  // After fuse-projections, whose concatenations are the linears' weights.
+  if (options.weightLayoutIsa != "none") {
+    ChooseWeightLayoutsOptions layouts;
+    layouts.isa = options.weightLayoutIsa;
+    pm.addPass(createChooseWeightLayouts(layouts));
+  }
   InsertKvCacheOptions cache;
   cache.blockSize = options.blockSize;
   cache.cacheElementType = options.cacheElementType;
@@ -102,6 +113,7 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
 std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
   return std::string("fuse-attention,") +
          (options.fuseProjections ? "fuse-projections," : "") +
+         (options.weightLayoutIsa != "none" ? "choose-weight-layouts{isa=" + options.weightLayoutIsa.getValue() + "}," : "") +
          "insert-kv-cache{block-size=" + std::to_string(options.blockSize.getValue()) +
          " cache-dtype=" + options.cacheElementType.getValue() +
          "},fuse-elementwise,plan-memory{max-tokens-per-step=" +
@@ -112,7 +124,8 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
 void RegisterKvjitPipeline() {
   mlir::PassPipelineRegistration<KvjitPipelineOptions>(
       "kvjit-pipeline",
-      "fuse-attention, fuse-projections, insert-kv-cache, fuse-elementwise and plan-memory, in that order",
+      "fuse-attention, fuse-projections, choose-weight-layouts (with weight-layout-isa), insert-kv-cache, "
+      "fuse-elementwise and plan-memory, in that order",
       BuildKvjitPipeline);
 }
 

@@ -32,10 +32,16 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
       *this, "fuse-projections",
       llvm::cl::desc("fuse linears that read one input (Q, K, V; gate, up) into one"),
       llvm::cl::init(true)};
+  Option<std::string> weightLayoutIsa{
+      *this, "weight-layout-isa",
+      llvm::cl::desc("the CPU ISA choose-weight-layouts chooses layouts for (avx512vnni, avx2, "
+                     "portable), or none: every weight in GGUF's rows, without the pass"),
+      llvm::cl::init("none")};
 };
 
-// fuse-attention → fuse-projections (unless left out) → insert-kv-cache →
-// fuse-elementwise → plan-memory: from a whole-sequence tfm function to a
+// fuse-attention → fuse-projections (unless left out) → choose-weight-layouts
+// (for weight-layout-isa, unless none) → insert-kv-cache → fuse-elementwise →
+// plan-memory: from a whole-sequence tfm function to a
 // planned step function at the kernel level.
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options);
 
@@ -53,15 +59,17 @@ struct KvjitStage {
   bool required;
 };
 
-// fuse-attention, fuse-projections (optional), insert-kv-cache,
-// fuse-elementwise (optional) and plan-memory, in the order they must run.
+// fuse-attention, fuse-projections (optional), choose-weight-layouts
+// (optional), insert-kv-cache, fuse-elementwise (optional) and plan-memory,
+// in the order they must run.
 llvm::ArrayRef<KvjitStage> KvjitStages();
 
 // The kvjit passes `module` has been through, in stage order. Each is read
 // off what the pass leaves in the IR, so IR from `kvjit import`, written by
 // hand or printed by kvjit-opt is judged alike: a tfm.attention or
 // kv.attention (fuse-attention), a tfm.slice_columns (fuse-projections), a
-// function with a !kv.cache argument (insert-kv-cache), a kernel.fusion
+// tfm.param with a layout (choose-weight-layouts), a function with a
+// !kv.cache argument (insert-kv-cache), a kernel.fusion
 // (fuse-elementwise), a function with kernel.arena (plan-memory). A
 // stage before the last one found counts as passed even where it left
 // nothing (an optional pass left out): it can no longer run.

@@ -18,6 +18,8 @@
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ParamBinding.h"
+#include "ir/Tfm/TfmOps.h"
+#include "ir/Tfm/TfmStorage.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/Pass.h"
@@ -26,7 +28,9 @@
 #include "passes/Pipeline.h"
 #include "runtime/core/BuildConfig.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/CpuIsa.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/quant/StorageType.h"
 #include "tools/registration/KvjitRegistration.h"
 
 #if KVJIT_HAVE_CUDA
@@ -84,6 +88,28 @@ std::string DescribePlan(mlir::ModuleOp module) {
                            layout.getBlockBytes(), layout.getBlocks());
   }
   return "no planned step function";
+}
+
+// How many of the module's weights have each layout, and the bytes of those
+// the writer repacks into the sidecar: "weight layouts: 90 rows_interleaved8
+// (52.3 MiB, repacked into the sidecar), 3 gguf".
+std::string DescribeWeightLayouts(mlir::ModuleOp module) {
+  int64_t gguf = 0, interleaved = 0;
+  uint64_t interleaved_bytes = 0;
+  for (tfm::ParamOp param : module.getOps<tfm::ParamOp>()) {
+    if (param.getLayout() != tfm::WeightLayout::rows_interleaved8) {
+      ++gguf;
+      continue;
+    }
+    ++interleaved;
+    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+    const absl::StatusOr<uint64_t> row_bytes =
+        quant::RowBytes(tfm::ToQuantStorage(param.getStorage()), type.getDimSize(1));
+    if (row_bytes.ok()) interleaved_bytes += *row_bytes * static_cast<uint64_t>(type.getDimSize(0));
+  }
+  if (interleaved == 0) return absl::StrFormat("weight layouts: %d gguf", gguf);
+  return absl::StrFormat("weight layouts: %d rows_interleaved8 (%s, repacked into the sidecar), %d gguf",
+                         interleaved, MiB(interleaved_bytes), gguf);
 }
 
 // The passes of `pm`, as a textual pipeline names them with their options.
@@ -249,6 +275,14 @@ absl::StatusOr<int64_t> BuildPipeline(mlir::ModuleOp module, const std::string& 
   defaults.cacheElementType = options.cache_dtype;
   defaults.maxTokensPerStep = options.max_tokens_per_step;
   defaults.kvMemoryMib = options.kv_memory_mib;
+  // The CUDA kernels read GGUF's rows.
+  if (options.target == "cuda") {
+    defaults.weightLayoutIsa = "none";
+  } else if (options.weight_layout_isa == "host") {
+    defaults.weightLayoutIsa = std::string(cpu::CpuIsaName(cpu::BestCpuIsa()));
+  } else {
+    defaults.weightLayoutIsa = options.weight_layout_isa;
+  }
   const std::string text = options.pipeline.empty() ? KvjitPipelineText(defaults) : options.pipeline;
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);
@@ -305,6 +339,16 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
         "; the backends keep it in f32 or f16 (insert-kv-cache{cache-dtype=f32|f16})"));
   }
   Progress(progress, "  %s (%.2f s)\n", DescribePlan(module).c_str(), SecondsSince(start));
+  Progress(progress, "  %s\n", DescribeWeightLayouts(module).c_str());
+  if (options.target == "cuda" &&
+      llvm::any_of(module.getOps<tfm::ParamOp>(),
+                   [](tfm::ParamOp param) {
+                     return param.getLayout().value_or(tfm::WeightLayout::gguf) != tfm::WeightLayout::gguf;
+                   })) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": --target cuda: the pipeline chose CPU weight layouts (choose-weight-layouts), "
+                "but the CUDA kernels read GGUF's rows; leave the pass out"));
+  }
   if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, source, progress));
 
   start = Clock::now();

@@ -30,6 +30,11 @@ struct CompileOptions {
   std::string target = "cpu";  // or "cuda": the CPU program plus its CUDA kernels
   int64_t block_size = 16;
   std::string cache_dtype = "f32";
+  // The CPU ISA the default pipeline's choose-weight-layouts chooses layouts
+  // for: "host" (this machine's best, as the runtime picks it), avx512vnni,
+  // avx2, portable, or "none" to leave the pass out; the CUDA target never
+  // runs it.
+  std::string weight_layout_isa = "host";
   int64_t max_tokens_per_step = 512;
   int64_t kv_memory_mib = 1024;
   bool dump_ir_after_all = false;  // to stderr

@@ -27,6 +27,23 @@ def Tfm_StorageTypeAttr : EnumAttr<Tfm_Dialect, Tfm_StorageType, "storage"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Tfm_WeightLayout : I32EnumAttr<"WeightLayout",
+    "how a weight's blocks are ordered in the executable (kvx.fbs's WeightLayout)", [
+  // GGUF's rows back to back, read in place from the model file.
+  I32EnumAttrCase<"gguf", 0>,
+  // Groups of 8 rows, each group's blocks column by column (block b of the
+  // group's row r at 8 b + r blocks from its start): the 32-element block
+  // types, repacked by the compiler into the sidecar.
+  I32EnumAttrCase<"rows_interleaved8", 1>,
+]> {
+  let cppNamespace = "::kvjit::tfm";
+  let genSpecializedAttr = 0;
+}
+
+def Tfm_WeightLayoutAttr : EnumAttr<Tfm_Dialect, Tfm_WeightLayout, "weight_layout"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Tfm_RopeStyle : I32EnumAttr<"RopeStyle",
     "which pairs of a head's elements rotary embedding rotates together", [
   // Pairs (2i, 2i+1): the original RoPE and GGUF's Llama layout.

@@ -100,6 +100,18 @@ LogicalResult ParamOp::verify() {
                          << stringifyStorageType(getStorage()) << " needs rows of a multiple of "
                          << block << " elements, got " << row;
   }
+  if (getLayout() == WeightLayout::rows_interleaved8) {
+    // The kernels read interleaved blocks of 32 elements, eight rows at a time.
+    if (block != 32) {
+      return emitOpError() << "weight @" << getSymName() << " in layout rows_interleaved8 must be "
+                           << "stored in 32-element blocks (q8_0, q4_0, q4_1, q5_0, q5_1), got "
+                           << stringifyStorageType(getStorage());
+    }
+    if (type.getRank() != 2 || type.getDimSize(0) % 8 != 0) {
+      return emitOpError() << "weight @" << getSymName() << " in layout rows_interleaved8 must be "
+                           << "a matrix of a multiple of 8 rows, got " << type;
+    }
+  }
   return mlir::success();
 }
 

@@ -54,15 +54,28 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     tfm.param @blk.0.attn_norm.weight.plus_one : tensor<64xf32> storage <f32>
         shifted @blk.0.attn_norm.weight by 1.000000e+00
     ```
+
+    `layout` says how the executable orders the weight's blocks (absent:
+    GGUF's rows, read in place from the model file). `choose-weight-layouts`
+    sets `rows_interleaved8` on matrices of a 32-element block type (q8_0,
+    q4_0, q4_1, q5_0, q5_1) with a multiple of 8 rows that only linears
+    read; the executable writer repacks them into the sidecar. The values
+    are the same, and so are the kernels' results (docs/numerics.md).
+
+    ```mlir
+    tfm.param @blk.0.ffn_down.weight : tensor<64x172xf32> storage <q4_1>
+        layout <rows_interleaved8>
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Tfm_Activation>:$type,
                        Tfm_StorageTypeAttr:$storage,
                        OptionalAttr<FlatSymbolRefArrayAttr>:$concat,
                        OptionalAttr<FlatSymbolRefAttr>:$shifted,
-                       OptionalAttr<F32Attr>:$shift);
+                       OptionalAttr<F32Attr>:$shift,
+                       OptionalAttr<Tfm_WeightLayoutAttr>:$layout);
   let assemblyFormat = [{
-    $sym_name `:` $type `storage` $storage (`concat` $concat^)?
+    $sym_name `:` $type `storage` $storage (`layout` $layout^)? (`concat` $concat^)?
     (`shifted` $shifted^ `by` $shift)? attr-dict
   }];
   let builders = [
@@ -70,13 +83,21 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
                    "::kvjit::tfm::StorageTypeAttr":$storage), [{
       build($_builder, $_state, sym_name, type, storage, /*concat=*/nullptr,
-            /*shifted=*/nullptr, /*shift=*/nullptr);
+            /*shifted=*/nullptr, /*shift=*/nullptr, /*layout=*/nullptr);
     }]>,
     // The rows of `concat`'s params, one after the other.
     OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
                    "::kvjit::tfm::StorageTypeAttr":$storage, "::mlir::ArrayAttr":$concat), [{
       build($_builder, $_state, sym_name, type, storage, concat, /*shifted=*/nullptr,
-            /*shift=*/nullptr);
+            /*shift=*/nullptr, /*layout=*/nullptr);
+    }]>,
+    // Any weight of GGUF's rows: one of the model file, a concatenation or a
+    // shifted weight.
+    OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
+                   "::kvjit::tfm::StorageTypeAttr":$storage, "::mlir::ArrayAttr":$concat,
+                   "::mlir::FlatSymbolRefAttr":$shifted, "::mlir::FloatAttr":$shift), [{
+      build($_builder, $_state, sym_name, type, storage, concat, shifted, shift,
+            /*layout=*/nullptr);
     }]>,
   ];
   let hasVerifier = 1;

@@ -77,6 +77,11 @@ struct BlockGemmKernels {
 
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const BlockGemmKernels& Avx512VnniBlockGemmKernels();
+// The same products over weights in kvx's RowsInterleaved8 layout
+// (runtime/schema/WeightLayout.h): `weights + o * row_bytes` is then the
+// start of the group of row o, a multiple of 8, and the row group's tile is
+// unpacked from one stream. The same bits.
+const BlockGemmKernels& Avx512VnniInterleaved8BlockGemmKernels();
 #endif
 
 }  // namespace kvjit::cpu::internal

@@ -135,26 +135,44 @@ void PackActivations(const Q8Block32* activations, int64_t tokens, int64_t cols,
   }
 }
 
-// Unpacks `count` (at most 8) rows starting at `rows` into the tile; the
-// rest of the group's eight are zeros.
+// Unpacks block b of row r of the group (at rows + r * row_stride + b *
+// block_stride) into the tile, for `count` (at most 8) rows; the rest of the
+// group's eight are zeros.
 template <class Format>
+void UnpackBlock(const uint8_t* rows, int64_t row_stride, int64_t block_stride, int64_t count, int64_t r,
+                 int64_t b, uint8_t* tile) {
+  uint8_t* out = tile + b * kTileBlockBytes;
+  auto* offsets = reinterpret_cast<float*>(out + kTileOffsets);
+  auto* scales = reinterpret_cast<float*>(out + kTileScales);
+  __m256i values = _mm256_setzero_si256();
+  float scale = 0.0f, offset = 0.0f;
+  if (r < count) {
+    const uint8_t* block = rows + r * row_stride + b * block_stride;
+    values = Format::Unsigned(block);
+    scale = LoadHalf(block);
+    if (Format::kHasOffset) offset = LoadHalf(block + 2);
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out + kTileValues + 32 * r), values);
+  scales[r] = scale;
+  if (Format::kHasOffset) _mm_store_ps(offsets + 4 * r, _mm_set1_ps(offset));
+}
+
+// Unpacks a row group into the tile in the order its blocks lie in memory:
+// row by row for GGUF's rows (kRowsInterleaved 1), block column by block
+// column for the interleaved layout (8), whose group is one stream. The
+// group starts at `rows` (its first row's bytes, or the interleaved group).
+template <class Format, int64_t kRowsInterleaved>
 void UnpackTile(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t blocks, uint8_t* tile) {
-  for (int64_t r = 0; r < kGemmRowGroup; ++r) {
+  if constexpr (kRowsInterleaved == 1) {
+    for (int64_t r = 0; r < kGemmRowGroup; ++r) {
+      for (int64_t b = 0; b < blocks; ++b) UnpackBlock<Format>(rows, row_bytes, Format::kBytes, count, r, b, tile);
+    }
+  } else {
+    static_assert(kRowsInterleaved == kGemmRowGroup, "an interleaved group is the GEMM's row group");
     for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* out = tile + b * kTileBlockBytes;
-      auto* offsets = reinterpret_cast<float*>(out + kTileOffsets);
-      auto* scales = reinterpret_cast<float*>(out + kTileScales);
-      __m256i values = _mm256_setzero_si256();
-      float scale = 0.0f, offset = 0.0f;
-      if (r < count) {
-        const uint8_t* block = rows + r * row_bytes + b * Format::kBytes;
-        values = Format::Unsigned(block);
-        scale = LoadHalf(block);
-        if (Format::kHasOffset) offset = LoadHalf(block + 2);
+      for (int64_t r = 0; r < kGemmRowGroup; ++r) {
+        UnpackBlock<Format>(rows, Format::kBytes, kRowsInterleaved * Format::kBytes, count, r, b, tile);
       }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(out + kTileValues + 32 * r), values);
-      scales[r] = scale;
-      if (Format::kHasOffset) _mm_store_ps(offsets + 4 * r, _mm_set1_ps(offset));
     }
   }
 }
@@ -234,7 +252,9 @@ void MultiplyTile(const uint8_t* tile, int64_t count, int64_t first, const uint8
 // 688 KiB); a longer step unpacks each row group once per pass.
 constexpr int64_t kGroupsPerPass = 32;
 
-template <class Format>
+// Row groups start at multiples of 8 rows from row_begin, which an
+// interleaved layout's caller keeps a multiple of 8.
+template <class Format, int64_t kRowsInterleaved>
 void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
               int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* tile) {
   const int64_t blocks = cols / 32;
@@ -243,15 +263,15 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
     const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
     for (int64_t first = row_begin; first < row_end; first += kGemmRowGroup) {
       const int64_t count = row_end - first < kGemmRowGroup ? row_end - first : kGemmRowGroup;
-      UnpackTile<Format>(weights + first * row_bytes, row_bytes, count, blocks, tile);
+      UnpackTile<Format, kRowsInterleaved>(weights + first * row_bytes, row_bytes, count, blocks, tile);
       MultiplyTile<Format>(tile, count, first, panel, pass, pass_end, tokens, blocks, y, y_stride);
     }
   }
 }
 
-template <class Format>
+template <class Format, int64_t kRowsInterleaved = 1>
 constexpr BlockGemmKernel KernelFor() {
-  return {PackActivations<Format::kBias>, Multiply<Format>};
+  return {PackActivations<Format::kBias>, Multiply<Format, kRowsInterleaved>};
 }
 
 }  // namespace
@@ -260,6 +280,14 @@ const BlockGemmKernels& Avx512VnniBlockGemmKernels() {
   static constexpr BlockGemmKernels kKernels = {
       KernelFor<Q8_0Format>(), KernelFor<Q4_0Format>(), KernelFor<Q4_1Format>(),
       KernelFor<Q5_0Format>(), KernelFor<Q5_1Format>(),
+  };
+  return kKernels;
+}
+
+const BlockGemmKernels& Avx512VnniInterleaved8BlockGemmKernels() {
+  static constexpr BlockGemmKernels kKernels = {
+      KernelFor<Q8_0Format, 8>(), KernelFor<Q4_0Format, 8>(), KernelFor<Q4_1Format, 8>(),
+      KernelFor<Q5_0Format, 8>(), KernelFor<Q5_1Format, 8>(),
   };
   return kKernels;
 }

@@ -6,6 +6,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/quant/Dequantize.h"
+#include "runtime/schema/WeightLayout.h"
 
 namespace kvjit::runtime {
 
@@ -123,6 +124,7 @@ absl::StatusOr<cpu::WeightView> CpuStepRunner::Matrix(const kvx::TensorRef& ref)
   view.rows = weight->shape()->Get(0);
   view.cols = weight->shape()->Get(1);
   view.bytes = executable_.WeightBytes(ref.index());
+  view.rows_interleaved = kvx::RowsInterleavedBy(weight->layout());
   return view;
 }
 

@@ -94,6 +94,28 @@ struct RowsDotKernels {
 const RowsDotKernels& Avx2RowsDotKernels();
 #endif
 
+// The 32-element block types' single-row kernels, for the interleaved layout.
+struct BlockDotKernels {
+  RowDot q8_0;
+  RowDot q4_0;
+  RowDot q4_1;
+  RowDot q5_0;
+  RowDot q5_1;
+};
+
+// The kernels above over weights in kvx's RowsInterleaved8 layout
+// (runtime/schema/WeightLayout.h), with the same operations in the same order
+// and so the same bits: a weight row pointer is the row's first block (its
+// group's start plus its index in the group times the block's bytes), and
+// each next block of the row lies 8 blocks further on. A RowsDot takes one
+// group: the group's start as `weights`, the block's bytes as `row_bytes`.
+const BlockDotKernels& PortableInterleaved8DotKernels();
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const BlockDotKernels& Avx2Interleaved8DotKernels();
+const DotKernels4& Avx2Interleaved8DotKernels4();
+const RowsDotKernels& Avx2Interleaved8RowsDotKernels();
+#endif
+
 // The numeric contract both implementations follow exactly, so that their
 // results agree bit for bit:
 //

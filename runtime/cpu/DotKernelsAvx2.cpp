@@ -131,13 +131,15 @@ __m128 ScalePair(const Q8Block32& a) {
 // past a thread's last row the request is only wasted).
 constexpr int64_t kWeightPrefetchBytes = 2048;
 
-template <class Format>
+// Row-major blocks (kRowsInterleaved 1) or the interleaved layout's (8):
+// the next block of a row lies kRowsInterleaved blocks further on.
+template <class Format, int64_t kRowsInterleaved = 1>
 float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
   const auto* activations = static_cast<const Q8Block32*>(activation_row);
   __m256 acc = _mm256_setzero_ps();
   __m128 offset = _mm_setzero_ps();  // lane 1
   for (int64_t b = 0; b < cols / 32; ++b) {
-    const uint8_t* block = weight_row + b * Format::kBytes;
+    const uint8_t* block = weight_row + b * kRowsInterleaved * Format::kBytes;
     const Q8Block32& a = activations[b];
     _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);
     const __m256i lanes = LaneSumsOf<Format::kSigned>(Format::Prepare(block), Load256(a.q));
@@ -151,25 +153,30 @@ float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t
 }
 
 // DotBlocks32 for consecutive weight rows against one activation row (a
-// decode GEMV), two rows side by side: each row's sum is a chain of
-// dependent FMAs, one per block, so a second chain keeps the FMA units busy
-// while the first waits, and the two share the activation block's loads.
+// decode GEMV), kSideBySide rows at once: each row's sum is a chain of
+// dependent FMAs, one per block, so further chains keep the FMA units busy
+// while the first waits, and they share the activation block's loads.
 // Every row takes exactly DotBlocks32's operations in its order.
-template <class Format>
+template <class Format, int64_t kRowsInterleaved = 1, int kSideBySide = 2>
 void DotBlocks32Rows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row,
                      int64_t cols, float* out) {
   const auto* activations = static_cast<const Q8Block32*>(activation_row);
   int64_t r = 0;
-  for (; r + 2 <= rows; r += 2) {
-    const uint8_t* pair[2] = {weights + r * row_bytes, weights + (r + 1) * row_bytes};
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m128 offset[2] = {_mm_setzero_ps(), _mm_setzero_ps()};  // lane 1
+  for (; r + kSideBySide <= rows; r += kSideBySide) {
+    const uint8_t* side_by_side[kSideBySide];
+    __m256 acc[kSideBySide];
+    __m128 offset[kSideBySide];  // lane 1
+    for (int k = 0; k < kSideBySide; ++k) {
+      side_by_side[k] = weights + (r + k) * row_bytes;
+      acc[k] = _mm256_setzero_ps();
+      offset[k] = _mm_setzero_ps();
+    }
     for (int64_t b = 0; b < cols / 32; ++b) {
       const Q8Block32& a = activations[b];
       const __m256i q = Load256(a.q);
       const __m128 scales = ScalePair(a);
-      for (int k = 0; k < 2; ++k) {
-        const uint8_t* block = pair[k] + b * Format::kBytes;
+      for (int k = 0; k < kSideBySide; ++k) {
+        const uint8_t* block = side_by_side[k] + b * kRowsInterleaved * Format::kBytes;
         _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);
         const __m256i lanes = LaneSumsOf<Format::kSigned>(Format::Prepare(block), q);
         const __m128 halves = BlockHalves(block);
@@ -178,15 +185,15 @@ void DotBlocks32Rows(const uint8_t* weights, int64_t row_bytes, int64_t rows, co
         if (Format::kHasOffset) offset[k] = _mm_fmadd_ps(halves, scales, offset[k]);
       }
     }
-    for (int k = 0; k < 2; ++k) out[r + k] = FoldLanes(acc[k]) + _mm_cvtss_f32(_mm_movehdup_ps(offset[k]));
+    for (int k = 0; k < kSideBySide; ++k) out[r + k] = FoldLanes(acc[k]) + _mm_cvtss_f32(_mm_movehdup_ps(offset[k]));
   }
-  for (; r < rows; ++r) out[r] = DotBlocks32<Format>(weights + r * row_bytes, activation_row, cols);
+  for (; r < rows; ++r) out[r] = DotBlocks32<Format, kRowsInterleaved>(weights + r * row_bytes, activation_row, cols);
 }
 
 // DotBlocks32 for four activation rows at once: each block's weights are
 // unpacked once for the four. Every row's sums take exactly DotBlocks32's
 // operations in its order, so each result is bit for bit the single-row one.
-template <class Format>
+template <class Format, int64_t kRowsInterleaved = 1>
 void DotBlocks32x4(const uint8_t* weight_row, const void* const activation_rows[4], int64_t cols,
                    float out[4]) {
   const Q8Block32* activations[4];
@@ -194,7 +201,7 @@ void DotBlocks32x4(const uint8_t* weight_row, const void* const activation_rows[
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   __m128 offset[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};  // lane 1
   for (int64_t b = 0; b < cols / 32; ++b) {
-    const uint8_t* block = weight_row + b * Format::kBytes;
+    const uint8_t* block = weight_row + b * kRowsInterleaved * Format::kBytes;
     _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);
     const PreparedWeights weights = Format::Prepare(block);
     const __m128 halves = BlockHalves(block);
@@ -415,6 +422,33 @@ const DotKernels4& Avx2DotKernels4() {
   static constexpr DotKernels4 kKernels = {
       DotBlocks32x4<Q8_0Format>, DotBlocks32x4<Q4_0Format>, DotBlocks32x4<Q4_1Format>,
       DotBlocks32x4<Q5_0Format>, DotBlocks32x4<Q5_1Format>,
+  };
+  return kKernels;
+}
+
+const BlockDotKernels& Avx2Interleaved8DotKernels() {
+  static constexpr BlockDotKernels kKernels = {
+      DotBlocks32<Q8_0Format, 8>, DotBlocks32<Q4_0Format, 8>, DotBlocks32<Q4_1Format, 8>,
+      DotBlocks32<Q5_0Format, 8>, DotBlocks32<Q5_1Format, 8>,
+  };
+  return kKernels;
+}
+
+// The interleaved layout's GEMV takes a group's rows four at a time: the
+// four read the first half of each block column's 8 blocks, the next four
+// the second half, from L1.
+const RowsDotKernels& Avx2Interleaved8RowsDotKernels() {
+  static constexpr RowsDotKernels kKernels = {
+      DotBlocks32Rows<Q8_0Format, 8, 4>, DotBlocks32Rows<Q4_0Format, 8, 4>, DotBlocks32Rows<Q4_1Format, 8, 4>,
+      DotBlocks32Rows<Q5_0Format, 8, 4>, DotBlocks32Rows<Q5_1Format, 8, 4>,
+  };
+  return kKernels;
+}
+
+const DotKernels4& Avx2Interleaved8DotKernels4() {
+  static constexpr DotKernels4 kKernels = {
+      DotBlocks32x4<Q8_0Format, 8>, DotBlocks32x4<Q4_0Format, 8>, DotBlocks32x4<Q4_1Format, 8>,
+      DotBlocks32x4<Q5_0Format, 8>, DotBlocks32x4<Q5_1Format, 8>,
   };
   return kKernels;
 }

@@ -98,13 +98,15 @@ struct Q5_1Format {
   }
 };
 
-template <class Format>
+// Row-major blocks (kRowsInterleaved 1) or the interleaved layout's (8):
+// the next block of a row lies kRowsInterleaved blocks further on.
+template <class Format, int64_t kRowsInterleaved = 1>
 float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
   const auto* activations = static_cast<const Q8Block32*>(activation_row);
   float acc[8] = {};
   float offset = 0.0f;
   for (int64_t b = 0; b < cols / 32; ++b) {
-    const uint8_t* block = weight_row + b * Format::kBytes;
+    const uint8_t* block = weight_row + b * kRowsInterleaved * Format::kBytes;
     const Q8Block32& a = activations[b];
     int32_t values[32];
     int32_t lanes[8];
@@ -238,6 +240,14 @@ const DotKernels& PortableDotKernels() {
       DotScaledMinK<144, false>,
       DotScaledMinK<176, true>,
       DotQ6_K,
+  };
+  return kKernels;
+}
+
+const BlockDotKernels& PortableInterleaved8DotKernels() {
+  static constexpr BlockDotKernels kKernels = {
+      DotBlocks32<Q8_0Format, 8>, DotBlocks32<Q4_0Format, 8>, DotBlocks32<Q4_1Format, 8>,
+      DotBlocks32<Q5_0Format, 8>, DotBlocks32<Q5_1Format, 8>,
   };
   return kKernels;
 }

@@ -24,6 +24,11 @@ using internal::Q8KBlock;
 using internal::RowDot;
 using quant::StorageType;
 
+// Rows per group of an interleaved weight (kvx's RowsInterleaved8), which is
+// the GEMM's row group: the GEMM unpacks one group per tile.
+constexpr int64_t kInterleavedRows = 8;
+static_assert(kInterleavedRows == internal::kGemmRowGroup);
+
 // What each weight type multiplies against.
 enum class ActivationFormat { kF32, kF16Rounded, kBF16Rounded, kQ8_0, kQ8_1, kQ8_K };
 
@@ -75,33 +80,41 @@ auto BlockTypeKernel(const Kernels& kernels, StorageType type) -> decltype(kerne
   }
 }
 
-// The four-row kernel for `type` under `isa`, or null where there is none
-// (the rows then go one by one, with the same results). AVX-512 VNNI takes
-// steps of four tokens or more through the GEMM instead.
-internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type) {
+// The four-row kernel for `type` under `isa` and the weight's interleaving,
+// or null where there is none (the rows then go one by one, with the same
+// results). AVX-512 VNNI takes steps of four tokens or more through the GEMM
+// instead.
+internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type, bool interleaved) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (isa == CpuIsa::kAvx2) return BlockTypeKernel(internal::Avx2DotKernels4(), type);
-#endif
-  return nullptr;
-}
-
-// The several-rows kernel for `type` under `isa`, or null where there is
-// none (rows then go one by one, with the same results).
-internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type) {
-#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
-    return BlockTypeKernel(internal::Avx2RowsDotKernels(), type);
+  if (isa == CpuIsa::kAvx2) {
+    return BlockTypeKernel(interleaved ? internal::Avx2Interleaved8DotKernels4() : internal::Avx2DotKernels4(),
+                           type);
   }
 #endif
   return nullptr;
 }
 
-// The register-blocked GEMM for `type` under `isa`, or null where there is
-// none (the four-row kernels then take the step, with the same results).
-const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type) {
+// The several-rows kernel for `type` under `isa` and the weight's
+// interleaving, or null where there is none (rows then go one by one, with
+// the same results).
+internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
+    return BlockTypeKernel(
+        interleaved ? internal::Avx2Interleaved8RowsDotKernels() : internal::Avx2RowsDotKernels(), type);
+  }
+#endif
+  return nullptr;
+}
+
+// The register-blocked GEMM for `type` under `isa` and the weight's
+// interleaving, or null where there is none (the four-row kernels then take
+// the step, with the same results).
+const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool interleaved) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa == CpuIsa::kAvx512Vnni) {
-    const internal::BlockGemmKernels& kernels = internal::Avx512VnniBlockGemmKernels();
+    const internal::BlockGemmKernels& kernels = interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels()
+                                                            : internal::Avx512VnniBlockGemmKernels();
     switch (type) {
       case StorageType::kQ8_0: return &kernels.q8_0;
       case StorageType::kQ4_0: return &kernels.q4_0;
@@ -123,6 +136,18 @@ const DotKernels& KernelsFor(CpuIsa isa) {
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) return internal::Avx2DotKernels();
 #endif
   return internal::PortableDotKernels();
+}
+
+// The single-row kernel for `type`, whose rows are interleaved by 8 where
+// `interleaved`.
+RowDot SingleRowDotFor(CpuIsa isa, StorageType type, bool interleaved) {
+  if (!interleaved) return RowDotFor(KernelsFor(isa), type);
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
+    return BlockTypeKernel(internal::Avx2Interleaved8DotKernels(), type);
+  }
+#endif
+  return BlockTypeKernel(internal::PortableInterleaved8DotKernels(), type);
 }
 
 int64_t ActivationRowBytes(ActivationFormat format, int64_t cols) {
@@ -236,6 +261,24 @@ absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView&
     return absl::InvalidArgumentError(
         absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols, "] overflows a 64-bit byte count"));
   }
+  if (w.rows_interleaved != 1) {
+    if (w.rows_interleaved != kInterleavedRows) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols,
+                                                     "] has rows interleaved by ", w.rows_interleaved,
+                                                     "; the kernels read 1 (GGUF's rows) or 8"));
+    }
+    if (BlockTypeKernel(internal::PortableInterleaved8DotKernels(), w.type) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols,
+                                                     "] has rows interleaved by 8, which only the "
+                                                     "32-element block types q8_0, q4_0, q4_1, q5_0 and "
+                                                     "q5_1 can be"));
+    }
+    if (w.rows % kInterleavedRows != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols,
+                                                     "] has rows interleaved by 8 but ", w.rows,
+                                                     " rows, not a multiple of 8"));
+    }
+  }
   const uint64_t total_bytes = *row_bytes * static_cast<uint64_t>(w.rows);
   if (total_bytes != w.bytes.size()) {
     return absl::InvalidArgumentError(absl::StrCat(kernel, ": weight ", type, " [", w.rows, " x ", w.cols, "] takes ",
@@ -307,7 +350,17 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   const int64_t rows = w.rows;
   const int64_t cols = w.cols;
   const uint8_t* weights = w.bytes.data();
-  const internal::BlockGemmKernel* gemm = tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type) : nullptr;
+  const bool interleaved = w.rows_interleaved != 1;
+  // Where row o's first block lies; its next blocks follow at its kernel's
+  // stride (the block's bytes, or 8 blocks' in a group).
+  const uint64_t block_bytes = interleaved ? row_bytes / static_cast<uint64_t>(cols / 32) : 0;
+  auto row_start = [&](int64_t o) {
+    if (!interleaved) return weights + static_cast<uint64_t>(o) * row_bytes;
+    return weights + static_cast<uint64_t>(o - o % kInterleavedRows) * row_bytes +
+           static_cast<uint64_t>(o % kInterleavedRows) * block_bytes;
+  };
+  const internal::BlockGemmKernel* gemm =
+      tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type, interleaved) : nullptr;
   if (gemm != nullptr) {
     const auto* blocks = reinterpret_cast<const Q8Block32*>(activation_rows);
     AlignedBytes panel = AllocateAligned(internal::GemmPanelBytes(tokens, cols));
@@ -330,10 +383,21 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   }
 
   pool.ParallelFor(tokens, prepare_activations);
-  const RowDot dot = RowDotFor(KernelsFor(isa), w.type);
-  const internal::RowDot4 dot4 = RowDot4For(isa, w.type);
+  const RowDot dot = SingleRowDotFor(isa, w.type, interleaved);
+  const internal::RowDot4 dot4 = RowDot4For(isa, w.type, interleaved);
   const int64_t min_rows_per_chunk = std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens));
-  const internal::RowsDot rows_dot = tokens == 1 ? RowsDotFor(isa, w.type) : nullptr;
+  const internal::RowsDot rows_dot = tokens == 1 ? RowsDotFor(isa, w.type, interleaved) : nullptr;
+  if (rows_dot != nullptr && interleaved) {
+    // Whole groups per call: a group's rows lie in one stream.
+    const int64_t min_groups_per_chunk = std::max<int64_t>(1, min_rows_per_chunk / kInterleavedRows);
+    pool.ParallelFor(rows / kInterleavedRows, min_groups_per_chunk, [&](int64_t begin, int64_t end) {
+      for (int64_t group = begin; group < end; ++group) {
+        rows_dot(row_start(group * kInterleavedRows), static_cast<int64_t>(block_bytes), kInterleavedRows,
+                 activation_rows, cols, y + group * kInterleavedRows);
+      }
+    });
+    return absl::OkStatus();
+  }
   if (rows_dot != nullptr) {
     pool.ParallelFor(rows, min_rows_per_chunk, [&](int64_t begin, int64_t end) {
       rows_dot(weights + static_cast<uint64_t>(begin) * row_bytes, static_cast<int64_t>(row_bytes), end - begin,
@@ -345,7 +409,7 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
     for (int64_t tile = 0; tile < tokens; tile += kTokenTile) {
       const int64_t tile_end = std::min(tokens, tile + kTokenTile);
       for (int64_t o = begin; o < end; ++o) {
-        const uint8_t* weight_row = weights + static_cast<uint64_t>(o) * row_bytes;
+        const uint8_t* weight_row = row_start(o);
         int64_t t = tile;
         for (; dot4 != nullptr && t + 4 <= tile_end; t += 4) {
           const void* rows_of_four[4];
@@ -366,6 +430,9 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
 absl::Status MatMulF32Reference(const WeightView& w, const float* x, int64_t tokens, float* y) {
   KVJIT_ASSIGN_OR_RETURN(const uint64_t row_bytes, CheckWeight("MatMulF32Reference", w));
   KVJIT_RETURN_IF_ERROR(CheckOperands("MatMulF32Reference", w, x, tokens, y));
+  if (w.rows_interleaved != 1) {
+    return absl::InvalidArgumentError("MatMulF32Reference: the oracle reads GGUF's rows, not interleaved ones");
+  }
   std::vector<float> weight_row(static_cast<size_t>(w.cols));
   for (int64_t o = 0; o < w.rows; ++o) {
     KVJIT_RETURN_IF_ERROR(quant::DequantizeRow(w.type, w.bytes.subspan(static_cast<size_t>(o) * row_bytes, row_bytes),

@@ -11,14 +11,18 @@
 
 namespace kvjit::cpu {
 
-// A weight matrix as stored in a GGUF file: `rows` output features, each a
-// row of `cols` input features encoded as `type` (ggml's block layouts),
-// rows back to back. The bytes are read in place (typically memory-mapped).
+// A weight matrix: `rows` output features, each a row of `cols` input
+// features encoded as `type` (ggml's block layouts). With rows_interleaved 1
+// the rows lie back to back, as a GGUF file stores them; with 8, in kvx's
+// RowsInterleaved8 layout (runtime/schema/WeightLayout.h: each group of 8
+// rows' blocks column by column), for the 32-element block types. The bytes
+// are read in place (typically memory-mapped).
 struct WeightView {
   quant::StorageType type = quant::StorageType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   absl::Span<const uint8_t> bytes;
+  int64_t rows_interleaved = 1;
 };
 
 // y[t, o] = sum_i w[o, i] * x[t, i] for t < tokens: x is [tokens, w.cols]
@@ -44,9 +48,12 @@ struct WeightView {
 // type and w.cols alone: results are bitwise identical for any thread count
 // and any number or mix of other tokens in the batch (batch invariance).
 // Every ISA gives the same bits, as does the register-blocked GEMM that
-// takes steps of four or more tokens under AVX-512 VNNI (BlockGemm.h). Errors (InvalidArgument) for a null pointer,
-// negative tokens, cols not a whole number of blocks, or a byte count that
-// does not match rows x cols; FailedPrecondition for an ISA this CPU lacks.
+// takes steps of four or more tokens under AVX-512 VNNI (BlockGemm.h), and
+// so does every layout: an interleaved weight's results are its GGUF rows'.
+// Errors (InvalidArgument) for a null pointer, negative tokens, cols not a
+// whole number of blocks, a byte count that does not match rows x cols, or
+// an interleaving other than 1 or 8, of a type without 32-element blocks or
+// of rows not a multiple of 8; FailedPrecondition for an ISA this CPU lacks.
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool, CpuIsa isa);
 

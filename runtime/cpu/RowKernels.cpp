@@ -181,6 +181,11 @@ absl::Status EmbeddingLookup(const WeightView& table, const int32_t* token_ids, 
                                                    " [", table.rows, " x ", table.cols, "] does not fit its ",
                                                    table.bytes.size(), " bytes"));
   }
+  if (table.rows_interleaved != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("EmbeddingLookup: table ", quant::StorageTypeName(table.type),
+                                                   " [", table.rows, " x ", table.cols, "] has rows interleaved by ",
+                                                   table.rows_interleaved, "; a lookup reads GGUF's rows"));
+  }
   KVJIT_RETURN_IF_ERROR(CheckPointers("EmbeddingLookup", count * table.cols, {token_ids, out}));
   for (int64_t i = 0; i < count; ++i) {
     if (token_ids[i] < 0 || token_ids[i] >= table.rows) {

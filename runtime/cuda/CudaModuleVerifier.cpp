@@ -132,6 +132,15 @@ absl::Status VerifyCudaModule(const runtime::Executable& executable) {
   auto invalid = [&](auto... parts) {
     return absl::InvalidArgumentError(absl::StrCat(executable.path(), ": cuda module: ", parts...));
   };
+  // The kernels read GGUF's rows; the compiler chooses CPU layouts only for
+  // --target cpu.
+  for (const kvx::Weight* weight : *executable.root().weights()) {
+    if (weight->layout() != kvx::WeightLayout::Gguf) {
+      return invalid("weight '", weight->name()->str(), "' has layout ",
+                     kvx::EnumNameWeightLayout(weight->layout()),
+                     ", but the CUDA kernels read GGUF's rows; recompile with --target cuda");
+    }
+  }
   if (module->abi_version() != cuda_abi::kKernelAbiVersion) {
     return invalid("kernel ABI version ", module->abi_version(), " is not this runtime's ",
                    cuda_abi::kKernelAbiVersion, "; recompile the model with this kvjit");

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/exec/OpTable.h"
 #include "runtime/schema/SchemaVersion.h"
+#include "runtime/schema/WeightLayout.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -145,6 +147,14 @@ absl::Status Executable::MapWeights(bool verify_checksums) {
       return absl::InvalidArgumentError(absl::StrCat(
           path_, ": weight '", weight->name()->str(), "' at offset ", weight->offset(), " (",
           weight->size_bytes(), " bytes) lies past the end of its file"));
+    }
+    const std::vector<int64_t> shape =
+        weight->shape() == nullptr ? std::vector<int64_t>()
+                                   : std::vector<int64_t>(weight->shape()->begin(), weight->shape()->end());
+    if (const std::string mismatch = kvx::LayoutMismatch(weight->layout(), weight->storage(), shape);
+        !mismatch.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": weight '", weight->name()->str(), "': ", mismatch));
     }
     absl::Span<const uint8_t> bytes = file.subspan(weight->offset(), weight->size_bytes());
     if (verify_checksums && Fnv1a64(bytes) != weight->checksum()) {

@@ -8,8 +8,9 @@ namespace kvjit::kvx {
 // Bumped on every change to kvx.fbs that an older runtime cannot read (7:
 // runtimes refuse an elementwise step opcode they do not know, so a new one
 // needs no bump; 8: KvAttentionParams.softcap, which a runtime of 7 would
-// ignore).
-inline constexpr uint32_t kSchemaVersion = 8;
+// ignore; 9: Weight.layout, whose interleaved bytes a runtime of 8 would
+// read as GGUF rows).
+inline constexpr uint32_t kSchemaVersion = 9;
 
 }  // namespace kvjit::kvx
 

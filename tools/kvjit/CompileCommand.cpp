@@ -31,6 +31,11 @@ ABSL_FLAG(bool, fast_math, false,
 ABSL_FLAG(std::string, dump_cuda_source, "",
           "with --target cuda: also write the generated CUDA C++ (one translation unit) to this "
           "file");
+ABSL_FLAG(std::string, cpu_isa, "host",
+          "with --target cpu: the CPU instruction set whose kernels the weight layouts are chosen "
+          "for (choose-weight-layouts): host (this machine's best, which $KVJIT_CPU_ISA caps), "
+          "avx512vnni, avx2, portable, or none to keep every weight in GGUF's rows; an "
+          "executable runs on any CPU, whatever it was compiled for");
 ABSL_FLAG(bool, dump_ir_after_all, false, "print the IR after every pass to stderr");
 ABSL_FLAG(bool, verify, false,
           "check the CPU step program's logits against the reference evaluator on the imported "
@@ -48,10 +53,12 @@ ABSL_FLAG(std::string, pipeline, "",
           absl::StrCat("the passes to run, in MLIR's textual pass-pipeline syntax with pass "
                        "options, e.g. 'fuse-attention,insert-kv-cache{block-size=32},plan-memory'; "
                        "fuse-attention, insert-kv-cache and plan-memory are required, "
-                       "fuse-elementwise is optional, a plugin's passes may join them; passes the "
+                       "fuse-projections, choose-weight-layouts and fuse-elementwise are optional, a "
+                       "plugin's passes may join them; passes the "
                        "input IR is past are not run again. Default: ",
                        kvjit::KvjitPipelineText(kvjit::KvjitPipelineOptions()),
-                       ", its options from --block_size, --cache_dtype, --max_tokens_per_step "
+                       " (choose-weight-layouts for --cpu_isa, which --target cuda leaves out), its "
+                       "options from --block_size, --cache_dtype, --max_tokens_per_step "
                        "and --kv_memory_mib"));
 ABSL_FLAG(std::vector<std::string>, load_pass_plugin, {},
           "pass plugins to load before reading --pipeline (shared libraries with "
@@ -64,13 +71,15 @@ namespace {
 // out its passes' options itself.
 absl::Status CheckPipelineFlags() {
   if (absl::GetFlag(FLAGS_pipeline).empty()) return absl::OkStatus();
-  for (const char* flag : {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib"}) {
+  for (const char* flag :
+       {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "cpu_isa"}) {
     const absl::CommandLineFlag* reflection = absl::FindCommandLineFlag(flag);
     if (reflection->CurrentValue() != reflection->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", flag, " sets an option of the default pipeline; with --pipeline, give it as the "
           "pass's option there (insert-kv-cache{block-size=32 cache-dtype=f16}, "
-          "plan-memory{max-tokens-per-step=512 kv-memory-mib=1024})"));
+          "plan-memory{max-tokens-per-step=512 kv-memory-mib=1024}, "
+          "choose-weight-layouts{isa=avx2})"));
     }
   }
   return absl::OkStatus();
@@ -101,6 +110,13 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
   }
   codegen::CompileOptions options = CompileOptionsFromFlags();
   options.target = absl::GetFlag(FLAGS_target);
+  const std::string cpu_isa = absl::GetFlag(FLAGS_cpu_isa);
+  if (cpu_isa != "host" && cpu_isa != "none" && cpu_isa != "avx512vnni" && cpu_isa != "avx2" &&
+      cpu_isa != "portable") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cpu_isa must be host, avx512vnni, avx2, portable or none, got '", cpu_isa, "'"));
+  }
+  options.weight_layout_isa = cpu_isa;
   options.cuda_arch = absl::GetFlag(FLAGS_sm);
   options.cuda_fast_math = absl::GetFlag(FLAGS_fast_math);
   options.cuda_source_path = absl::GetFlag(FLAGS_dump_cuda_source);

@@ -11,7 +11,9 @@
 //    one token (a decode GEMV), 16 (a batched decode of 16 sequences) and 128
 //    (a prefill GEMM): weight bytes streamed per second and multiply-adds
 //    (2 flops each) per second.
-// Every ISA this CPU runs, at 1 and 2 threads. Not a test: run by hand.
+// Every ISA this CPU runs, at 1 and 2 threads; decode and shapes in both
+// weight layouts (gguf: GGUF's rows; il8: kvx's RowsInterleaved8, repacked by
+// runtime/schema/WeightLayout.h). Not a test: run by hand.
 //
 //   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes]
 
@@ -27,6 +29,7 @@
 
 #include "runtime/cpu/MatMul.h"
 #include "runtime/quant/Half.h"
+#include "runtime/schema/WeightLayout.h"
 
 namespace kvjit::cpu {
 namespace {
@@ -37,6 +40,17 @@ struct Shape {
   int64_t rows;  // outputs
   const char* role;
 };
+
+// The bench's two layouts: rows interleaved by 1 (GGUF's) and by 8.
+constexpr int64_t kLayouts[] = {1, kvx::kInterleavedRows};
+const char* LayoutName(int64_t rows_interleaved) { return rows_interleaved == 1 ? "gguf" : "il8"; }
+
+// `gguf`'s bytes in the layout that interleaves `rows_interleaved` rows.
+std::vector<uint8_t> InLayout(const Shape& shape, const std::vector<uint8_t>& gguf, int64_t rows_interleaved) {
+  if (rows_interleaved == 1) return gguf;
+  return kvx::InterleaveRows(gguf.data(), shape.rows, shape.cols / 32,
+                             static_cast<uint64_t>(quant::BytesPerBlock(shape.type)));
+}
 
 void StoreHalf(uint8_t* p, float value) {
   const uint16_t bits = quant::FloatToHalf(value);
@@ -122,33 +136,39 @@ void RunDecodeStep(int milliseconds) {
   std::mt19937 rng(2024);
   // Each layer has weights of its own, as in the model: one copy would
   // stay in L2 and measure something no step sees.
-  std::vector<std::vector<uint8_t>> weight_bytes;
-  std::vector<WeightView> linears;
-  for (int layer = 0; layer < kLayers; ++layer) {
-    for (const Shape& shape : layer_shapes) {
-      weight_bytes.push_back(RandomWeights(shape.type, shape.rows, shape.cols, rng));
-    }
-  }
-  weight_bytes.push_back(RandomWeights(output_shape.type, output_shape.rows, output_shape.cols, rng));
+  std::vector<std::vector<uint8_t>> weight_bytes[2];
+  std::vector<WeightView> linears[2];
+  std::vector<Shape> shapes;
+  for (int layer = 0; layer < kLayers; ++layer) shapes.insert(shapes.end(), std::begin(layer_shapes), std::end(layer_shapes));
+  shapes.push_back(output_shape);
   size_t step_bytes = 0;
-  for (size_t i = 0; i < weight_bytes.size(); ++i) {
-    const Shape& shape = i + 1 == weight_bytes.size() ? output_shape : layer_shapes[i % 4];
-    linears.push_back({shape.type, shape.rows, shape.cols, weight_bytes[i]});
-    step_bytes += weight_bytes[i].size();
+  for (const Shape& shape : shapes) {
+    const std::vector<uint8_t> gguf = RandomWeights(shape.type, shape.rows, shape.cols, rng);
+    for (int layout = 0; layout < 2; ++layout) weight_bytes[layout].push_back(InLayout(shape, gguf, kLayouts[layout]));
+    step_bytes += gguf.size();
+  }
+  for (int layout = 0; layout < 2; ++layout) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      linears[layout].push_back({shapes[i].type, shapes[i].rows, shapes[i].cols, weight_bytes[layout][i], kLayouts[layout]});
+    }
   }
   std::vector<float> x(1536), y(49152);
   std::normal_distribution<float> normal;
   for (float& v : x) v = normal(rng);
-  std::printf("%-10s %-10s %7s %10s %10s %10s\n", "section", "isa", "threads", "linears", "ms/step", "GB/s");
+  std::printf("%-10s %-10s %-6s %7s %10s %10s %10s\n", "section", "isa", "layout", "threads", "linears", "ms/step",
+              "GB/s");
   for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512Vnni}) {
     if (!CpuSupports(isa)) continue;
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
-      const double seconds = SecondsPerCall(milliseconds, [&] {
-        for (const WeightView& w : linears) MatMul(w, x.data(), 1, y.data(), pool, isa).IgnoreError();
-      });
-      std::printf("%-10s %-10s %7d %10zu %10.3f %10.2f\n", "decode", std::string(CpuIsaName(isa)).c_str(), threads,
-                  linears.size(), seconds * 1e3, step_bytes / seconds / 1e9);
+      for (int layout = 0; layout < 2; ++layout) {
+        const double seconds = SecondsPerCall(milliseconds, [&] {
+          for (const WeightView& w : linears[layout]) MatMul(w, x.data(), 1, y.data(), pool, isa).IgnoreError();
+        });
+        std::printf("%-10s %-10s %-6s %7d %10zu %10.3f %10.2f\n", "decode", std::string(CpuIsaName(isa)).c_str(),
+                    LayoutName(kLayouts[layout]), threads, linears[layout].size(), seconds * 1e3,
+                    step_bytes / seconds / 1e9);
+      }
     }
   }
 }
@@ -160,11 +180,13 @@ int RunShapes(int milliseconds) {
       {quant::StorageType::kQ8_0, 576, 49152, "output"},
   };
   std::mt19937 rng(2024);
-  std::printf("%-12s %-5s %-13s %6s %-10s %7s %10s %10s %10s\n", "role", "type", "in x out", "tokens", "isa",
-              "threads", "us/call", "GB/s", "GFLOP/s");
+  std::printf("%-12s %-5s %-13s %-6s %6s %-10s %7s %10s %10s %10s\n", "role", "type", "in x out", "layout",
+              "tokens", "isa", "threads", "us/call", "GB/s", "GFLOP/s");
   for (const Shape& shape : shapes) {
-    const std::vector<uint8_t> bytes = RandomWeights(shape.type, shape.rows, shape.cols, rng);
-    const WeightView weight{shape.type, shape.rows, shape.cols, bytes};
+    const std::vector<uint8_t> gguf = RandomWeights(shape.type, shape.rows, shape.cols, rng);
+    for (int64_t rows_interleaved : kLayouts) {
+    const std::vector<uint8_t> bytes = InLayout(shape, gguf, rows_interleaved);
+    const WeightView weight{shape.type, shape.rows, shape.cols, bytes, rows_interleaved};
     for (int64_t tokens : {1, 16, 128}) {
     std::vector<float> x(static_cast<size_t>(shape.cols * tokens)), y(static_cast<size_t>(shape.rows * tokens));
     std::normal_distribution<float> normal;
@@ -182,12 +204,13 @@ int RunShapes(int milliseconds) {
         char shape_text[48];
         std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(shape.cols),
                       static_cast<long long>(shape.rows));
-        std::printf("%-12s %-5s %-13s %6lld %-10s %7d %10.1f %10.2f %10.2f\n", shape.role,
+        std::printf("%-12s %-5s %-13s %-6s %6lld %-10s %7d %10.1f %10.2f %10.2f\n", shape.role,
                     std::string(quant::StorageTypeName(shape.type)).c_str(), shape_text,
-                    static_cast<long long>(tokens), std::string(CpuIsaName(isa)).c_str(), threads,
+                    LayoutName(rows_interleaved), static_cast<long long>(tokens), std::string(CpuIsaName(isa)).c_str(), threads,
                     seconds * 1e6, bytes.size() / seconds / 1e9,
                     2.0 * shape.rows * shape.cols * tokens / seconds / 1e9);
       }
+    }
     }
     }
   }

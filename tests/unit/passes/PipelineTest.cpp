@@ -94,12 +94,15 @@ TEST_F(PipelineTest, PassesBehindFollowEachPass) {
   registerKvjitPasses();
   std::vector<std::string> expected;
   for (const KvjitStage& stage : KvjitStages()) {
+    expected.push_back(stage.pass);
+    // stories260K is f32: choose-weight-layouts lays out none of its weights
+    // and leaves no mark; the next stage's shows it behind.
+    if (llvm::StringRef(stage.pass) == "choose-weight-layouts") continue;
     mlir::PassManager pm(&context_);
     std::string errors;
     llvm::raw_string_ostream stream(errors);
     ASSERT_TRUE(mlir::succeeded(mlir::parsePassPipeline(stage.pass, pm, stream))) << errors;
     ASSERT_TRUE(mlir::succeeded(pm.run(*module))) << stage.pass;
-    expected.push_back(stage.pass);
     EXPECT_THAT(PassesBehind(*module), ElementsAreArray(expected)) << "after " << stage.pass;
   }
 }
@@ -110,7 +113,8 @@ TEST_F(PipelineTest, AnOptionalPassLeftOutCountsAsBehind) {
   ASSERT_EQ(Run(*module, "fuse-attention,insert-kv-cache,plan-memory"), "");
   // fuse-elementwise can no longer run on the planned module.
   EXPECT_THAT(PassesBehind(*module),
-              ElementsAre("fuse-attention", "fuse-projections", "insert-kv-cache", "fuse-elementwise", "plan-memory"));
+              ElementsAre("fuse-attention", "fuse-projections", "choose-weight-layouts", "insert-kv-cache",
+                          "fuse-elementwise", "plan-memory"));
 }
 
 TEST_F(PipelineTest, ARefusedPipelineRunsNothing) {
@@ -130,7 +134,8 @@ TEST_F(PipelineTest, SkipsThePassesTheModuleIsPast) {
   ASSERT_TRUE(mlir::succeeded(
       mlir::parsePassPipeline("fuse-attention,insert-kv-cache{block-size=8}", first, stream)));
   ASSERT_TRUE(mlir::succeeded(first.run(*module)));
-  EXPECT_THAT(PassesBehind(*module), ElementsAre("fuse-attention", "fuse-projections", "insert-kv-cache"));
+  EXPECT_THAT(PassesBehind(*module),
+              ElementsAre("fuse-attention", "fuse-projections", "choose-weight-layouts", "insert-kv-cache"));
 
   PipelineForModule decided;
   KvjitPipelineOptions defaults;
@@ -139,7 +144,8 @@ TEST_F(PipelineTest, SkipsThePassesTheModuleIsPast) {
   // The cache insert-kv-cache made, not the default pipeline's option.
   EXPECT_EQ(decided.kv_block_size, 8);
   EXPECT_THAT(PassesBehind(*module),
-              ElementsAre("fuse-attention", "fuse-projections", "insert-kv-cache", "fuse-elementwise", "plan-memory"));
+              ElementsAre("fuse-attention", "fuse-projections", "choose-weight-layouts", "insert-kv-cache",
+                          "fuse-elementwise", "plan-memory"));
 }
 
 TEST_F(PipelineTest, BlockSizeComesFromThePipelinesOption) {

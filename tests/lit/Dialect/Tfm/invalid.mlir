@@ -15,6 +15,26 @@ tfm.param @w : tensor<64x128xf32> storage <q6_k>
 
 // -----
 
+// expected-error @+1 {{'tfm.param' op weight @w in layout rows_interleaved8 must be stored in 32-element blocks (q8_0, q4_0, q4_1, q5_0, q5_1), got q4_k}}
+tfm.param @w : tensor<64x256xf32> storage <q4_k> layout <rows_interleaved8>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op weight @w in layout rows_interleaved8 must be stored in 32-element blocks (q8_0, q4_0, q4_1, q5_0, q5_1), got f32}}
+tfm.param @w : tensor<64x64xf32> storage <f32> layout <rows_interleaved8>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op weight @w in layout rows_interleaved8 must be a matrix of a multiple of 8 rows, got 'tensor<12x64xf32>'}}
+tfm.param @w : tensor<12x64xf32> storage <q8_0> layout <rows_interleaved8>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op weight @w in layout rows_interleaved8 must be a matrix of a multiple of 8 rows, got 'tensor<64xf32>'}}
+tfm.param @w : tensor<64xf32> storage <q8_0> layout <rows_interleaved8>
+
+// -----
+
 func.func @missing_param() -> tensor<4xf32> {
   // expected-error @+1 {{'tfm.weight' op refers to @nowhere, which is no tfm.param}}
   %w = tfm.weight @nowhere : tensor<4xf32>

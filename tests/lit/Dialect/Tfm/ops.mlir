@@ -7,6 +7,10 @@ tfm.param @token_embd.weight : tensor<512x64xf32> storage <q8_0>
 tfm.param @blk.0.attn_q.weight : tensor<64x64xf32> storage <q4_0>
 // CHECK: tfm.param @blk.0.ffn_down.weight : tensor<64x256xf32> storage <q4_k>
 tfm.param @blk.0.ffn_down.weight : tensor<64x256xf32> storage <q4_k>
+// CHECK: tfm.param @blk.0.ffn_up.weight : tensor<64x64xf32> storage <q4_1> layout <rows_interleaved8>
+tfm.param @blk.0.ffn_up.weight : tensor<64x64xf32> storage <q4_1> layout <rows_interleaved8>
+// CHECK: tfm.param @blk.0.ffn_gate.weight : tensor<64x64xf32> storage <q8_0> layout <gguf>
+tfm.param @blk.0.ffn_gate.weight : tensor<64x64xf32> storage <q8_0> layout <gguf>
 // CHECK: tfm.param @blk.0.attn_q.bias : tensor<64xf32> storage <f32>
 tfm.param @blk.0.attn_q.bias : tensor<64xf32> storage <f32>
 // CHECK: tfm.param @output_norm.weight : tensor<64xf32> storage <bf16>

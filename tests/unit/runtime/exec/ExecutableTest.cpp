@@ -62,6 +62,14 @@ class ExecutableTest : public ::testing::Test {
     uint64_t checksum = Fnv1a64(std::vector<uint8_t>(16, 0));
     // A CUDA module for the program, where set.
     std::function<flatbuffers::Offset<kvx::CudaModule>(flatbuffers::FlatBufferBuilder&)> cuda;
+    // Where set, a second weight 'w2', which the program does not read, in
+    // this layout, storage type and shape (its 16 bytes are the file's next).
+    struct LaidOutWeight {
+      kvx::WeightLayout layout;
+      kvx::StorageType storage;
+      std::vector<int64_t> shape;
+    };
+    std::optional<LaidOutWeight> second_weight;
   };
 
   // What a valid CUDA module for Build's program says, to bend one way.
@@ -145,12 +153,18 @@ class ExecutableTest : public ::testing::Test {
     auto weight = kvx::CreateWeight(b, b.CreateString("w"), kvx::StorageType::F32,
                                     b.CreateVector(shape), 0, knobs.weight_offset, 16,
                                     knobs.checksum);
+    std::vector<flatbuffers::Offset<kvx::Weight>> weights = {weight};
+    if (knobs.second_weight) {
+      weights.push_back(kvx::CreateWeight(b, b.CreateString("w2"), knobs.second_weight->storage,
+                                          b.CreateVector(knobs.second_weight->shape), 0, 16, 16,
+                                          knobs.checksum, knobs.second_weight->layout));
+    }
     auto config = kvx::CreateModelConfig(b, b.CreateString("llama"), 0, /*vocab_size=*/4);
     // 1 layer, 1 KV head of 8 f32, blocks of 16: slot 32 B, V at 512 B, block 1024 B.
     auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4);
     flatbuffers::Offset<kvx::CudaModule> cuda = knobs.cuda ? knobs.cuda(b) : 0;
     auto root = kvx::CreateExecutable(b, knobs.schema_version, 0, config, 0,
-                                      b.CreateVector({file}), b.CreateVector({weight}), kv, program,
+                                      b.CreateVector({file}), b.CreateVector(weights), kv, program,
                                       cuda);
     kvx::FinishExecutableBuffer(b, root);
     return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
@@ -231,6 +245,40 @@ TEST_F(ExecutableTest, RefusesAWeightPastTheEndOfItsFile) {
   Knobs knobs;
   knobs.weight_offset = 56;
   EXPECT_THAT(Message(Build(knobs)), HasSubstr("weight 'w' at offset 56 (16 bytes) lies past"));
+}
+
+TEST_F(ExecutableTest, LoadsAnInterleavedWeightOfABlockTypeInGroupsOfEight) {
+  Knobs knobs;
+  knobs.second_weight = {kvx::WeightLayout::RowsInterleaved8, kvx::StorageType::Q4_1, {16, 64}};
+  EXPECT_EQ(Message(Build(knobs)), "OK");
+}
+
+TEST_F(ExecutableTest, RefusesALayoutItsWeightCannotHaveNamingTheWeight) {
+  Knobs knobs;
+  knobs.second_weight = {kvx::WeightLayout::RowsInterleaved8, kvx::StorageType::F32, {8, 64}};
+  EXPECT_THAT(Message(Build(knobs)),
+              HasSubstr("weight 'w2': RowsInterleaved8 holds 32-element blocks of q8_0, q4_0, q4_1, "
+                        "q5_0 or q5_1, not F32"));
+  knobs.second_weight = {kvx::WeightLayout::RowsInterleaved8, kvx::StorageType::Q8_0, {12, 64}};
+  EXPECT_THAT(Message(Build(knobs)),
+              HasSubstr("weight 'w2': RowsInterleaved8 needs a positive multiple of 8 rows, not 12"));
+}
+
+TEST_F(ExecutableTest, RefusesALayoutItDoesNotKnow) {
+  Knobs knobs;
+  knobs.second_weight = {static_cast<kvx::WeightLayout>(5), kvx::StorageType::Q8_0, {8, 64}};
+  EXPECT_THAT(Message(Build(knobs)), HasSubstr("weight 'w2': layout 5 is unknown to this runtime"));
+}
+
+// The CUDA kernels read GGUF's rows only; the compiler never chooses another
+// layout for --target cuda, and the runner refuses one it is given.
+TEST_F(ExecutableTest, TheCudaRunnerRefusesAnInterleavedWeight) {
+  Knobs knobs;
+  knobs.cuda = CudaModule({});
+  knobs.second_weight = {kvx::WeightLayout::RowsInterleaved8, kvx::StorageType::Q4_1, {16, 64}};
+  EXPECT_THAT(CudaMessage(Build(knobs)),
+              HasSubstr("cuda module: weight 'w2' has layout RowsInterleaved8, but the CUDA kernels "
+                        "read GGUF's rows"));
 }
 
 TEST_F(ExecutableTest, RefusesAnArenaReferencePastTheArena) {

@@ -1,0 +1,96 @@
+// choose-weight-layouts: the layout each weight's CPU kernels read, per
+// target ISA. The contract is in Passes.td.
+
+#include <iterator>
+#include <optional>
+
+#include "ir/Tfm/TfmOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "mlir/IR/SymbolTable.h"
+#include "passes/Passes.h"
+
+namespace kvjit {
+#define GEN_PASS_DEF_CHOOSEWEIGHTLAYOUTS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+// Rows per group of rows_interleaved8.
+constexpr int64_t kInterleavedRows = 8;
+
+// The storage types whose rows_interleaved8 layout measured faster than
+// GGUF's rows on an ISA, over a whole step. None yet: on SmolLM2 Q4_1 at 2
+// threads (docs/benchmarks.md, *Weight layouts chosen by the compiler*) the
+// batch-1 decode GEMV ran 5-6% slower interleaved on AVX-512 VNNI and AVX2
+// alike, and the AVX-512 VNNI GEMM of prefill, which the same weights
+// serve, gained 7% under load and nothing on a quieter machine. An entry
+// here makes the default pipeline choose the layout.
+struct MeasuredFaster {
+  llvm::StringLiteral isa;
+  llvm::ArrayRef<tfm::StorageType> storage;
+};
+const MeasuredFaster kMeasuredFaster[] = {
+    {"avx512vnni", {}},
+    {"avx2", {}},
+    {"portable", {}},
+};
+
+bool HasInterleavableBlocks(tfm::StorageType storage) {
+  switch (storage) {
+    case tfm::StorageType::q8_0:
+    case tfm::StorageType::q4_0:
+    case tfm::StorageType::q4_1:
+    case tfm::StorageType::q5_0:
+    case tfm::StorageType::q5_1: return true;
+    default: return false;
+  }
+}
+
+// Whether `param` is a matrix the interleaved kernels can read and only
+// linears read it, as their weight operand.
+bool Qualifies(tfm::ParamOp param, mlir::ModuleOp module) {
+  if (param.getLayout() || param.getShifted() || !HasInterleavableBlocks(param.getStorage())) return false;
+  auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+  if (type.getRank() != 2 || type.getDimSize(0) % kInterleavedRows != 0) return false;
+  std::optional<mlir::SymbolTable::UseRange> uses = mlir::SymbolTable::getSymbolUses(param, module);
+  if (!uses) return false;
+  return llvm::all_of(*uses, [](const mlir::SymbolTable::SymbolUse& use) {
+    auto weight = mlir::dyn_cast<tfm::WeightOp>(use.getUser());
+    if (!weight) return false;
+    return llvm::all_of(weight.getResult().getUses(), [](mlir::OpOperand& operand) {
+      auto linear = mlir::dyn_cast<tfm::LinearOp>(operand.getOwner());
+      return linear && &operand == &linear.getWeightMutable();
+    });
+  });
+}
+
+struct ChooseWeightLayoutsPass : impl::ChooseWeightLayoutsBase<ChooseWeightLayoutsPass> {
+  using ChooseWeightLayoutsBase::ChooseWeightLayoutsBase;
+
+  void runOnOperation() override {
+    mlir::ModuleOp module = getOperation();
+    const MeasuredFaster* measured = llvm::find_if(
+        kMeasuredFaster, [&](const MeasuredFaster& entry) { return entry.isa == isa; });
+    if (measured == std::end(kMeasuredFaster)) {
+      module.emitError() << "choose-weight-layouts: isa '" << isa
+                         << "' is none of avx512vnni, avx2, portable";
+      return signalPassFailure();
+    }
+    if (policy != "measured" && policy != "every") {
+      module.emitError() << "choose-weight-layouts: policy '" << policy
+                         << "' is neither measured nor every";
+      return signalPassFailure();
+    }
+    auto layout = tfm::WeightLayoutAttr::get(module.getContext(), tfm::WeightLayout::rows_interleaved8);
+    for (tfm::ParamOp param : module.getOps<tfm::ParamOp>()) {
+      if (!Qualifies(param, module)) continue;
+      if (policy == "measured" && !llvm::is_contained(measured->storage, param.getStorage())) continue;
+      param.setLayoutAttr(layout);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace kvjit
