@@ -13,21 +13,12 @@
 #include "codegen/driver/Compiler.h"
 #include "gtest/gtest.h"
 #include "passes/Pipeline.h"
-#include "runtime/cpu/CpuStepRunner.h"
-#include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
-#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
+#include "tests/unit/e2e/SameGreedyRun.h"
 
 namespace kvjit {
 namespace {
-
-using ::kvjit::testing::AllEqual;
-
-struct Generation {
-  std::vector<int32_t> tokens;
-  std::vector<float> logits;  // every step's row, one after the other
-};
 
 class FuseProjectionsEndToEndTest : public ::testing::Test {
  protected:
@@ -62,25 +53,6 @@ class FuseProjectionsEndToEndTest : public ::testing::Test {
     return executable.ok() ? *std::move(executable) : nullptr;
   }
 
-  static Generation Greedy(const runtime::Executable& executable,
-                           const std::vector<int32_t>& prompt, int64_t new_tokens) {
-    Generation generation;
-    auto runner = runtime::CpuStepRunner::Create(executable, /*num_blocks=*/32, /*threads=*/2);
-    EXPECT_TRUE(runner.ok()) << runner.status();
-    if (!runner.ok()) return generation;
-    runtime::Generator generator(**runner, 8192);
-    sampling::SamplingParams greedy;
-    greedy.temperature = 0;
-    auto result = generator.Generate(
-        prompt, greedy, new_tokens, [](int32_t) { return true; },
-        [&](absl::Span<const float> logits) {
-          generation.logits.insert(generation.logits.end(), logits.begin(), logits.end());
-        });
-    EXPECT_TRUE(result.ok()) << result.status();
-    if (result.ok()) generation.tokens = result->tokens;
-    return generation;
-  }
-
   static int64_t Linears(const runtime::Executable& executable) {
     int64_t count = 0;
     for (const kvx::Instruction* instruction : *executable.program().instructions()) {
@@ -108,11 +80,7 @@ class FuseProjectionsEndToEndTest : public ::testing::Test {
     EXPECT_TRUE(std::filesystem::exists(directory_ / "fused.kvw"));
     EXPECT_FALSE(std::filesystem::exists(directory_ / "unfused.kvw"));
 
-    const Generation with = Greedy(*fused, prompt, 24);
-    const Generation without = Greedy(*unfused, prompt, 24);
-    EXPECT_EQ(with.tokens.size(), 24u);
-    EXPECT_EQ(with.tokens, without.tokens);
-    EXPECT_TRUE(AllEqual(with.logits, without.logits));
+    testing::ExpectSameGreedyRun(*fused, *unfused, prompt, 24);
   }
 
   std::filesystem::path directory_;

@@ -16,21 +16,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/core/BuildConfig.h"
-#include "runtime/cpu/CpuStepRunner.h"
-#include "runtime/engine/Generator.h"
 #include "runtime/exec/Executable.h"
-#include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
+#include "tests/unit/e2e/SameGreedyRun.h"
 
 namespace kvjit {
 namespace {
-
-using ::kvjit::testing::AllEqual;
-
-struct Generation {
-  std::vector<int32_t> tokens;
-  std::vector<float> logits;  // every step's row, one after the other
-};
 
 struct LayoutCounts {
   int64_t gguf = 0;
@@ -70,25 +61,6 @@ class WeightLayoutsEndToEndTest : public ::testing::Test {
     return executable.ok() ? *std::move(executable) : nullptr;
   }
 
-  static Generation Greedy(const runtime::Executable& executable, const std::vector<int32_t>& prompt,
-                           int64_t new_tokens) {
-    Generation generation;
-    auto runner = runtime::CpuStepRunner::Create(executable, /*num_blocks=*/32, /*threads=*/2);
-    EXPECT_TRUE(runner.ok()) << runner.status();
-    if (!runner.ok()) return generation;
-    runtime::Generator generator(**runner, 8192);
-    sampling::SamplingParams greedy;
-    greedy.temperature = 0;
-    auto result = generator.Generate(
-        prompt, greedy, new_tokens, [](int32_t) { return true; },
-        [&](absl::Span<const float> logits) {
-          generation.logits.insert(generation.logits.end(), logits.begin(), logits.end());
-        });
-    EXPECT_TRUE(result.ok()) << result.status();
-    if (result.ok()) generation.tokens = result->tokens;
-    return generation;
-  }
-
   // How many weights keep GGUF's rows, and how many are interleaved and
   // read from the sidecar (the executable's last weight file).
   static LayoutCounts Layouts(const runtime::Executable& executable) {
@@ -111,17 +83,6 @@ class WeightLayoutsEndToEndTest : public ::testing::Test {
     return nullptr;
   }
 
-  // The prompt is a prefill of several tokens (the GEMM, on a CPU with
-  // AVX-512 VNNI) and then decode steps of one (the GEMV).
-  void ExpectSameGeneration(const runtime::Executable& laid_out, const runtime::Executable& gguf,
-                            const std::vector<int32_t>& prompt) {
-    const Generation with = Greedy(laid_out, prompt, 24);
-    const Generation without = Greedy(gguf, prompt, 24);
-    EXPECT_EQ(with.tokens.size(), 24u);
-    EXPECT_EQ(with.tokens, without.tokens);
-    EXPECT_TRUE(AllEqual(with.logits, without.logits));
-  }
-
   std::filesystem::path directory_;
 };
 
@@ -135,7 +96,9 @@ TEST_F(WeightLayoutsEndToEndTest, StoriesIsF32AndKeepsEveryWeightInGgufRows) {
   ASSERT_TRUE(laid_out && gguf);
   EXPECT_EQ(Layouts(*laid_out).interleaved_in_sidecar, 0);
   EXPECT_EQ(Layouts(*laid_out).gguf, static_cast<int64_t>(laid_out->root().weights()->size()));
-  ExpectSameGeneration(*laid_out, *gguf, {1, 403, 407, 261, 378, 10, 200, 31});
+  // The prompt runs through the GEMM (on a CPU with AVX-512 VNNI), the
+  // decode steps through the GEMV.
+  testing::ExpectSameGreedyRun(*laid_out, *gguf, {1, 403, 407, 261, 378, 10, 200, 31}, 24);
 }
 
 // SmolLM2 Q4_1 (its output projection is the tied Q8_0 embedding): each
@@ -154,7 +117,7 @@ TEST_F(WeightLayoutsEndToEndTest, SmolLM2InterleavesItsLinearsWithTheSameLogits)
   ASSERT_NE(embedding, nullptr);
   EXPECT_EQ(embedding->layout(), kvx::WeightLayout::Gguf);
   EXPECT_EQ(embedding->file_index(), 0u);
-  ExpectSameGeneration(*laid_out, *gguf, {1, 4093, 314, 253, 1345, 28, 2752, 436, 2270, 30});
+  testing::ExpectSameGreedyRun(*laid_out, *gguf, {1, 4093, 314, 253, 1345, 28, 2752, 436, 2270, 30}, 24);
 }
 
 #if KVJIT_HAVE_CUDA
