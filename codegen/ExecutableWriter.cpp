@@ -107,7 +107,7 @@ class WeightFileTable {
       table.files_.push_back(std::move(file));
     } else if (model.safetensors != nullptr) {
       for (const safetensors::SafetensorsFile& shard : model.safetensors->shards()) {
-        table.files_.push_back({AbsolutePath(shard.path()), shard.bytes().size()});
+        table.files_.push_back({WeightFilePathAsNamed(shard.path()), shard.bytes().size()});
       }
     }
     return table;
@@ -145,16 +145,10 @@ class WeightFileTable {
  private:
   explicit WeightFileTable(const model::ModelFile& model) : model_(model) {}
 
-  static std::string AbsolutePath(const std::string& path) {
-    std::error_code error;
-    std::filesystem::path absolute = std::filesystem::absolute(path, error);
-    return error ? path : absolute.lexically_normal().string();
-  }
-
   // A weight file as the runtime will map it: the executable outlives the
   // compiler's mapping, so the file must exist under its name.
   static absl::StatusOr<File> OnDisk(const std::string& path) {
-    const std::string absolute = AbsolutePath(path);
+    const std::string absolute = WeightFilePathAsNamed(path);
     std::error_code error;
     const uintmax_t size = std::filesystem::file_size(absolute, error);
     if (error) {
@@ -226,22 +220,22 @@ class Sidecar {
   // file is only ever replaced whole (a temporary file and a rename), so
   // concurrent compiles into one path, which write the same bytes, each
   // succeed, and a process that maps the old file keeps reading it.
-  absl::StatusOr<WeightFileTable::File> Write(const std::string& path) const {
-    if (path.empty()) {
+  absl::StatusOr<WeightFileTable::File> Write(const SidecarTarget& target) const {
+    if (target.path.empty()) {
       return absl::FailedPreconditionError(
           "the program reads weights the compiler made (concatenations, shifted or repacked "
           "weights), but "
           "the executable writer was given no path for their sidecar file");
     }
-    const std::filesystem::path absolute = std::filesystem::absolute(path).lexically_normal();
-    if (!FileHolds(absolute.string(), bytes_)) {
+    const std::filesystem::path written = WeightFilePathAsNamed(target.WritePath());
+    if (!FileHolds(written.string(), bytes_)) {
       std::error_code error;
-      if (absolute.has_parent_path()) {
-        std::filesystem::create_directories(absolute.parent_path(), error);
+      if (written.has_parent_path()) {
+        std::filesystem::create_directories(written.parent_path(), error);
       }
-      KVJIT_RETURN_IF_ERROR(WriteFileAtomically(absolute.string(), bytes_));
+      KVJIT_RETURN_IF_ERROR(WriteFileAtomically(written.string(), bytes_));
     }
-    return WeightFileTable::File{absolute.string(), bytes_.size()};
+    return WeightFileTable::File{WeightFilePathAsNamed(target.path), bytes_.size()};
   }
 
  private:
@@ -254,10 +248,10 @@ class Sidecar {
 class ExecutableBuilder final : public InstructionEmitter {
  public:
   ExecutableBuilder(const model::ModelFile& model, WeightFileTable weight_files,
-                    std::string sidecar_path)
+                    SidecarTarget sidecar_target)
       : model_(model),
         weight_files_(std::move(weight_files)),
-        sidecar_path_(std::move(sidecar_path)) {}
+        sidecar_target_(std::move(sidecar_target)) {}
 
   absl::StatusOr<flatbuffers::DetachedBuffer> Build(mlir::func::FuncOp step,
                                                     const tokenizer::Vocabulary& vocabulary,
@@ -267,7 +261,7 @@ class ExecutableBuilder final : public InstructionEmitter {
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::Program> program, AddProgram(step));
     std::vector<WeightFileTable::File> weight_files = weight_files_.files();
     if (!sidecar_.empty()) {
-      KVJIT_ASSIGN_OR_RETURN(WeightFileTable::File file, sidecar_.Write(sidecar_path_));
+      KVJIT_ASSIGN_OR_RETURN(WeightFileTable::File file, sidecar_.Write(sidecar_target_));
       weight_files.push_back(std::move(file));
     }
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::KvLayout> kv_layout, AddKvLayout(step));
@@ -699,7 +693,7 @@ class ExecutableBuilder final : public InstructionEmitter {
 
   const model::ModelFile& model_;
   WeightFileTable weight_files_;
-  std::string sidecar_path_;
+  SidecarTarget sidecar_target_;
   Sidecar sidecar_;
   flatbuffers::FlatBufferBuilder fbb_;
   llvm::DenseMap<mlir::Value, TensorInfo> tensors_;
@@ -759,14 +753,20 @@ absl::Status VerifyPlan(mlir::func::FuncOp step) {
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
-    const std::string& sidecar_path, const CudaSection* cuda) {
+    const SidecarTarget& sidecar, const CudaSection* cuda) {
   KVJIT_ASSIGN_OR_RETURN(mlir::func::FuncOp step, FindStepFunction(planned_module));
   KVJIT_RETURN_IF_ERROR(RequirePlan(step));
   KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
   EnsureLoweringModels(*planned_module.getContext());
   KVJIT_ASSIGN_OR_RETURN(WeightFileTable weight_files, WeightFileTable::ForModel(model));
-  ExecutableBuilder builder(model, std::move(weight_files), sidecar_path);
+  ExecutableBuilder builder(model, std::move(weight_files), sidecar);
   return builder.Build(step, vocabulary, chat_template, cuda);
+}
+
+std::string WeightFilePathAsNamed(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
 }
 
 std::string SidecarPathFor(const std::string& executable_path) {

@@ -49,9 +49,10 @@ struct CudaSection {
 //     such a file (an in-memory WeightSource) is a FailedPrecondition error.
 //   - A `tfm.param ... concat` (fuse-projections) is made here: its parts'
 //     bytes, one after the other, in a sidecar weight file (kvx.fbs says its
-//     layout) written at `sidecar_path` (SidecarPathFor the executable's
-//     path: beside it), the executable's last file. A program without such
-//     weights writes none, and may be given an empty path.
+//     layout) named `sidecar.path` (SidecarPathFor the executable's path:
+//     beside it) and written there or at `sidecar.staged_at`, the
+//     executable's last file. A program without such weights writes none,
+//     and may be given an empty path.
 //   - A `tfm.slice_columns` emits nothing: its result is a reference into
 //     the viewed rows with their `row_stride`, which only Copy, SwiGlu and
 //     Elementwise may read (an Unimplemented error elsewhere).
@@ -60,10 +61,31 @@ struct CudaSection {
 //
 // Where `cuda` is set, the executable also carries its CUDA module (an
 // InvalidArgument error where its instructions are not the program's).
+//
+// The sidecar an executable names, `path`, and where its bytes are written
+// now: at `path`, or at `staged_at` for an executable that must pass --verify
+// before it is written, whose sidecar the compiler renames to `path` only
+// then, so that a failed compile leaves the sidecar that an earlier
+// executable at the same path names as it was.
+struct SidecarTarget {
+  SidecarTarget(std::string path) : path(std::move(path)) {}  // NOLINT(google-explicit-constructor)
+  SidecarTarget(std::string path, std::string staged_at)
+      : path(std::move(path)), staged_at(std::move(staged_at)) {}
+
+  const std::string& WritePath() const { return staged_at.empty() ? path : staged_at; }
+
+  std::string path;
+  std::string staged_at;
+};
+
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
-    const std::string& sidecar_path, const CudaSection* cuda = nullptr);
+    const SidecarTarget& sidecar, const CudaSection* cuda = nullptr);
+
+// The form in which an executable names a weight file at `path`: absolute
+// and lexically normal.
+std::string WeightFilePathAsNamed(const std::string& path);
 
 // The sidecar of the executable at `executable_path`, beside it: `out.kvx`
 // -> `out.kvw`, a name without the .kvx extension gains `.kvw`. The

@@ -165,37 +165,57 @@ absl::Status ReportEachPass(const Verifier& verifier, const std::string& model_p
   return absl::OkStatus();
 }
 
+// The suffix of the files a compile stages beside its outputs until they
+// pass --verify: unique to this compile, since two compiles of one model
+// into one cache path, as two `kvjit run`s started together make, must not
+// move each other's files.
+std::string UnverifiedSuffix() {
+  std::random_device random;
+  return absl::StrCat(".unverified.", getpid(), ".", random());
+}
+
+// Moves the staged file `staged` to `path`; a staged file that was never
+// written (a program without a sidecar) is not an error.
+absl::Status MoveVerified(const std::string& staged, const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(staged, error)) return absl::OkStatus();
+  std::filesystem::rename(staged, path, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, ": cannot move the verified file there: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
 // Writes `executable` to `output_path` only once its CPU step program is
 // within tolerance of the reference: it is checked in a file beside it,
-// unique to this compile (two compiles of one model into one cache path, as
-// two `kvjit run`s started together make, must not move each other's file),
-// which is removed when it fails.
+// staged with its sidecar (`sidecar.staged_at`, where the writer put it),
+// and both are removed when it fails, so that a failed compile changes
+// neither the executable nor the sidecar already at those paths. The
+// sidecar moves into place first: the new executable never names a sidecar
+// that is not there yet.
 absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executable,
-                                     const std::string& output_path, const Verifier& verifier,
+                                     const std::string& output_path, const SidecarTarget& sidecar,
+                                     const std::string& unverified_suffix, const Verifier& verifier,
                                      const CompileOptions& options, std::FILE* progress) {
-  std::random_device random;
-  const std::string unverified =
-      absl::StrCat(output_path, ".unverified.", getpid(), ".", random());
+  const std::string unverified = absl::StrCat(output_path, unverified_suffix);
   KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, unverified));
   const absl::Status verified = [&]() -> absl::Status {
+    runtime::LoadOptions load;
+    load.staged_weight_files[WeightFilePathAsNamed(sidecar.path)] = sidecar.staged_at;
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> loaded,
-                           runtime::Executable::Load(unverified));
+                           runtime::Executable::Load(unverified, load));
     return CheckExecutable(verifier, *loaded, options.verify_threads, progress);
   }();
   if (!verified.ok()) {
     std::error_code ignored;
     std::filesystem::remove(unverified, ignored);
+    std::filesystem::remove(sidecar.staged_at, ignored);
     return absl::Status(verified.code(),
                         absl::StrCat(verified.message(), "; ", output_path, " was not written"));
   }
-  std::error_code error;
-  std::filesystem::rename(unverified, output_path, error);
-  if (error) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(output_path, ": cannot move the verified executable there: ",
-                     error.message()));
-  }
-  return absl::OkStatus();
+  KVJIT_RETURN_IF_ERROR(MoveVerified(sidecar.staged_at, sidecar.path));
+  return MoveVerified(unverified, output_path);
 }
 
 #if KVJIT_HAVE_CUDA
@@ -204,7 +224,7 @@ absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executab
 absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
     const flatbuffers::DetachedBuffer& cpu_executable, mlir::ModuleOp module,
     const model::ModelFile& model, const tokenizer::Vocabulary& vocabulary,
-    const std::string& chat_template, const std::string& sidecar_path,
+    const std::string& chat_template, const SidecarTarget& sidecar,
     const CompileOptions& options, std::FILE* progress) {
   Clock::time_point start = Clock::now();
   Progress(progress, "generating CUDA kernels…\n");
@@ -237,7 +257,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
   Progress(progress, "  cubin %s, PTX %s (%s, %.2f s)\n", MiB(compiled.binary.cubin.size()).c_str(),
            MiB(compiled.binary.ptx.size()).c_str(), origin.c_str(), SecondsSince(start));
   const CudaSection section{kernels, compiled.binary};
-  return WriteExecutable(module, model, vocabulary, chat_template, sidecar_path, &section);
+  return WriteExecutable(module, model, vocabulary, chat_template, sidecar, &section);
 }
 #endif
 
@@ -352,22 +372,27 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
   if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, source, progress));
 
   start = Clock::now();
-  // The weights the passes made go beside the executable, which names them.
+  // The weights the passes made go beside the executable, which names them;
+  // staged until the executable passes --verify.
+  const std::string unverified_suffix = verifier != nullptr ? UnverifiedSuffix() : "";
   const std::string sidecar_path = SidecarPathFor(output_path);
+  const SidecarTarget sidecar(sidecar_path, verifier != nullptr
+                                                ? absl::StrCat(sidecar_path, unverified_suffix)
+                                                : "");
   KVJIT_ASSIGN_OR_RETURN(flatbuffers::DetachedBuffer executable,
-                         WriteExecutable(module, model, vocabulary, chat_template, sidecar_path));
+                         WriteExecutable(module, model, vocabulary, chat_template, sidecar));
 #if KVJIT_HAVE_CUDA
   if (options.target == "cuda") {
     KVJIT_ASSIGN_OR_RETURN(executable,
                            AddCudaModule(executable, module, model, vocabulary, chat_template,
-                                         sidecar_path, options, progress));
+                                         sidecar, options, progress));
     start = Clock::now();
   }
 #endif
   Progress(progress, "writing %s…\n", output_path.c_str());
   if (verifier != nullptr) {
-    KVJIT_RETURN_IF_ERROR(
-        WriteVerifiedExecutable(executable, output_path, *verifier, options, progress));
+    KVJIT_RETURN_IF_ERROR(WriteVerifiedExecutable(executable, output_path, sidecar,
+                                                  unverified_suffix, *verifier, options, progress));
   } else {
     KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
   }

@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(const std::string& 
   KVJIT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
   executable->file_ = std::make_unique<MappedFile>(std::move(file));
   KVJIT_RETURN_IF_ERROR(executable->Verify());
-  KVJIT_RETURN_IF_ERROR(executable->MapWeights(options.verify_weight_checksums));
+  KVJIT_RETURN_IF_ERROR(executable->MapWeights(options));
   KVJIT_RETURN_IF_ERROR(executable->VerifyProgram());
   return executable;
 }
@@ -122,9 +122,11 @@ absl::Status Executable::Verify() {
   return absl::OkStatus();
 }
 
-absl::Status Executable::MapWeights(bool verify_checksums) {
+absl::Status Executable::MapWeights(const LoadOptions& options) {
   for (const kvx::WeightFile* weight_file : *root_->weight_files()) {
-    absl::StatusOr<MappedFile> mapped = MappedFile::Open(weight_file->path()->str());
+    const auto staged = options.staged_weight_files.find(weight_file->path()->str());
+    absl::StatusOr<MappedFile> mapped = MappedFile::Open(
+        staged != options.staged_weight_files.end() ? staged->second : weight_file->path()->str());
     if (!mapped.ok()) {
       return absl::Status(mapped.status().code(),
                           absl::StrCat(path_, ": weight file: ", mapped.status().message()));
@@ -157,7 +159,7 @@ absl::Status Executable::MapWeights(bool verify_checksums) {
           absl::StrCat(path_, ": weight '", weight->name()->str(), "': ", mismatch));
     }
     absl::Span<const uint8_t> bytes = file.subspan(weight->offset(), weight->size_bytes());
-    if (verify_checksums && Fnv1a64(bytes) != weight->checksum()) {
+    if (options.verify_weight_checksums && Fnv1a64(bytes) != weight->checksum()) {
       return absl::DataLossError(absl::StrCat(
           path_, ": weight '", weight->name()->str(), "' in ",
           root_->weight_files()->Get(weight->file_index())->path()->str(),

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/core/MappedFile.h"
@@ -40,6 +41,10 @@ struct LoadOptions {
   // is checked by its size, which catches a file that was replaced by another
   // model or quantization but not one edited in place.
   bool verify_weight_checksums = false;
+  // Weight files read from another path than the one the executable names,
+  // by that name: the compiler's staged sidecar, which it renames to its
+  // name only once the executable passes --verify.
+  absl::flat_hash_map<std::string, std::string> staged_weight_files;
 };
 
 // A .kvx file, verified once on load so that every later access is in
@@ -79,7 +84,7 @@ class Executable {
  private:
   explicit Executable(std::string path) : path_(std::move(path)) {}
   absl::Status Verify();
-  absl::Status MapWeights(bool verify_checksums);
+  absl::Status MapWeights(const LoadOptions& options);
   absl::Status VerifyProgram() const;
   absl::Status VerifyInstruction(const kvx::Instruction& instruction, size_t index) const;
   absl::Status VerifyTensorRef(const kvx::TensorRef* ref, size_t instruction,

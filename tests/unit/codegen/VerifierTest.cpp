@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "codegen/ExecutableWriter.h"
@@ -16,6 +18,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
+#include "runtime/exec/Executable.h"
 #include "tests/unit/common/TestPaths.h"
 
 namespace kvjit {
@@ -93,8 +96,14 @@ class VerifierTest : public ::testing::Test {
     return status;
   }
   std::string progress() const { return std::string(progress_text_, progress_size_); }
+  // Whether the executable, or a file staged beside it, is there.
   bool Written() const {
-    return std::filesystem::exists(output_) || std::filesystem::exists(output_ + ".unverified");
+    if (std::filesystem::exists(output_)) return true;
+    const std::string staged = std::filesystem::path(output_).filename().string() + ".unverified";
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(output_).parent_path())) {
+      if (entry.path().filename().string().rfind(staged, 0) == 0) return true;
+    }
+    return false;
   }
 
   std::string output_;
@@ -139,6 +148,55 @@ TEST_F(VerifierTest, ADroppedResidualFailsTheCompileAndWritesNothing) {
               HasSubstr("the CPU step program: step 1 (prefill of A (13 tokens)), logit row 0 "
                         "(sequence A, position 0): max |diff|"));
   EXPECT_THAT(std::string(status.message()), HasSubstr("was not written"));
+  EXPECT_FALSE(Written());
+}
+
+// A compile that fails --verify leaves the sidecar already at its path as
+// it was: an executable compiled there before names it and reads it. The
+// sabotaged program has a sidecar of its own (fuse-projections'
+// concatenations), staged beside it and removed with it.
+TEST_F(VerifierTest, AFailedCompileLeavesTheSidecarAtItsPathAsItWas) {
+  if (Stories().empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR";
+  const std::string sidecar = codegen::SidecarPathFor(output_);
+  const std::string earlier = "the sidecar of an earlier executable";
+  {
+    std::FILE* file = std::fopen(sidecar.c_str(), "wb");
+    ASSERT_NE(file, nullptr);
+    std::fputs(earlier.c_str(), file);
+    std::fclose(file);
+  }
+  codegen::CompileOptions options;
+  options.verification = codegen::Verification::kOn;
+  options.build_pipeline = [](mlir::OpPassManager& pm) {
+    pm.addPass(createFuseAttention());
+    pm.addPass(createFuseProjections());
+    pm.addPass(std::make_unique<DropFirstResidualAdd>());
+    pm.addPass(createInsertKvCache());
+    pm.addPass(createFuseElementwise());
+    pm.addPass(createPlanMemory());
+  };
+  const absl::Status status = Compile(Stories(), options);
+  ASSERT_FALSE(status.ok()) << progress();
+  EXPECT_THAT(std::string(status.message()), HasSubstr("was not written"));
+  EXPECT_FALSE(Written());
+  std::ifstream kept(sidecar, std::ios::binary);
+  const std::string bytes(std::istreambuf_iterator<char>(kept), {});
+  EXPECT_TRUE(bytes == earlier) << sidecar << " was replaced by " << bytes.size() << " bytes";
+}
+
+// A compile that passes --verify moves its staged sidecar into place: the
+// executable loads and reads it there.
+TEST_F(VerifierTest, AVerifiedCompilePutsItsSidecarBesideTheExecutable) {
+  if (Stories().empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR";
+  codegen::CompileOptions options;
+  options.verification = codegen::Verification::kOn;
+  ASSERT_TRUE(Compile(Stories(), options).ok()) << progress();
+  EXPECT_TRUE(std::filesystem::exists(codegen::SidecarPathFor(output_)));
+  auto executable = runtime::Executable::Load(output_);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  EXPECT_EQ((*executable)->root().weight_files()->size(), 2u);
+  std::error_code ignored;
+  std::filesystem::remove(output_, ignored);
   EXPECT_FALSE(Written());
 }
 
