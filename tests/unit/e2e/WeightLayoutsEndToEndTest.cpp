@@ -18,6 +18,7 @@
 #include "runtime/core/BuildConfig.h"
 #include "runtime/exec/Executable.h"
 #include "tests/unit/common/TestPaths.h"
+#include "tests/unit/e2e/LlamaCppComparison.h"
 #include "tests/unit/e2e/SameGreedyRun.h"
 
 namespace kvjit {
@@ -52,11 +53,7 @@ class WeightLayoutsEndToEndTest : public ::testing::Test {
     codegen::CompileOptions options;
     options.verification = codegen::Verification::kOn;
     options.pipeline = Pipeline(with_layouts);
-    const std::string kvx = (directory_ / (with_layouts ? "laid-out.kvx" : "gguf.kvx")).string();
-    absl::Status compiled = codegen::CompileModel(model, kvx, options, nullptr);
-    EXPECT_TRUE(compiled.ok()) << compiled;
-    if (!compiled.ok()) return nullptr;
-    auto executable = runtime::Executable::Load(kvx);
+    auto executable = testing::CompileAndLoad(model, options);
     EXPECT_TRUE(executable.ok()) << executable.status();
     return executable.ok() ? *std::move(executable) : nullptr;
   }
