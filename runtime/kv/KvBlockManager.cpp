@@ -50,6 +50,25 @@ int64_t BlocksForForkedSequences(int64_t prompt_tokens, int64_t new_tokens, int6
   return shared_prompt_blocks + writing_sequences * blocks_per_sequence;
 }
 
+int64_t BlocksForWindowedSequence(int64_t prompt_tokens, int64_t tokens_per_step, int64_t window,
+                                  int64_t block_size) {
+  // The blocks from the one holding position `begin` to the one holding
+  // end - 1: released blocks are whole ones.
+  auto spanned = [&](int64_t begin, int64_t end) {
+    return (end + block_size - 1) / block_size - begin / block_size;
+  };
+  // A step at position n holds the step's tokens and what the release after
+  // the step before left: positions from n - window + 1 on.
+  int64_t most = 0;
+  for (int64_t n = 0; n < prompt_tokens; n += tokens_per_step) {
+    const int64_t count = std::min(tokens_per_step, prompt_tokens - n);
+    most = std::max(most, spanned(std::max<int64_t>(0, n - window + 1), n + count));
+  }
+  // A new token and the window - 1 positions before it, at their worst
+  // alignment to the blocks.
+  return std::max(most, (window + 2 * block_size - 2) / block_size);
+}
+
 absl::StatusOr<KvBlockManager> KvBlockManager::Create(int32_t num_blocks, int32_t block_size) {
   if (num_blocks <= 0 || block_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("a KV pool needs at least one block of at least one token; got ",

@@ -95,6 +95,17 @@ absl::StatusOr<int64_t> BlocksForBudget(int64_t budget_bytes, int64_t block_byte
 int64_t BlocksForForkedSequences(int64_t prompt_tokens, int64_t new_tokens, int64_t sequences,
                                  int64_t block_size);
 
+// The most blocks of `block_size` tokens one sequence holds at once when
+// its `prompt_tokens` go in steps of at most `tokens_per_step`, its new
+// tokens one per step, and after each step the blocks wholly behind a
+// sliding attention window of `window` positions are released
+// (ReleaseBehindWindow): each step's tokens beside the window - 1
+// positions before them, in blocks that need not start where those do.
+// With few new tokens the run may never reach this; the caller takes the
+// smaller of this and what the run fills.
+int64_t BlocksForWindowedSequence(int64_t prompt_tokens, int64_t tokens_per_step, int64_t window,
+                                  int64_t block_size);
+
 // The paged KV cache's bookkeeping (vLLM's block manager): a pool of
 // `num_blocks` blocks of `block_size` token slots, and each sequence's block
 // table. Sequences forked from one another share blocks until one of them

@@ -57,10 +57,15 @@ namespace {
 // `prompt_tokens` tokens, each generating up to `new_tokens`: what they can
 // fill, or all that --kv_pool_mib's budget holds where one is given (its
 // pages cost memory only once written); a budget that cannot hold what the
-// run needs (its beams, or one sequence) is an error naming it.
+// run needs (its beams, or one sequence) is an error naming it. One
+// sequence at a time of a model whose every layer slides a window over the
+// cache (`window` > 0) needs only the window's blocks, steps of up to
+// `tokens_per_step` tokens past it; beam search sizes its own need, without
+// the window.
 absl::StatusOr<int64_t> KvPoolBlocks(const kvx::KvLayout& layout, int64_t prompt_tokens,
                                      int64_t new_tokens, int64_t sequences,
-                                     int64_t sequences_needed_at_once) {
+                                     int64_t sequences_needed_at_once, int64_t window,
+                                     int64_t tokens_per_step) {
   const int64_t block_size = layout.block_size();
   const int64_t fill = kv::BlocksForForkedSequences(prompt_tokens, new_tokens, sequences, block_size);
   const int64_t budget_mib = absl::GetFlag(FLAGS_kv_pool_mib);
@@ -70,8 +75,12 @@ absl::StatusOr<int64_t> KvPoolBlocks(const kvx::KvLayout& layout, int64_t prompt
   if (budget_mib == 0) return fill;
   KVJIT_ASSIGN_OR_RETURN(int64_t budget_blocks,
                          kv::BlocksForBudget(budget_mib << 20, layout.bytes_per_block()));
-  const int64_t needed = kv::BlocksForForkedSequences(prompt_tokens, new_tokens,
-                                                      sequences_needed_at_once, block_size);
+  int64_t needed = kv::BlocksForForkedSequences(prompt_tokens, new_tokens,
+                                                sequences_needed_at_once, block_size);
+  if (window > 0 && sequences_needed_at_once == 1) {
+    needed = std::min(needed, kv::BlocksForWindowedSequence(prompt_tokens, tokens_per_step, window,
+                                                            block_size));
+  }
   if (budget_blocks < needed) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "--kv_pool_mib %d holds %d KV blocks of %d tokens (%d bytes each), but this run needs %d "
@@ -140,7 +149,8 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   const int64_t sequences = beam_search ? absl::GetFlag(FLAGS_beams) : absl::GetFlag(FLAGS_samples);
   KVJIT_ASSIGN_OR_RETURN(
       int64_t blocks, KvPoolBlocks(layout, prompt_tokens, new_tokens, std::max<int64_t>(sequences, 1),
-                                   beam_search ? sequences : 1));
+                                   beam_search ? sequences : 1, executable->AttentionWindow(),
+                                   executable->program().max_tokens()));
   phase_start = std::chrono::steady_clock::now();
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
                          runtime::CreateStepRunner(*executable, blocks,
