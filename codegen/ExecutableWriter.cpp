@@ -566,8 +566,10 @@ class ExecutableBuilder final : public InstructionEmitter {
       return absl::InvalidArgumentError(absl::StrCat("tfm.param @", name, ": ", mismatch));
     }
     if (layout == kvx::WeightLayout::RowsInterleaved8) {
-      const uint64_t block_bytes = kvx::InterleavableBlockBytes(storage);
-      bytes = kvx::InterleaveRows(bytes.data(), shape[0], shape[1] / 32, block_bytes);
+      // Whole 32-element blocks, rows back to back (LayoutMismatch).
+      const int64_t blocks_per_row = shape[1] / 32;
+      const uint64_t block_bytes = bytes.size() / static_cast<uint64_t>(shape[0] * blocks_per_row);
+      bytes = kvx::InterleaveRows(bytes.data(), shape[0], blocks_per_row, block_bytes);
     }
     const uint32_t sidecar_index = static_cast<uint32_t>(weight_files_.files().size());
     const uint64_t checksum = runtime::Fnv1a64(bytes);

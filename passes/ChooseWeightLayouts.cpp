@@ -5,11 +5,13 @@
 #include <optional>
 
 #include "ir/Tfm/TfmOps.h"
+#include "ir/Tfm/TfmStorage.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "passes/Passes.h"
+#include "runtime/quant/StorageType.h"
 
 namespace kvjit {
 #define GEN_PASS_DEF_CHOOSEWEIGHTLAYOUTS
@@ -37,15 +39,10 @@ const MeasuredFaster kMeasuredFaster[] = {
     {"portable", {}},
 };
 
+// The rule tfm.param's verifier holds rows_interleaved8 to: blocks of 32
+// elements (q8_0, q4_0, q4_1, q5_0, q5_1).
 bool HasInterleavableBlocks(tfm::StorageType storage) {
-  switch (storage) {
-    case tfm::StorageType::q8_0:
-    case tfm::StorageType::q4_0:
-    case tfm::StorageType::q4_1:
-    case tfm::StorageType::q5_0:
-    case tfm::StorageType::q5_1: return true;
-    default: return false;
-  }
+  return quant::ElementsPerBlock(tfm::ToQuantStorage(storage)) == 32;
 }
 
 // Whether `param` is a matrix the interleaved kernels can read and only

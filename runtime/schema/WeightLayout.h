@@ -23,18 +23,17 @@ constexpr int64_t RowsInterleavedBy(WeightLayout layout) {
   return layout == WeightLayout::RowsInterleaved8 ? kInterleavedRows : 1;
 }
 
-// The bytes of one 32-element block of `storage` where an interleaved layout
-// can hold it (the 32-element block types the CPU kernels read interleaved),
-// else 0: f32/f16/bf16 have no blocks, and the K-quants' 256-element
-// super-blocks have no interleaved kernels.
-constexpr uint64_t InterleavableBlockBytes(StorageType storage) {
+// Whether an interleaved layout can hold `storage`: the 32-element block
+// types the CPU kernels read interleaved. f32/f16/bf16 have no blocks, and
+// the K-quants' 256-element super-blocks have no interleaved kernels.
+constexpr bool HasInterleavableBlocks(StorageType storage) {
   switch (storage) {
-    case StorageType::Q8_0: return 34;
-    case StorageType::Q4_0: return 18;
-    case StorageType::Q4_1: return 20;
-    case StorageType::Q5_0: return 22;
-    case StorageType::Q5_1: return 24;
-    default: return 0;
+    case StorageType::Q8_0:
+    case StorageType::Q4_0:
+    case StorageType::Q4_1:
+    case StorageType::Q5_0:
+    case StorageType::Q5_1: return true;
+    default: return false;
   }
 }
 
@@ -47,7 +46,7 @@ inline std::string LayoutMismatch(WeightLayout layout, StorageType storage,
     return "layout " + std::to_string(static_cast<int>(layout)) + " is unknown to this runtime";
   }
   const std::string name = EnumNameWeightLayout(layout);
-  if (InterleavableBlockBytes(storage) == 0) {
+  if (!HasInterleavableBlocks(storage)) {
     return name + " holds 32-element blocks of q8_0, q4_0, q4_1, q5_0 or q5_1, not " +
            EnumNameStorageType(storage);
   }
