@@ -174,11 +174,9 @@ std::string UnverifiedSuffix() {
   return absl::StrCat(".unverified.", getpid(), ".", random());
 }
 
-// Moves the staged file `staged` to `path`; a staged file that was never
-// written (a program without a sidecar) is not an error.
+// Moves the staged file `staged` to `path`.
 absl::Status MoveVerified(const std::string& staged, const std::string& path) {
   std::error_code error;
-  if (!std::filesystem::exists(staged, error)) return absl::OkStatus();
   std::filesystem::rename(staged, path, error);
   if (error) {
     return absl::PermissionDeniedError(
@@ -214,7 +212,11 @@ absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executab
     return absl::Status(verified.code(),
                         absl::StrCat(verified.message(), "; ", output_path, " was not written"));
   }
-  KVJIT_RETURN_IF_ERROR(MoveVerified(sidecar.staged_at, sidecar.path));
+  // A program without weights of the compiler's making has no sidecar.
+  std::error_code no_sidecar;
+  if (std::filesystem::exists(sidecar.staged_at, no_sidecar)) {
+    KVJIT_RETURN_IF_ERROR(MoveVerified(sidecar.staged_at, sidecar.path));
+  }
   return MoveVerified(unverified, output_path);
 }
 
