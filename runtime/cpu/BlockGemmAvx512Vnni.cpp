@@ -93,7 +93,19 @@ struct Q5_1Format {
   }
 };
 
-// Offsets of the vectors inside a panel block and a tile block (BlockGemm.h).
+// Per token group and block, seven 64-byte vectors: the activation blocks
+// of tokens 0 and 1, then of 2 and 3; their scales, each repeated over its
+// block's eight lanes; the integer corrections of the unsigned weight
+// encoding (-bias * the sum of each lane's four activations), likewise; and
+// the four tokens' scaled sums, repeated four times (for the offset formats).
+constexpr int64_t kPanelBlockBytes = 7 * 64;
+// Per row group and block: the eight rows' blocks unpacked to 32 unsigned
+// bytes each (256 bytes), their offsets m with row r's in lanes 4r..4r+3 (two
+// 64-byte vectors, for the offset formats), their eight scales, and padding
+// that keeps every block 64-byte aligned.
+constexpr int64_t kTileBlockBytes = 7 * 64;
+
+// Offsets of the vectors inside a panel block and a tile block.
 constexpr int64_t kPanelActivations = 0;    // tokens (0, 1), then (2, 3)
 constexpr int64_t kPanelScales = 128;       // likewise
 constexpr int64_t kPanelCorrections = 256;  // likewise
@@ -103,8 +115,9 @@ constexpr int64_t kTileOffsets = 256;
 constexpr int64_t kTileScales = 384;
 
 template <int32_t kBias>
-void PackActivations(const Q8Block32* activations, int64_t tokens, int64_t cols, int64_t group_begin,
+void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, int64_t group_begin,
                      int64_t group_end, uint8_t* panel) {
+  const auto* activations = static_cast<const Q8Block32*>(activation_rows);
   const int64_t blocks = cols / 32;
   const __m256i ones = _mm256_set1_epi8(1);
   const __m256i minus_bias = _mm256_set1_epi32(-kBias);
@@ -271,7 +284,7 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
 
 template <class Format, int64_t kRowsInterleaved = 1>
 constexpr BlockGemmKernel KernelFor() {
-  return {PackActivations<Format::kBias>, Multiply<Format, kRowsInterleaved>};
+  return {32, kPanelBlockBytes, kTileBlockBytes, PackActivations<Format::kBias>, Multiply<Format, kRowsInterleaved>};
 }
 
 }  // namespace

@@ -362,20 +362,19 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   const internal::BlockGemmKernel* gemm =
       tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type, interleaved) : nullptr;
   if (gemm != nullptr) {
-    const auto* blocks = reinterpret_cast<const Q8Block32*>(activation_rows);
-    AlignedBytes panel = AllocateAligned(internal::GemmPanelBytes(tokens, cols));
+    AlignedBytes panel = AllocateAligned(internal::GemmPanelBytes(*gemm, tokens, cols));
     // Each token group is quantized and laid out by the same thread: one
     // hand-off to the pool instead of two.
     pool.ParallelFor(internal::GemmTokenGroups(tokens), [&](int64_t begin, int64_t end) {
       prepare_activations(begin * internal::kGemmTokenGroup, std::min(tokens, end * internal::kGemmTokenGroup));
-      gemm->pack(blocks, tokens, cols, begin, end, panel.get());
+      gemm->pack(activation_rows, tokens, cols, begin, end, panel.get());
     });
     // Whole row groups per thread, so that none unpacks a group in part.
     const int64_t row_groups = (rows + internal::kGemmRowGroup - 1) / internal::kGemmRowGroup;
     const int64_t min_groups_per_chunk =
         std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens * internal::kGemmRowGroup));
     pool.ParallelFor(row_groups, min_groups_per_chunk, [&](int64_t begin, int64_t end) {
-      AlignedBytes tile = AllocateAligned(internal::GemmTileBytes(cols));
+      AlignedBytes tile = AllocateAligned(internal::GemmTileBytes(*gemm, cols));
       gemm->multiply(weights, static_cast<int64_t>(row_bytes), begin * internal::kGemmRowGroup,
                      std::min(rows, end * internal::kGemmRowGroup), panel.get(), tokens, cols, y, rows, tile.get());
     });
