@@ -79,6 +79,14 @@ const BlockGemmKernels& Avx512VnniBlockGemmKernels();
 // start of the group of row o, a multiple of 8, and the row group's tile is
 // unpacked from one stream. The same bits.
 const BlockGemmKernels& Avx512VnniInterleaved8BlockGemmKernels();
+
+// The K-quants against Q8KBlock activations, 256-element super-blocks.
+struct KQuantGemmKernels {
+  BlockGemmKernel q4_k;
+  BlockGemmKernel q5_k;
+  BlockGemmKernel q6_k;
+};
+const KQuantGemmKernels& Avx512VnniKQuantGemmKernels();
 #endif
 
 }  // namespace kvjit::cpu::internal

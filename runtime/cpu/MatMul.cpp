@@ -121,6 +121,9 @@ const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool
       case StorageType::kQ4_1: return &kernels.q4_1;
       case StorageType::kQ5_0: return &kernels.q5_0;
       case StorageType::kQ5_1: return &kernels.q5_1;
+      case StorageType::kQ4_K: return &internal::Avx512VnniKQuantGemmKernels().q4_k;
+      case StorageType::kQ5_K: return &internal::Avx512VnniKQuantGemmKernels().q5_k;
+      case StorageType::kQ6_K: return &internal::Avx512VnniKQuantGemmKernels().q6_k;
       default: return nullptr;
     }
   }
