@@ -81,6 +81,19 @@ const BlockGemmKernels& Avx512VnniBlockGemmKernels();
 const BlockGemmKernels& Avx512VnniInterleaved8BlockGemmKernels();
 #endif
 
+// Float weights, in GGUF's rows (FloatGemmAvx512.cpp): one-column blocks,
+// since a float row may have any number of columns; the same bits as the
+// float RowDots, cols % 32 tail included.
+struct FloatGemmKernels {
+  BlockGemmKernel f32;
+  BlockGemmKernel f16;
+  BlockGemmKernel bf16;
+};
+
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const FloatGemmKernels& Avx512FloatGemmKernels();
+#endif
+
 }  // namespace kvjit::cpu::internal
 
 #endif  // KVJIT_RUNTIME_CPU_BLOCKGEMM_H_

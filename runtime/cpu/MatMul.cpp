@@ -112,6 +112,15 @@ internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
 // the step, with the same results).
 const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool interleaved) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
+    const internal::FloatGemmKernels& float_kernels = internal::Avx512FloatGemmKernels();
+    switch (type) {
+      case StorageType::kF32: return &float_kernels.f32;
+      case StorageType::kF16: return &float_kernels.f16;
+      case StorageType::kBF16: return &float_kernels.bf16;
+      default: break;
+    }
+  }
   if (isa == CpuIsa::kAvx512Vnni) {
     const internal::BlockGemmKernels& kernels = interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels()
                                                             : internal::Avx512VnniBlockGemmKernels();
