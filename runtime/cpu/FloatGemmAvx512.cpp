@@ -35,16 +35,20 @@ namespace {
 constexpr int64_t kChunk = 32;  // columns per chunk of the contract's 4 x 8 accumulators
 constexpr int64_t kHalf = 16;   // columns of one 512-bit register
 
-// Panel: per token group, chunk by chunk, the group's four tokens' 32
-// activations each (512 bytes per chunk); after every group's chunks, each
-// group's four tokens' tail columns. Tile: chunk by chunk, the eight rows'
-// 32 weights each (1024 bytes per chunk); then the eight rows' tail columns.
-// Both come to 16 (panel, per group) and 32 (tile) bytes per column, the
-// sizes BlockGemm.h's formulas give for one-column blocks.
+// Panel: per token group, the first halves of every chunk, chunk by chunk,
+// the group's four tokens' 16 activations each (256 bytes per chunk), then
+// the second halves likewise; after every group's chunks, each group's four
+// tokens' tail columns. Tile: the first halves of every chunk, the eight
+// rows' 16 weights each (512 bytes per chunk), then the second halves; then
+// the eight rows' tail columns. A half's pass of the micro-kernel so reads
+// consecutive lines (interleaving the halves line by line would leave half
+// of L1's sets unused). Both come to 16 (panel, per group) and 32 (tile)
+// bytes per column, the sizes BlockGemm.h's formulas give for one-column
+// blocks.
 constexpr int64_t kPanelColumnBytes = kGemmTokenGroup * sizeof(float);
 constexpr int64_t kTileColumnBytes = kGemmRowGroup * sizeof(float);
-constexpr int64_t kPanelChunkFloats = kGemmTokenGroup * kChunk;
-constexpr int64_t kTileChunkFloats = kGemmRowGroup * kChunk;
+constexpr int64_t kPanelHalfChunkFloats = kGemmTokenGroup * kHalf;
+constexpr int64_t kTileHalfChunkFloats = kGemmRowGroup * kHalf;
 
 // The micro-kernel's rows: the row group in two quads.
 constexpr int64_t kQuad = 4;
@@ -108,10 +112,10 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
     for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
       const int64_t t = group * kGemmTokenGroup + i;
       const float* x = activations + t * cols;
-      for (int64_t c = 0; c < chunks; ++c) {
-        float* out = chunk_out + c * kPanelChunkFloats + i * kChunk;
-        for (int64_t h = 0; h < kChunk; h += kHalf) {
-          _mm512_store_ps(out + h, t < tokens ? _mm512_loadu_ps(x + c * kChunk + h) : _mm512_setzero_ps());
+      for (int64_t h = 0; h < 2; ++h) {
+        for (int64_t c = 0; c < chunks; ++c) {
+          float* out = chunk_out + (h * chunks + c) * kPanelHalfChunkFloats + i * kHalf;
+          _mm512_store_ps(out, t < tokens ? _mm512_loadu_ps(x + c * kChunk + h * kHalf) : _mm512_setzero_ps());
         }
       }
       for (int64_t k = 0; k < tail; ++k) tail_out[i * tail + k] = t < tokens ? x[vector_cols + k] : 0.0f;
@@ -130,16 +134,16 @@ void UnpackTile(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t c
   for (int64_t r = 0; r < kGemmRowGroup; ++r) {
     const uint8_t* row = rows + r * row_bytes;
     for (int64_t c = 0; c < chunks; ++c) {
-      float* out = tile + c * kTileChunkFloats + r * kChunk;
-      for (int64_t h = 0; h < kChunk; h += kHalf) {
-        _mm512_store_ps(out + h, r < count ? Elements::Load16(row, c * kChunk + h) : _mm512_setzero_ps());
+      for (int64_t h = 0; h < 2; ++h) {
+        float* out = tile + (h * chunks + c) * kTileHalfChunkFloats + r * kHalf;
+        _mm512_store_ps(out, r < count ? Elements::Load16(row, c * kChunk + h * kHalf) : _mm512_setzero_ps());
       }
     }
     for (int64_t k = 0; k < tail; ++k) tails[r * tail + k] = r < count ? Elements::Load1(row, vector_cols + k) : 0.0f;
   }
 }
 
-// One half (`half` 0: accumulators 0 and 1, 16: 2 and 3) of the chunks for
+// One half (`half` 0: accumulators 0 and 1, 1: 2 and 3) of the chunks for
 // four rows of the tile from row `quad` against one token group's panel
 // chunks: acc[r][t] for row quad + r and token t of the group.
 void MicroKernel(const float* tile, int64_t quad, const float* panel, int64_t chunks, int64_t half,
@@ -150,20 +154,20 @@ void MicroKernel(const float* tile, int64_t quad, const float* panel, int64_t ch
 #pragma GCC unroll 4
     for (int t = 0; t < kGemmTokenGroup; ++t) a[r][t] = _mm512_setzero_ps();
   }
-  const float* w = tile + quad * kChunk + half;
-  const float* x = panel + half;
+  const float* w = tile + half * chunks * kTileHalfChunkFloats + quad * kHalf;
+  const float* x = panel + half * chunks * kPanelHalfChunkFloats;
   for (int64_t c = 0; c < chunks; ++c) {
     __m512 activations[kGemmTokenGroup];
 #pragma GCC unroll 4
-    for (int t = 0; t < kGemmTokenGroup; ++t) activations[t] = _mm512_load_ps(x + t * kChunk);
+    for (int t = 0; t < kGemmTokenGroup; ++t) activations[t] = _mm512_load_ps(x + t * kHalf);
 #pragma GCC unroll 4
     for (int r = 0; r < kQuad; ++r) {
-      const __m512 weights = _mm512_load_ps(w + r * kChunk);
+      const __m512 weights = _mm512_load_ps(w + r * kHalf);
 #pragma GCC unroll 4
       for (int t = 0; t < kGemmTokenGroup; ++t) a[r][t] = _mm512_fmadd_ps(weights, activations[t], a[r][t]);
     }
-    w += kTileChunkFloats;
-    x += kPanelChunkFloats;
+    w += kTileHalfChunkFloats;
+    x += kPanelHalfChunkFloats;
   }
 #pragma GCC unroll 4
   for (int r = 0; r < kQuad; ++r) {
@@ -215,7 +219,7 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
           __m512 first_halves[kQuad][kGemmTokenGroup];
           __m512 second_halves[kQuad][kGemmTokenGroup];
           MicroKernel(tile, quad, group_panel, chunks, 0, first_halves);
-          MicroKernel(tile, quad, group_panel, chunks, kHalf, second_halves);
+          MicroKernel(tile, quad, group_panel, chunks, 1, second_halves);
           for (int64_t r = 0; r < kQuad && quad + r < count; ++r) {
             for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
               const int64_t t = group * kGemmTokenGroup + i;
