@@ -111,7 +111,7 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
     float* tail_out = tails + group * kGemmTokenGroup * tail;
     for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
       const int64_t t = group * kGemmTokenGroup + i;
-      const float* x = activations + t * cols;
+      const float* x = activations + (t < tokens ? t : 0) * cols;  // read only where t < tokens
       for (int64_t h = 0; h < 2; ++h) {
         for (int64_t c = 0; c < chunks; ++c) {
           float* out = chunk_out + (h * chunks + c) * kPanelHalfChunkFloats + i * kHalf;
@@ -132,7 +132,7 @@ void UnpackTile(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t c
   const int64_t tail = cols - vector_cols;
   float* tails = tile + kGemmRowGroup * vector_cols;
   for (int64_t r = 0; r < kGemmRowGroup; ++r) {
-    const uint8_t* row = rows + r * row_bytes;
+    const uint8_t* row = rows + (r < count ? r : 0) * row_bytes;  // read only where r < count
     for (int64_t c = 0; c < chunks; ++c) {
       for (int64_t h = 0; h < 2; ++h) {
         float* out = tile + (h * chunks + c) * kTileHalfChunkFloats + r * kHalf;
