@@ -80,13 +80,24 @@ const BlockGemmKernels& Avx512VnniBlockGemmKernels();
 // unpacked from one stream. The same bits.
 const BlockGemmKernels& Avx512VnniInterleaved8BlockGemmKernels();
 
-// The K-quants against Q8KBlock activations, 256-element super-blocks.
+// The K-quants against Q8KBlock activations (KQuantGemmAvx512Vnni.cpp), in
+// 256-element super-blocks.
 struct KQuantGemmKernels {
   BlockGemmKernel q4_k;
   BlockGemmKernel q5_k;
   BlockGemmKernel q6_k;
 };
 const KQuantGemmKernels& Avx512VnniKQuantGemmKernels();
+
+// Float weights, in GGUF's rows (FloatGemmAvx512.cpp): one-column blocks,
+// since a float row may have any number of columns; the same bits as the
+// float RowDots, cols % 32 tail included.
+struct FloatGemmKernels {
+  BlockGemmKernel f32;
+  BlockGemmKernel f16;
+  BlockGemmKernel bf16;
+};
+const FloatGemmKernels& Avx512FloatGemmKernels();
 #endif
 
 }  // namespace kvjit::cpu::internal

@@ -11,9 +11,11 @@ enum class CpuIsa {
   kPortable,
   kAvx2,  // AVX2 + FMA + F16C, compiled in on x86-64 only.
   // The AVX2 kernels for single tokens; for steps of four tokens or more
-  // over the 32-element block types (prefill, batched decode), a
-  // register-blocked GEMM in 512-bit registers with VNNI's vpdpbusd
-  // (BlockGemm.h): the same bits, a fraction of the instructions.
+  // (prefill, batched decode), register-blocked GEMMs in 512-bit registers
+  // (BlockGemm.h): over the 32-element block types with VNNI's vpdpbusd,
+  // over the K-quants with vpmaddubsw and vpdpwssd, over f32, f16 and bf16
+  // weights with FMAs on weights converted once per row group. The same
+  // bits, a fraction of the instructions.
   kAvx512Vnni,
 };
 

@@ -112,20 +112,24 @@ internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
 // the step, with the same results).
 const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool interleaved) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (isa == CpuIsa::kAvx512Vnni) {
-    const internal::BlockGemmKernels& kernels = interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels()
-                                                            : internal::Avx512VnniBlockGemmKernels();
-    switch (type) {
-      case StorageType::kQ8_0: return &kernels.q8_0;
-      case StorageType::kQ4_0: return &kernels.q4_0;
-      case StorageType::kQ4_1: return &kernels.q4_1;
-      case StorageType::kQ5_0: return &kernels.q5_0;
-      case StorageType::kQ5_1: return &kernels.q5_1;
-      case StorageType::kQ4_K: return &internal::Avx512VnniKQuantGemmKernels().q4_k;
-      case StorageType::kQ5_K: return &internal::Avx512VnniKQuantGemmKernels().q5_k;
-      case StorageType::kQ6_K: return &internal::Avx512VnniKQuantGemmKernels().q6_k;
-      default: return nullptr;
-    }
+  if (isa != CpuIsa::kAvx512Vnni) return nullptr;
+  // Only the 32-element block types can be interleaved (CheckWeight).
+  const internal::BlockGemmKernels& blocks = interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels()
+                                                         : internal::Avx512VnniBlockGemmKernels();
+  const internal::KQuantGemmKernels& k_quants = internal::Avx512VnniKQuantGemmKernels();
+  const internal::FloatGemmKernels& floats = internal::Avx512FloatGemmKernels();
+  switch (type) {
+    case StorageType::kF32: return &floats.f32;
+    case StorageType::kF16: return &floats.f16;
+    case StorageType::kBF16: return &floats.bf16;
+    case StorageType::kQ8_0: return &blocks.q8_0;
+    case StorageType::kQ4_0: return &blocks.q4_0;
+    case StorageType::kQ4_1: return &blocks.q4_1;
+    case StorageType::kQ5_0: return &blocks.q5_0;
+    case StorageType::kQ5_1: return &blocks.q5_1;
+    case StorageType::kQ4_K: return &k_quants.q4_k;
+    case StorageType::kQ5_K: return &k_quants.q5_k;
+    case StorageType::kQ6_K: return &k_quants.q6_k;
   }
 #endif
   return nullptr;

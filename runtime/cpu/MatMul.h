@@ -47,8 +47,9 @@ struct WeightView {
 // Each y[t, o] is computed by one thread in an order fixed by the weight
 // type and w.cols alone: results are bitwise identical for any thread count
 // and any number or mix of other tokens in the batch (batch invariance).
-// Every ISA gives the same bits, as does the register-blocked GEMM that
-// takes steps of four or more tokens under AVX-512 VNNI (BlockGemm.h), and
+// Every ISA gives the same bits, as do the register-blocked GEMMs that take
+// steps of four or more tokens under AVX-512 VNNI (BlockGemm.h: every
+// weight type), and
 // so does every layout: an interleaved weight's results are its GGUF rows'.
 // Errors (InvalidArgument) for a null pointer, negative tokens, cols not a
 // whole number of blocks, a byte count that does not match rows x cols, or

@@ -219,6 +219,32 @@ INSTANTIATE_TEST_SUITE_P(AllStorageTypes, MatMulTest, ::testing::ValuesIn(kAllTy
                            return std::string(quant::StorageTypeName(info.param));
                          });
 
+// The float GEMM (AVX-512 VNNI, four tokens or more) against the portable
+// single rows: columns below one 32-element chunk, whole chunks, chunks with
+// a tail; 13 rows, so the last row group and its last quad of rows are
+// partial; token counts across the groups of four.
+TEST(FloatGemm, EqualsPortableBitForBitForEveryColumnCount) {
+  if (!CpuSupports(CpuIsa::kAvx512Vnni)) GTEST_SKIP() << "this CPU or build has no AVX-512 VNNI kernels";
+  constexpr int64_t kGemmRows = 13;
+  for (StorageType type : {StorageType::kF32, StorageType::kF16, StorageType::kBF16}) {
+    for (int64_t cols : {5, 33, 64, 100, 576}) {
+      for (int64_t tokens = 4; tokens <= 20; ++tokens) {
+        std::mt19937 rng(static_cast<uint32_t>(100 * cols + tokens));
+        Problem p;
+        p.bytes = testing::RandomWeights(type, kGemmRows, cols, rng);
+        p.weight = WeightView{type, kGemmRows, cols, p.bytes};
+        p.tokens = tokens;
+        p.x.resize(static_cast<size_t>(tokens * cols));
+        std::normal_distribution<float> normal;
+        for (float& v : p.x) v = normal(rng);
+        const std::vector<float> portable = RunMatMul(p, 1, CpuIsa::kPortable);
+        EXPECT_TRUE(AllEqual(RunMatMul(p, 2, CpuIsa::kAvx512Vnni), portable))
+            << quant::StorageTypeName(type) << ", cols " << cols << ", tokens " << tokens;
+      }
+    }
+  }
+}
+
 // Hand-made Q8_0 case where the whole computation is exact: integer
 // activations with amax = 127 quantize to themselves (d = 1, exact in f16),
 // and the weights' d is 1 too, so y is the integer dot product. The weights
