@@ -7,15 +7,17 @@
 //  - decode: a decode step's linears back to back as the step runs them (per
 //    layer q/k/v fused, o, gate/up fused, down, in Q4_1; then the Q8_0 output
 //    projection), for one token: ms per step and weight GB/s;
-//  - shapes: each linear alone (Q4_1 layers, the Q8_0 output projection, and
-//    the FFN's up and down projections in f16, bf16 and f32) for one token
+//  - shapes: each linear alone (Q4_1 layers, the Q8_0 output projection, the
+//    FFN's up and down projections in f16, bf16 and f32, and its down
+//    projection in Q4_K, Q5_K and Q6_K) for one token
 //    (a decode GEMV), 16 (a batched decode of 16 sequences) and 128 (a
 //    prefill GEMM): weight bytes streamed per second and multiply-adds (2
 //    flops each) per second.
 // Every ISA this CPU runs, at 1 and 2 threads; decode and shapes in both
 // weight layouts (gguf: GGUF's rows; il8: kvx's RowsInterleaved8, repacked by
-// runtime/schema/WeightLayout.h), the float types in GGUF's rows only. Not a
-// test: run by hand.
+// runtime/schema/WeightLayout.h), the float types and the K-quants in GGUF's
+// rows only. Weights come from the kernel tests' RandomWeights. Not a test:
+// run by hand.
 //
 //   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes]
 
@@ -30,8 +32,8 @@
 #include <vector>
 
 #include "runtime/cpu/MatMul.h"
-#include "runtime/quant/Half.h"
 #include "runtime/schema/WeightLayout.h"
+#include "tests/unit/runtime/cpu/RandomWeights.h"
 
 namespace kvjit::cpu {
 namespace {
@@ -52,49 +54,6 @@ std::vector<uint8_t> InLayout(const Shape& shape, const std::vector<uint8_t>& gg
   if (rows_interleaved == 1) return gguf;
   return kvx::InterleaveRows(gguf.data(), shape.rows, shape.cols / 32,
                              static_cast<uint64_t>(quant::BytesPerBlock(shape.type)));
-}
-
-void StoreHalf(uint8_t* p, float value) {
-  const uint16_t bits = quant::FloatToHalf(value);
-  p[0] = static_cast<uint8_t>(bits);
-  p[1] = static_cast<uint8_t>(bits >> 8);
-}
-
-// Float weights of a model's size, N(0, 0.1), in `type`'s encoding.
-std::vector<uint8_t> RandomFloatWeights(quant::StorageType type, int64_t rows, int64_t cols, std::mt19937& rng) {
-  const size_t element_bytes = type == quant::StorageType::kF32 ? 4 : 2;
-  std::vector<uint8_t> bytes(static_cast<size_t>(rows * cols) * element_bytes);
-  std::normal_distribution<float> normal(0.0f, 0.1f);
-  for (size_t i = 0; i < bytes.size(); i += element_bytes) {
-    const float value = normal(rng);
-    if (type == quant::StorageType::kF32) {
-      std::memcpy(&bytes[i], &value, sizeof value);
-      continue;
-    }
-    const uint16_t bits = type == quant::StorageType::kF16 ? quant::FloatToHalf(value) : quant::FloatToBFloat16(value);
-    bytes[i] = static_cast<uint8_t>(bits);
-    bytes[i + 1] = static_cast<uint8_t>(bits >> 8);
-  }
-  return bytes;
-}
-
-// Blocks with random values and realistic f16 scales (and Q4_1's offsets);
-// float types as RandomFloatWeights.
-std::vector<uint8_t> RandomWeights(quant::StorageType type, int64_t rows, int64_t cols, std::mt19937& rng) {
-  if (type == quant::StorageType::kF32 || type == quant::StorageType::kF16 || type == quant::StorageType::kBF16) {
-    return RandomFloatWeights(type, rows, cols, rng);
-  }
-  const bool q8 = type == quant::StorageType::kQ8_0;
-  const size_t block_bytes = q8 ? 34 : 20;
-  std::vector<uint8_t> bytes(static_cast<size_t>(rows * cols / 32) * block_bytes);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
-  for (size_t block = 0; block < bytes.size(); block += block_bytes) {
-    StoreHalf(&bytes[block], scale(rng));
-    if (!q8) StoreHalf(&bytes[block + 2], -8.0f * scale(rng));
-    for (size_t i = q8 ? 2 : 4; i < block_bytes; ++i) bytes[block + i] = static_cast<uint8_t>(byte(rng));
-  }
-  return bytes;
 }
 
 // Calls `body` until `milliseconds` have passed (after three warm-up calls);
@@ -167,7 +126,7 @@ void RunDecodeStep(int milliseconds) {
   shapes.push_back(output_shape);
   size_t step_bytes = 0;
   for (const Shape& shape : shapes) {
-    const std::vector<uint8_t> gguf = RandomWeights(shape.type, shape.rows, shape.cols, rng);
+    const std::vector<uint8_t> gguf = testing::RandomWeights(shape.type, shape.rows, shape.cols, rng);
     for (int layout = 0; layout < 2; ++layout) weight_bytes[layout].push_back(InLayout(shape, gguf, kLayouts[layout]));
     step_bytes += gguf.size();
   }
@@ -205,14 +164,16 @@ int RunShapes(int milliseconds) {
       {quant::StorageType::kF16, 576, 1536, "ffn_up"},     {quant::StorageType::kF16, 1536, 576, "ffn_down"},
       {quant::StorageType::kBF16, 576, 1536, "ffn_up"},    {quant::StorageType::kBF16, 1536, 576, "ffn_down"},
       {quant::StorageType::kF32, 576, 1536, "ffn_up"},     {quant::StorageType::kF32, 1536, 576, "ffn_down"},
+      {quant::StorageType::kQ4_K, 1536, 576, "ffn_down"},  {quant::StorageType::kQ5_K, 1536, 576, "ffn_down"},
+      {quant::StorageType::kQ6_K, 1536, 576, "ffn_down"},
   };
   std::mt19937 rng(2024);
   std::printf("%-12s %-5s %-13s %-6s %6s %-10s %7s %10s %10s %10s\n", "role", "type", "in x out", "layout",
               "tokens", "isa", "threads", "us/call", "GB/s", "GFLOP/s");
   for (const Shape& shape : shapes) {
-    const std::vector<uint8_t> gguf = RandomWeights(shape.type, shape.rows, shape.cols, rng);
+    const std::vector<uint8_t> gguf = testing::RandomWeights(shape.type, shape.rows, shape.cols, rng);
     for (int64_t rows_interleaved : kLayouts) {
-    if (rows_interleaved != 1 && quant::ElementsPerBlock(shape.type) != 32) continue;  // float rows never interleave
+    if (rows_interleaved != 1 && quant::ElementsPerBlock(shape.type) != 32) continue;  // only 32-element blocks interleave
     const std::vector<uint8_t> bytes = InLayout(shape, gguf, rows_interleaved);
     const WeightView weight{shape.type, shape.rows, shape.cols, bytes, rows_interleaved};
     for (int64_t tokens : {1, 16, 128}) {
