@@ -58,6 +58,12 @@ const DotKernels& Avx2DotKernels();
 // MatMul.cpp's QuantizeQ8Block32 over `blocks` consecutive blocks of x, in
 // AVX2: the same bytes.
 void Avx2QuantizeQ8Blocks32(const float* x, int64_t blocks, Q8Block32* out);
+// MatMul.cpp's QuantizeQ8KBlock over `blocks` consecutive super-blocks of x,
+// and its rounding of n activations through f16 and bf16, in AVX2 + F16C:
+// the same bits.
+void Avx2QuantizeQ8KBlocks(const float* x, int64_t blocks, Q8KBlock* out);
+void Avx2RoundThroughHalf(const float* x, int64_t n, float* out);
+void Avx2RoundThroughBFloat16(const float* x, int64_t n, float* out);
 #endif
 
 // One weight row against four activation rows at once, each result bit for

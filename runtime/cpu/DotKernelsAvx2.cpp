@@ -393,6 +393,90 @@ void Avx2QuantizeQ8Blocks32(const float* x, int64_t blocks, Q8Block32* out) {
   }
 }
 
+void Avx2RoundThroughHalf(const float* x, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+  }
+  for (; i < n; ++i) out[i] = RoundThroughHalf(x[i]);
+}
+
+void Avx2RoundThroughBFloat16(const float* x, int64_t n, float* out) {
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i magnitude_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i infinity = _mm256_set1_epi32(0x7f800000);
+  for (int64_t i = 0; i < n; i += 8) {
+    // The tail goes through the same vector operations on a masked load.
+    const int64_t count = n - i < 8 ? n - i : 8;
+    const __m256i active = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i bits = _mm256_castps_si256(_mm256_maskload_ps(x + i, active));
+    // Nearest, ties to even: add 0x7fff plus the kept part's lowest bit.
+    const __m256i rounding = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(_mm256_srli_epi32(bits, 16), one));
+    const __m256i rounded = _mm256_add_epi32(bits, rounding);
+    // NaNs stay NaN, made quiet, as quant::FloatToBFloat16 keeps them.
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude_mask), infinity);
+    const __m256i quiet_nan = _mm256_or_si256(bits, _mm256_set1_epi32(0x00400000));
+    const __m256i kept = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
+    const __m256i truncated = _mm256_and_si256(kept, _mm256_set1_epi32(static_cast<int>(0xffff0000u)));
+    _mm256_maskstore_ps(out + i, active, _mm256_castsi256_ps(truncated));
+  }
+}
+
+void Avx2QuantizeQ8KBlocks(const float* x, int64_t blocks, Q8KBlock* out) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* block = x + 256 * b;
+    Q8KBlock& q8 = out[b];
+    // max_ps(a, b) keeps b where a is NaN, as the scalar loop skips NaNs.
+    __m256 amax8 = _mm256_setzero_ps();
+    for (int j = 0; j < 32; ++j) amax8 = _mm256_max_ps(_mm256_andnot_ps(sign_bit, _mm256_loadu_ps(block + 8 * j)), amax8);
+    __m128 folded = _mm_max_ps(_mm256_castps256_ps128(amax8), _mm256_extractf128_ps(amax8, 1));
+    folded = _mm_max_ps(folded, _mm_movehl_ps(folded, folded));
+    folded = _mm_max_ss(folded, _mm_movehdup_ps(folded));
+    const float amax = _mm_cvtss_f32(folded);
+    if (amax == 0.0f) {
+      std::memset(&q8, 0, sizeof q8);
+      continue;
+    }
+    // The scale's sign follows the first element of largest magnitude.
+    const __m256 amax_vector = _mm256_set1_ps(amax);
+    float extreme = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      const __m256 v = _mm256_loadu_ps(block + 8 * j);
+      const int hits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), amax_vector, _CMP_EQ_OQ));
+      if (hits != 0) {
+        extreme = block[8 * j + __builtin_ctz(static_cast<unsigned>(hits))];
+        break;
+      }
+    }
+    const float inverse_scale = -127.0f / extreme;
+    const __m256 inverse = _mm256_set1_ps(inverse_scale);
+    const __m256i most = _mm256_set1_epi32(127);
+    const __m256i low_byte = _mm256_set1_epi32(0xff);
+    for (int c = 0; c < 8; ++c) {
+      __m256i q[4];
+      for (int j = 0; j < 4; ++j) {
+        const __m256 v = _mm256_loadu_ps(block + 32 * c + 8 * j);
+        // The scalar loop's int8 cast keeps the low byte: so do the packs,
+        // given bytes 0..255.
+        q[j] = _mm256_and_si256(_mm256_min_epi32(RoundToNearestEven8(_mm256_mul_ps(inverse, v)), most), low_byte);
+      }
+      const __m256i words = _mm256_packus_epi32(q[0], q[1]);
+      const __m256i words_high = _mm256_packus_epi32(q[2], q[3]);
+      const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words, words_high),
+                                                        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q8.q + 32 * c), bytes);
+      const __m256i lane_sums = UnsignedLaneSums(_mm256_set1_epi8(1), bytes);
+      __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(lane_sums), _mm256_extracti128_si256(lane_sums, 1));
+      sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+      sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+      q8.sums32[c] = _mm_cvtsi128_si32(sum);
+    }
+    q8.scale = 1.0f / inverse_scale;
+  }
+}
+
 const DotKernels& Avx2DotKernels() {
   static constexpr DotKernels kKernels = {
       DotFloat<F32Elements>,

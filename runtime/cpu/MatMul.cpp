@@ -228,11 +228,17 @@ void PrepareActivationRow(ActivationFormat format, CpuIsa isa, const float* x, i
     case ActivationFormat::kF32: std::memcpy(out, x, static_cast<size_t>(cols) * sizeof(float)); return;
     case ActivationFormat::kF16Rounded: {
       auto* rounded = reinterpret_cast<float*>(out);
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+      if (isa != CpuIsa::kPortable) return internal::Avx2RoundThroughHalf(x, cols, rounded);
+#endif
       for (int64_t i = 0; i < cols; ++i) rounded[i] = RoundThroughHalf(x[i]);
       return;
     }
     case ActivationFormat::kBF16Rounded: {
       auto* rounded = reinterpret_cast<float*>(out);
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+      if (isa != CpuIsa::kPortable) return internal::Avx2RoundThroughBFloat16(x, cols, rounded);
+#endif
       for (int64_t i = 0; i < cols; ++i) rounded[i] = quant::BFloat16ToFloat(quant::FloatToBFloat16(x[i]));
       return;
     }
@@ -247,6 +253,9 @@ void PrepareActivationRow(ActivationFormat format, CpuIsa isa, const float* x, i
     }
     case ActivationFormat::kQ8_K: {
       auto* blocks = reinterpret_cast<Q8KBlock*>(out);
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+      if (isa != CpuIsa::kPortable) return internal::Avx2QuantizeQ8KBlocks(x, cols / 256, blocks);
+#endif
       for (int64_t b = 0; b < cols / 256; ++b) QuantizeQ8KBlock(x + 256 * b, blocks[b]);
       return;
     }
