@@ -12,7 +12,7 @@
 //
 // A 512-bit register holds two (row, token) pairs: one row's chunk broadcast
 // to both halves against two tokens' chunks. Per chunk and pair, vpmaddubsw
-// forms 16-bit pair products (at most 2 * 63 * 127 or 2 * 255 * 32 in
+// forms 16-bit pair products (at most 2 * 31 * 127 or 2 * 255 * 32 in
 // magnitude: no saturation) and vpdpwssd multiplies them by the sub-block
 // scales into the int32 lane sums: two instructions for 64 multiply-adds.
 // The micro-kernel keeps 4 rows x 4 tokens in flight: eight float
@@ -33,7 +33,6 @@
 
 #include <immintrin.h>
 
-#include <cstddef>
 #include <cstring>
 
 #include "runtime/cpu/BlockGemm.h"
