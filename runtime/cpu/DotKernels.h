@@ -60,6 +60,17 @@ const DotKernels& Avx2DotKernels();
 void Avx2QuantizeQ8Blocks32(const float* x, int64_t blocks, Q8Block32* out);
 #endif
 
+// The K-quants' single-row kernels in AVX-512 BW/VL/VNNI
+// (KQuantDotAvx512Vnni.cpp): the same bits as Avx2DotKernels()'s.
+struct KQuantDotKernels {
+  RowDot q4_k;
+  RowDot q5_k;
+  RowDot q6_k;
+};
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const KQuantDotKernels& Avx512VnniKQuantDotKernels();
+#endif
+
 // One weight row against four activation rows at once, each result bit for
 // bit its RowDot's; for the 32-element block types, where unpacking a block
 // once for several tokens pays (prefill, batched decode). AVX2 only: the
