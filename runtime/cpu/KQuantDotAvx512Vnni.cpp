@@ -16,9 +16,10 @@
 // its low half and the second's in its high half, adding into int32 lanes.
 // At the end of the super-block the two halves are added: L_m. The AVX2
 // kernels need four instructions (two multiply-adds, one madd, one add) for
-// what two do here on twice the width.
+// what two do here on twice the width. A decode GEMV takes the rows two at a
+// time (DotKRows).
 //
-// Same linkage rule as DotKernels.h: only the entry point is external.
+// Same linkage rule as DotKernels.h: only the two entry points are external.
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512VL__) || !defined(__AVX512BW__)
 #error "KQuantDotAvx512Vnni.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni"
@@ -108,23 +109,24 @@ int32_t MinSum(uint64_t mins, const int32_t sums32[8]) {
 // bytes of fifth bits, 128 bytes of nibbles: chunk 2g the low nibbles of
 // bytes 32g..32g + 31, chunk 2g + 1 their high nibbles; Q5_K's chunk c takes
 // bit c of each fifth-bit byte as its value's bit 4.
-template <int64_t kBlockBytes, bool kHasFifthBits>
-float DotScaledMinK(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
-  const auto* activations = static_cast<const Q8KBlock*>(activation_row);
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  // Low half: the low nibbles, as they are; high half: the high nibbles.
-  const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-  __m256 acc = _mm256_setzero_ps();
-  float offset = 0.0f;
-  for (int64_t b = 0; b < cols / 256; ++b) {
-    const uint8_t* block = weight_row + b * kBlockBytes;
-    const Q8KBlock& a = activations[b];
+template <int64_t kBlockBytesOf, bool kHasFifthBits>
+struct ScaledMinFormat {
+  static constexpr int64_t kBlockBytes = kBlockBytesOf;
+  static constexpr bool kHasMins = true;
+  static constexpr int64_t kDOffset = 0;
+
+  // L_m of the super-block at `block` against `a`, and the sum of min * bsum.
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    // Low half: the low nibbles, as they are; high half: the high nibbles.
+    const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     const ScalesAndMins unpacked = UnpackKScalesAndMinsBytes(block + 4);
     const __m512i scales = InBothInt16Halves(
         _mm512_castsi256_si512(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales)))));
     const uint8_t* qs = block + (kHasFifthBits ? 48 : 16);
     const __m512i fifth_bits = kHasFifthBits ? Broadcast256(block + 16) : _mm512_setzero_si512();
-    __m512i lanes = _mm512_setzero_si512();
+    // Two sums, groups 0 and 2, 1 and 3: half the chain of dependent vpdpwssd.
+    __m512i lanes[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int g = 0; g < 4; ++g) {
       __m512i values = _mm512_and_si512(_mm512_srlv_epi16(Broadcast256(qs + 32 * g), nibble_shift), low_nibble);
       if (kHasFifthBits) {
@@ -136,39 +138,38 @@ float DotScaledMinK(const uint8_t* weight_row, const void* activation_row, int64
       const __m512i chunk_scales = _mm512_permutexvar_epi32(
           _mm512_inserti64x4(_mm512_set1_epi32(2 * g), _mm256_set1_epi32(2 * g + 1), 1), scales);
       const __m512i products = _mm512_maddubs_epi16(values, Load512(a.q + 64 * g));
-      lanes = _mm512_dpwssd_epi32(lanes, products, chunk_scales);
+      lanes[g % 2] = _mm512_dpwssd_epi32(lanes[g % 2], products, chunk_scales);
     }
-    const float d = LoadHalf(block) * a.scale;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(FoldChunkPairs(lanes)), acc);
-    const float dmin = LoadHalf(block + 2) * a.scale;
-    offset = __builtin_fmaf(-dmin, static_cast<float>(MinSum(unpacked.mins, a.sums32)), offset);
+    min_sum = MinSum(unpacked.mins, a.sums32);
+    return FoldChunkPairs(_mm512_add_epi32(lanes[0], lanes[1]));
   }
-  return FoldLanes(acc) + offset;
-}
+};
+using Q4_KFormat = ScaledMinFormat<144, false>;
+using Q5_KFormat = ScaledMinFormat<176, true>;
 
 // Q6_K: ql[128], qh[64], int8 scales[16] (one per 16 elements), f16 d.
 // Chunk 4h + k takes its low 4 bits from ql[64h + 32(k & 1)..] (low nibbles
 // for k < 2, high otherwise) and its top 2 bits from bits 2k, 2k + 1 of
 // qh[32h..]; value q - 32. Chunks 4h and 4h + 1 are thus the low nibbles of
 // the 64 bytes ql[64h..], chunks 4h + 2 and 4h + 3 their high nibbles.
-float DotQ6_K(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
-  const auto* activations = static_cast<const Q8KBlock*>(activation_row);
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  const __m512i top_bits = _mm512_set1_epi8(0x30);
-  const __m512i bias = _mm512_set1_epi8(32);
-  // Shifts that bring a chunk pair's two qh bits to bits 4 and 5: pair k / 2
-  // == 0 shifts left by 4 and 2, pair 1 right by 0 and 2.
-  const __m512i first_pair_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i second_pair_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < cols / 256; ++b) {
-    const uint8_t* block = weight_row + b * 210;
-    const Q8KBlock& a = activations[b];
+struct Q6_KFormat {
+  static constexpr int64_t kBlockBytes = 210;
+  static constexpr bool kHasMins = false;
+  static constexpr int64_t kDOffset = 208;
+
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    const __m512i top_bits = _mm512_set1_epi8(0x30);
+    const __m512i bias = _mm512_set1_epi8(32);
+    // Shifts that bring a chunk pair's two qh bits to bits 4 and 5: the
+    // first pair shifts left by 4 and 2, the second right by 0 and 2.
+    const __m512i first_pair_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i second_pair_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     // Chunk pair p (chunks 2p, 2p + 1) covers scales 4p..4p + 3, one per
     // 128-bit quarter.
     const __m512i scales =
         InBothInt16Halves(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192))));
-    __m512i lanes = _mm512_setzero_si512();
+    __m512i lanes[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int h = 0; h < 2; ++h) {
       const __m512i ql = Load512(block + 64 * h);
       const __m512i qh = Broadcast256(block + 128 + 32 * h);
@@ -184,19 +185,80 @@ float DotQ6_K(const uint8_t* weight_row, const void* activation_row, int64_t col
             _mm512_setr_epi32(4 * p, 4 * p, 4 * p, 4 * p, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 2,
                               4 * p + 2, 4 * p + 2, 4 * p + 2, 4 * p + 3, 4 * p + 3, 4 * p + 3, 4 * p + 3),
             scales);
-        lanes = _mm512_dpwssd_epi32(lanes, products, quarter_scales);
+        lanes[pair] = _mm512_dpwssd_epi32(lanes[pair], products, quarter_scales);
       }
     }
-    const float d = LoadHalf(block + 208) * a.scale;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(FoldChunkPairs(lanes)), acc);
+    min_sum = 0;
+    return FoldChunkPairs(_mm512_add_epi32(lanes[0], lanes[1]));
   }
-  return FoldLanes(acc);
+};
+
+// One row's running sums: DotKernelsAvx2.cpp's float steps, one for one.
+struct RowSums {
+  __m256 acc = _mm256_setzero_ps();
+  float offset = 0.0f;
+};
+
+// Inlined by force: GCC otherwise calls it per super-block, passing the
+// sums through memory, which costs as much as the arithmetic.
+template <class Format>
+[[gnu::always_inline]] inline void AddSuperBlock(const uint8_t* block, const Q8KBlock& a, RowSums& sums) {
+  int32_t min_sum;
+  const __m256i lanes = Format::LaneSums(block, a, min_sum);
+  const float d = LoadHalf(block + Format::kDOffset) * a.scale;
+  sums.acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), sums.acc);
+  if (Format::kHasMins) {
+    const float dmin = LoadHalf(block + 2) * a.scale;
+    sums.offset = __builtin_fmaf(-dmin, static_cast<float>(min_sum), sums.offset);
+  }
+}
+
+float Result(const RowSums& sums, bool has_mins) {
+  return has_mins ? FoldLanes(sums.acc) + sums.offset : FoldLanes(sums.acc);
+}
+
+template <class Format>
+float DotK(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
+  const auto* activations = static_cast<const Q8KBlock*>(activation_row);
+  RowSums sums;
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    AddSuperBlock<Format>(weight_row + b * Format::kBlockBytes, activations[b], sums);
+  }
+  return Result(sums, Format::kHasMins);
+}
+
+// DotK for consecutive weight rows against one activation row (a decode
+// GEMV), two rows at once: each row's float sums are a chain of dependent
+// FMAs, one per super-block, and a second row's keeps the units busy while
+// the first waits. Every row takes exactly DotK's operations in its order.
+template <class Format>
+void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
+              float* out) {
+  const auto* activations = static_cast<const Q8KBlock*>(activation_row);
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    const uint8_t* first = weights + r * row_bytes;
+    const uint8_t* second = first + row_bytes;
+    RowSums sums[2];
+    for (int64_t b = 0; b < cols / 256; ++b) {
+      AddSuperBlock<Format>(first + b * Format::kBlockBytes, activations[b], sums[0]);
+      AddSuperBlock<Format>(second + b * Format::kBlockBytes, activations[b], sums[1]);
+    }
+    out[r] = Result(sums[0], Format::kHasMins);
+    out[r + 1] = Result(sums[1], Format::kHasMins);
+  }
+  if (r < rows) out[r] = DotK<Format>(weights + r * row_bytes, activation_row, cols);
 }
 
 }  // namespace
 
 const KQuantDotKernels& Avx512VnniKQuantDotKernels() {
-  static constexpr KQuantDotKernels kKernels = {DotScaledMinK<144, false>, DotScaledMinK<176, true>, DotQ6_K};
+  static constexpr KQuantDotKernels kKernels = {DotK<Q4_KFormat>, DotK<Q5_KFormat>, DotK<Q6_KFormat>};
+  return kKernels;
+}
+
+const KQuantRowsDotKernels& Avx512VnniKQuantRowsDotKernels() {
+  static constexpr KQuantRowsDotKernels kKernels = {DotKRows<Q4_KFormat>, DotKRows<Q5_KFormat>, DotKRows<Q6_KFormat>};
   return kKernels;
 }
 

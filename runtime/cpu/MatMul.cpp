@@ -99,6 +99,15 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type, bool interleaved) {
 // the same results).
 internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
+    const internal::KQuantRowsDotKernels& k_quants = internal::Avx512VnniKQuantRowsDotKernels();
+    switch (type) {
+      case StorageType::kQ4_K: return k_quants.q4_k;
+      case StorageType::kQ5_K: return k_quants.q5_k;
+      case StorageType::kQ6_K: return k_quants.q6_k;
+      default: break;
+    }
+  }
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
     return BlockTypeKernel(
         interleaved ? internal::Avx2Interleaved8RowsDotKernels() : internal::Avx2RowsDotKernels(), type);
