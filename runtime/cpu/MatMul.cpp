@@ -99,6 +99,7 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type, bool interleaved) {
 // the same results).
 internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  // The K-quants' AVX-512 rows (see KQuantSingleRowDotFor), two at a time.
   if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
     const internal::KQuantRowsDotKernels& k_quants = internal::Avx512VnniKQuantRowsDotKernels();
     switch (type) {
@@ -158,8 +159,9 @@ const DotKernels& KernelsFor(CpuIsa isa) {
 // The K-quants' single-row kernel for `type` under `isa`, or null where
 // KernelsFor's is the one. Unlike the 32-element block types', the
 // K-quants' decode GEMV is bound by the arithmetic, not by reading the
-// weights: in 512-bit registers it measured faster than AVX2's
-// (docs/benchmarks.md, "K-quant decode GEMV in AVX-512").
+// weights: in 512-bit registers it measured 1.4-1.8x AVX2's
+// (docs/benchmarks.md, "K-quant decode GEMV in AVX-512"). One-token steps
+// take these rows two at a time (RowsDotFor); two or three tokens, one by one.
 RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa != CpuIsa::kAvx512Vnni) return nullptr;
@@ -170,11 +172,8 @@ RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type) {
     case StorageType::kQ6_K: return k_quants.q6_k;
     default: return nullptr;
   }
-#else
-  (void)isa;
-  (void)type;
-  return nullptr;
 #endif
+  return nullptr;
 }
 
 // The single-row kernel for `type`, whose rows are interleaved by 8 where
