@@ -66,6 +66,17 @@ void Avx2RoundThroughHalf(const float* x, int64_t n, float* out);
 void Avx2RoundThroughBFloat16(const float* x, int64_t n, float* out);
 #endif
 
+// The K-quants' single-row kernels in AVX-512 BW/VL/VNNI
+// (KQuantDotAvx512Vnni.cpp): the same bits as Avx2DotKernels()'s.
+struct KQuantDotKernels {
+  RowDot q4_k;
+  RowDot q5_k;
+  RowDot q6_k;
+};
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const KQuantDotKernels& Avx512VnniKQuantDotKernels();
+#endif
+
 // One weight row against four activation rows at once, each result bit for
 // bit its RowDot's; for the 32-element block types, where unpacking a block
 // once for several tokens pays (prefill, batched decode). AVX2 only: the
@@ -86,7 +97,8 @@ const DotKernels4& Avx2DotKernels4();
 // One activation row against `rows` consecutive weight rows (row r at
 // weights + r * row_bytes), out[r] bit for bit its RowDot's; for the
 // 32-element block types, where a decode GEMV runs rows two at a time to
-// overlap their chains of FMAs. AVX2 only (the portable path goes row by row).
+// overlap their chains of FMAs. AVX2 only (the portable path goes row by row)
+// but for the K-quants' AVX-512 rows below.
 using RowsDot = void (*)(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row,
                          int64_t cols, float* out);
 struct RowsDotKernels {
@@ -98,6 +110,16 @@ struct RowsDotKernels {
 };
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const RowsDotKernels& Avx2RowsDotKernels();
+#endif
+
+// KQuantDotKernels' rows two at a time (KQuantDotAvx512Vnni.cpp).
+struct KQuantRowsDotKernels {
+  RowsDot q4_k;
+  RowsDot q5_k;
+  RowsDot q6_k;
+};
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+const KQuantRowsDotKernels& Avx512VnniKQuantRowsDotKernels();
 #endif
 
 // The 32-element block types' single-row kernels, for the interleaved layout.

@@ -99,6 +99,16 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type, bool interleaved) {
 // the same results).
 internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  // The K-quants' AVX-512 rows (see KQuantSingleRowDotFor), two at a time.
+  if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
+    const internal::KQuantRowsDotKernels& k_quants = internal::Avx512VnniKQuantRowsDotKernels();
+    switch (type) {
+      case StorageType::kQ4_K: return k_quants.q4_k;
+      case StorageType::kQ5_K: return k_quants.q5_k;
+      case StorageType::kQ6_K: return k_quants.q6_k;
+      default: break;
+    }
+  }
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
     return BlockTypeKernel(
         interleaved ? internal::Avx2Interleaved8RowsDotKernels() : internal::Avx2RowsDotKernels(), type);
@@ -137,18 +147,42 @@ const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool
 
 const DotKernels& KernelsFor(CpuIsa isa) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  // kAvx512Vnni's single rows are AVX2's: a decode GEMV is bound by reading
-  // the weights, and vpdpbusd measured ~15% slower there than AVX2's pair of
-  // instructions (runtime/cpu/bench/KernelBench.cpp).
+  // kAvx512Vnni's single rows are AVX2's but for the K-quants' (see
+  // SingleRowDotFor): a decode GEMV of the 32-element block types is bound by
+  // reading the weights, and vpdpbusd measured ~15% slower there than AVX2's
+  // pair of instructions (runtime/cpu/bench/KernelBench.cpp).
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) return internal::Avx2DotKernels();
 #endif
   return internal::PortableDotKernels();
 }
 
+// The K-quants' single-row kernel for `type` under `isa`, or null where
+// KernelsFor's is the one. Unlike the 32-element block types', the
+// K-quants' decode GEMV is bound by the arithmetic, not by reading the
+// weights: in 512-bit registers it measured 1.4-1.8x AVX2's
+// (docs/benchmarks.md, "K-quant decode GEMV in AVX-512"). One-token steps
+// take these rows two at a time (RowsDotFor); two or three tokens, one by one.
+RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa != CpuIsa::kAvx512Vnni) return nullptr;
+  const internal::KQuantDotKernels& k_quants = internal::Avx512VnniKQuantDotKernels();
+  switch (type) {
+    case StorageType::kQ4_K: return k_quants.q4_k;
+    case StorageType::kQ5_K: return k_quants.q5_k;
+    case StorageType::kQ6_K: return k_quants.q6_k;
+    default: return nullptr;
+  }
+#endif
+  return nullptr;
+}
+
 // The single-row kernel for `type`, whose rows are interleaved by 8 where
-// `interleaved`.
+// `interleaved` (only the 32-element block types can be).
 RowDot SingleRowDotFor(CpuIsa isa, StorageType type, bool interleaved) {
-  if (!interleaved) return RowDotFor(KernelsFor(isa), type);
+  if (!interleaved) {
+    const RowDot k_quant = KQuantSingleRowDotFor(isa, type);
+    return k_quant != nullptr ? k_quant : RowDotFor(KernelsFor(isa), type);
+  }
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
     return BlockTypeKernel(internal::Avx2Interleaved8DotKernels(), type);

@@ -1,6 +1,7 @@
 #include "runtime/cpu/MatMul.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -240,6 +241,59 @@ TEST(FloatGemm, EqualsPortableBitForBitForEveryColumnCount) {
         const std::vector<float> portable = RunMatMul(p, 1, CpuIsa::kPortable);
         EXPECT_TRUE(AllEqual(RunMatMul(p, 2, CpuIsa::kAvx512Vnni), portable))
             << quant::StorageTypeName(type) << ", cols " << cols << ", tokens " << tokens;
+      }
+    }
+  }
+}
+
+// The K-quants' single rows (one and two tokens; AVX-512 VNNI has kernels of
+// its own there) against the portable ones at the edges of the integer
+// ranges: rows whose every packed byte is 0x00, 0xff, 0x80 or 0x7f (codes,
+// 6-bit scales and mins all 0 or all at their top; Q6_K's int8 scales -128
+// or 127) beside random rows, over 16 super-blocks; activations that
+// quantize to +-127 throughout beside Gaussian ones with outliers.
+TEST(KQuantSingleRows, EqualPortableBitForBitAtTheIntegerRangesEdges) {
+  if (SupportedIsas().size() < 2) GTEST_SKIP() << "this CPU or build has no vector kernels to compare";
+  constexpr int64_t kCols = 16 * 256;
+  constexpr uint8_t kFills[] = {0x00, 0xff, 0x80, 0x7f};
+  constexpr int64_t kEdgeRows = 4, kRandomRows = 3;
+  for (StorageType type : {StorageType::kQ4_K, StorageType::kQ5_K, StorageType::kQ6_K}) {
+    std::mt19937 rng(7);
+    Problem p;
+    p.bytes = testing::RandomWeights(type, kEdgeRows + kRandomRows, kCols, rng);
+    const int64_t block_bytes = quant::BytesPerBlock(type);
+    const int64_t blocks_per_row = kCols / 256;
+    for (int64_t r = 0; r < kEdgeRows; ++r) {
+      for (int64_t b = 0; b < blocks_per_row; ++b) {
+        uint8_t* block = p.bytes.data() + (r * blocks_per_row + b) * block_bytes;
+        const uint8_t d_low = block[type == StorageType::kQ6_K ? 208 : 0];
+        const uint8_t d_high = block[type == StorageType::kQ6_K ? 209 : 1];
+        const uint8_t dmin_low = block[2], dmin_high = block[3];
+        std::memset(block, kFills[r], static_cast<size_t>(block_bytes));
+        // The f16 factors stay the random ones: only the integers are at their edges.
+        if (type == StorageType::kQ6_K) {
+          block[208] = d_low;
+          block[209] = d_high;
+        } else {
+          block[0] = d_low;
+          block[1] = d_high;
+          block[2] = dmin_low;
+          block[3] = dmin_high;
+        }
+      }
+    }
+    p.weight = WeightView{type, kEdgeRows + kRandomRows, kCols, p.bytes};
+    p.tokens = 2;
+    p.x.resize(2 * kCols);
+    std::normal_distribution<float> normal;
+    for (int64_t i = 0; i < kCols; ++i) p.x[i] = i % 3 == 0 ? -4.0f : 4.0f;
+    for (int64_t i = kCols; i < 2 * kCols; ++i) p.x[i] = i % 97 == 0 ? 20.0f * normal(rng) : normal(rng);
+    for (int64_t tokens : {1, 2}) {
+      p.tokens = tokens;
+      const std::vector<float> portable = RunMatMul(p, 1, CpuIsa::kPortable);
+      for (CpuIsa isa : SupportedIsas()) {
+        EXPECT_TRUE(AllEqual(RunMatMul(p, 1, isa), portable))
+            << quant::StorageTypeName(type) << ", " << CpuIsaName(isa) << ", tokens " << tokens;
       }
     }
   }

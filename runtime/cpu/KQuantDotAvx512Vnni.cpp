@@ -1,0 +1,265 @@
+// The single-row kernels (a decode GEMV) for the K-quants (Q4_K, Q5_K, Q6_K)
+// against Q8_K activations, in AVX-512 BW/VL/VNNI.
+//
+// DotKernels.h's contract fixes only the float steps: per 256-element
+// super-block, eight exact integer lane sums L_m (lane m: elements 4m..4m+3
+// of each 32-element chunk, weighted by the chunk's sub-block scales), then
+// acc_m = fma(d_w * d_x, float(L_m), acc_m), and for Q4_K / Q5_K
+// offset = fma(-(dmin * d_x), float(sum of min * bsum), offset). Integers are
+// exact in any order, so the kernels form L_m their own way and follow
+// DotKernelsAvx2.cpp's float steps one for one: the results are its bits.
+//
+// A 512-bit register holds two consecutive chunks, whose activations are one
+// contiguous 64-byte load. vpmaddubsw forms the 16-bit pair products (at most
+// 2 * 31 * 127 or 2 * 63 * 128 in magnitude: no saturation) and vpdpwssd
+// multiplies them by a scale vector that holds the first chunk's scale in
+// its low half and the second's in its high half, adding into int32 lanes.
+// At the end of the super-block the two halves are added: L_m. The AVX2
+// kernels need four instructions (two multiply-adds, one madd, one add) for
+// what two do here on twice the width. A decode GEMV takes the rows two at a
+// time (DotKRows).
+//
+// Same linkage rule as DotKernels.h: only the two entry points are external.
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512VL__) || !defined(__AVX512BW__)
+#error "KQuantDotAvx512Vnni.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni"
+#endif
+
+#include "runtime/cpu/Gcc12Avx512Warnings.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "runtime/cpu/DotKernels.h"
+
+namespace kvjit::cpu::internal {
+namespace {
+
+float LoadHalf(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return _cvtsh_ss(bits);
+}
+
+uint32_t LoadWord(const uint8_t* p) {
+  uint32_t word;
+  std::memcpy(&word, p, sizeof word);
+  return word;
+}
+
+__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+__m512i Load512(const void* p) { return _mm512_loadu_si512(p); }
+
+// 32 bytes in both halves of a 512-bit register.
+__m512i Broadcast256(const uint8_t* p) { return _mm512_broadcast_i64x4(Load256(p)); }
+
+// The fold order of DotKernels.h's LaneSum.
+float FoldLanes(__m256 v) {
+  const __m128 halves = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pairs = _mm_add_ps(halves, _mm_movehl_ps(halves, halves));
+  return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+}
+
+// The low half's int32 lanes plus the high half's: L_m of chunks held in
+// pairs.
+__m256i FoldChunkPairs(__m512i lanes) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64(lanes, 1));
+}
+
+// Each int32 lane's value (within int16) in both int16 halves of the lane,
+// the form vpdpwssd needs to multiply both pair products of a lane by it.
+// The mask drops a negative value's sign extension.
+__m512i InBothInt16Halves(__m512i int32_values) {
+  return _mm512_or_si512(_mm512_and_si512(int32_values, _mm512_set1_epi32(0xffff)),
+                         _mm512_slli_epi32(int32_values, 16));
+}
+
+// Q4_K / Q5_K's 12 bytes of 6-bit scales and mins (DotKernels.h's
+// UnpackKScalesAndMins) word by word: bytes 0..7 of `scales` and `mins` are
+// sub-blocks 0..7's.
+struct ScalesAndMins {
+  uint64_t scales;
+  uint64_t mins;
+};
+ScalesAndMins UnpackKScalesAndMinsBytes(const uint8_t packed[12]) {
+  const uint32_t w0 = LoadWord(packed), w1 = LoadWord(packed + 4), w2 = LoadWord(packed + 8);
+  constexpr uint32_t kSixBits = 0x3f3f3f3f, kLowNibbles = 0x0f0f0f0f, kTwoBits = 0x03030303;
+  const uint32_t scales_low = w0 & kSixBits;
+  const uint32_t mins_low = w1 & kSixBits;
+  const uint32_t scales_high = (w2 & kLowNibbles) | (((w0 >> 6) & kTwoBits) << 4);
+  const uint32_t mins_high = ((w2 >> 4) & kLowNibbles) | (((w1 >> 6) & kTwoBits) << 4);
+  return {scales_low | (static_cast<uint64_t>(scales_high) << 32), mins_low | (static_cast<uint64_t>(mins_high) << 32)};
+}
+
+// The sum over the 8 sub-blocks of min * bsum, exact: the mins (at most 63)
+// and the sums (at most 32 * 128 in magnitude) fit the int16 factors of the
+// pair multiply-add.
+int32_t MinSum(uint64_t mins, const int32_t sums32[8]) {
+  const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mins)));
+  const __m128i sums16 = _mm_packs_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sums32)),
+                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(sums32 + 4)));
+  __m128i sum = _mm_madd_epi16(mins16, sums16);
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(sum);
+}
+
+// Q4_K and Q5_K: f16 d, f16 dmin, 12 bytes of scales and mins, Q5_K's 32
+// bytes of fifth bits, 128 bytes of nibbles: chunk 2g the low nibbles of
+// bytes 32g..32g + 31, chunk 2g + 1 their high nibbles; Q5_K's chunk c takes
+// bit c of each fifth-bit byte as its value's bit 4.
+template <int64_t kBlockBytesOf, bool kHasFifthBits>
+struct ScaledMinFormat {
+  static constexpr int64_t kBlockBytes = kBlockBytesOf;
+  static constexpr bool kHasMins = true;
+  static constexpr int64_t kDOffset = 0;
+
+  // L_m of the super-block at `block` against `a`, and the sum of min * bsum.
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    // Low half: the low nibbles, as they are; high half: the high nibbles.
+    const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    const ScalesAndMins unpacked = UnpackKScalesAndMinsBytes(block + 4);
+    const __m512i scales = InBothInt16Halves(
+        _mm512_castsi256_si512(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales)))));
+    const uint8_t* qs = block + (kHasFifthBits ? 48 : 16);
+    const __m512i fifth_bits = kHasFifthBits ? Broadcast256(block + 16) : _mm512_setzero_si512();
+    // Two sums, groups 0 and 2, 1 and 3: half the chain of dependent vpdpwssd.
+    __m512i lanes[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int g = 0; g < 4; ++g) {
+      __m512i values = _mm512_and_si512(_mm512_srlv_epi16(Broadcast256(qs + 32 * g), nibble_shift), low_nibble);
+      if (kHasFifthBits) {
+        const __m512i bit_of_chunks = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * g))),
+                                                         _mm256_set1_epi8(static_cast<char>(1 << (2 * g + 1))), 1);
+        const __mmask64 top = _mm512_test_epi8_mask(fifth_bits, bit_of_chunks);
+        values = _mm512_mask_add_epi8(values, top, values, _mm512_set1_epi8(0x10));
+      }
+      const __m512i chunk_scales = _mm512_permutexvar_epi32(
+          _mm512_inserti64x4(_mm512_set1_epi32(2 * g), _mm256_set1_epi32(2 * g + 1), 1), scales);
+      const __m512i products = _mm512_maddubs_epi16(values, Load512(a.q + 64 * g));
+      lanes[g % 2] = _mm512_dpwssd_epi32(lanes[g % 2], products, chunk_scales);
+    }
+    min_sum = MinSum(unpacked.mins, a.sums32);
+    return FoldChunkPairs(_mm512_add_epi32(lanes[0], lanes[1]));
+  }
+};
+using Q4_KFormat = ScaledMinFormat<144, false>;
+using Q5_KFormat = ScaledMinFormat<176, true>;
+
+// Q6_K: ql[128], qh[64], int8 scales[16] (one per 16 elements), f16 d.
+// Chunk 4h + k takes its low 4 bits from ql[64h + 32(k & 1)..] (low nibbles
+// for k < 2, high otherwise) and its top 2 bits from bits 2k, 2k + 1 of
+// qh[32h..]; value q - 32. Chunks 4h and 4h + 1 are thus the low nibbles of
+// the 64 bytes ql[64h..], chunks 4h + 2 and 4h + 3 their high nibbles.
+struct Q6_KFormat {
+  static constexpr int64_t kBlockBytes = 210;
+  static constexpr bool kHasMins = false;
+  static constexpr int64_t kDOffset = 208;
+
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    const __m512i top_bits = _mm512_set1_epi8(0x30);
+    const __m512i bias = _mm512_set1_epi8(32);
+    // Shifts that bring a chunk pair's two qh bits to bits 4 and 5: the
+    // first pair shifts left by 4 and 2, the second right by 0 and 2.
+    const __m512i first_pair_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i second_pair_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    // Chunk pair p (chunks 2p, 2p + 1) covers scales 4p..4p + 3, one per
+    // 128-bit quarter.
+    const __m512i scales =
+        InBothInt16Halves(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192))));
+    __m512i lanes[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = Load512(block + 64 * h);
+      const __m512i qh = Broadcast256(block + 128 + 32 * h);
+      for (int pair = 0; pair < 2; ++pair) {
+        const __m512i low = _mm512_and_si512(pair == 0 ? ql : _mm512_srli_epi16(ql, 4), low_nibble);
+        const __m512i top = _mm512_and_si512(
+            pair == 0 ? _mm512_sllv_epi16(qh, first_pair_shift) : _mm512_srlv_epi16(qh, second_pair_shift), top_bits);
+        const __m512i biased = _mm512_or_si512(low, top);  // q + 32, in 0..63
+        const __m512i q = Load512(a.q + 128 * h + 64 * pair);
+        const __m512i products = _mm512_sub_epi16(_mm512_maddubs_epi16(biased, q), _mm512_maddubs_epi16(bias, q));
+        const int p = 2 * h + pair;
+        const __m512i quarter_scales = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(4 * p, 4 * p, 4 * p, 4 * p, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 1, 4 * p + 2,
+                              4 * p + 2, 4 * p + 2, 4 * p + 2, 4 * p + 3, 4 * p + 3, 4 * p + 3, 4 * p + 3),
+            scales);
+        lanes[pair] = _mm512_dpwssd_epi32(lanes[pair], products, quarter_scales);
+      }
+    }
+    min_sum = 0;
+    return FoldChunkPairs(_mm512_add_epi32(lanes[0], lanes[1]));
+  }
+};
+
+// One row's running sums: DotKernelsAvx2.cpp's float steps, one for one.
+struct RowSums {
+  __m256 acc = _mm256_setzero_ps();
+  float offset = 0.0f;
+};
+
+// Inlined by force: GCC otherwise calls it per super-block, passing the
+// sums through memory, which costs as much as the arithmetic.
+template <class Format>
+[[gnu::always_inline]] inline void AddSuperBlock(const uint8_t* block, const Q8KBlock& a, RowSums& sums) {
+  int32_t min_sum;
+  const __m256i lanes = Format::LaneSums(block, a, min_sum);
+  const float d = LoadHalf(block + Format::kDOffset) * a.scale;
+  sums.acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), sums.acc);
+  if (Format::kHasMins) {
+    const float dmin = LoadHalf(block + 2) * a.scale;
+    sums.offset = __builtin_fmaf(-dmin, static_cast<float>(min_sum), sums.offset);
+  }
+}
+
+float Result(const RowSums& sums, bool has_mins) {
+  return has_mins ? FoldLanes(sums.acc) + sums.offset : FoldLanes(sums.acc);
+}
+
+template <class Format>
+float DotK(const uint8_t* weight_row, const void* activation_row, int64_t cols) {
+  const auto* activations = static_cast<const Q8KBlock*>(activation_row);
+  RowSums sums;
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    AddSuperBlock<Format>(weight_row + b * Format::kBlockBytes, activations[b], sums);
+  }
+  return Result(sums, Format::kHasMins);
+}
+
+// DotK for consecutive weight rows against one activation row (a decode
+// GEMV), two rows at once: each row's float sums are a chain of dependent
+// FMAs, one per super-block, and a second row's keeps the units busy while
+// the first waits. Every row takes exactly DotK's operations in its order.
+template <class Format>
+void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
+              float* out) {
+  const auto* activations = static_cast<const Q8KBlock*>(activation_row);
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    const uint8_t* first = weights + r * row_bytes;
+    const uint8_t* second = first + row_bytes;
+    RowSums sums[2];
+    for (int64_t b = 0; b < cols / 256; ++b) {
+      AddSuperBlock<Format>(first + b * Format::kBlockBytes, activations[b], sums[0]);
+      AddSuperBlock<Format>(second + b * Format::kBlockBytes, activations[b], sums[1]);
+    }
+    out[r] = Result(sums[0], Format::kHasMins);
+    out[r + 1] = Result(sums[1], Format::kHasMins);
+  }
+  if (r < rows) out[r] = DotK<Format>(weights + r * row_bytes, activation_row, cols);
+}
+
+}  // namespace
+
+const KQuantDotKernels& Avx512VnniKQuantDotKernels() {
+  static constexpr KQuantDotKernels kKernels = {DotK<Q4_KFormat>, DotK<Q5_KFormat>, DotK<Q6_KFormat>};
+  return kKernels;
+}
+
+const KQuantRowsDotKernels& Avx512VnniKQuantRowsDotKernels() {
+  static constexpr KQuantRowsDotKernels kKernels = {DotKRows<Q4_KFormat>, DotKRows<Q5_KFormat>, DotKRows<Q6_KFormat>};
+  return kKernels;
+}
+
+}  // namespace kvjit::cpu::internal
