@@ -34,8 +34,8 @@ struct FloatDotKernels {
 const FloatDotKernels& PortableFloatDotKernels();
 // Null where this build or CPU has no AVX2.
 const FloatDotKernels* Avx2FloatDotKernels();
-// AVX2's dot rows and a 16-lane axpy; null unless the ISA chosen
-// (BestCpuIsa) is AVX-512 VNNI.
+// Dot rows eight at a time and an axpy holding its sums in 16-lane
+// registers; null unless the ISA chosen (BestCpuIsa) is AVX-512 VNNI.
 const FloatDotKernels* Avx512FloatDotKernels();
 }  // namespace internal
 

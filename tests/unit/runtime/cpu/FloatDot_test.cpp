@@ -58,7 +58,7 @@ TEST(FloatDotTest, DotRowsFollowTheDocumentedOrderBitForBit) {
   for (const internal::FloatDotKernels* kernels : AllKernels()) {
     for (int64_t n : {1, 7, 8, 9, 31, 64, 65, 100}) {
       const int64_t stride = n + 3;
-      const int64_t rows = 5;
+      const int64_t rows = 19;  // two groups of eight rows and three single ones
       const std::vector<float> x = RandomRows(rows, n, stride, 17 + static_cast<uint32_t>(n));
       const std::vector<float> y = RandomRows(1, n, n, 99 + static_cast<uint32_t>(n));
       std::vector<float> out(rows);
@@ -73,7 +73,7 @@ TEST(FloatDotTest, DotRowsFollowTheDocumentedOrderBitForBit) {
 
 TEST(FloatDotTest, AxpyRowsAccumulateInRowOrderBitForBit) {
   for (const internal::FloatDotKernels* kernels : AllKernels()) {
-    for (int64_t n : {1, 7, 8, 9, 16, 17, 64, 65}) {
+    for (int64_t n : {1, 7, 8, 9, 16, 17, 64, 65, 128, 130}) {
       const int64_t stride = n + 5;
       const int64_t rows = 7;
       const std::vector<float> x = RandomRows(rows, n, stride, 3 + static_cast<uint32_t>(n));
