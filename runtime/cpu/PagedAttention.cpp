@@ -127,22 +127,34 @@ void AttendFloatHead(const float* query, const HeadCache& cache, int64_t begin, 
                      float softcap, HeadScratch& scratch, float* out) {
   const int64_t head_dim = cache.layout->head_dim;
   const int64_t visible = end - begin;
+  // Indexed from the register of 8 that holds `begin`, so that a key's
+  // denominator lane is its index's lane.
+  const int64_t base = begin / 8 * 8;
   float* weights = scratch.weights.data();
+  float* visible_weights = weights + (begin - base);
   ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
     FloatDotRows(cache.Key(first), cache.layout->SlotStride(), count, query, head_dim, scale,
-                 weights + (first - begin));
+                 weights + (first - base));
   });
-  SoftCapScores(weights, visible, softcap);
-  const float max = *std::max_element(weights, weights + visible);
-  for (int64_t j = 0; j < visible; ++j) weights[j] = weights[j] - max;
-  FastExpRow(weights, weights, visible);
+  SoftCapScores(visible_weights, visible, softcap);
+  const float max = *std::max_element(visible_weights, visible_weights + visible);
+  for (int64_t j = 0; j < visible; ++j) visible_weights[j] = visible_weights[j] - max;
+  FastExpRow(visible_weights, visible_weights, visible);
+  // Lane j % 8 sums the keys at positions j in order; the slots before
+  // `begin` and after `end` in their registers hold 0, which adds nothing
+  // to a sum of exponentials (+0 or more).
+  const int64_t padded = (end - base + 7) / 8 * 8;
+  std::fill(weights, visible_weights, 0.0f);
+  std::fill(weights + (end - base), weights + padded, 0.0f);
   float lanes[8] = {};
-  for (int64_t j = 0; j < visible; ++j) lanes[(begin + j) % 8] = lanes[(begin + j) % 8] + weights[j];
+  for (int64_t j = 0; j < padded; j += 8) {
+    for (int l = 0; l < 8; ++l) lanes[l] = lanes[l] + weights[j + l];
+  }
   const float inverse = 1.0f / internal::LaneSum(lanes);
   float* sum = scratch.lanes.data();
   std::fill(sum, sum + head_dim, 0.0f);
   ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
-    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights + (first - begin), head_dim, sum);
+    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights + (first - base), head_dim, sum);
   });
   for (int64_t d = 0; d < head_dim; ++d) out[d] = sum[d] * inverse;
 }

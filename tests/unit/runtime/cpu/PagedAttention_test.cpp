@@ -248,6 +248,65 @@ std::vector<float> GgmlAttention(const Cache& cache, const Step& step, const std
   return out;
 }
 
+// PagedAttention.h's f32 order, written out one operation at a time: each
+// score the 8-lane dot product (lane i % 8, folded ((l0 + l4) + (l2 + l6)) +
+// ((l1 + l5) + (l3 + l7)), the tail added after), times the scale; the
+// denominator in 8 lanes by key position, folded the same way; the weighted
+// sum of values in key order, times the denominator's inverse.
+float FoldEightLanes(const float lanes[8]) {
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
+std::vector<float> OrderedFloatAttention(const Cache& cache, const Step& step, const std::vector<size_t>& which,
+                                         float scale, int64_t window) {
+  std::vector<float> out(step.query.size());
+  for (size_t i = 0; i < which.size(); ++i) {
+    const std::vector<float>& k = cache.keys[which[i]];
+    const std::vector<float>& v = cache.values[which[i]];
+    for (int32_t t = step.seq_starts[i]; t < step.seq_starts[i + 1]; ++t) {
+      const int32_t visible = step.positions[t] + 1;
+      const int32_t first = FirstKey(step.positions[t], window);
+      for (int64_t h = 0; h < kHeads; ++h) {
+        const int64_t g = h / (kHeads / kKvHeads);
+        const float* q = &step.query[(t * kHeads + h) * kHeadDim];
+        std::vector<float> e(visible, 0.0f);
+        float max = -INFINITY;
+        for (int32_t j = first; j < visible; ++j) {
+          const float* key = &k[(j * kKvHeads + g) * kHeadDim];
+          float lanes[8] = {};
+          const int64_t full = kHeadDim / 8 * 8;
+          for (int64_t d = 0; d < full; ++d) {
+            const float product = key[d] * q[d];
+            lanes[d % 8] = lanes[d % 8] + product;
+          }
+          float dot = FoldEightLanes(lanes);
+          for (int64_t d = full; d < kHeadDim; ++d) {
+            const float product = key[d] * q[d];
+            dot = dot + product;
+          }
+          e[j] = scale * dot;
+          max = std::max(max, e[j]);
+        }
+        float lanes[8] = {};
+        for (int32_t j = first; j < visible; ++j) {
+          e[j] = FastExp(e[j] - max);
+          lanes[j % 8] = lanes[j % 8] + e[j];
+        }
+        const float inverse = 1.0f / FoldEightLanes(lanes);
+        for (int64_t d = 0; d < kHeadDim; ++d) {
+          float sum = 0.0f;
+          for (int32_t j = first; j < visible; ++j) {
+            const float product = e[j] * v[(j * kKvHeads + g) * kHeadDim + d];
+            sum = sum + product;
+          }
+          out[(t * kHeads + h) * kHeadDim + d] = sum * inverse;
+        }
+      }
+    }
+  }
+  return out;
+}
+
 const std::vector<size_t> kAllSequences = {0, 1, 2, 3};
 
 // Decodes (one row) sum as ggml_vec_dot_f16, prefills as tinyBLAS: llama.cpp's
@@ -264,6 +323,20 @@ TEST(PagedAttentionF16Test, FollowsGgmlsOrderForDecodeAndPrefill) {
   for (size_t s : kAllSequences) {
     const auto begin = step.seq_starts[s] * kHeads * kHeadDim, end = step.seq_starts[s + 1] * kHeads * kHeadDim;
     EXPECT_FALSE(std::equal(out.begin() + begin, out.begin() + end, swapped.begin() + begin)) << "sequence " << s;
+  }
+}
+
+// The f32 cache's kernels (AVX-512, AVX2 or portable, whichever this CPU
+// takes) give the documented order's bits, with and without a window that
+// starts keys off a lane boundary.
+TEST(PagedAttentionF32Test, FollowsTheDocumentedOrder) {
+  const Cache cache = BuildCache(KvElementType::kF32, 10);
+  const Step step = MakeStep(cache, kAllSequences, 1000);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  for (int64_t window : {int64_t{0}, int64_t{13}, int64_t{45}}) {
+    SCOPED_TRACE(::testing::Message() << "window " << window);
+    EXPECT_TRUE(AllEqual(Attend(cache, step, scale, 2, window),
+                         OrderedFloatAttention(cache, step, kAllSequences, scale, window)));
   }
 }
 
