@@ -13,6 +13,7 @@
 
 #include "runtime/cpu/Avx2Nibbles.h"
 #include "runtime/cpu/DotKernels.h"
+#include "runtime/quant/Half.h"
 
 namespace kvjit::cpu::internal {
 namespace {
@@ -320,12 +321,9 @@ struct BF16Elements {
     return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
   }
   static float Load1(const uint8_t* row, int64_t i) {
-    uint16_t half_bits;
-    std::memcpy(&half_bits, row + 2 * i, sizeof half_bits);
-    const uint32_t bits = static_cast<uint32_t>(half_bits) << 16;
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
+    uint16_t bits;
+    std::memcpy(&bits, row + 2 * i, sizeof bits);
+    return quant::BFloat16ToFloat(bits);
   }
 };
 

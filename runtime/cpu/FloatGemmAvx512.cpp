@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "runtime/cpu/BlockGemm.h"
+#include "runtime/quant/Half.h"
 
 namespace kvjit::cpu::internal {
 namespace {
@@ -82,12 +83,9 @@ struct BF16Elements {
     return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
   }
   static float Load1(const uint8_t* row, int64_t i) {
-    uint16_t half_bits;
-    std::memcpy(&half_bits, row + 2 * i, sizeof half_bits);
-    const uint32_t bits = static_cast<uint32_t>(half_bits) << 16;
-    float value;
-    std::memcpy(&value, &bits, sizeof value);
-    return value;
+    uint16_t bits;
+    std::memcpy(&bits, row + 2 * i, sizeof bits);
+    return quant::BFloat16ToFloat(bits);
   }
 };
 
