@@ -23,20 +23,31 @@ namespace {
 constexpr int64_t kInterleavedRows = 8;
 
 // The storage types whose rows_interleaved8 layout measured faster than
-// GGUF's rows on an ISA, over a whole step. None yet: on SmolLM2 Q4_1 at 2
-// threads (docs/benchmarks.md, *Weight layouts chosen by the compiler*) the
-// batch-1 decode GEMV ran 5-6% slower interleaved on AVX-512 VNNI and AVX2
-// alike, and the AVX-512 VNNI GEMM of prefill, which the same weights
-// serve, gained 7% under load and nothing on a quieter machine. An entry
-// here makes the default pipeline choose the layout.
+// GGUF's rows on an ISA and microarchitecture, over a whole step. On Intel's
+// AVX-512 cores (generic) none: on SmolLM2 Q4_1 at 2 threads
+// (docs/benchmarks.md, *Weight layouts chosen by the compiler*) the batch-1
+// decode GEMV ran 5-6% slower interleaved on AVX-512 VNNI and AVX2 alike, and
+// the AVX-512 VNNI GEMM of prefill, which the same weights serve, gained 7%
+// under load and nothing on a quieter machine. On AMD Zen 4 the decode GEMV
+// over SmolLM2's Q4_1 linears ran 8-25% faster interleaved and the GEMM
+// level (docs/benchmarks.md, *Interleaved Q4_1 rows on Zen 4*); the other
+// block types were not measured there. An entry here makes the default
+// pipeline choose the layout.
 struct MeasuredFaster {
   llvm::StringLiteral isa;
+  llvm::StringLiteral cpu;
   llvm::ArrayRef<tfm::StorageType> storage;
 };
+
+constexpr tfm::StorageType kZen4Interleaved[] = {tfm::StorageType::q4_1};
+
 const MeasuredFaster kMeasuredFaster[] = {
-    {"avx512vnni", {}},
-    {"avx2", {}},
-    {"portable", {}},
+    {"avx512vnni", "generic", {}},
+    {"avx512vnni", "zen4", kZen4Interleaved},
+    {"avx2", "generic", {}},
+    {"avx2", "zen4", {}},
+    {"portable", "generic", {}},
+    {"portable", "zen4", {}},
 };
 
 // The rule tfm.param's verifier holds rows_interleaved8 to: blocks of 32
@@ -68,11 +79,15 @@ struct ChooseWeightLayoutsPass : impl::ChooseWeightLayoutsBase<ChooseWeightLayou
 
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
-    const MeasuredFaster* measured = llvm::find_if(
-        kMeasuredFaster, [&](const MeasuredFaster& entry) { return entry.isa == isa; });
-    if (measured == std::end(kMeasuredFaster)) {
+    if (!llvm::any_of(kMeasuredFaster, [&](const MeasuredFaster& entry) { return entry.isa == isa; })) {
       module.emitError() << "choose-weight-layouts: isa '" << isa
                          << "' is none of avx512vnni, avx2, portable";
+      return signalPassFailure();
+    }
+    const MeasuredFaster* measured = llvm::find_if(
+        kMeasuredFaster, [&](const MeasuredFaster& entry) { return entry.isa == isa && entry.cpu == cpu; });
+    if (measured == std::end(kMeasuredFaster)) {
+      module.emitError() << "choose-weight-layouts: cpu '" << cpu << "' is neither generic nor zen4";
       return signalPassFailure();
     }
     if (policy != "measured" && policy != "every") {

@@ -76,17 +76,20 @@ def ChooseWeightLayouts : Pass<"choose-weight-layouts", "::mlir::ModuleOp"> {
     concatenation, a shift or any other op keeps it in GGUF's rows.
 
     `policy=measured` (the default) chooses the layout only for the storage
-    types where it measured faster than GGUF's rows on `isa` (the table in
+    types where it measured faster than GGUF's rows on `isa` and the
+    microarchitecture `cpu` (generic or zen4; the table in
     ChooseWeightLayouts.cpp, from docs/benchmarks.md, *Weight layouts*);
     `policy=every` chooses it for every weight that qualifies (to measure
     it, and in tests). The kernels' results are the same bits in either
     layout (docs/numerics.md), so the pass never changes the numbers. An
-    `isa` or `policy` it does not know is an error. The CUDA target does
+    `isa`, `cpu` or `policy` it does not know is an error. The CUDA target does
     not run this pass.
   }];
   let options = [
     Option<"isa", "isa", "std::string", /*default=*/"\"\"",
            "the CPU instruction set the executable is for: avx512vnni, avx2 or portable">,
+    Option<"cpu", "cpu", "std::string", /*default=*/"\"generic\"",
+           "the microarchitecture the measurements are for: generic or zen4">,
     Option<"policy", "policy", "std::string", /*default=*/"\"measured\"",
            "measured: where the layout measured faster on isa; every: every weight that qualifies">,
   ];

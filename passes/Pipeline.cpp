@@ -97,6 +97,7 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
   if (options.weightLayoutIsa != "none") {
     ChooseWeightLayoutsOptions layouts;
     layouts.isa = options.weightLayoutIsa;
+    layouts.cpu = options.weightLayoutCpu;
     pm.addPass(createChooseWeightLayouts(layouts));
   }
   InsertKvCacheOptions cache;
@@ -113,7 +114,8 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
 std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
   return std::string("fuse-attention,") +
          (options.fuseProjections ? "fuse-projections," : "") +
-         (options.weightLayoutIsa != "none" ? "choose-weight-layouts{isa=" + options.weightLayoutIsa.getValue() + "}," : "") +
+         (options.weightLayoutIsa != "none" ? "choose-weight-layouts{isa=" + options.weightLayoutIsa.getValue() +
+                                                      " cpu=" + options.weightLayoutCpu.getValue() + "}," : "") +
          "insert-kv-cache{block-size=" + std::to_string(options.blockSize.getValue()) +
          " cache-dtype=" + options.cacheElementType.getValue() +
          "},fuse-elementwise,plan-memory{max-tokens-per-step=" +

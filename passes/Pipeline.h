@@ -37,6 +37,10 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
       llvm::cl::desc("the CPU ISA choose-weight-layouts chooses layouts for (avx512vnni, avx2, "
                      "portable), or none: every weight in GGUF's rows, without the pass"),
       llvm::cl::init("none")};
+  Option<std::string> weightLayoutCpu{
+      *this, "weight-layout-cpu",
+      llvm::cl::desc("the microarchitecture choose-weight-layouts' measurements are for (generic, zen4)"),
+      llvm::cl::init("generic")};
 };
 
 // fuse-attention → fuse-projections (unless left out) → choose-weight-layouts

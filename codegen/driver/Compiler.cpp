@@ -305,6 +305,8 @@ absl::StatusOr<int64_t> BuildPipeline(mlir::ModuleOp module, const std::string& 
   } else {
     defaults.weightLayoutIsa = options.weight_layout_isa;
   }
+  defaults.weightLayoutCpu = options.weight_layout_cpu == "host" ? std::string(cpu::CpuModelName(cpu::HostCpuModel()))
+                                                                  : options.weight_layout_cpu;
   const std::string text = options.pipeline.empty() ? KvjitPipelineText(defaults) : options.pipeline;
   std::string errors;
   llvm::raw_string_ostream error_stream(errors);

@@ -35,6 +35,9 @@ struct CompileOptions {
   // avx2, portable, or "none" to leave the pass out; the CUDA target never
   // runs it.
   std::string weight_layout_isa = "host";
+  // The microarchitecture those layouts' measurements are for: "host" (this
+  // machine's, cpu::HostCpuModel), generic or zen4.
+  std::string weight_layout_cpu = "host";
   int64_t max_tokens_per_step = 512;
   int64_t kv_memory_mib = 1024;
   bool dump_ir_after_all = false;  // to stderr

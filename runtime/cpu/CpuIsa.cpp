@@ -5,6 +5,10 @@
 #include <cstdlib>
 #include <iterator>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace kvjit::cpu {
 namespace {
 
@@ -29,7 +33,34 @@ bool DetectAvx512Vnni() {
 #endif
 }
 
+// AMD's family 19h spans Zen 3 and Zen 4; only Zen 4 has AVX-512.
+CpuModel DetectCpuModel() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return CpuModel::kGeneric;
+  const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // "AuthenticAMD"
+  if (!amd || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return CpuModel::kGeneric;
+  const unsigned base_family = (eax >> 8) & 0xf;
+  const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
+  if (family == 0x19 && DetectAvx512Vnni()) return CpuModel::kZen4;
+#endif
+  return CpuModel::kGeneric;
+}
+
 }  // namespace
+
+absl::string_view CpuModelName(CpuModel model) {
+  switch (model) {
+    case CpuModel::kGeneric: return "generic";
+    case CpuModel::kZen4: return "zen4";
+  }
+  return "unknown";
+}
+
+CpuModel HostCpuModel() {
+  static const CpuModel model = DetectCpuModel();
+  return model;
+}
 
 absl::string_view CpuIsaName(CpuIsa isa) {
   switch (isa) {

@@ -29,6 +29,23 @@ bool CpuSupports(CpuIsa isa);
 // The fastest supported ISA; checked once.
 CpuIsa BestCpuIsa();
 
+// The microarchitectures whose kernels measured differently enough to change
+// a compile-time choice (choose-weight-layouts' measured policy). kGeneric
+// is every other CPU.
+enum class CpuModel {
+  kGeneric,
+  // AMD Zen 4 (family 19h with AVX-512): its 512-bit operations run as two
+  // 256-bit halves, and the one-token GEMV reads rows interleaved by 8
+  // faster than GGUF's rows (docs/benchmarks.md), where Intel's AVX-512
+  // cores read them slower.
+  kZen4,
+};
+
+absl::string_view CpuModelName(CpuModel model);
+
+// This machine's CpuModel, from CPUID; checked once.
+CpuModel HostCpuModel();
+
 }  // namespace kvjit::cpu
 
 #endif  // KVJIT_RUNTIME_CPU_CPUISA_H_

@@ -36,6 +36,10 @@ ABSL_FLAG(std::string, cpu_isa, "host",
           "for (choose-weight-layouts): host (this machine's best, which $KVJIT_CPU_ISA caps), "
           "avx512vnni, avx2, portable, or none to keep every weight in GGUF's rows; an "
           "executable runs on any CPU, whatever it was compiled for");
+ABSL_FLAG(std::string, cpu_model, "host",
+          "with --target cpu: the microarchitecture whose measurements choose the weight layouts "
+          "(choose-weight-layouts' measured policy): host (this machine's), generic or zen4 (AMD "
+          "Zen 4)");
 ABSL_FLAG(bool, dump_ir_after_all, false, "print the IR after every pass to stderr");
 ABSL_FLAG(bool, verify, false,
           "check the CPU step program's logits against the reference evaluator on the imported "
@@ -72,14 +76,14 @@ namespace {
 absl::Status CheckPipelineFlags() {
   if (absl::GetFlag(FLAGS_pipeline).empty()) return absl::OkStatus();
   for (const char* flag :
-       {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "cpu_isa"}) {
+       {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "cpu_isa", "cpu_model"}) {
     const absl::CommandLineFlag* reflection = absl::FindCommandLineFlag(flag);
     if (reflection->CurrentValue() != reflection->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", flag, " sets an option of the default pipeline; with --pipeline, give it as the "
           "pass's option there (insert-kv-cache{block-size=32 cache-dtype=f16}, "
           "plan-memory{max-tokens-per-step=512 kv-memory-mib=1024}, "
-          "choose-weight-layouts{isa=avx2})"));
+          "choose-weight-layouts{isa=avx2 cpu=generic})"));
     }
   }
   return absl::OkStatus();
@@ -117,6 +121,12 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
         "--cpu_isa must be host, avx512vnni, avx2, portable or none, got '", cpu_isa, "'"));
   }
   options.weight_layout_isa = cpu_isa;
+  const std::string cpu_model = absl::GetFlag(FLAGS_cpu_model);
+  if (cpu_model != "host" && cpu_model != "generic" && cpu_model != "zen4") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cpu_model must be host, generic or zen4, got '", cpu_model, "'"));
+  }
+  options.weight_layout_cpu = cpu_model;
   options.cuda_arch = absl::GetFlag(FLAGS_sm);
   options.cuda_fast_math = absl::GetFlag(FLAGS_fast_math);
   options.cuda_source_path = absl::GetFlag(FLAGS_dump_cuda_source);

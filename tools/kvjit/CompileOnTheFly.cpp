@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/CpuIsa.h"
 #include "runtime/schema/SchemaVersion.h"
 #include "tools/kvjit/CompilerCommands.h"
 
@@ -25,12 +26,17 @@ std::filesystem::path CacheDirectory() {
 
 // Everything the executable depends on: the model's files as they are on
 // disk (path, size, modification time; for a Hugging Face directory, its
-// top-level files), the options, the compiler's version and the schema's (a
-// runtime refuses an executable of another schema).
+// top-level files), the options, the compiler (its version, and its file as
+// above, so that a rebuilt compiler, whose passes may choose otherwise,
+// compiles again), the schema's version (a runtime refuses an executable of
+// another schema), and the CPU the weight layouts are chosen for (the host's
+// ISA and microarchitecture, as kvjit-compiler resolves `host`).
 std::string CacheKey(const std::filesystem::path& model, const codegen::CompileOptions& options) {
   std::error_code error;
   std::string identity = absl::StrCat(std::filesystem::absolute(model, error).string(), "|",
-                                      KvjitVersion(), "|schema ", kvx::kSchemaVersion);
+                                      KvjitVersion(), "|schema ", kvx::kSchemaVersion, "|",
+                                      cpu::CpuIsaName(cpu::BestCpuIsa()), "|",
+                                      cpu::CpuModelName(cpu::HostCpuModel()));
   auto add_file = [&](const std::filesystem::path& file) {
     absl::StrAppend(&identity, "|", file.filename().string(), ":",
                     std::filesystem::file_size(file, error), ":",
@@ -43,6 +49,7 @@ std::string CacheKey(const std::filesystem::path& model, const codegen::CompileO
   } else {
     add_file(model);
   }
+  if (absl::StatusOr<std::string> compiler = CompilerPath(); compiler.ok()) add_file(*compiler);
   absl::StrAppend(&identity, "|", options.target, "|", options.block_size, "|",
                   options.cache_dtype, "|", options.max_tokens_per_step, "|",
                   options.kv_memory_mib, "|", options.cuda_arch, "|", options.cuda_fast_math);

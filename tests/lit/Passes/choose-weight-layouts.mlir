@@ -1,18 +1,26 @@
 // RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx512vnni policy=every" | FileCheck %s
 // RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx512vnni" | FileCheck %s --check-prefix=MEASURED
 // RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2" | FileCheck %s --check-prefix=AVX2
+// RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx512vnni cpu=zen4" | FileCheck %s --check-prefix=ZEN4
+// RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 cpu=zen4" | FileCheck %s --check-prefix=AVX2
 // RUN: not kvjit-opt %s --split-input-file --choose-weight-layouts="isa=sse4" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ISA
+// RUN: not kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 cpu=zen5" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=CPU
 // RUN: not kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 policy=fastest" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=POLICY
 
 // ISA: error: choose-weight-layouts: isa 'sse4' is none of avx512vnni, avx2, portable
 // POLICY: error: choose-weight-layouts: policy 'fastest' is neither measured nor every
+// CPU: error: choose-weight-layouts: cpu 'zen5' is neither generic nor zen4
 
 // Matrices of 32-element block types, with a multiple of 8 rows, that only
 // linears read as their weight: policy=every interleaves them; the measured
-// policy chooses the layout for no type on any ISA yet (ChooseWeightLayouts.cpp).
+// policy chooses the layout for Q4_1 on AVX-512 VNNI Zen 4 alone
+// (ChooseWeightLayouts.cpp).
 // CHECK: tfm.param @down.weight : tensor<64x32xf32> storage <q4_1> layout <rows_interleaved8>
 // CHECK: tfm.param @up.weight : tensor<32x64xf32> storage <q8_0> layout <rows_interleaved8>
 // CHECK-LABEL: func.func @linears
+// ZEN4: tfm.param @down.weight : tensor<64x32xf32> storage <q4_1> layout <rows_interleaved8>
+// ZEN4: tfm.param @up.weight : tensor<32x64xf32> storage <q8_0>{{$}}
+// ZEN4-LABEL: func.func @linears
 // MEASURED-NOT: layout
 // MEASURED-LABEL: func.func @linears
 // AVX2-NOT: layout
