@@ -29,7 +29,7 @@ constexpr int64_t kInterleavedRows = 8;
 // decode GEMV ran 5-6% slower interleaved on AVX-512 VNNI and AVX2 alike, and
 // the AVX-512 VNNI GEMM of prefill, which the same weights serve, gained 7%
 // under load and nothing on a quieter machine. On AMD Zen 4 the decode GEMV
-// over SmolLM2's Q4_1 linears ran 8-25% faster interleaved and the GEMM
+// over SmolLM2's Q4_1 linears ran 8-30% faster interleaved and the GEMM
 // level (docs/benchmarks.md, *Interleaved Q4_1 rows on Zen 4*); the other
 // block types were not measured there. An entry here makes the default
 // pipeline choose the layout.
