@@ -42,7 +42,7 @@ CpuModel DetectCpuModel() {
   if (!amd || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return CpuModel::kGeneric;
   const unsigned base_family = (eax >> 8) & 0xf;
   const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
-  if (family == 0x19 && DetectAvx512Vnni()) return CpuModel::kZen4;
+  if (family == 0x19 && CpuSupports(CpuIsa::kAvx512Vnni)) return CpuModel::kZen4;
 #endif
   return CpuModel::kGeneric;
 }

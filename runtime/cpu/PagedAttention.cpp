@@ -72,23 +72,47 @@ void ForEachBlockRun(int64_t begin, int64_t end, int64_t block_size, Visit visit
   }
 }
 
+// A head's scores, then weights, over the keys at positions begin..end-1,
+// indexed from the register of 8 that holds `begin`: the key at position p
+// sits at p - base, in lane p % 8, as in a row of all the sequence's keys.
+struct LaneAlignedWeights {
+  LaneAlignedWeights(float* storage, int64_t begin, int64_t end)
+      : row(storage), base(begin / 8 * 8), begin(begin), end(end) {}
+
+  float* At(int64_t position) const { return row + (position - base); }
+
+  // Sets the slots before `begin` and after `end` in their registers to 0
+  // (the weight of a key outside the range) and returns the row's length in
+  // whole registers.
+  int64_t ZeroPadding() const {
+    const int64_t padded = (end - base + 7) / 8 * 8;
+    std::fill(row, At(begin), 0.0f);
+    std::fill(At(end), row + padded, 0.0f);
+    return padded;
+  }
+
+  float* row;
+  int64_t base;
+  int64_t begin;
+  int64_t end;
+};
+
 // One query head over the cached positions begin..end-1, as ggml's non-flash
 // attention computes it on AVX2 (see PagedAttention.h).
 void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, int64_t end, float scale,
                     float softcap, HalfDotOrder order, HeadScratch& scratch, float* out) {
   const int64_t head_dim = cache.layout->head_dim;
   RoundToHalfRow(query, scratch.query.data(), head_dim);
-  // Indexed from the register of 8 that holds `begin`, as ggml's row of all
-  // keys would be; positions before `begin` are masked keys, weight 0.
-  const int64_t base = begin / 8 * 8;
-  float* weights = scratch.weights.data();
-  float* visible_weights = weights + (begin - base);
+  // As ggml's row of all keys would be; positions before `begin` are masked
+  // keys, weight 0.
+  const LaneAlignedWeights weights(scratch.weights.data(), begin, end);
+  float* visible_weights = weights.At(begin);
   const int64_t visible = end - begin;
   float max = -std::numeric_limits<float>::infinity();
   const int64_t block_size = cache.layout->block_size;
   ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
     HalfDotRows(order, cache.Key(first), cache.layout->SlotStride(), count, scratch.query.data(), head_dim,
-                weights + (first - base));
+                weights.At(first));
   });
   for (int64_t j = 0; j < visible; ++j) visible_weights[j] *= scale;
   SoftCapScores(visible_weights, visible, softcap);
@@ -98,11 +122,9 @@ void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, i
   // ggml sums the exponentials a register of 8 at a time, each folded in f32
   // and added to a double; its rows are padded with masked keys, whose
   // exponentials are 0.
-  const int64_t padded = (end - base + 7) / 8 * 8;
-  std::fill(weights, visible_weights, 0.0f);
-  std::fill(weights + (end - base), weights + padded, 0.0f);
+  const int64_t padded = weights.ZeroPadding();
   double sum = 0.0;
-  for (int64_t j = 0; j < padded; j += 8) sum += static_cast<double>(SumEightLanes(weights + j, 1));
+  for (int64_t j = 0; j < padded; j += 8) sum += static_cast<double>(SumEightLanes(weights.row + j, 1));
   const float inverse = static_cast<float>(1.0 / sum);
   // The weighted sum of values as `order`'s dot product of each value column
   // with the probabilities (rounded to f16, ggml's operand type): position j
@@ -113,7 +135,7 @@ void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, i
   const int lanes = HalfDotLanes(order);
   std::fill(scratch.lanes.begin(), scratch.lanes.begin() + lanes * head_dim, 0.0f);
   ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
-    HalfAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights + (first - base), head_dim,
+    HalfAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights.At(first), head_dim,
                  scratch.lanes.data(), lanes, first);
   });
   FoldHalfDotLaneRows(order, scratch.lanes.data(), head_dim, out);
@@ -127,34 +149,27 @@ void AttendFloatHead(const float* query, const HeadCache& cache, int64_t begin, 
                      float softcap, HeadScratch& scratch, float* out) {
   const int64_t head_dim = cache.layout->head_dim;
   const int64_t visible = end - begin;
-  // Indexed from the register of 8 that holds `begin`, so that a key's
-  // denominator lane is its index's lane.
-  const int64_t base = begin / 8 * 8;
-  float* weights = scratch.weights.data();
-  float* visible_weights = weights + (begin - base);
+  const LaneAlignedWeights weights(scratch.weights.data(), begin, end);
+  float* visible_weights = weights.At(begin);
   ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
-    FloatDotRows(cache.Key(first), cache.layout->SlotStride(), count, query, head_dim, scale,
-                 weights + (first - base));
+    FloatDotRows(cache.Key(first), cache.layout->SlotStride(), count, query, head_dim, scale, weights.At(first));
   });
   SoftCapScores(visible_weights, visible, softcap);
   const float max = *std::max_element(visible_weights, visible_weights + visible);
   for (int64_t j = 0; j < visible; ++j) visible_weights[j] = visible_weights[j] - max;
   FastExpRow(visible_weights, visible_weights, visible);
-  // Lane j % 8 sums the keys at positions j in order; the slots before
-  // `begin` and after `end` in their registers hold 0, which adds nothing
-  // to a sum of exponentials (+0 or more).
-  const int64_t padded = (end - base + 7) / 8 * 8;
-  std::fill(weights, visible_weights, 0.0f);
-  std::fill(weights + (end - base), weights + padded, 0.0f);
+  // Lane j % 8 sums the keys at positions j in order; the padding's zeros
+  // add nothing to a sum of exponentials (+0 or more).
+  const int64_t padded = weights.ZeroPadding();
   float lanes[8] = {};
   for (int64_t j = 0; j < padded; j += 8) {
-    for (int l = 0; l < 8; ++l) lanes[l] = lanes[l] + weights[j + l];
+    for (int l = 0; l < 8; ++l) lanes[l] = lanes[l] + weights.row[j + l];
   }
   const float inverse = 1.0f / internal::LaneSum(lanes);
   float* sum = scratch.lanes.data();
   std::fill(sum, sum + head_dim, 0.0f);
   ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
-    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights + (first - base), head_dim, sum);
+    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights.At(first), head_dim, sum);
   });
   for (int64_t d = 0; d < head_dim; ++d) out[d] = sum[d] * inverse;
 }
