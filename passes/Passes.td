@@ -71,8 +71,9 @@ def ChooseWeightLayouts : Pass<"choose-weight-layouts", "::mlir::ModuleOp"> {
     offset in the model file. A weight qualifies when it is a matrix of a
     32-element block type (q8_0, q4_0, q4_1, q5_0, q5_1) with a multiple of
     8 rows, has no layout yet, and every reader is a `tfm.weight` whose
-    every user reads it as a `tfm.linear`'s weight operand: an embedding
-    lookup (a tied `token_embd` is both table and output projection), a
+    every user reads it as a `tfm.linear`'s weight operand or a
+    `tfm.embedding`'s table (the lookup reads either layout, so a tied
+    `token_embd`, both table and output projection, qualifies): a
     concatenation, a shift or any other op keeps it in GGUF's rows.
 
     `policy=measured` (the default) chooses the layout only for the storage

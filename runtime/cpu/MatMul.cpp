@@ -296,6 +296,38 @@ void PrepareActivationRow(ActivationFormat format, CpuIsa isa, const float* x, i
   }
 }
 
+absl::Status CheckOperands(absl::string_view kernel, const WeightView& w, const float* x, int64_t tokens,
+                           const float* y) {
+  if (tokens < 0) return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative token count ", tokens));
+  if (tokens > 0 && w.rows > 0 && w.cols > 0 && (x == nullptr || y == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": null ", x == nullptr ? "input" : "output",
+                                                   " for ", tokens, " tokens x ", w.cols, " -> ", w.rows));
+  }
+  return absl::OkStatus();
+}
+
+// Bytes on a 64-byte boundary, for the GEMM's aligned vector loads.
+struct AlignedDelete {
+  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+using AlignedBytes = std::unique_ptr<uint8_t[], AlignedDelete>;
+AlignedBytes AllocateAligned(int64_t bytes) {
+  return AlignedBytes(static_cast<uint8_t*>(::operator new[](static_cast<size_t>(bytes), std::align_val_t{64})));
+}
+
+// Below this many tokens the GEMM's padding to groups of four and its
+// unpacking of the weights cost more than they save.
+constexpr int64_t kMinGemmTokens = 4;
+
+// Weight rows per token tile are re-read from L1 for each token of the tile;
+// the tile bounds the activations kept hot in L2. It changes no arithmetic.
+constexpr int64_t kTokenTile = 16;
+
+// Enough multiply-adds per chunk to pay for handing it to another thread.
+constexpr int64_t kMinMacsPerChunk = 1 << 15;
+
+}  // namespace
+
 absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView& w) {
   const absl::string_view type = quant::StorageTypeName(w.type);
   if (w.rows < 0 || w.cols < 0) {
@@ -337,38 +369,6 @@ absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView&
   }
   return *row_bytes;
 }
-
-absl::Status CheckOperands(absl::string_view kernel, const WeightView& w, const float* x, int64_t tokens,
-                           const float* y) {
-  if (tokens < 0) return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative token count ", tokens));
-  if (tokens > 0 && w.rows > 0 && w.cols > 0 && (x == nullptr || y == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat(kernel, ": null ", x == nullptr ? "input" : "output",
-                                                   " for ", tokens, " tokens x ", w.cols, " -> ", w.rows));
-  }
-  return absl::OkStatus();
-}
-
-// Bytes on a 64-byte boundary, for the GEMM's aligned vector loads.
-struct AlignedDelete {
-  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
-};
-using AlignedBytes = std::unique_ptr<uint8_t[], AlignedDelete>;
-AlignedBytes AllocateAligned(int64_t bytes) {
-  return AlignedBytes(static_cast<uint8_t*>(::operator new[](static_cast<size_t>(bytes), std::align_val_t{64})));
-}
-
-// Below this many tokens the GEMM's padding to groups of four and its
-// unpacking of the weights cost more than they save.
-constexpr int64_t kMinGemmTokens = 4;
-
-// Weight rows per token tile are re-read from L1 for each token of the tile;
-// the tile bounds the activations kept hot in L2. It changes no arithmetic.
-constexpr int64_t kTokenTile = 16;
-
-// Enough multiply-adds per chunk to pay for handing it to another thread.
-constexpr int64_t kMinMacsPerChunk = 1 << 15;
-
-}  // namespace
 
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
   return MatMul(w, x, tokens, y, pool, BestCpuIsa());

@@ -4,6 +4,8 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "runtime/cpu/CpuIsa.h"
 #include "runtime/cpu/ThreadPool.h"
@@ -24,6 +26,12 @@ struct WeightView {
   absl::Span<const uint8_t> bytes;
   int64_t rows_interleaved = 1;
 };
+
+// The bytes of one of w's rows, where w is a matrix the kernels can read:
+// non-negative dimensions, whole blocks of its type per row, rows interleaved
+// by 1 or (32-element block types, a multiple of 8 rows) 8, and exactly the
+// bytes that shape takes. Errors are InvalidArgument, naming `kernel`.
+absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView& w);
 
 // y[t, o] = sum_i w[o, i] * x[t, i] for t < tokens: x is [tokens, w.cols]
 // and y [tokens, w.rows], both row-major f32.

@@ -173,19 +173,7 @@ absl::Status Softmax(const float* x, int64_t rows, int64_t width, float* out, Th
 absl::Status EmbeddingLookup(const WeightView& table, const int32_t* token_ids, int64_t count, float* out,
                              ThreadPool& pool) {
   if (count < 0) return absl::InvalidArgumentError(absl::StrCat("EmbeddingLookup: negative token count ", count));
-  absl::StatusOr<uint64_t> row_bytes = quant::RowBytes(table.type, table.cols);
-  if (!row_bytes.ok() || table.rows < 0 ||
-      (table.rows > 0 && *row_bytes > table.bytes.size() / static_cast<uint64_t>(table.rows)) ||
-      *row_bytes * static_cast<uint64_t>(table.rows) != table.bytes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("EmbeddingLookup: table ", quant::StorageTypeName(table.type),
-                                                   " [", table.rows, " x ", table.cols, "] does not fit its ",
-                                                   table.bytes.size(), " bytes"));
-  }
-  if (table.rows_interleaved != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("EmbeddingLookup: table ", quant::StorageTypeName(table.type),
-                                                   " [", table.rows, " x ", table.cols, "] has rows interleaved by ",
-                                                   table.rows_interleaved, "; a lookup reads GGUF's rows"));
-  }
+  KVJIT_ASSIGN_OR_RETURN(const uint64_t row_bytes, CheckWeight("EmbeddingLookup", table));
   KVJIT_RETURN_IF_ERROR(CheckPointers("EmbeddingLookup", count * table.cols, {token_ids, out}));
   for (int64_t i = 0; i < count; ++i) {
     if (token_ids[i] < 0 || token_ids[i] >= table.rows) {
@@ -194,12 +182,25 @@ absl::Status EmbeddingLookup(const WeightView& table, const int32_t* token_ids, 
     }
   }
   const int64_t width = table.cols;
+  // In an interleaved table (MatMul.h) a row's blocks lie a group's block
+  // column apart; in GGUF's rows, back to back.
+  const int64_t interleaved = table.rows_interleaved;
+  const int64_t blocks = interleaved == 1 ? 1 : width / quant::ElementsPerBlock(table.type);
+  const uint64_t block_bytes = row_bytes / static_cast<uint64_t>(blocks);
+  const int64_t block_elements = width / blocks;
   pool.ParallelFor(count, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const absl::Span<const uint8_t> row =
-          table.bytes.subspan(static_cast<size_t>(token_ids[i]) * *row_bytes, *row_bytes);
-      // Cannot fail: the row's size was checked against the table's shape above.
-      quant::DequantizeRow(table.type, row, absl::MakeSpan(out + i * width, static_cast<size_t>(width))).IgnoreError();
+      const int64_t row = token_ids[i];
+      const uint64_t first_block = static_cast<uint64_t>(row - row % interleaved) * row_bytes +
+                                   static_cast<uint64_t>(row % interleaved) * block_bytes;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const absl::Span<const uint8_t> block =
+            table.bytes.subspan(first_block + static_cast<uint64_t>(b * interleaved) * block_bytes, block_bytes);
+        // Cannot fail: the block's size was checked against the table's shape above.
+        quant::DequantizeRow(table.type, block,
+                             absl::MakeSpan(out + i * width + b * block_elements, static_cast<size_t>(block_elements)))
+            .IgnoreError();
+      }
     }
   });
   return absl::OkStatus();

@@ -48,8 +48,10 @@ absl::Status Scale(const float* x, float factor, float* out, int64_t n, ThreadPo
 absl::Status Softmax(const float* x, int64_t rows, int64_t width, float* out, ThreadPool& pool);
 
 // out[i, :] = table row token_ids[i], dequantized (bit for bit as ggml's
-// get_rows); only the selected rows are read. Ids outside [0, table.rows)
-// are an OutOfRange error.
+// get_rows); only the selected rows are read, in either of MatMul.h's
+// layouts (a tied table is also the output projection's weight, which the
+// compiler may interleave). Ids outside [0, table.rows) are an OutOfRange
+// error, a table the kernels cannot read (CheckWeight) InvalidArgument.
 absl::Status EmbeddingLookup(const WeightView& table, const int32_t* token_ids, int64_t count, float* out,
                              ThreadPool& pool);
 

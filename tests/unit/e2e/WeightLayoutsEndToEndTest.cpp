@@ -2,8 +2,9 @@
 // the pass (choosing the interleaved layout for every weight that qualifies)
 // and without it give the same greedy ids and the same logits, bit for bit,
 // on the CPU; the f32 model's weights all keep GGUF's rows, and SmolLM2's
-// interleaved weights come from the sidecar while its tied embedding stays
-// in the GGUF file. The CUDA target refuses CPU layouts.
+// interleaved weights, its tied embedding among them (both the lookup's
+// table and the output projection), come from the sidecar. The CUDA target
+// refuses CPU layouts.
 
 #include <unistd.h>
 
@@ -100,7 +101,8 @@ TEST_F(WeightLayoutsEndToEndTest, StoriesIsF32AndKeepsEveryWeightInGgufRows) {
 
 // SmolLM2 Q4_1 (its output projection is the tied Q8_0 embedding): each
 // layer's four linears (q/k/v and gate/up fused, o, down) are interleaved,
-// the tied embedding is not.
+// and so is the tied embedding, which every step reads twice, as the
+// lookup's table and as the output projection.
 TEST_F(WeightLayoutsEndToEndTest, SmolLM2InterleavesItsLinearsWithTheSameLogits) {
   const std::string path = testing::DownloadedModelPath("SmolLM2-135M-Instruct.Q4_1.gguf");
   if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run tools/scripts/fetch_model.sh";
@@ -108,12 +110,11 @@ TEST_F(WeightLayoutsEndToEndTest, SmolLM2InterleavesItsLinearsWithTheSameLogits)
   std::unique_ptr<runtime::Executable> gguf = Compile(path, false);
   ASSERT_TRUE(laid_out && gguf);
   const int64_t layers = laid_out->config().num_layers();
-  EXPECT_EQ(Layouts(*laid_out).interleaved_in_sidecar, 4 * layers);
+  EXPECT_EQ(Layouts(*laid_out).interleaved_in_sidecar, 4 * layers + 1);
   EXPECT_EQ(Layouts(*gguf).interleaved_in_sidecar, 0);
   const kvx::Weight* embedding = FindWeight(*laid_out, "token_embd.weight");
   ASSERT_NE(embedding, nullptr);
-  EXPECT_EQ(embedding->layout(), kvx::WeightLayout::Gguf);
-  EXPECT_EQ(embedding->file_index(), 0u);
+  EXPECT_EQ(embedding->layout(), kvx::WeightLayout::RowsInterleaved8);
   testing::ExpectSameGreedyRun(*laid_out, *gguf, {1, 4093, 314, 253, 1345, 28, 2752, 436, 2270, 30}, 24);
 }
 

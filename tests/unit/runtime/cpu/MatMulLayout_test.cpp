@@ -106,15 +106,42 @@ TEST(MatMulLayoutErrors, RefusesInterleavingsTheKernelsDoNotRead) {
   EXPECT_THAT(status.message(), HasSubstr("the oracle reads GGUF's rows"));
 }
 
-TEST(MatMulLayoutErrors, AnEmbeddingLookupRefusesAnInterleavedTable) {
+// A tied embedding table is also the output projection's weight, so it may
+// be interleaved: a lookup reads each row's blocks from its group and
+// dequantizes them to the GGUF row's values, for every row of a group.
+TEST_P(MatMulLayoutTest, AnEmbeddingLookupReadsAnInterleavedTable) {
+  const StorageType type = GetParam();
+  std::mt19937 rng(7100 + static_cast<uint32_t>(type));
+  const std::vector<uint8_t> gguf = testing::RandomWeights(type, kRows, kCols, rng);
+  const std::vector<uint8_t> interleaved = Interleaved(type, gguf);
+  const std::vector<int32_t> tokens = {0, 7, 8, 13, 39, 21, 22, 0, 31, 1, 2, 3, 4, 5, 6, 17};
+  const int64_t count = static_cast<int64_t>(tokens.size());
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    std::vector<float> expected(static_cast<size_t>(count * kCols), std::nanf(""));
+    std::vector<float> actual(expected.size(), std::nanf(""));
+    ASSERT_TRUE(EmbeddingLookup(WeightView{type, kRows, kCols, gguf}, tokens.data(), count, expected.data(), pool).ok());
+    ASSERT_TRUE(EmbeddingLookup(WeightView{type, kRows, kCols, interleaved, /*rows_interleaved=*/8}, tokens.data(),
+                                count, actual.data(), pool)
+                    .ok());
+    EXPECT_TRUE(AllEqual(actual, expected)) << threads << " threads";
+  }
+}
+
+TEST(MatMulLayoutErrors, AnEmbeddingLookupRefusesWhatNoKernelReads) {
   ThreadPool pool(1);
-  std::vector<uint8_t> table(8 * 20);
   const int32_t token = 3;
-  std::vector<float> out(32);
-  const absl::Status status =
-      EmbeddingLookup(WeightView{StorageType::kQ4_1, 8, 32, table, 8}, &token, 1, out.data(), pool);
+  std::vector<float> out(64);
+  std::vector<uint8_t> f32(8 * 64 * 4);
+  absl::Status status = EmbeddingLookup(WeightView{StorageType::kF32, 8, 64, f32, 8}, &token, 1, out.data(), pool);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("a lookup reads GGUF's rows"));
+  EXPECT_THAT(status.message(), HasSubstr("EmbeddingLookup: weight f32 [8 x 64]"));
+  EXPECT_THAT(status.message(), HasSubstr("only the 32-element block types"));
+
+  std::vector<uint8_t> twelve_rows(12 * 2 * 20);
+  status = EmbeddingLookup(WeightView{StorageType::kQ4_1, 12, 64, twelve_rows, 8}, &token, 1, out.data(), pool);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("12 rows, not a multiple of 8"));
 }
 
 }  // namespace
