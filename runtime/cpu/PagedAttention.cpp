@@ -42,11 +42,20 @@ struct HeadCache {
   const uint8_t* Value(int64_t position) const { return Key(position) + layout->ValueOffset(); }
 };
 
-// One thread's buffers for one query head at a time.
+// The most query heads of one group attended together (f32 cache): their
+// scores and sums stay in the thread's cache, and longer groups (multi-query
+// attention's, every query head on one kv head) are taken in parts.
+constexpr int64_t kMaxGroupedHeads = 8;
+
+// One thread's buffers for the query heads it attends at once: one (f16)
+// or those of one kv head's group (f32).
 struct HeadScratch {
   std::vector<float> query;    // [head_dim], rounded to f16 (f16 path)
-  std::vector<float> weights;  // [visible rounded up to 8]: scores, then their exp, then probabilities
-  std::vector<float> lanes;    // [HalfDotLanes, head_dim] (f16) or [head_dim] (f32): the weighted sum of values
+  // [heads, weights_stride], each row [visible rounded up to 8]: scores, then
+  // their exp, then probabilities
+  std::vector<float> weights;
+  int64_t weights_stride;
+  std::vector<float> lanes;  // [HalfDotLanes, head_dim] (f16) or [heads, head_dim] (f32): the weighted sums of values
 };
 
 // The first cached position the query at `position` reads.
@@ -141,37 +150,51 @@ void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, i
   FoldHalfDotLaneRows(order, scratch.lanes.data(), head_dim, out);
 }
 
-// One query head over the cached positions begin..end-1 of an f32 cache
-// (see PagedAttention.h): all scores, their maximum, FastExp of each score's
-// distance to it, the denominator over lanes of eight by position, and the
-// weighted sum of values in key order, divided by the denominator at the end.
-void AttendFloatHead(const float* query, const HeadCache& cache, int64_t begin, int64_t end, float scale,
-                     float softcap, HeadScratch& scratch, float* out) {
+// The query heads [0, heads) of one kv head's group (queries and outputs
+// head_dim apart) over the cached positions begin..end-1 of an f32 cache
+// (see PagedAttention.h), each as it would be alone: all scores, their
+// maximum, FastExp of each score's distance to it, the denominator over
+// lanes of eight by position, and the weighted sum of values in key order,
+// divided by the denominator at the end. The heads read each key and value
+// row once for all of them.
+void AttendFloatHeads(const float* queries, int64_t heads, const HeadCache& cache, int64_t begin, int64_t end,
+                      float scale, float softcap, HeadScratch& scratch, float* out) {
   const int64_t head_dim = cache.layout->head_dim;
   const int64_t visible = end - begin;
-  const LaneAlignedWeights weights(scratch.weights.data(), begin, end);
-  float* visible_weights = weights.At(begin);
+  const int64_t stride = scratch.weights_stride;
+  // Head h's row starts `stride` floats after head h - 1's, so a position's
+  // weight is at the same offset in every row.
+  const LaneAlignedWeights first_head(scratch.weights.data(), begin, end);
   ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
-    FloatDotRows(cache.Key(first), cache.layout->SlotStride(), count, query, head_dim, scale, weights.At(first));
+    FloatDotRows(cache.Key(first), cache.layout->SlotStride(), count, queries, heads, head_dim, scale,
+                 first_head.At(first), stride);
   });
-  SoftCapScores(visible_weights, visible, softcap);
-  const float max = *std::max_element(visible_weights, visible_weights + visible);
-  for (int64_t j = 0; j < visible; ++j) visible_weights[j] = visible_weights[j] - max;
-  FastExpRow(visible_weights, visible_weights, visible);
-  // Lane j % 8 sums the keys at positions j in order; the padding's zeros
-  // add nothing to a sum of exponentials (+0 or more).
-  const int64_t padded = weights.ZeroPadding();
-  float lanes[8] = {};
-  for (int64_t j = 0; j < padded; j += 8) {
-    for (int l = 0; l < 8; ++l) lanes[l] = lanes[l] + weights.row[j + l];
+  float inverses[kMaxGroupedHeads];
+  for (int64_t h = 0; h < heads; ++h) {
+    const LaneAlignedWeights weights(scratch.weights.data() + h * stride, begin, end);
+    float* visible_weights = weights.At(begin);
+    SoftCapScores(visible_weights, visible, softcap);
+    const float max = *std::max_element(visible_weights, visible_weights + visible);
+    for (int64_t j = 0; j < visible; ++j) visible_weights[j] = visible_weights[j] - max;
+    FastExpRow(visible_weights, visible_weights, visible);
+    // Lane j % 8 sums the keys at positions j in order; the padding's zeros
+    // add nothing to a sum of exponentials (+0 or more).
+    const int64_t padded = weights.ZeroPadding();
+    float lanes[8] = {};
+    for (int64_t j = 0; j < padded; j += 8) {
+      for (int l = 0; l < 8; ++l) lanes[l] = lanes[l] + weights.row[j + l];
+    }
+    inverses[h] = 1.0f / internal::LaneSum(lanes);
   }
-  const float inverse = 1.0f / internal::LaneSum(lanes);
-  float* sum = scratch.lanes.data();
-  std::fill(sum, sum + head_dim, 0.0f);
+  float* sums = scratch.lanes.data();
+  std::fill(sums, sums + heads * head_dim, 0.0f);
   ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
-    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights.At(first), head_dim, sum);
+    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, first_head.At(first), stride, heads,
+                  head_dim, sums);
   });
-  for (int64_t d = 0; d < head_dim; ++d) out[d] = sum[d] * inverse;
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t d = 0; d < head_dim; ++d) out[h * head_dim + d] = sums[h * head_dim + d] * inverses[h];
+  }
 }
 
 absl::Status CheckBatch(const PagedAttentionBatch& batch, int64_t tokens, const PagedKvLayout& layout,
@@ -301,12 +324,16 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
   // A work item is one query head of one token: a decode step of a GQA model
   // has only a few kv heads, and splitting by them leaves one thread with
   // twice the other's work (3 kv heads on 2 threads). The heads of a group
-  // mostly fall in one chunk and find their K and V rows in its cache.
+  // mostly fall in one chunk; with an f32 cache a chunk attends the heads it
+  // holds of one group together, reading each K and V row once for them.
+  const int64_t grouped_heads = half ? 1 : std::min(group, kMaxGroupedHeads);
   pool.ParallelFor(tokens * heads, [&](int64_t begin, int64_t end) {
+    const int64_t weights_stride = (max_context + 7) / 8 * 8;
+    const int64_t lane_rows = std::max<int64_t>(HalfDotLanes(HalfDotOrder::kVecDot), grouped_heads);
     HeadScratch scratch{std::vector<float>(static_cast<size_t>(head_dim)),
-                        std::vector<float>(static_cast<size_t>((max_context + 7) / 8 * 8)),
-                        std::vector<float>(static_cast<size_t>(HalfDotLanes(HalfDotOrder::kVecDot) * head_dim))};
-    for (int64_t item = begin; item < end; ++item) {
+                        std::vector<float>(static_cast<size_t>(grouped_heads * weights_stride)), weights_stride,
+                        std::vector<float>(static_cast<size_t>(lane_rows * head_dim))};
+    for (int64_t item = begin, items = 1; item < end; item += items) {
       const int64_t t = item / heads;
       const int64_t kv_head = item % heads / group;
       const int32_t sequence = sequence_of_token[t];
@@ -316,9 +343,13 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
       const int64_t first = FirstVisible(batch.positions[t], window);
       const int64_t last = static_cast<int64_t>(batch.positions[t]) + 1;
       if (!half) {
-        AttendFloatHead(query + row, cache, first, last, scale, softcap, scratch, out + row);
+        // The chunk's heads of this kv head's group, at most kMaxGroupedHeads.
+        const int64_t group_end = t * heads + (kv_head + 1) * group;
+        items = std::min({end, group_end, item + grouped_heads}) - item;
+        AttendFloatHeads(query + row, items, cache, first, last, scale, softcap, scratch, out + row);
         continue;
       }
+      items = 1;
       // The sequence's own row count picks the order, as llama.cpp's batch
       // size does for a batch of one sequence: other sequences in the step
       // change nothing.

@@ -91,7 +91,9 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // Either way the result depends on that token's query, its sequence's cache
 // and (f16) its sequence's row count alone, not on the rest of the batch or
 // the thread count. Work is split over (token, query head) pairs; each head
-// reads its kv head's rows in place.
+// reads its kv head's rows in place, and with an f32 cache the heads of one
+// kv head's group that a thread holds (up to 8 at a time) read them once
+// together, each head's arithmetic unchanged.
 //
 // Every index is checked before any work: seq_starts must run from 0 to
 // tokens without decreasing, each position must be below its sequence's

@@ -53,19 +53,30 @@ std::vector<const internal::FloatDotKernels*> AllKernels() {
   return kernels;
 }
 
+// Every query count up to past two passes of the AVX-512 kernel's three.
+constexpr int64_t kQueryCounts[] = {1, 2, 3, 4, 7};
+
 TEST(FloatDotTest, DotRowsFollowTheDocumentedOrderBitForBit) {
   const float scale = 0.125f;
   for (const internal::FloatDotKernels* kernels : AllKernels()) {
-    for (int64_t n : {1, 7, 8, 9, 31, 64, 65, 100}) {
-      const int64_t stride = n + 3;
-      const int64_t rows = 19;  // two groups of eight rows and three single ones
-      const std::vector<float> x = RandomRows(rows, n, stride, 17 + static_cast<uint32_t>(n));
-      const std::vector<float> y = RandomRows(1, n, n, 99 + static_cast<uint32_t>(n));
-      std::vector<float> out(rows);
-      kernels->dot_rows(Bytes(x), stride * 4, rows, y.data(), n, scale, out.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        SCOPED_TRACE(::testing::Message() << "n = " << n << ", row " << r);
-        EXPECT_EQ(Bits(out[r]), Bits(ReferenceScaledDot(x.data() + r * stride, y.data(), n, scale)));
+    for (int64_t queries : kQueryCounts) {
+      for (int64_t n : {1, 7, 8, 9, 31, 64, 65, 100}) {
+        const int64_t stride = n + 3;
+        const int64_t rows = 19;  // two groups of eight rows and three single ones
+        const int64_t out_stride = rows + 5;
+        const std::vector<float> x = RandomRows(rows, n, stride, 17 + static_cast<uint32_t>(n));
+        const std::vector<float> y = RandomRows(queries, n, n, 99 + static_cast<uint32_t>(n));
+        std::vector<float> out(static_cast<size_t>(queries * out_stride), 1e30f);
+        kernels->dot_rows(Bytes(x), stride * 4, rows, y.data(), queries, n, scale, out.data(), out_stride);
+        for (int64_t q = 0; q < queries; ++q) {
+          for (int64_t r = 0; r < rows; ++r) {
+            SCOPED_TRACE(::testing::Message() << queries << " queries, n = " << n << ", query " << q << ", row " << r);
+            EXPECT_EQ(Bits(out[q * out_stride + r]),
+                      Bits(ReferenceScaledDot(x.data() + r * stride, y.data() + q * n, n, scale)));
+          }
+          // Past each query's rows nothing is written.
+          for (int64_t r = rows; r < out_stride; ++r) EXPECT_EQ(out[q * out_stride + r], 1e30f);
+        }
       }
     }
   }
@@ -73,23 +84,28 @@ TEST(FloatDotTest, DotRowsFollowTheDocumentedOrderBitForBit) {
 
 TEST(FloatDotTest, AxpyRowsAccumulateInRowOrderBitForBit) {
   for (const internal::FloatDotKernels* kernels : AllKernels()) {
-    for (int64_t n : {1, 7, 8, 9, 16, 17, 64, 65, 128, 130}) {
-      const int64_t stride = n + 5;
-      const int64_t rows = 7;
-      const std::vector<float> x = RandomRows(rows, n, stride, 3 + static_cast<uint32_t>(n));
-      const std::vector<float> a = RandomRows(1, rows, rows, 5 + static_cast<uint32_t>(n));
-      std::vector<float> acc = RandomRows(1, n, n, 11);
-      std::vector<float> expected = acc;
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t i = 0; i < n; ++i) {
-          const float product = a[r] * x[r * stride + i];
-          expected[i] = expected[i] + product;
+    for (int64_t queries : kQueryCounts) {
+      for (int64_t n : {1, 7, 8, 9, 16, 17, 64, 65, 128, 130}) {
+        const int64_t stride = n + 5;
+        const int64_t rows = 7;
+        const int64_t a_stride = rows + 2;
+        const std::vector<float> x = RandomRows(rows, n, stride, 3 + static_cast<uint32_t>(n));
+        const std::vector<float> a = RandomRows(queries, rows, a_stride, 5 + static_cast<uint32_t>(n));
+        std::vector<float> acc = RandomRows(queries, n, n, 11);
+        std::vector<float> expected = acc;
+        for (int64_t q = 0; q < queries; ++q) {
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t i = 0; i < n; ++i) {
+              const float product = a[q * a_stride + r] * x[r * stride + i];
+              expected[q * n + i] = expected[q * n + i] + product;
+            }
+          }
         }
-      }
-      kernels->axpy_rows(Bytes(x), stride * 4, rows, a.data(), n, acc.data());
-      for (int64_t i = 0; i < n; ++i) {
-        SCOPED_TRACE(::testing::Message() << "n = " << n << ", element " << i);
-        EXPECT_EQ(Bits(acc[i]), Bits(expected[i]));
+        kernels->axpy_rows(Bytes(x), stride * 4, rows, a.data(), a_stride, queries, n, acc.data());
+        for (int64_t i = 0; i < queries * n; ++i) {
+          SCOPED_TRACE(::testing::Message() << queries << " queries, n = " << n << ", element " << i);
+          EXPECT_EQ(Bits(acc[i]), Bits(expected[i]));
+        }
       }
     }
   }
@@ -97,11 +113,11 @@ TEST(FloatDotTest, AxpyRowsAccumulateInRowOrderBitForBit) {
 
 TEST(FloatDotTest, DispatchedKernelsAreOneOfThese) {
   const std::vector<float> x = RandomRows(3, 65, 70, 1);
-  const std::vector<float> y = RandomRows(1, 65, 65, 2);
-  std::vector<float> dispatched(3), portable(3);
-  FloatDotRows(Bytes(x), 70 * 4, 3, y.data(), 65, 0.5f, dispatched.data());
-  internal::PortableFloatDotKernels().dot_rows(Bytes(x), 70 * 4, 3, y.data(), 65, 0.5f, portable.data());
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(Bits(dispatched[r]), Bits(portable[r]));
+  const std::vector<float> y = RandomRows(2, 65, 65, 2);
+  std::vector<float> dispatched(6), portable(6);
+  FloatDotRows(Bytes(x), 70 * 4, 3, y.data(), 2, 65, 0.5f, dispatched.data(), 3);
+  internal::PortableFloatDotKernels().dot_rows(Bytes(x), 70 * 4, 3, y.data(), 2, 65, 0.5f, portable.data(), 3);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(Bits(dispatched[i]), Bits(portable[i]));
 }
 
 }  // namespace

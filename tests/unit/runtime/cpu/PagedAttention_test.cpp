@@ -328,15 +328,59 @@ TEST(PagedAttentionF16Test, FollowsGgmlsOrderForDecodeAndPrefill) {
 
 // The f32 cache's kernels (AVX-512, AVX2 or portable, whichever this CPU
 // takes) give the documented order's bits, with and without a window that
-// starts keys off a lane boundary.
+// starts keys off a lane boundary, for thread counts whose chunks split a kv
+// head's group of query heads (attended together) at different heads.
 TEST(PagedAttentionF32Test, FollowsTheDocumentedOrder) {
   const Cache cache = BuildCache(KvElementType::kF32, 10);
   const Step step = MakeStep(cache, kAllSequences, 1000);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-  for (int64_t window : {int64_t{0}, int64_t{13}, int64_t{45}}) {
-    SCOPED_TRACE(::testing::Message() << "window " << window);
-    EXPECT_TRUE(AllEqual(Attend(cache, step, scale, 2, window),
-                         OrderedFloatAttention(cache, step, kAllSequences, scale, window)));
+  for (int threads : {1, 2, 3, 4}) {
+    for (int64_t window : {int64_t{0}, int64_t{13}, int64_t{45}}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, window " << window);
+      EXPECT_TRUE(AllEqual(Attend(cache, step, scale, threads, window),
+                           OrderedFloatAttention(cache, step, kAllSequences, scale, window)));
+    }
+  }
+}
+
+// A group of query heads larger than one pass of the grouped kernels takes
+// (10 per kv head) gives each head the bits it gets alone: attended as the
+// only query head of its kv head, in a query of kKvHeads heads.
+TEST(PagedAttentionF32Test, LargeGroupsGiveEachHeadItsBitsAlone) {
+  constexpr int64_t kWideHeads = 10 * kKvHeads;
+  const Cache cache = BuildCache(KvElementType::kF32, 11);
+  const Step step = MakeStep(cache, kAllSequences, 1100);
+  const PagedAttentionBatch batch = step.Batch(cache.max_blocks);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal;
+  std::vector<float> wide(static_cast<size_t>(step.tokens * kWideHeads * kHeadDim));
+  for (float& x : wide) x = normal(rng);
+  auto attend = [&](const std::vector<float>& query, int64_t heads, int threads) {
+    ThreadPool pool(threads);
+    std::vector<float> out(query.size(), std::nanf(""));
+    const absl::Status status = PagedAttention(query.data(), step.tokens, heads, cache.layout, kLayer,
+                                               cache.pool.data(), kPoolBlocks, batch, scale, 0, 0.0f, out.data(), pool);
+    EXPECT_TRUE(status.ok()) << status;
+    return out;
+  };
+  std::vector<float> alone(wide.size());
+  for (int64_t h = 0; h < kWideHeads; ++h) {
+    const int64_t g = h / (kWideHeads / kKvHeads);
+    std::vector<float> narrow(static_cast<size_t>(step.tokens * kKvHeads * kHeadDim));
+    for (int64_t t = 0; t < step.tokens; ++t) {
+      for (int64_t k = 0; k < kKvHeads; ++k) {
+        std::copy_n(wide.begin() + (t * kWideHeads + h) * kHeadDim, kHeadDim,
+                    narrow.begin() + (t * kKvHeads + k) * kHeadDim);
+      }
+    }
+    const std::vector<float> out = attend(narrow, kKvHeads, 1);
+    for (int64_t t = 0; t < step.tokens; ++t) {
+      std::copy_n(out.begin() + (t * kKvHeads + g) * kHeadDim, kHeadDim, alone.begin() + (t * kWideHeads + h) * kHeadDim);
+    }
+  }
+  for (int threads : {1, 2, 3}) {
+    EXPECT_TRUE(AllEqual(attend(wide, kWideHeads, threads), alone)) << threads << " threads";
   }
 }
 
