@@ -38,9 +38,9 @@ def kvjit_batched(folder):
     return figures
 
 
-def llama_bench(folder, prompt):
+def llama_bench(folder, prompt, pattern="llama-bench-*.json"):
     values = []
-    for path in rounds(folder, "llama-bench-*.json"):
+    for path in rounds(folder, pattern):
         for entry in json.load(open(path)):
             if (entry["n_prompt"] > 0) == prompt:
                 values.append(entry["avg_ts"])
@@ -63,6 +63,12 @@ def main():
         ("16 concurrent decodes (npp 8, ntg 128, npl 16)", kvjit_batched(folder), llama_batched(folder), "2.0"),
         ("batch-1 decode tg64", kvjit_batch1(folder, "decode_tokens_per_s"), llama_bench(folder, False), "1.6"),
     ]
+    # Reports of run_native_ratios.sh before it measured llama.cpp's decode at
+    # depth 128 have no such row.
+    if rounds(folder, "llama-depth128-*.json"):
+        rows.append(("batch-1 decode tg64, both after 128 tokens (llama-bench -d 128)",
+                     kvjit_batch1(folder, "decode_tokens_per_s"),
+                     llama_bench(folder, False, "llama-depth128-*.json"), "1.6"))
     print("| measure (tok/s, median (min-max) of the rounds) | kvjit f32 cache | kvjit f16 cache | llama.cpp "
           "| ratio f32 / f16 | goal |")
     print("|---|---:|---:|---:|---:|---:|")
