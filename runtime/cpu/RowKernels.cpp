@@ -182,6 +182,7 @@ absl::Status EmbeddingLookup(const WeightView& table, const int32_t* token_ids, 
     }
   }
   const int64_t width = table.cols;
+  if (width == 0) return absl::OkStatus();  // rows of no blocks, nothing to write
   // In an interleaved table (MatMul.h) a row's blocks lie a group's block
   // column apart; in GGUF's rows, back to back.
   const int64_t interleaved = table.rows_interleaved;

@@ -142,6 +142,9 @@ TEST(MatMulLayoutErrors, AnEmbeddingLookupRefusesWhatNoKernelReads) {
   status = EmbeddingLookup(WeightView{StorageType::kQ4_1, 12, 64, twelve_rows, 8}, &token, 1, out.data(), pool);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("12 rows, not a multiple of 8"));
+
+  // Rows of no blocks: nothing to read or write, and no block to divide by.
+  EXPECT_TRUE(EmbeddingLookup(WeightView{StorageType::kQ4_1, 8, 0, {}, 8}, &token, 1, out.data(), pool).ok());
 }
 
 }  // namespace
