@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/cpu/MatMul.h"
 #include "runtime/cpu/PagedAttention.h"
+#include "runtime/cpu/Rope.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
@@ -46,6 +47,8 @@ struct CpuOpContext {
   CpuOperands& operands;
   cpu::ThreadPool& pool;
   CpuKvPool kv;
+  // The step's Rope angles, shared by its Rope instructions.
+  cpu::RopeAngles& rope_angles;
 
   const kvx::TensorRef& input(int i) const { return *instruction.inputs()->Get(i); }
   const kvx::TensorRef& output(int i) const { return *instruction.outputs()->Get(i); }

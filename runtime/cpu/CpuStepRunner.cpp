@@ -177,10 +177,11 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
     }
   }
   const auto& instructions = *executable_.program().instructions();
+  rope_angles_.Clear();
   auto execute = [&](size_t i) -> absl::Status {
     const kvx::Instruction& instruction = *instructions[i];
     CpuOpContext context{instruction, inputs, sizes, *this, pool_,
-                         CpuKvPool{kv_layout_, kv_pool_.data(), num_blocks_}};
+                         CpuKvPool{kv_layout_, kv_pool_.data(), num_blocks_}, rope_angles_};
     absl::Status status = CpuKernelOf(instruction.op())(context);
     if (status.ok()) return status;
     return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",

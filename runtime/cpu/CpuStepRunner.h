@@ -12,6 +12,7 @@
 #include "runtime/cpu/CpuKernelTable.h"
 #include "runtime/cpu/MatMul.h"
 #include "runtime/cpu/PagedAttention.h"
+#include "runtime/cpu/Rope.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepObserver.h"
@@ -55,6 +56,8 @@ class CpuStepRunner final : public StepRunner, private CpuOperands {
   PageBuffer kv_pool_;
   // Weights read as f32 vectors (norm weights, biases), dequantized once.
   std::map<uint32_t, std::vector<float>> vector_weights_;
+  // The current step's Rope angles, cleared as each step begins.
+  cpu::RopeAngles rope_angles_;
   StepObserver* observer_ = nullptr;
 };
 

@@ -1,9 +1,15 @@
 #include "runtime/cpu/Rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/cpu/CpuIsa.h"
+
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+#include <immintrin.h>
+#endif
 
 namespace kvjit::cpu {
 namespace {
@@ -79,42 +85,140 @@ absl::Status CheckRope(const float* x, int64_t tokens, int64_t heads, int64_t he
   return absl::OkStatus();
 }
 
-}  // namespace
+// Element i of a pair's first and second halves in `style`: i * stride and
+// i * stride + offset.
+int64_t PairStride(RopeStyle style) { return style == RopeStyle::kNeox ? 1 : 2; }
+int64_t SecondOffset(RopeStyle style, int64_t pairs) { return style == RopeStyle::kNeox ? pairs : 1; }
 
-absl::Status Rope(const float* x, int64_t tokens, int64_t heads, int64_t head_dim, const int32_t* positions,
-                  const RopeParams& params, float* out, ThreadPool& pool) {
-  if (absl::Status status = CheckRope(x, tokens, heads, head_dim, positions, params, out); !status.ok()) return status;
+// One product rounded, the other fused: the contraction ggml's build makes
+// of its rotation, so the rotated q and k (and with them the 8-bit quantized
+// activations downstream) match llama.cpp's bits. It is no less accurate
+// than rounding both products.
+void PortableRotate(const float* in, const float* cosines, const float* sines, int64_t pairs, RopeStyle style,
+                         float* out) {
+  const int64_t stride = PairStride(style), offset = SecondOffset(style, pairs);
+  for (int64_t i = 0; i < pairs; ++i) {
+    const float x0 = in[i * stride];
+    const float x1 = in[i * stride + offset];
+    out[i * stride] = std::fma(x0, cosines[i], -(x1 * sines[i]));
+    out[i * stride + offset] = std::fma(x0, sines[i], x1 * cosines[i]);
+  }
+}
+
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+// The same operations eight lanes at a time, with FMA in hardware (the
+// portable build calls libm's fmaf per element). NeoX pairs' halves are
+// contiguous runs; interleaved pairs sit side by side in a register, whose
+// lanes swapped within each pair give the other element: even lanes take
+// x0 c - (x1 s), odd lanes x0 s + (x1 c), each from its own fused form.
+__attribute__((target("avx2,fma"))) void Avx2Rotate(const float* in, const float* cosines, const float* sines,
+                                                    int64_t pairs, RopeStyle style, float* out) {
+  int64_t i = 0;
+  if (style == RopeStyle::kNeox) {
+    for (; i + 8 <= pairs; i += 8) {
+      const __m256 x0 = _mm256_loadu_ps(in + i), x1 = _mm256_loadu_ps(in + pairs + i);
+      const __m256 c = _mm256_loadu_ps(cosines + i), s = _mm256_loadu_ps(sines + i);
+      const __m256 first = _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s));
+      const __m256 second = _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c));
+      _mm256_storeu_ps(out + i, first);
+      _mm256_storeu_ps(out + pairs + i, second);
+    }
+    for (; i < pairs; ++i) {
+      out[i] = __builtin_fmaf(in[i], cosines[i], -(in[pairs + i] * sines[i]));
+      out[pairs + i] = __builtin_fmaf(in[i], sines[i], in[pairs + i] * cosines[i]);
+    }
+    return;
+  }
+  const __m256i duplicate = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  for (; i + 4 <= pairs; i += 4) {
+    const __m256 v = _mm256_loadu_ps(in + 2 * i);            // x0, x1 of pairs i..i+3
+    const __m256 swapped = _mm256_permute_ps(v, 0xB1);        // x1, x0
+    const __m256 c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cosines + i)), duplicate);
+    const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sines + i)), duplicate);
+    const __m256 even = _mm256_fmsub_ps(v, c, _mm256_mul_ps(swapped, s));   // x0 c - (x1 s)
+    const __m256 odd = _mm256_fmadd_ps(swapped, s, _mm256_mul_ps(v, c));    // x0 s + (x1 c)
+    _mm256_storeu_ps(out + 2 * i, _mm256_blend_ps(even, odd, 0xAA));
+  }
+  for (; i < pairs; ++i) {
+    const float x0 = in[2 * i], x1 = in[2 * i + 1];
+    out[2 * i] = __builtin_fmaf(x0, cosines[i], -(x1 * sines[i]));
+    out[2 * i + 1] = __builtin_fmaf(x0, sines[i], x1 * cosines[i]);
+  }
+}
+#endif
+
+internal::RotatePairs RotatePairsKernel() {
+  const internal::RotatePairs avx2 = internal::Avx2RotatePairs();
+  return avx2 != nullptr ? avx2 : internal::PortableRotatePairs();
+}
+
+// The angles of `tokens` tokens at `positions`, as Rope.h states them, into
+// table.cosines and table.sines.
+void ComputeAngles(const int32_t* positions, int64_t tokens, const RopeParams& params, RopeAngles::Table& table,
+                   ThreadPool& pool) {
   const int64_t pairs = params.rotary_dim / 2;
   const std::vector<float> divisors = FrequencyDivisors(params);
   const float theta_scale = std::pow(params.theta, -2.0f / static_cast<float>(params.rotary_dim));
   const float freq_scale = params.scaling.kind == RopeScaling::Kind::kLinear ? 1.0f / params.scaling.factor : 1.0f;
-  const int64_t second_offset = params.style == RopeStyle::kNeox ? pairs : 1;
-  const int64_t pair_stride = params.style == RopeStyle::kNeox ? 1 : 2;
-
+  table.cosines.resize(static_cast<size_t>(tokens * pairs));
+  table.sines.resize(static_cast<size_t>(tokens * pairs));
   pool.ParallelFor(tokens, [&](int64_t begin, int64_t end) {
-    std::vector<float> cosines(static_cast<size_t>(pairs)), sines(static_cast<size_t>(pairs));
     for (int64_t t = begin; t < end; ++t) {
       float power = static_cast<float>(positions[t]);
       for (int64_t i = 0; i < pairs; ++i) {
         const float angle = freq_scale * (power / divisors[i]);
-        cosines[i] = std::cos(angle);
-        sines[i] = std::sin(angle);
+        table.cosines[t * pairs + i] = std::cos(angle);
+        table.sines[t * pairs + i] = std::sin(angle);
         power *= theta_scale;
       }
+    }
+  });
+}
+
+bool SameScaling(const RopeScaling& a, const RopeScaling& b) {
+  return a.kind == b.kind && a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+         a.high_freq_factor == b.high_freq_factor && a.original_max_positions == b.original_max_positions;
+}
+
+}  // namespace
+
+const RopeAngles::Table& RopeAngles::For(const int32_t* positions, int64_t tokens, const RopeParams& params,
+                                         ThreadPool& pool) {
+  for (const Table& table : tables_) {
+    if (table.positions == positions && table.tokens == tokens && table.theta == params.theta &&
+        table.rotary_dim == params.rotary_dim && SameScaling(table.scaling, params.scaling) &&
+        std::equal(table.freq_factors.begin(), table.freq_factors.end(), params.freq_factors.begin(),
+                   params.freq_factors.end())) {
+      return table;
+    }
+  }
+  Table& table = tables_.emplace_back();
+  table.positions = positions;
+  table.tokens = tokens;
+  table.theta = params.theta;
+  table.rotary_dim = params.rotary_dim;
+  table.scaling = params.scaling;
+  table.freq_factors.assign(params.freq_factors.begin(), params.freq_factors.end());
+  ComputeAngles(positions, tokens, params, table, pool);
+  return table;
+}
+
+absl::Status Rope(const float* x, int64_t tokens, int64_t heads, int64_t head_dim, const int32_t* positions,
+                  const RopeParams& params, float* out, ThreadPool& pool, RopeAngles* angles) {
+  if (absl::Status status = CheckRope(x, tokens, heads, head_dim, positions, params, out); !status.ok()) return status;
+  const int64_t pairs = params.rotary_dim / 2;
+  RopeAngles::Table own;
+  if (angles == nullptr) ComputeAngles(positions, tokens, params, own, pool);
+  const RopeAngles::Table& table = angles != nullptr ? angles->For(positions, tokens, params, pool) : own;
+  const internal::RotatePairs rotate = RotatePairsKernel();
+  pool.ParallelFor(tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const float* cosines = table.cosines.data() + t * pairs;
+      const float* sines = table.sines.data() + t * pairs;
       for (int64_t h = 0; h < heads; ++h) {
         const float* in = x + (t * heads + h) * head_dim;
         float* rotated = out + (t * heads + h) * head_dim;
-        for (int64_t i = 0; i < pairs; ++i) {
-          const int64_t first = i * pair_stride;
-          const float x0 = in[first];
-          const float x1 = in[first + second_offset];
-          // One product rounded, the other fused: the contraction ggml's
-          // build makes of its rotation, so the rotated q and k (and with them
-          // the 8-bit quantized activations downstream) match llama.cpp's
-          // bits. It is no less accurate than rounding both products.
-          rotated[first] = std::fma(x0, cosines[i], -(x1 * sines[i]));
-          rotated[first + second_offset] = std::fma(x0, sines[i], x1 * cosines[i]);
-        }
+        rotate(in, cosines, sines, pairs, params.style, rotated);
         if (rotated != in) {
           for (int64_t i = params.rotary_dim; i < head_dim; ++i) rotated[i] = in[i];
         }
@@ -123,5 +227,15 @@ absl::Status Rope(const float* x, int64_t tokens, int64_t heads, int64_t head_di
   });
   return absl::OkStatus();
 }
+
+namespace internal {
+RotatePairs PortableRotatePairs() { return PortableRotate; }
+RotatePairs Avx2RotatePairs() {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (CpuSupports(CpuIsa::kAvx2)) return Avx2Rotate;
+#endif
+  return nullptr;
+}
+}  // namespace internal
 
 }  // namespace kvjit::cpu

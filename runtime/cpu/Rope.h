@@ -2,6 +2,7 @@
 #define KVJIT_RUNTIME_CPU_ROPE_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -56,8 +57,53 @@ struct RopeParams {
 // as an f32 tensor computed the same way). The rotation is, as ggml's build
 // contracts it, out0 = fma(x0, cos, -(x1 * sin)) and
 // out1 = fma(x0, sin, x1 * cos).
+//
+// With `angles`, the cosines and sines come from the ones a Rope call of the
+// same step computed for the same positions and angle parameters, if any,
+// and are kept there for the next: every layer rotates q and k at the same
+// positions, 2 x layers calls per step.
+class RopeAngles;
 absl::Status Rope(const float* x, int64_t tokens, int64_t heads, int64_t head_dim, const int32_t* positions,
-                  const RopeParams& params, float* out, ThreadPool& pool);
+                  const RopeParams& params, float* out, ThreadPool& pool, RopeAngles* angles = nullptr);
+
+// The cosines and sines of one step's Rope calls, one table per positions
+// buffer and set of angle parameters (theta, rotary_dim, scaling, freq
+// factors; Gemma 3's local and global layers have two). A table is keyed by
+// the positions' address, not their values: the runner clears the tables
+// before each step, whose positions may reuse the last step's buffer.
+class RopeAngles {
+ public:
+  void Clear() { tables_.clear(); }
+
+  // [tokens, rotary_dim / 2] each, pair i of token t at t * pairs + i.
+  struct Table {
+    const int32_t* positions;
+    int64_t tokens;
+    float theta;
+    int64_t rotary_dim;
+    RopeScaling scaling;
+    std::vector<float> freq_factors;
+    std::vector<float> cosines;
+    std::vector<float> sines;
+  };
+
+  // The table of this step's `positions` under `params`, computed on its
+  // first request.
+  const Table& For(const int32_t* positions, int64_t tokens, const RopeParams& params, ThreadPool& pool);
+
+ private:
+  std::vector<Table> tables_;
+};
+
+namespace internal {
+// One head's rotation over `pairs` pairs in `style`, with its token's cosines
+// and sines (Rope.h's contraction), for tests: the portable form, and the
+// AVX2 + FMA one (null where this build or CPU has none), the same bits.
+using RotatePairs = void (*)(const float* in, const float* cosines, const float* sines, int64_t pairs,
+                             RopeStyle style, float* out);
+RotatePairs PortableRotatePairs();
+RotatePairs Avx2RotatePairs();
+}  // namespace internal
 
 }  // namespace kvjit::cpu
 

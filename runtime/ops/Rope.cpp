@@ -74,7 +74,7 @@ absl::Status RunRope(CpuOpContext& context) {
   const int64_t head_dim = context.Extent(x_ref, 2);
   return cpu::Rope(x, context.sizes.tokens, heads, head_dim, positions,
                    RopeParamsOf(context.instruction.params_as_RopeParams(), head_dim), out,
-                   context.pool);
+                   context.pool, &context.rope_angles);
 }
 
 // ---- CUDA ----

@@ -220,5 +220,66 @@ TEST(RopeTest, RotationHasGgmlsContraction) {
   }
 }
 
+// A step's Rope calls share the angles of its positions: each call with
+// RopeAngles gives the bits of a call without, for two sets of angle
+// parameters taken in turn and for different head counts, and after Clear
+// the same positions buffer holding the next step's positions gives that
+// step's bits.
+TEST(RopeTest, AStepsCallsShareItsAnglesWithTheSameBits) {
+  ThreadPool pool(2);
+  std::vector<int32_t> positions = {0, 5, 17, 300, 4095};
+  const int64_t tokens = static_cast<int64_t>(positions.size()), head_dim = 64;
+  const std::vector<float> freq_factors(16, 1.5f);
+  RopeParams global{RopeStyle::kNeox, 10000.0f, 64, {}, {}};
+  RopeParams local{RopeStyle::kInterleaved, 10000.0f, 32, {}, freq_factors};
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(tokens * 9 * head_dim));
+  for (float& v : x) v = normal(rng);
+  auto rotate = [&](int64_t heads, const RopeParams& params, RopeAngles* angles) {
+    std::vector<float> out(static_cast<size_t>(tokens * heads * head_dim), std::nanf(""));
+    EXPECT_TRUE(Rope(x.data(), tokens, heads, head_dim, positions.data(), params, out.data(), pool, angles).ok());
+    return out;
+  };
+  RopeAngles angles;
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(::testing::Message() << "step " << step);
+    angles.Clear();
+    for (int64_t heads : {9, 3}) {
+      for (const RopeParams* params : {&global, &local}) {
+        EXPECT_TRUE(AllEqual(rotate(heads, *params, &angles), rotate(heads, *params, nullptr)))
+            << heads << " heads, rotary_dim " << params->rotary_dim;
+      }
+    }
+    for (int32_t& p : positions) p += 1;  // the next step's positions, in the same buffer
+  }
+}
+
+// The AVX2 + FMA rotation gives the portable one's bits, in both styles, for
+// pair counts with and without a tail past its registers.
+TEST(RopeTest, Avx2RotationEqualsThePortableOne) {
+  const internal::RotatePairs avx2 = internal::Avx2RotatePairs();
+  if (avx2 == nullptr) GTEST_SKIP() << "this CPU has no AVX2";
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> angle(-100.0f, 100.0f);
+  for (RopeStyle style : {RopeStyle::kInterleaved, RopeStyle::kNeox}) {
+    for (int64_t pairs : {1, 3, 4, 7, 8, 20, 32, 64}) {
+      std::vector<float> in(static_cast<size_t>(2 * pairs)), cosines(pairs), sines(pairs);
+      for (float& v : in) v = normal(rng);
+      for (int64_t i = 0; i < pairs; ++i) {
+        const float a = angle(rng);
+        cosines[i] = std::cos(a);
+        sines[i] = std::sin(a);
+      }
+      std::vector<float> want(in.size(), std::nanf("")), got(in.size(), std::nanf(""));
+      internal::PortableRotatePairs()(in.data(), cosines.data(), sines.data(), pairs, style, want.data());
+      avx2(in.data(), cosines.data(), sines.data(), pairs, style, got.data());
+      EXPECT_TRUE(AllEqual(got, want)) << (style == RopeStyle::kNeox ? "neox, " : "interleaved, ") << pairs
+                                       << " pairs";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvjit::cpu
