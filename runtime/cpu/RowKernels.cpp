@@ -40,13 +40,44 @@ absl::Status CheckPointers(absl::string_view kernel, int64_t elements, std::init
   return absl::OkStatus();
 }
 
-void RmsNormRow(const float* x, const float* weight, float eps, int64_t width, float* out) {
-  double sum_of_squares = 0.0;
-  for (int64_t i = 0; i < width; ++i) sum_of_squares += static_cast<double>(x[i] * x[i]);
-  const float mean = static_cast<float>(sum_of_squares / static_cast<double>(width));
-  const float scale = 1.0f / std::sqrt(mean + eps);
-  for (int64_t i = 0; i < width; ++i) out[i] = (x[i] * scale) * weight[i];
+// Rows per group whose sums of squares advance side by side: each row's sum
+// is a chain of dependent double adds in element order (ggml's), as slow as
+// the add's latency, so independent rows fill the time between them.
+constexpr int64_t kNormRowGroup = 4;
+
+// RMS norm of rows x[r * width ...] into out[r * width ...] for r < kRows;
+// each row's sum of squares in double, element by element.
+template <int64_t kRows>
+void RmsNormRowGroup(const float* x, const float* weight, float eps, int64_t width, float* out) {
+  double sums[kRows] = {};
+  for (int64_t i = 0; i < width; ++i) {
+    for (int64_t r = 0; r < kRows; ++r) {
+      const float value = x[r * width + i];
+      sums[r] += static_cast<double>(value * value);
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r) {
+    const float mean = static_cast<float>(sums[r] / static_cast<double>(width));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    const float* row = x + r * width;
+    float* normed = out + r * width;
+    for (int64_t i = 0; i < width; ++i) normed[i] = (row[i] * scale) * weight[i];
+  }
 }
+
+// Rows [begin, end) of x, kNormRowGroup at a time.
+void RmsNormRows(const float* x, const float* weight, float eps, int64_t width, int64_t begin, int64_t end,
+                 float* out) {
+  int64_t r = begin;
+  for (; r + kNormRowGroup <= end; r += kNormRowGroup) {
+    RmsNormRowGroup<kNormRowGroup>(x + r * width, weight, eps, width, out + r * width);
+  }
+  for (; r < end; ++r) RmsNormRowGroup<1>(x + r * width, weight, eps, width, out + r * width);
+}
+
+// A norm's rows are latency-bound, not memory-bound (RmsNormRowGroup): a
+// chunk of two groups already pays for a hand-off.
+constexpr int64_t kMinNormRowsPerChunk = 2 * kNormRowGroup;
 
 // SiLU a chunk at a time, so that FastExpRow can take eight exps at once.
 constexpr int64_t kSiluChunk = 256;
@@ -87,8 +118,8 @@ absl::Status RmsNorm(const float* x, const float* weight, float eps, int64_t row
                      ThreadPool& pool) {
   KVJIT_RETURN_IF_ERROR(CheckShape("RmsNorm", rows, width));
   KVJIT_RETURN_IF_ERROR(CheckPointers("RmsNorm", rows * width, {x, weight, out}));
-  pool.ParallelFor(rows, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) RmsNormRow(x + r * width, weight, eps, width, out + r * width);
+  pool.ParallelFor(rows, kMinNormRowsPerChunk, [&](int64_t begin, int64_t end) {
+    RmsNormRows(x, weight, eps, width, begin, end, out);
   });
   return absl::OkStatus();
 }
@@ -97,13 +128,9 @@ absl::Status AddRmsNorm(float* residual, const float* delta, const float* weight
                         int64_t width, float* normed_out, ThreadPool& pool) {
   KVJIT_RETURN_IF_ERROR(CheckShape("AddRmsNorm", rows, width));
   KVJIT_RETURN_IF_ERROR(CheckPointers("AddRmsNorm", rows * width, {residual, delta, weight, normed_out}));
-  pool.ParallelFor(rows, MinRowsPerChunk(width), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      float* row = residual + r * width;
-      const float* delta_row = delta + r * width;
-      for (int64_t i = 0; i < width; ++i) row[i] = row[i] + delta_row[i];
-      RmsNormRow(row, weight, eps, width, normed_out + r * width);
-    }
+  pool.ParallelFor(rows, kMinNormRowsPerChunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * width; i < end * width; ++i) residual[i] = residual[i] + delta[i];
+    RmsNormRows(residual, weight, eps, width, begin, end, normed_out);
   });
   return absl::OkStatus();
 }

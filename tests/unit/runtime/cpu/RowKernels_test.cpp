@@ -61,6 +61,34 @@ TEST(RmsNormTest, MatchesDoublePrecisionAndIsThreadInvariant) {
   }
 }
 
+// ggml's order written out: the sum of squares in double, element by
+// element, then (x * scale) * w in f32; every row count takes it, whether
+// its rows fall in the kernel's groups of four or after them.
+TEST(RmsNormTest, FollowsGgmlsOrderForEveryRowCount) {
+  constexpr int64_t kNormWidth = 576;
+  for (int64_t rows : {1, 3, 4, 5, 8, 9, 16, 19}) {
+    const std::vector<float> x = RandomVector(rows * kNormWidth, 40 + static_cast<uint32_t>(rows), 2.0f);
+    const std::vector<float> w = RandomVector(kNormWidth, 41);
+    std::vector<float> want(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x.data() + r * kNormWidth;
+      double sum = 0.0;
+      for (int64_t i = 0; i < kNormWidth; ++i) sum += static_cast<double>(row[i] * row[i]);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(sum / kNormWidth) + 1e-5f);
+      for (int64_t i = 0; i < kNormWidth; ++i) want[r * kNormWidth + i] = (row[i] * scale) * w[i];
+    }
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> out(x.size(), std::nanf(""));
+      ASSERT_TRUE(RmsNorm(x.data(), w.data(), 1e-5f, rows, kNormWidth, out.data(), pool).ok());
+      EXPECT_TRUE(AllEqual(out, want)) << rows << " rows, " << threads << " threads";
+      std::vector<float> residual(x.size(), 0.0f), normed(x.size(), std::nanf(""));
+      ASSERT_TRUE(AddRmsNorm(residual.data(), x.data(), w.data(), 1e-5f, rows, kNormWidth, normed.data(), pool).ok());
+      EXPECT_TRUE(AllEqual(normed, want)) << "AddRmsNorm, " << rows << " rows, " << threads << " threads";
+    }
+  }
+}
+
 TEST(RmsNormTest, WorksInPlace) {
   std::vector<float> x = RandomVector(3 * 64, 3);
   const std::vector<float> w = RandomVector(64, 4);
