@@ -63,6 +63,13 @@ void PortableRoundToHalfRow(const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = quant::HalfToFloat(quant::FloatToHalf(x[i]));
 }
 
+void PortableStoreHalfRow(const float* x, uint8_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t bits = quant::FloatToHalf(x[i]);
+    std::memcpy(out + 2 * i, &bits, sizeof bits);
+  }
+}
+
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 __attribute__((target("avx2,fma,f16c"))) __m256 LoadHalf8(const uint8_t* x) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
@@ -142,6 +149,15 @@ __attribute__((target("avx2,fma,f16c"))) void Avx2RoundToHalfRow(const float* x,
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(halves));
   }
   PortableRoundToHalfRow(x + i, out + i, n - i);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void Avx2StoreHalfRow(const float* x, uint8_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  PortableStoreHalfRow(x + i, out + 2 * i, n - i);
 }
 
 // The AVX-512 forms keep every lane's operations: kVecDot's four 8-lane
@@ -253,16 +269,19 @@ void HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows, const float
 
 void RoundToHalfRow(const float* x, float* out, int64_t n) { Kernels().round_to_half(x, out, n); }
 
+void StoreHalfRow(const float* x, uint8_t* out, int64_t n) { Kernels().store_half(x, out, n); }
+
 namespace internal {
 
 const HalfDotKernels& PortableHalfDotKernels() {
-  static constexpr HalfDotKernels kKernels = {PortableHalfDotRows, PortableHalfAxpyRows, PortableRoundToHalfRow};
+  static constexpr HalfDotKernels kKernels = {PortableHalfDotRows, PortableHalfAxpyRows, PortableRoundToHalfRow,
+                                              PortableStoreHalfRow};
   return kKernels;
 }
 
 const HalfDotKernels* Avx2HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows, Avx2HalfAxpyRows, Avx2RoundToHalfRow};
+  static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows, Avx2HalfAxpyRows, Avx2RoundToHalfRow, Avx2StoreHalfRow};
   if (CpuSupports(CpuIsa::kAvx2)) return &kKernels;
 #endif
   return nullptr;
@@ -270,7 +289,8 @@ const HalfDotKernels* Avx2HalfDotKernels() {
 
 const HalfDotKernels* Avx512HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows, Avx512HalfAxpyRows, Avx2RoundToHalfRow};
+  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows, Avx512HalfAxpyRows, Avx2RoundToHalfRow,
+                                              Avx2StoreHalfRow};
   if (BestCpuIsa() == CpuIsa::kAvx512Vnni) return &kKernels;
 #endif
   return nullptr;

@@ -61,15 +61,21 @@ void HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows, const float
 // ggml converts an f32 operand of an f16 product. `out` may alias `x`.
 void RoundToHalfRow(const float* x, float* out, int64_t n);
 
+// out[2i], out[2i + 1] = the f16 nearest x[i] (ties to even; quant's
+// FloatToHalf), little-endian: how the KV cache stores a row. A NaN stays a
+// NaN (its payload is not kept).
+void StoreHalfRow(const float* x, uint8_t* out, int64_t n);
+
 namespace internal {
-// The two implementations behind HalfDotRows, HalfAxpyRows and
-// RoundToHalfRow, for tests.
+// The implementations behind HalfDotRows, HalfAxpyRows, RoundToHalfRow and
+// StoreHalfRow, for tests.
 struct HalfDotKernels {
   void (*dot_rows)(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t n,
                    float* out);
   void (*axpy_rows)(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t n, float* lanes,
                     int lane_count, int64_t first_element);
   void (*round_to_half)(const float* x, float* out, int64_t n);
+  void (*store_half)(const float* x, uint8_t* out, int64_t n);
 };
 const HalfDotKernels& PortableHalfDotKernels();
 // Null where this build or CPU has no AVX2 + FMA + F16C.

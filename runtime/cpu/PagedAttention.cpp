@@ -11,7 +11,6 @@
 #include "runtime/cpu/FastExp.h"
 #include "runtime/cpu/FloatDot.h"
 #include "runtime/cpu/HalfDot.h"
-#include "runtime/quant/Half.h"
 
 namespace kvjit::cpu {
 namespace {
@@ -280,12 +279,8 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
         std::memcpy(value_slot, value_row, static_cast<size_t>(row_elements) * sizeof(float));
         continue;
       }
-      for (int64_t i = 0; i < row_elements; ++i) {
-        const uint16_t key_bits = quant::FloatToHalf(key_row[i]);
-        const uint16_t value_bits = quant::FloatToHalf(value_row[i]);
-        std::memcpy(key_slot + 2 * i, &key_bits, sizeof key_bits);
-        std::memcpy(value_slot + 2 * i, &value_bits, sizeof value_bits);
-      }
+      StoreHalfRow(key_row, key_slot, row_elements);
+      StoreHalfRow(value_row, value_slot, row_elements);
     }
   });
   return absl::OkStatus();

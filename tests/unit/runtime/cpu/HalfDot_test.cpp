@@ -149,6 +149,30 @@ TEST(HalfDotTest, RoundToHalfRoundsToNearestEven) {
   }
 }
 
+// The KV cache's f16 store: FloatToHalf's bits for ties, subnormals,
+// overflow and lengths off a multiple of 8; a NaN stays a NaN.
+TEST(HalfDotTest, StoreHalfRowStoresFloatToHalfsBits) {
+  std::vector<float> x = {1.0f + 1.0f / 2048,  1.0f + 3.0f / 2048, 65504.0f, 65520.0f, 1e6f,   -1e6f,
+                          std::ldexp(1.0f, -24), std::ldexp(3.0f, -26), 1e-9f,  -0.0f,   0.1f, -2.71828f};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (int i = 0; i < 101; ++i) x.push_back(normal(rng));
+  const size_t nan_at = x.size();
+  x.push_back(std::nanf(""));
+  for (const internal::HalfDotKernels* kernels : AllKernels()) {
+    std::vector<uint8_t> out(2 * x.size(), 0xAB);
+    kernels->store_half(x.data(), out.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint16_t bits = static_cast<uint16_t>(out[2 * i] | (out[2 * i + 1] << 8));
+      if (i == nan_at) {
+        EXPECT_TRUE(std::isnan(quant::HalfToFloat(bits)));
+        continue;
+      }
+      ASSERT_EQ(bits, quant::FloatToHalf(x[i])) << x[i];
+    }
+  }
+}
+
 TEST(HalfDotTest, FoldsMatchTheDocumentedPairings) {
   // Powers of two far apart make every pairing's rounding visible.
   float lanes[32];
