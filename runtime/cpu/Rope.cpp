@@ -85,19 +85,16 @@ absl::Status CheckRope(const float* x, int64_t tokens, int64_t heads, int64_t he
   return absl::OkStatus();
 }
 
-// Element i of a pair's first and second halves in `style`: i * stride and
-// i * stride + offset.
-int64_t PairStride(RopeStyle style) { return style == RopeStyle::kNeox ? 1 : 2; }
-int64_t SecondOffset(RopeStyle style, int64_t pairs) { return style == RopeStyle::kNeox ? pairs : 1; }
-
-// One product rounded, the other fused: the contraction ggml's build makes
-// of its rotation, so the rotated q and k (and with them the 8-bit quantized
-// activations downstream) match llama.cpp's bits. It is no less accurate
-// than rounding both products.
-void PortableRotate(const float* in, const float* cosines, const float* sines, int64_t pairs, RopeStyle style,
-                         float* out) {
-  const int64_t stride = PairStride(style), offset = SecondOffset(style, pairs);
-  for (int64_t i = 0; i < pairs; ++i) {
+// Pairs [first, pairs) of one head, one product rounded, the other fused:
+// the contraction ggml's build makes of its rotation, so the rotated q and k
+// (and with them the 8-bit quantized activations downstream) match
+// llama.cpp's bits. It is no less accurate than rounding both products. Pair
+// i's elements are i * stride and i * stride + offset.
+void RotateEach(const float* in, const float* cosines, const float* sines, int64_t first, int64_t pairs,
+                RopeStyle style, float* out) {
+  const int64_t stride = style == RopeStyle::kNeox ? 1 : 2;
+  const int64_t offset = style == RopeStyle::kNeox ? pairs : 1;
+  for (int64_t i = first; i < pairs; ++i) {
     const float x0 = in[i * stride];
     const float x1 = in[i * stride + offset];
     out[i * stride] = std::fma(x0, cosines[i], -(x1 * sines[i]));
@@ -105,12 +102,18 @@ void PortableRotate(const float* in, const float* cosines, const float* sines, i
   }
 }
 
+void PortableRotate(const float* in, const float* cosines, const float* sines, int64_t pairs, RopeStyle style,
+                    float* out) {
+  RotateEach(in, cosines, sines, 0, pairs, style, out);
+}
+
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 // The same operations eight lanes at a time, with FMA in hardware (the
-// portable build calls libm's fmaf per element). NeoX pairs' halves are
-// contiguous runs; interleaved pairs sit side by side in a register, whose
-// lanes swapped within each pair give the other element: even lanes take
-// x0 c - (x1 s), odd lanes x0 s + (x1 c), each from its own fused form.
+// portable build calls libm's fmaf per element), the pairs past the last
+// full register one by one. NeoX pairs' halves are contiguous runs;
+// interleaved pairs sit side by side in a register, whose lanes swapped
+// within each pair give the other element: even lanes take x0 c - (x1 s),
+// odd lanes x0 s + (x1 c), each from its own fused form.
 __attribute__((target("avx2,fma"))) void Avx2Rotate(const float* in, const float* cosines, const float* sines,
                                                     int64_t pairs, RopeStyle style, float* out) {
   int64_t i = 0;
@@ -123,10 +126,7 @@ __attribute__((target("avx2,fma"))) void Avx2Rotate(const float* in, const float
       _mm256_storeu_ps(out + i, first);
       _mm256_storeu_ps(out + pairs + i, second);
     }
-    for (; i < pairs; ++i) {
-      out[i] = __builtin_fmaf(in[i], cosines[i], -(in[pairs + i] * sines[i]));
-      out[pairs + i] = __builtin_fmaf(in[i], sines[i], in[pairs + i] * cosines[i]);
-    }
+    RotateEach(in, cosines, sines, i, pairs, style, out);
     return;
   }
   const __m256i duplicate = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
@@ -139,11 +139,7 @@ __attribute__((target("avx2,fma"))) void Avx2Rotate(const float* in, const float
     const __m256 odd = _mm256_fmadd_ps(swapped, s, _mm256_mul_ps(v, c));    // x0 s + (x1 c)
     _mm256_storeu_ps(out + 2 * i, _mm256_blend_ps(even, odd, 0xAA));
   }
-  for (; i < pairs; ++i) {
-    const float x0 = in[2 * i], x1 = in[2 * i + 1];
-    out[2 * i] = __builtin_fmaf(x0, cosines[i], -(x1 * sines[i]));
-    out[2 * i + 1] = __builtin_fmaf(x0, sines[i], x1 * cosines[i]);
-  }
+  RotateEach(in, cosines, sines, i, pairs, style, out);
 }
 #endif
 

@@ -132,14 +132,20 @@ TEST(HalfDotTest, AxpyRowsFeedTheirElementsLanes) {
   }
 }
 
-// Ties, f16 subnormals, overflow and lengths off a multiple of 8: every
-// kernel rounds as the KV cache's FloatToHalf does.
-TEST(HalfDotTest, RoundToHalfRoundsToNearestEven) {
+// Values whose f16 rounding is telling (ties, f16 subnormals, overflow),
+// then 101 random ones: a length off a multiple of 8.
+std::vector<float> HalfRoundingCases(uint32_t seed) {
   std::vector<float> x = {1.0f + 1.0f / 2048,  1.0f + 3.0f / 2048, 65504.0f, 65520.0f, 1e6f,   -1e6f,
                           std::ldexp(1.0f, -24), std::ldexp(3.0f, -26), 1e-9f,  -0.0f,   0.1f, -2.71828f};
-  std::mt19937 rng(4);
+  std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 100.0f);
   for (int i = 0; i < 101; ++i) x.push_back(normal(rng));
+  return x;
+}
+
+// Every kernel rounds as the KV cache's FloatToHalf does.
+TEST(HalfDotTest, RoundToHalfRoundsToNearestEven) {
+  const std::vector<float> x = HalfRoundingCases(4);
   for (const internal::HalfDotKernels* kernels : AllKernels()) {
     std::vector<float> out(x.size());
     kernels->round_to_half(x.data(), out.data(), static_cast<int64_t>(x.size()));
@@ -152,11 +158,7 @@ TEST(HalfDotTest, RoundToHalfRoundsToNearestEven) {
 // The KV cache's f16 store: FloatToHalf's bits for ties, subnormals,
 // overflow and lengths off a multiple of 8; a NaN stays a NaN.
 TEST(HalfDotTest, StoreHalfRowStoresFloatToHalfsBits) {
-  std::vector<float> x = {1.0f + 1.0f / 2048,  1.0f + 3.0f / 2048, 65504.0f, 65520.0f, 1e6f,   -1e6f,
-                          std::ldexp(1.0f, -24), std::ldexp(3.0f, -26), 1e-9f,  -0.0f,   0.1f, -2.71828f};
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.0f, 100.0f);
-  for (int i = 0; i < 101; ++i) x.push_back(normal(rng));
+  std::vector<float> x = HalfRoundingCases(5);
   const size_t nan_at = x.size();
   x.push_back(std::nanf(""));
   for (const internal::HalfDotKernels* kernels : AllKernels()) {
