@@ -34,7 +34,7 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends python3-pip
 fi
 
-# The serve tests (tests/unit/serve) drive `kvjit serve` with the official
+# The serve tests (tests/unit/tools/serve) drive `kvjit serve` with the official
 # openai client, pinned so that a new release cannot change what they see.
 OPENAI_VERSION=3.57.0
 pip_args=(--quiet --disable-pip-version-check)

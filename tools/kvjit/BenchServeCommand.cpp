@@ -5,27 +5,25 @@
 // request and token throughput, TTFT, TPOT, ITL and end-to-end latency
 // (mean, median, p99) and goodput, as a table and JSON.
 
-#include <atomic>
-#include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <random>
-#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
-#include "tools/kvjit/BenchServeClient.h"
-#include "tools/kvjit/BenchServeReport.h"
-#include "tools/kvjit/BenchServeRequests.h"
 #include "tools/kvjit/MachineInfo.h"
 #include "tools/kvjit/Subcommand.h"
+#include "tools/serve/bench/BenchServeClient.h"
+#include "tools/serve/bench/BenchServeLoad.h"
+#include "tools/serve/bench/BenchServeReport.h"
+#include "tools/serve/bench/BenchServeRequests.h"
 
 ABSL_FLAG(std::string, endpoint, "/v1/completions",
           "the API to load: /v1/completions (the prompt as text) or /v1/chat/completions (the "
@@ -62,7 +60,9 @@ ABSL_FLAG(std::string, result_json, "", "also write the results, every run, as J
 namespace kvjit::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench_serve::BenchServeRequest;
+using bench_serve::ServedEndpoint;
+using bench_serve::ServeRun;
 
 struct ServerUnderTest {
   std::string label;
@@ -104,54 +104,9 @@ absl::StatusOr<ServerUnderTest> ParseServer(const std::string& argument,
   server.endpoint.model = absl::GetFlag(FLAGS_model_name);
   if (server.endpoint.model.empty()) {
     KVJIT_ASSIGN_OR_RETURN(server.endpoint.model,
-                           FirstServedModel(url, server.endpoint.api_key));
+                           bench_serve::FirstServedModel(url, server.endpoint.api_key));
   }
   return server;
-}
-
-// When each request is sent, in seconds from the start: gaps drawn from
-// the exponential distribution of the rate (vLLM's Poisson arrivals).
-std::vector<double> ArrivalTimes(size_t count, double rate, uint64_t seed) {
-  std::vector<double> times(count, 0);
-  if (std::isinf(rate)) return times;
-  std::mt19937_64 random(seed);
-  std::exponential_distribution<double> gap(rate);
-  double at = 0;
-  for (double& time : times) {
-    time = at;
-    at += gap(random);
-  }
-  return times;
-}
-
-ServeRun RunLoad(const ServerUnderTest& server, const std::vector<BenchServeRequest>& requests,
-                 const std::vector<double>& arrivals, int64_t max_concurrency) {
-  // A first request, not timed and unlike the others (a prompt cache must
-  // not serve the timed ones from it), lets the server warm up.
-  SendStreaming(server.endpoint, {"Warm up.", 4, -1});
-
-  ServeRun run;
-  run.label = server.label;
-  run.requests = requests;
-  run.timings.resize(requests.size());
-  const size_t workers = max_concurrency > 0
-                             ? std::min<size_t>(requests.size(), static_cast<size_t>(max_concurrency))
-                             : requests.size();
-  std::atomic<size_t> next{0};
-  const Clock::time_point start = Clock::now();
-  std::vector<std::thread> threads;
-  for (size_t w = 0; w < workers; ++w) {
-    threads.emplace_back([&] {
-      for (size_t i = next++; i < requests.size(); i = next++) {
-        std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
-                                                  std::chrono::duration<double>(arrivals[i])));
-        run.timings[i] = SendStreaming(server.endpoint, requests[i]);
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  run.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
-  return run;
 }
 
 // The requests of round `round`. Random prompts are new each round (seed +
@@ -160,7 +115,7 @@ absl::StatusOr<std::vector<BenchServeRequest>> Requests(const tokenizer::Tokeniz
                                                         int64_t round) {
   const uint64_t seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_bench_seed) + round);
   if (!absl::GetFlag(FLAGS_dataset_json).empty()) {
-    return ReadBenchServeRequests(absl::GetFlag(FLAGS_dataset_json), tokenizer, seed);
+    return bench_serve::ReadBenchServeRequests(absl::GetFlag(FLAGS_dataset_json), tokenizer, seed);
   }
   if (tokenizer == nullptr) {
     return absl::InvalidArgumentError(
@@ -171,9 +126,9 @@ absl::StatusOr<std::vector<BenchServeRequest>> Requests(const tokenizer::Tokeniz
     return absl::InvalidArgumentError(
         "--num_prompts, --random_input_len and --random_output_len must be at least 1");
   }
-  return RandomRequests(*tokenizer, absl::GetFlag(FLAGS_num_prompts),
-                        absl::GetFlag(FLAGS_random_input_len),
-                        absl::GetFlag(FLAGS_random_output_len), seed);
+  return bench_serve::RandomRequests(*tokenizer, absl::GetFlag(FLAGS_num_prompts),
+                                     absl::GetFlag(FLAGS_random_input_len),
+                                     absl::GetFlag(FLAGS_random_output_len), seed);
 }
 
 absl::Status RunBenchServe(const std::vector<std::string>& arguments) {
@@ -182,8 +137,8 @@ absl::Status RunBenchServe(const std::vector<std::string>& arguments) {
   }
   const double rate = absl::GetFlag(FLAGS_request_rate);
   if (!(rate > 0)) return absl::InvalidArgumentError("--request_rate must be above 0 (or inf)");
-  KVJIT_ASSIGN_OR_RETURN(ServiceLevelObjectives objectives,
-                         ParseServiceLevelObjectives(absl::GetFlag(FLAGS_goodput)));
+  KVJIT_ASSIGN_OR_RETURN(bench_serve::ServiceLevelObjectives objectives,
+                         bench_serve::ParseServiceLevelObjectives(absl::GetFlag(FLAGS_goodput)));
   KVJIT_ASSIGN_OR_RETURN(const nlohmann::json extra_body,
                          JsonObjectFlag(absl::GetFlag(FLAGS_extra_body), "extra_body"));
   KVJIT_ASSIGN_OR_RETURN(
@@ -191,7 +146,8 @@ absl::Status RunBenchServe(const std::vector<std::string>& arguments) {
       JsonObjectFlag(absl::GetFlag(FLAGS_server_extra_body), "server_extra_body"));
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   if (!absl::GetFlag(FLAGS_tokenizer).empty()) {
-    KVJIT_ASSIGN_OR_RETURN(tokenizer, LoadGgufTokenizer(absl::GetFlag(FLAGS_tokenizer)));
+    KVJIT_ASSIGN_OR_RETURN(tokenizer,
+                           bench_serve::LoadGgufTokenizer(absl::GetFlag(FLAGS_tokenizer)));
   }
   std::vector<ServerUnderTest> servers;
   for (const std::string& argument : arguments) {
@@ -208,21 +164,22 @@ absl::Status RunBenchServe(const std::vector<std::string>& arguments) {
                            Requests(tokenizer.get(), round));
     if (requests.empty()) return absl::InvalidArgumentError("no requests to send");
     num_requests = requests.size();
-    const std::vector<double> arrivals = ArrivalTimes(
+    const std::vector<double> arrivals = bench_serve::ArrivalTimes(
         requests.size(), rate, static_cast<uint64_t>(absl::GetFlag(FLAGS_bench_seed) + round));
     for (const ServerUnderTest& server : servers) {
       std::fprintf(stderr, "kvjit bench-serve: %zu requests to %s (%s)%s\n", requests.size(),
                    server.label.c_str(), server.endpoint.base_url.c_str(),
                    rounds > 1 ? absl::StrCat(", round ", round + 1).c_str() : "");
-      ServeRun run = RunLoad(server, requests, arrivals, absl::GetFlag(FLAGS_max_concurrency));
+      ServeRun run = bench_serve::RunLoad(server.label, server.endpoint, requests, arrivals,
+                                          absl::GetFlag(FLAGS_max_concurrency));
       if (rounds > 1) run.label = absl::StrCat(run.label, " #", round + 1);
-      nlohmann::json summary = SummarizeServeRun(run, tokenizer.get(), objectives);
+      nlohmann::json summary = bench_serve::SummarizeServeRun(run, tokenizer.get(), objectives);
       summary["url"] = server.endpoint.base_url;
       summary["model"] = server.endpoint.model;
       summaries.push_back(std::move(summary));
     }
   }
-  PrintServeTable(summaries);
+  bench_serve::PrintServeTable(summaries);
   if (!absl::GetFlag(FLAGS_result_json).empty()) {
     nlohmann::json report = {
         {"endpoint", absl::GetFlag(FLAGS_endpoint)},

@@ -19,18 +19,18 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/tokenizer/StreamingDecoder.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"
 #include "runtime/sampling/StopChecker.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
 #include "tools/kvjit/ChatHistory.h"
 #include "tools/kvjit/ChatModel.h"
-#include "tools/kvjit/ServeTextCodec.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
+#include "tools/serve/ServeTextCodec.h"
 
 ABSL_FLAG(std::string, system, "",
           "the system message that opens the conversation (empty: none, so the chat template's "
@@ -126,7 +126,7 @@ void PrintTurnError(const absl::Status& status) {
 
 // What one session keeps from turn to turn.
 struct ChatSession {
-  const ServeTextCodec& codec;
+  const serve::ServeTextCodec& codec;
   runtime::BatchScheduler& scheduler;
   sampling::SamplingParams params;
   sampling::StopConditions conditions;
@@ -201,7 +201,7 @@ absl::Status RunChat(const std::vector<std::string>& arguments) {
   if (arguments.size() != 1) return absl::InvalidArgumentError("expected one MODEL_OR_KVX argument");
   KVJIT_ASSIGN_OR_RETURN(ChatModel model, OpenChatModel(arguments[0]));
   std::unique_ptr<runtime::Executable>& executable = model.executable;
-  std::unique_ptr<ServeTextCodec>& codec = model.codec;
+  std::unique_ptr<serve::ServeTextCodec>& codec = model.codec;
   std::unique_ptr<runtime::StepRunner>& runner = model.runner;
   runtime::BatchSchedulerOptions scheduler_options;
   // One request at a time: its prompt goes in the largest chunks the program takes.

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "runtime/serve/ChatMessage.h"
+#include "tools/serve/ChatMessage.h"
 
 // The conversation `kvjit chat` keeps between turns, and what a line typed at
 // its prompt asks for.

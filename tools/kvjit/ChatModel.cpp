@@ -69,9 +69,10 @@ absl::StatusOr<ChatModel> OpenChatModel(const std::string& model_or_kvx) {
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
                          tokenizer::TokenizerFromExecutable(model.executable->root()));
   KVJIT_ASSIGN_OR_RETURN(std::string override_template, ChatTemplateFromFlags());
-  KVJIT_ASSIGN_OR_RETURN(model.codec, ServeTextCodec::Create(std::move(tokenizer),
-                                                             *model.executable->root().tokenizer(),
-                                                             override_template));
+  KVJIT_ASSIGN_OR_RETURN(
+      model.codec,
+      serve::ServeTextCodec::Create(std::move(tokenizer), *model.executable->root().tokenizer(),
+                                    override_template));
   KVJIT_ASSIGN_OR_RETURN(int64_t blocks, PoolBlocks(*model.executable));
   KVJIT_ASSIGN_OR_RETURN(model.runner,
                          runtime::CreateStepRunner(*model.executable, blocks,

@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
-#include "tools/kvjit/ServeTextCodec.h"
+#include "tools/serve/ServeTextCodec.h"
 
 namespace kvjit::cli {
 
@@ -17,7 +17,7 @@ namespace kvjit::cli {
 // runner over a KV pool sized by --memory_utilization or --kv_pool_mib.
 struct ChatModel {
   std::unique_ptr<runtime::Executable> executable;
-  std::unique_ptr<ServeTextCodec> codec;
+  std::unique_ptr<serve::ServeTextCodec> codec;
   std::unique_ptr<runtime::StepRunner> runner;
 };
 

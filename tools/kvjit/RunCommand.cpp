@@ -12,7 +12,6 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "runtime/tokenizer/StreamingDecoder.h"
 #include "runtime/core/ProcessStats.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/engine/BeamSearch.h"
@@ -22,13 +21,14 @@
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/StopChecker.h"
-#include "tools/kvjit/CompileOnTheFly.h"
 #include "runtime/tokenizer/ExecutableTokenizer.h"
+#include "runtime/tokenizer/StreamingDecoder.h"
+#include "tools/kvjit/CompileOnTheFly.h"
 #include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/MultiSequenceOutput.h"
-#include "tools/kvjit/ServeTextCodec.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
+#include "tools/serve/ServeTextCodec.h"
 
 ABSL_FLAG(bool, no_parse_special, false,
           "read special tokens' text in -p (e.g. <|im_start|>) as plain text; by default it is the "
@@ -119,12 +119,12 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   const bool chat = absl::GetFlag(FLAGS_chat);
   std::vector<int32_t> prompt_ids;
   // With --chat the codec that renders the chat prompt holds the tokenizer.
-  std::unique_ptr<ServeTextCodec> chat_codec;
+  std::unique_ptr<serve::ServeTextCodec> chat_codec;
   if (chat) {
     KVJIT_ASSIGN_OR_RETURN(std::string override_template, ChatTemplateFromFlags());
-    KVJIT_ASSIGN_OR_RETURN(chat_codec, ServeTextCodec::Create(std::move(owned_tokenizer),
-                                                              *executable->root().tokenizer(),
-                                                              override_template));
+    KVJIT_ASSIGN_OR_RETURN(chat_codec, serve::ServeTextCodec::Create(
+                                           std::move(owned_tokenizer),
+                                           *executable->root().tokenizer(), override_template));
     if (absl::GetFlag(FLAGS_stats)) std::fprintf(stderr, "chat: %s\n", chat_codec->chat_format().c_str());
     const serve::ChatMessage user = {"user", absl::GetFlag(FLAGS_p)};
     KVJIT_ASSIGN_OR_RETURN(prompt_ids, chat_codec->EncodeChat({user}));

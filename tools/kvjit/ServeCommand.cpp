@@ -19,13 +19,13 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/Executable.h"
-#include "runtime/serve/Engine.h"
-#include "runtime/serve/HttpServer.h"
-#include "runtime/serve/ServerMetrics.h"
 #include "tools/kvjit/ChatModel.h"
-#include "tools/kvjit/ServeTextCodec.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
+#include "tools/serve/HttpServer.h"
+#include "tools/serve/SchedulerThread.h"
+#include "tools/serve/ServeTextCodec.h"
+#include "tools/serve/ServerMetrics.h"
 
 // kvjit run's, read here too.
 
@@ -101,16 +101,16 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
   StopOnSignal stop_on_signal;
   KVJIT_ASSIGN_OR_RETURN(ChatModel model, OpenChatModel(arguments[0]));
   std::unique_ptr<runtime::Executable>& executable = model.executable;
-  ServeTextCodec& codec = *model.codec;
+  serve::ServeTextCodec& codec = *model.codec;
   std::unique_ptr<runtime::StepRunner>& runner = model.runner;
-  serve::EngineOptions engine_options;
-  engine_options.max_batch_tokens =
+  serve::SchedulerThreadOptions scheduler_options;
+  scheduler_options.max_batch_tokens =
       std::min(absl::GetFlag(FLAGS_max_batch_tokens), runner->max_tokens_per_step());
-  engine_options.context_length = executable->config().context_length();
-  engine_options.max_queued = absl::GetFlag(FLAGS_max_queued);
+  scheduler_options.context_length = executable->config().context_length();
+  scheduler_options.max_queued = absl::GetFlag(FLAGS_max_queued);
   serve::ServerMetrics metrics;
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine,
-                         serve::Engine::Start(*runner, codec, engine_options, metrics));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<serve::SchedulerThread> scheduler_thread,
+                         serve::SchedulerThread::Start(*runner, codec, scheduler_options, metrics));
 
   serve::HttpServerOptions options;
   options.host = absl::GetFlag(FLAGS_host);
@@ -126,21 +126,21 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
   options.max_body_bytes = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_request_bytes)));
   options.limits.max_choices = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_n));
   options.access_log = absl::GetFlag(FLAGS_access_log);
-  serve::HttpServer server(*engine, codec, metrics, options);
+  serve::HttpServer server(*scheduler_thread, codec, metrics, options);
   KVJIT_ASSIGN_OR_RETURN(int port, server.Bind());
-  std::fprintf(stderr,
-               "kvjit serve: %s, context %lld tokens, %lld KV blocks of %lld tokens, %lld tokens "
-               "per step, chat in %s, %s\n",
-               options.model_name.c_str(), static_cast<long long>(engine_options.context_length),
-               static_cast<long long>(runner->num_blocks()),
-               static_cast<long long>(runner->block_size()),
-               static_cast<long long>(engine_options.max_batch_tokens), codec.chat_format().c_str(),
-               options.api_key.empty() ? "no API key" : "API key required");
+  std::fprintf(
+      stderr,
+      "kvjit serve: %s, context %lld tokens, %lld KV blocks of %lld tokens, %lld tokens "
+      "per step, chat in %s, %s\n",
+      options.model_name.c_str(), static_cast<long long>(scheduler_options.context_length),
+      static_cast<long long>(runner->num_blocks()), static_cast<long long>(runner->block_size()),
+      static_cast<long long>(scheduler_options.max_batch_tokens), codec.chat_format().c_str(),
+      options.api_key.empty() ? "no API key" : "API key required");
   std::printf("kvjit serve: listening on http://%s:%d\n", options.host.c_str(), port);
   std::fflush(stdout);
   stop_on_signal.Start(server);
   const absl::Status served = server.Serve();
-  engine->Stop();
+  scheduler_thread->Stop();
   return served;
 }
 

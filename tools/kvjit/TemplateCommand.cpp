@@ -1,6 +1,6 @@
 // kvjit template MODEL_OR_KVX --conversation FILE.json [--chat_template FILE]:
 // the prompt the model's chat template renders for a conversation, exactly
-// as Hugging Face's apply_chat_template renders it (runtime/template), on
+// as Hugging Face's apply_chat_template renders it (tools/serve/template), on
 // stdout with nothing added.
 
 #include <cstdio>
@@ -12,10 +12,10 @@
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/Executable.h"
-#include "runtime/template/ChatTemplate.h"
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
+#include "tools/serve/template/ChatTemplate.h"
 
 ABSL_FLAG(std::string, conversation, "",
           "a JSON file {\"messages\": [...], \"tools\": [...], \"add_generation_prompt\": true, ...}; its other "

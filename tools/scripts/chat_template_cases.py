@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/chat_templates/cases.json: chat templates rendered by
 Python's jinja2 exactly as Hugging Face transformers' apply_chat_template
-renders them, for runtime/template's tests to match byte for byte.
+renders them, for tools/serve/template's tests to match byte for byte.
 
     python3 tools/scripts/chat_template_cases.py [--model SmolLM2.gguf] [-o cases.json]
 

@@ -1,0 +1,71 @@
+#ifndef KVJIT_TOOLS_SERVE_HTTPSERVER_H_
+#define KVJIT_TOOLS_SERVE_HTTPSERVER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tools/serve/CompletionEndpoint.h"
+#include "tools/serve/CompletionRequest.h"
+#include "tools/serve/SchedulerThread.h"
+#include "tools/serve/ServerMetrics.h"
+#include "tools/serve/TextCodec.h"
+
+namespace kvjit::serve {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0: any free port (Bind returns it)
+  // When set, /v1/ requests need `Authorization: Bearer <api_key>`.
+  std::string api_key;
+  // The model's name in /v1/models and in responses; requests naming
+  // another model get 404.
+  std::string model_name;
+  // Connections served at once (each streaming client holds one).
+  int http_threads = 128;
+  // A client that sends or takes nothing for this long is dropped (an idle
+  // kept-alive connection after at most 5 s).
+  std::chrono::seconds io_timeout{30};
+  size_t max_body_bytes = 8 << 20;  // larger bodies get 413
+  CompletionRequestLimits limits;
+  bool access_log = true;  // a line per request on stderr
+};
+
+// kvjit's OpenAI-compatible HTTP server on cpp-httplib: POST
+// /v1/completions and /v1/chat/completions, GET /v1/models, /health and
+// /metrics (Prometheus). Every error is answered with an OpenAI error
+// object (see ApiError.h), including the server's own: an unknown route
+// (404), a body over the limit (413), malformed HTTP (400), and an exception
+// in a handler (500); the server goes on serving after each.
+class HttpServer {
+ public:
+  // `scheduler_thread`, `codec` and `metrics` must outlive the server.
+  HttpServer(SchedulerThread& scheduler_thread, const TextCodec& codec, ServerMetrics& metrics,
+             HttpServerOptions options);
+  ~HttpServer();
+
+  // Binds the address; returns the port bound.
+  absl::StatusOr<int> Bind();
+  // Serves until Stop, which any thread may call.
+  absl::Status Serve();
+  void Stop();
+
+ private:
+  class Listener;
+
+  void Route();
+  // Answers 401 unless the request carries the API key (for /v1/ paths).
+  bool Authorized(const httplib::Request& request, httplib::Response& response) const;
+
+  SchedulerThread& scheduler_thread_;
+  ServerMetrics& metrics_;
+  const HttpServerOptions options_;
+  CompletionEndpoint completions_;
+  std::unique_ptr<Listener> listener_;
+};
+
+}  // namespace kvjit::serve
+
+#endif  // KVJIT_TOOLS_SERVE_HTTPSERVER_H_
