@@ -1,6 +1,6 @@
 // Llama 2 and 3 (with Llama 3.1's rope scaling), and the checkpoints built
-// on its decoder: TinyLlama, SmolLM2. llama.cpp also writes Mistral's GGUFs
-// under this architecture.
+// on its decoder: TinyLlama, SmolLM2. llama.cpp also writes GGUFs of other
+// families that share this decoder under this architecture.
 
 #include "frontend/arch/Family.h"
 

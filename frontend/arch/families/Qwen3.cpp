@@ -1,6 +1,6 @@
-// Qwen3: each head of q and k RMS-normalized before rope, instead of Qwen2's
-// biases (attention_bias, off in every released checkpoint, biases all four
-// projections).
+// Qwen3: each head of q and k RMS-normalized before rope, and no q/k/v
+// biases of its own (attention_bias, off in every released checkpoint,
+// biases all four projections).
 
 #include "frontend/arch/Family.h"
 
