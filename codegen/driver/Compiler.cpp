@@ -15,7 +15,7 @@
 #include "codegen/ExecutableWriter.h"
 #include "codegen/driver/IrFile.h"
 #include "codegen/verifier/Verifier.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ParamBinding.h"
 #include "ir/Tfm/TfmOps.h"
@@ -444,7 +444,7 @@ absl::Status CompileModel(const std::string& model_path, const std::string& outp
   mlir::MLIRContext context;
   PrepareContext(context);
   KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                         model::BuildLlamaModule(context, model.config, *model.weights));
+                         model::BuildDecoderModule(context, model.config, *model.weights));
   Progress(progress, "  %s, %s: %lld layers, %zu weights, %zu tokens (%.2f s)\n",
                model.format.c_str(), model.config.architecture.c_str(),
                static_cast<long long>(model.config.num_layers), model.weights->weights().size(),
@@ -478,7 +478,8 @@ absl::Status CompileIrFile(const std::string& ir_path, const std::string& model_
       std::find(behind.begin(), behind.end(), "insert-kv-cache") == behind.end();
   mlir::OwningOpRef<mlir::ModuleOp> imported;
   if (!whole_sequence) {
-    KVJIT_ASSIGN_OR_RETURN(imported, model::BuildLlamaModule(context, model.config, *model.weights));
+    KVJIT_ASSIGN_OR_RETURN(imported,
+                           model::BuildDecoderModule(context, model.config, *model.weights));
   }
   const std::string reference_description =
       whole_sequence ? absl::StrCat("the IR of ", ir_path)

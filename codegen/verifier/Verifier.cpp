@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
@@ -271,7 +271,7 @@ absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FIL
   KVJIT_ASSIGN_OR_RETURN(model::ModelFile model, model::OpenModelFile(model_path));
   mlir::MLIRContext context;
   KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> imported,
-                         model::BuildLlamaModule(context, model.config, *model.weights));
+                         model::BuildDecoderModule(context, model.config, *model.weights));
   std::fprintf(progress, "verifying %s against the reference evaluator on %s…\n", path.c_str(),
                model_path.c_str());
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,

@@ -2,18 +2,22 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "frontend/arch/ArchRegistry.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::model {
 namespace {
 
+using arch::Param;
+
 // The GGUF keys of one architecture: "<arch>.<suffix>".
 class ArchKeys {
  public:
-  ArchKeys(const gguf::GgufFile& file, std::string architecture)
-      : file_(file), architecture_(std::move(architecture)) {}
+  ArchKeys(const gguf::GgufFile& file, std::string architecture, const arch::Family& family)
+      : file_(file), architecture_(std::move(architecture)), family_(family) {}
 
   std::string Key(absl::string_view suffix) const { return absl::StrCat(architecture_, ".", suffix); }
   bool Has(absl::string_view suffix) const { return file_.Has(Key(suffix)); }
@@ -26,9 +30,41 @@ class ArchKeys {
     return Has(suffix) ? file_.GetFloat(Key(suffix)) : fallback;
   }
 
+  // The key of `param`, and the family's default where the file lacks it.
+  std::string Key(Param param) const { return Key(arch::Describe(param).gguf_key); }
+  std::optional<double> Default(Param param) const {
+    return family_.DefaultOf(param, arch::Format::kGguf);
+  }
+  // `param`, or its default (`fallback` where it has none); an error naming
+  // the key where it is absent with neither. A hyper-parameter GGUF does not
+  // store is its default.
+  absl::StatusOr<int64_t> Int(Param param, std::optional<int64_t> fallback = std::nullopt) const {
+    const absl::string_view suffix = arch::Describe(param).gguf_key;
+    if (const std::optional<double> stated = Default(param)) {
+      fallback = static_cast<int64_t>(*stated);
+    }
+    if (suffix.empty()) return NotStored(param, fallback);
+    return fallback ? IntOr(suffix, *fallback) : Int(suffix);
+  }
+  absl::StatusOr<double> Float(Param param) const {
+    const absl::string_view suffix = arch::Describe(param).gguf_key;
+    const std::optional<double> fallback = Default(param);
+    if (suffix.empty()) return NotStored(param, fallback);
+    return fallback ? FloatOr(suffix, *fallback) : file_.GetFloat(Key(suffix));
+  }
+
  private:
+  template <typename T>
+  absl::StatusOr<T> NotStored(Param param, std::optional<T> fallback) const {
+    if (fallback) return *fallback;
+    return absl::InternalError(absl::StrCat(
+        file_.path(), ": GGUF stores no ", arch::Describe(param).config_field,
+        " and the family states no default for it"));
+  }
+
   const gguf::GgufFile& file_;
   std::string architecture_;
+  const arch::Family& family_;
 };
 
 // `tensor` as the rope's frequency factors: one f32 divisor of the angle per
@@ -47,13 +83,13 @@ absl::Status ReadFrequencyFactors(const gguf::GgufFile& file, const gguf::GgufTe
   return absl::OkStatus();
 }
 
-// Llama 3.1's rope scaling, as the rope_freqs tensor.
+// llama3 rope scaling, as llama.cpp's converter stores it: the rope_freqs tensor.
 absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config) {
   const gguf::GgufTensor* tensor = file.FindTensor("rope_freqs.weight");
   return tensor == nullptr ? absl::OkStatus() : ReadFrequencyFactors(file, *tensor, config);
 }
 
-// Phi-3's LongRoPE as llama.cpp's converter stores it: per-pair divisors for
+// LongRoPE as llama.cpp's converter stores it: per-pair divisors for
 // contexts up to rope.scaling.original_context_length (rope_factors_short) and
 // beyond it (rope_factors_long), and the cos/sin multiplier
 // rope.scaling.attn_factor. llama.cpp picks the long factors when its context
@@ -77,8 +113,9 @@ absl::Status ReadLongRope(const gguf::GgufFile& file, const ArchKeys& keys, Mode
 }
 
 // llama.cpp's key for a model whose every layer attends over a sliding
-// window of that many positions (0: none). A per-layer pattern of windowed and full
-// layers (its sliding_window_pattern) is refused rather than guessed at.
+// window of that many positions (0 or absent: the family's default, none
+// where it has none). A per-layer pattern of windowed and full layers (its
+// sliding_window_pattern) is refused rather than guessed at.
 absl::Status ReadSlidingWindow(const gguf::GgufFile& file, const ArchKeys& keys,
                                ModelConfig& config) {
   if (keys.Has("attention.sliding_window_pattern")) {
@@ -87,10 +124,10 @@ absl::Status ReadSlidingWindow(const gguf::GgufFile& file, const ArchKeys& keys,
         keys.Key("attention.sliding_window_pattern"),
         ": kvjit builds a sliding window on every layer or none, not a per-layer pattern"));
   }
-  if (!keys.Has("attention.sliding_window")) return absl::OkStatus();
-  KVJIT_ASSIGN_OR_RETURN(const int64_t window, keys.Int("attention.sliding_window"));
-  // llama.cpp's Phi-3 converter writes 0 for a checkpoint without a window,
-  // and llama.cpp reads 0 as none.
+  KVJIT_ASSIGN_OR_RETURN(int64_t window, keys.Int(Param::kSlidingWindow));
+  // llama.cpp's converter writes 0 for a checkpoint without a window, and
+  // llama.cpp reads 0 as none.
+  if (window == 0) window = static_cast<int64_t>(keys.Default(Param::kSlidingWindow).value_or(0));
   if (window == 0) return absl::OkStatus();
   config.layer_windows.assign(static_cast<size_t>(config.num_layers), window);
   return absl::OkStatus();
@@ -113,49 +150,42 @@ absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
   return absl::OkStatus();
 }
 
-// What Gemma 2 and Gemma 3 share as llama.cpp runs them (its converter has
-// already added Gemma's 1 to every norm weight): embeddings scaled by
-// sqrt(hidden), norms after attention and after the FFN, gelu_tanh(gate) ·
-// up, scores scaled by 1 / sqrt(key_length) (llama.cpp's rule, with the
-// 27B model's hidden / heads; llama.cpp knows that model by its layer
-// count), and `global_layer_period` - 1 local layers (the sliding window) to
-// every global one.
-void ReadGemma(int64_t layers_of_27b, int64_t global_layer_period, ModelConfig& config) {
-  config.embedding_scale = std::sqrt(static_cast<double>(config.hidden_size));
-  config.post_norms = true;
-  config.gelu_ffn = true;
-  const double query_pre_attn_scalar =
-      config.num_layers == layers_of_27b
-          ? static_cast<double>(config.hidden_size / config.num_heads)
-          : static_cast<double>(config.head_dim);
-  config.attention_scale = 1.0 / std::sqrt(query_pre_attn_scalar);
-  config.global_layer_period = global_layer_period;
-  // <arch>.attention.sliding_window is the local layers' window alone.
-  for (size_t layer = 0; layer < config.layer_windows.size(); ++layer) {
-    if (!config.IsLocalLayer(static_cast<int64_t>(layer))) config.layer_windows[layer] = 0;
+// The family's departures from the common layer, as llama.cpp runs them (its
+// converter has already added any 1 that a checkpoint's norm weights leave
+// to the model).
+absl::Status ReadLayer(const arch::Family& family, const ArchKeys& keys, ModelConfig& config) {
+  const arch::Layer& layer = family.layer;
+  // llama.cpp's converter permutes Q and K rows into interleaved pairs for
+  // some families and keeps Hugging Face's rotate-half order for the others.
+  config.rope_style = layer.gguf_interleaved_rope ? RopeStyle::kInterleaved : RopeStyle::kNeox;
+  config.qk_norm = layer.qk_norm;
+  config.fused_projections = layer.fused_projections;
+  config.post_norms = layer.post_norms;
+  config.gelu_ffn = layer.activation == arch::Activation::kGeluTanh;
+  if (layer.embedding_scaled) {
+    config.embedding_scale = std::sqrt(static_cast<double>(config.hidden_size));
   }
-}
-
-// Gemma 3: five local layers (rope base 10000, unscaled) to every global one.
-void ReadGemma3(ModelConfig& config) {
-  constexpr int64_t kGemma3_27bLayers = 62;
-  ReadGemma(kGemma3_27bLayers, 6, config);
-  config.local_rope_theta = 10000.0;
-}
-
-// Gemma 2: even layers local and odd ones global at one rope base; without
-// gemma2.attention.sliding_window llama.cpp's window of 4096, without the
-// soft-capping keys its caps of 50 (attention) and 30 (final logits).
-absl::Status ReadGemma2(const ArchKeys& keys, ModelConfig& config) {
-  if (config.layer_windows.empty()) {
-    constexpr int64_t kGemma2Window = 4096;
-    config.layer_windows.assign(static_cast<size_t>(config.num_layers), kGemma2Window);
+  // Scores scaled by 1 / sqrt(key_length), llama.cpp's rule, except for the
+  // model it knows by its layer count, whose scalar is hidden / heads.
+  if (layer.query_pre_attn_scalar) {
+    const double query_pre_attn_scalar =
+        config.num_layers == layer.gguf_query_scalar_is_hidden_per_head_at
+            ? static_cast<double>(config.hidden_size / config.num_heads)
+            : static_cast<double>(config.head_dim);
+    config.attention_scale = 1.0 / std::sqrt(query_pre_attn_scalar);
   }
-  constexpr int64_t kGemma2_27bLayers = 46;
-  ReadGemma(kGemma2_27bLayers, 2, config);
-  config.local_rope_theta = config.rope_theta;
-  KVJIT_ASSIGN_OR_RETURN(config.attention_softcap, keys.FloatOr("attn_logit_softcapping", 50.0));
-  KVJIT_ASSIGN_OR_RETURN(config.final_logit_softcap, keys.FloatOr("final_logit_softcapping", 30.0));
+  if (layer.windows == arch::Windows::kLocalAndGlobal) {
+    KVJIT_ASSIGN_OR_RETURN(config.global_layer_period, keys.Int(Param::kSlidingWindowPattern));
+    config.local_rope_theta = layer.local_rope == arch::LocalRope::kOwnBase
+                                  ? *keys.Default(Param::kLocalRopeTheta)
+                                  : config.rope_theta;
+    // <arch>.attention.sliding_window is the local layers' window alone.
+    for (size_t index = 0; index < config.layer_windows.size(); ++index) {
+      if (!config.IsLocalLayer(static_cast<int64_t>(index))) config.layer_windows[index] = 0;
+    }
+  }
+  KVJIT_ASSIGN_OR_RETURN(config.attention_softcap, keys.Float(Param::kAttentionSoftcap));
+  KVJIT_ASSIGN_OR_RETURN(config.final_logit_softcap, keys.Float(Param::kFinalLogitSoftcap));
   return absl::OkStatus();
 }
 
@@ -164,33 +194,28 @@ absl::Status ReadGemma2(const ArchKeys& keys, ModelConfig& config) {
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   ModelConfig config;
   KVJIT_ASSIGN_OR_RETURN(absl::string_view architecture, file.GetString("general.architecture"));
+  KVJIT_ASSIGN_OR_RETURN(const arch::Family* family,
+                         arch::FamilyOfGgufArchitecture(architecture, file.path()));
   config.architecture = std::string(architecture);
-  if (config.architecture != "llama" && config.architecture != "qwen2" &&
-      config.architecture != "qwen3" && config.architecture != "phi3" &&
-      config.architecture != "gemma2" && config.architecture != "gemma3") {
-    return absl::UnimplementedError(absl::StrCat(
-        file.path(), ": general.architecture '", config.architecture,
-        "' is not supported (llama, qwen2, qwen3, phi3, gemma2, gemma3)"));
-  }
   if (file.Has("general.name")) {
     KVJIT_ASSIGN_OR_RETURN(absl::string_view name, file.GetString("general.name"));
     config.name = std::string(name);
   }
-  const ArchKeys keys(file, config.architecture);
-  KVJIT_ASSIGN_OR_RETURN(config.hidden_size, keys.Int("embedding_length"));
-  KVJIT_ASSIGN_OR_RETURN(config.intermediate_size, keys.Int("feed_forward_length"));
-  KVJIT_ASSIGN_OR_RETURN(config.num_layers, keys.Int("block_count"));
-  KVJIT_ASSIGN_OR_RETURN(config.num_heads, keys.Int("attention.head_count"));
-  KVJIT_ASSIGN_OR_RETURN(config.num_kv_heads, keys.IntOr("attention.head_count_kv", config.num_heads));
-  KVJIT_ASSIGN_OR_RETURN(config.context_length, keys.Int("context_length"));
-  KVJIT_ASSIGN_OR_RETURN(config.rms_norm_eps, file.GetFloat(keys.Key("attention.layer_norm_rms_epsilon")));
-  KVJIT_ASSIGN_OR_RETURN(config.rope_theta, keys.FloatOr("rope.freq_base", 10000.0));
+  const ArchKeys keys(file, config.architecture, *family);
+  KVJIT_ASSIGN_OR_RETURN(config.hidden_size, keys.Int(Param::kHiddenSize));
+  KVJIT_ASSIGN_OR_RETURN(config.intermediate_size, keys.Int(Param::kIntermediateSize));
+  KVJIT_ASSIGN_OR_RETURN(config.num_layers, keys.Int(Param::kNumLayers));
+  KVJIT_ASSIGN_OR_RETURN(config.num_heads, keys.Int(Param::kNumHeads));
+  KVJIT_ASSIGN_OR_RETURN(config.num_kv_heads, keys.Int(Param::kNumKvHeads, config.num_heads));
+  KVJIT_ASSIGN_OR_RETURN(config.context_length, keys.Int(Param::kContextLength));
+  KVJIT_ASSIGN_OR_RETURN(config.rms_norm_eps, keys.Float(Param::kRmsNormEps));
+  KVJIT_ASSIGN_OR_RETURN(config.rope_theta, keys.Float(Param::kRopeTheta));
   if (config.num_heads <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(file.path(), ": ", keys.Key("attention.head_count"),
+    return absl::InvalidArgumentError(absl::StrCat(file.path(), ": ", keys.Key(Param::kNumHeads),
                                                    " must be positive"));
   }
   KVJIT_ASSIGN_OR_RETURN(config.head_dim,
-                         keys.IntOr("attention.key_length", config.hidden_size / config.num_heads));
+                         keys.Int(Param::kHeadDim, config.hidden_size / config.num_heads));
   KVJIT_ASSIGN_OR_RETURN(int64_t rotary_dim, keys.IntOr("rope.dimension_count", config.head_dim));
   if (rotary_dim != config.head_dim) {
     return absl::UnimplementedError(absl::StrCat(
@@ -199,15 +224,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   }
   KVJIT_RETURN_IF_ERROR(ReadRopeScaling(file, keys, config));
   KVJIT_RETURN_IF_ERROR(ReadSlidingWindow(file, keys, config));
-
-  // llama.cpp's converter permutes Q and K rows of llama checkpoints into
-  // interleaved pairs; Qwen checkpoints keep Hugging Face's rotate-half order.
-  config.rope_style = config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
   config.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
-  config.qk_norm = config.architecture == "qwen3" || config.architecture == "gemma3";
-  config.fused_projections = config.architecture == "phi3";
-  if (config.architecture == "gemma3") ReadGemma3(config);
-  if (config.architecture == "gemma2") KVJIT_RETURN_IF_ERROR(ReadGemma2(keys, config));
+  KVJIT_RETURN_IF_ERROR(ReadLayer(*family, keys, config));
   config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
 
   KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));
@@ -217,11 +235,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
         embedding->dims.size()));
   }
   config.vocab_size = embedding->dims[1];
-  if (keys.Has("vocab_size")) {
-    KVJIT_ASSIGN_OR_RETURN(int64_t declared, keys.Int("vocab_size"));
+  const absl::string_view vocab_key = arch::Describe(Param::kVocabSize).gguf_key;
+  if (keys.Has(vocab_key)) {
+    KVJIT_ASSIGN_OR_RETURN(int64_t declared, keys.Int(vocab_key));
     if (declared != config.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(
-          file.path(), ": ", keys.Key("vocab_size"), " = ", declared,
+          file.path(), ": ", keys.Key(vocab_key), " = ", declared,
           " but tensor 'token_embd.weight' has ", config.vocab_size, " rows"));
     }
   }

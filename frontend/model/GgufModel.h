@@ -11,9 +11,9 @@
 
 namespace kvjit::model {
 
-// Reads the hyper-parameters of a Llama-family GGUF (general.architecture
-// "llama", which also covers Mistral, TinyLlama, SmolLM2 and Llama 3.1/3.2
-// with its rope_freqs tensor, "qwen2" or "qwen3").
+// Reads the hyper-parameters of a GGUF whose general.architecture names a
+// family of the architecture registry (frontend/arch), which says which keys
+// hold them and their defaults.
 // Missing or inconsistent keys are errors that name the file and the key.
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file);
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <regex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 
@@ -13,7 +14,7 @@ namespace {
 // LongRoPE as transformers computes it for a model run at its
 // max_position_embeddings (and llama.cpp for a context that large): the long
 // factors where that exceeds the original context, else the short ones.
-absl::Status ApplyLongRope(const hf::LlamaConfig& hf, const std::string& source,
+absl::Status ApplyLongRope(const hf::DecoderConfig& hf, const std::string& source,
                            ModelConfig& config) {
   const hf::LongRope& scaling = *hf.long_rope;
   const size_t pairs = static_cast<size_t>(hf.head_dim / 2);
@@ -33,9 +34,9 @@ absl::Status ApplyLongRope(const hf::LlamaConfig& hf, const std::string& source,
   return absl::OkStatus();
 }
 
-// Gemma 3's sliding layers rotate at their own base, unscaled; ModelConfig
-// knows them as all but every global_layer_period-th layer. The period that
-// gives `windows`' sliding layers, or an error naming the layer kinds.
+// Local layers that rotate at their own base, unscaled: ModelConfig knows
+// them as all but every global_layer_period-th layer. The period that gives
+// `windows`' sliding layers, or an error naming the layer kinds.
 absl::StatusOr<int64_t> GlobalLayerPeriod(const std::vector<int64_t>& windows, int64_t layers,
                                           const std::string& source) {
   if (windows.empty()) return 0;
@@ -48,23 +49,31 @@ absl::StatusOr<int64_t> GlobalLayerPeriod(const std::vector<int64_t>& windows, i
   }
   return absl::UnimplementedError(absl::StrCat(
       source, ": layer_types does not repeat as n - 1 sliding_attention layers and one "
-              "full_attention layer, the only mix of Gemma 3's layers kvjit builds"));
+              "full_attention layer, the only mix of local and global layers kvjit builds"));
 }
 
-// Gemma's layer as transformers computes it: the embedding × √hidden, norms
-// after attention and the MLP, each norm's scale 1 + its weight,
-// gelu_tanh(gate) · up, scores scaled by query_pre_attn_scalar^(-1/2) and
-// soft-capped (Gemma 2), the logits soft-capped.
-absl::Status ApplyGemma(const hf::LlamaConfig& hf, const std::string& source, ModelConfig& config) {
-  config.embedding_scale = std::sqrt(static_cast<double>(hf.hidden_size));
-  config.post_norms = true;
-  config.gelu_ffn = true;
-  config.norm_weights_plus_one = true;
-  config.attention_scale = 1.0 / std::sqrt(hf.query_pre_attn_scalar);
+// The family's departures from the common layer, as transformers computes
+// them.
+absl::Status ApplyLayer(const hf::DecoderConfig& hf, const std::string& source,
+                        ModelConfig& config) {
+  const arch::Layer& layer = hf.family->layer;
+  config.qk_norm = layer.qk_norm;
+  config.fused_projections = layer.fused_projections;
+  config.post_norms = layer.post_norms;
+  config.gelu_ffn = layer.activation == arch::Activation::kGeluTanh;
+  config.norm_weights_plus_one = layer.config_norms_plus_one;
+  if (layer.embedding_scaled) {
+    config.embedding_scale = std::sqrt(static_cast<double>(hf.hidden_size));
+  }
+  if (layer.query_pre_attn_scalar) {
+    config.attention_scale = 1.0 / std::sqrt(hf.query_pre_attn_scalar);
+  }
   config.attention_softcap = hf.attn_logit_softcapping;
   config.final_logit_softcap = hf.final_logit_softcapping;
-  // Gemma 2's layers all rotate alike (one rotary embedding in transformers).
-  if (hf.model_type == hf::ModelType::kGemma3) {
+  // Local layers at the global base rotate as transformers rotates them: all
+  // alike, with one rotary embedding.
+  if (layer.windows == arch::Windows::kLocalAndGlobal &&
+      layer.local_rope == arch::LocalRope::kOwnBase) {
     KVJIT_ASSIGN_OR_RETURN(config.global_layer_period,
                            GlobalLayerPeriod(hf.layer_windows, hf.num_hidden_layers, source));
     config.local_rope_theta = hf.local_rope_theta;
@@ -74,36 +83,14 @@ absl::Status ApplyGemma(const hf::LlamaConfig& hf, const std::string& source, Mo
 
 }  // namespace
 
-absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const std::string& source) {
+absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::DecoderConfig& hf,
+                                              const std::string& source) {
   if (hf.attention_output_bias || hf.mlp_bias) {
     return absl::UnimplementedError(absl::StrCat(
         source, ": attention_bias on o_proj and mlp_bias are not supported yet"));
   }
   ModelConfig config;
-  switch (hf.model_type) {
-    case hf::ModelType::kLlama:
-    case hf::ModelType::kMistral:
-      config.architecture = "llama";
-      break;
-    case hf::ModelType::kQwen2:
-      config.architecture = "qwen2";
-      break;
-    case hf::ModelType::kQwen3:
-      config.architecture = "qwen3";
-      config.qk_norm = true;
-      break;
-    case hf::ModelType::kPhi3:
-      config.architecture = "phi3";
-      config.fused_projections = true;
-      break;
-    case hf::ModelType::kGemma2:
-      config.architecture = "gemma2";
-      break;
-    case hf::ModelType::kGemma3:
-      config.architecture = "gemma3";
-      config.qk_norm = true;
-      break;
-  }
+  config.architecture = std::string(hf.family->architecture);
   config.name = hf.architecture;
   config.vocab_size = hf.vocab_size;
   config.hidden_size = hf.hidden_size;
@@ -121,24 +108,21 @@ absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const s
   config.layer_windows = hf.layer_windows;
   config.rope_scaling = hf.rope_scaling;
   if (hf.long_rope) KVJIT_RETURN_IF_ERROR(ApplyLongRope(hf, source, config));
-  if (hf.model_type == hf::ModelType::kGemma2 || hf.model_type == hf::ModelType::kGemma3) {
-    KVJIT_RETURN_IF_ERROR(ApplyGemma(hf, source, config));
-  }
+  KVJIT_RETURN_IF_ERROR(ApplyLayer(hf, source, config));
   KVJIT_RETURN_IF_ERROR(config.Validate(source));
   return config;
 }
 
-std::string CanonicalWeightName(const std::string& hf_name, hf::ModelType type) {
-  // transformers 4 saves a multimodal Gemma 3's decoder as
-  // language_model.model.*, transformers 5 as model.language_model.*.
-  static const std::regex kLanguageModel(
-      R"((?:language_model\.model|model\.language_model)\.(.+))");
-  std::smatch decoder;
-  if (type == hf::ModelType::kGemma3) {
-    if (std::regex_match(hf_name, decoder, kLanguageModel)) {
-      return CanonicalWeightName(absl::StrCat("model.", decoder[1].str()), type);
+std::string CanonicalWeightName(const std::string& hf_name, const arch::Family* family) {
+  if (family != nullptr) {
+    for (absl::string_view prefix : family->tensors.decoder_prefixes) {
+      if (absl::StartsWith(hf_name, prefix) && hf_name.size() > prefix.size()) {
+        return CanonicalWeightName(absl::StrCat("model.", hf_name.substr(prefix.size())), family);
+      }
     }
-    if (hf_name == "language_model.lm_head.weight") return "output.weight";
+    for (const auto& [hf, canonical] : family->tensors.model) {
+      if (hf_name == hf) return std::string(canonical);
+    }
   }
   static const std::pair<const char*, const char*> kGlobal[] = {
       {"model.embed_tokens.weight", "token_embd.weight"},
@@ -148,12 +132,6 @@ std::string CanonicalWeightName(const std::string& hf_name, hf::ModelType type) 
   for (const auto& [hf, canonical] : kGlobal) {
     if (hf_name == hf) return canonical;
   }
-  static const std::pair<const char*, const char*> kGemmaNorms[] = {
-      {"post_attention_layernorm.weight", "post_attention_norm.weight"},
-      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
-      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
-  };
-  const bool gemma = type == hf::ModelType::kGemma2 || type == hf::ModelType::kGemma3;
   static const std::pair<const char*, const char*> kPerLayer[] = {
       {"input_layernorm.weight", "attn_norm.weight"},
       {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -169,15 +147,14 @@ std::string CanonicalWeightName(const std::string& hf_name, hf::ModelType type) 
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
-      // Phi-3's fused projections, as llama.cpp names them.
-      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
-      {"mlp.gate_up_proj.weight", "ffn_up.weight"},
   };
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+))");
   std::smatch match;
   if (std::regex_match(hf_name, match, kLayer)) {
-    for (const auto& [hf, canonical] : kGemmaNorms) {
-      if (gemma && match[2] == hf) return absl::StrCat("blk.", match[1].str(), ".", canonical);
+    if (family != nullptr) {
+      for (const auto& [hf, canonical] : family->tensors.layer) {
+        if (match[2].str() == hf) return absl::StrCat("blk.", match[1].str(), ".", canonical);
+      }
     }
     for (const auto& [hf, canonical] : kPerLayer) {
       if (match[2] == hf) return absl::StrCat("blk.", match[1].str(), ".", canonical);
@@ -187,12 +164,12 @@ std::string CanonicalWeightName(const std::string& hf_name, hf::ModelType type) 
 }
 
 SafetensorsWeightSource::SafetensorsWeightSource(const safetensors::SafetensorsModel& model,
-                                                 hf::ModelType type)
+                                                 const arch::Family* family)
     : model_(model) {
   for (const safetensors::SafetensorsFile& shard : model.shards()) {
     for (const safetensors::Tensor& tensor : shard.tensors()) {
       WeightInfo weight;
-      weight.name = CanonicalWeightName(tensor.name, type);
+      weight.name = CanonicalWeightName(tensor.name, family);
       weight.shape = tensor.dims;
       weight.storage = tensor.storage_type;
       weight.size_bytes = tensor.data.size();

@@ -12,25 +12,25 @@
 
 namespace kvjit::model {
 
-// kvjit's config of a Hugging Face Llama-family checkpoint. Its Q and K rows
-// are in rotate-half order, so rope is neox style.
-absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::LlamaConfig& hf, const std::string& source);
+// kvjit's config of a Hugging Face checkpoint, its layer as its family
+// (hf.family) describes it. Its Q and K rows are in rotate-half order, so
+// rope is neox style.
+absl::StatusOr<ModelConfig> ModelConfigFromHf(const hf::DecoderConfig& hf,
+                                              const std::string& source);
 
 // The canonical (GGUF) name of a Hugging Face tensor name, e.g.
 // "model.layers.3.self_attn.q_proj.weight" → "blk.3.attn_q.weight";
-// the name itself where there is no counterpart. Gemma's
-// post_attention_layernorm normalizes the attention's output
-// (post_attention_norm), not the MLP's input as Llama's does; a multimodal
-// Gemma 3's decoder sits under language_model.
+// the name itself where there is no counterpart. `family`'s own names
+// (arch::TensorNames) win over the common ones; nullptr: the common ones alone.
 std::string CanonicalWeightName(const std::string& hf_name,
-                                hf::ModelType type = hf::ModelType::kLlama);
+                                const arch::Family* family = nullptr);
 
 // The tensors of a safetensors checkpoint under their canonical names.
 // Borrows `model`, which must outlive it.
 class SafetensorsWeightSource : public WeightSource {
  public:
   explicit SafetensorsWeightSource(const safetensors::SafetensorsModel& model,
-                                   hf::ModelType type = hf::ModelType::kLlama);
+                                   const arch::Family* family = nullptr);
 
   const std::string& origin() const override { return model_.directory(); }
   const std::vector<WeightInfo>& weights() const override { return weights_; }

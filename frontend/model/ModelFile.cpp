@@ -19,14 +19,14 @@ absl::StatusOr<ModelFile> OpenHfDirectory(const std::string& directory) {
   ModelFile model;
   model.path = directory;
   model.format = "Hugging Face safetensors";
-  KVJIT_ASSIGN_OR_RETURN(hf::LlamaConfig hf_config, hf::LoadLlamaConfig(directory));
+  KVJIT_ASSIGN_OR_RETURN(hf::DecoderConfig hf_config, hf::LoadDecoderConfig(directory));
   KVJIT_ASSIGN_OR_RETURN(model.config,
                          ModelConfigFromHf(hf_config, absl::StrCat(directory, "/config.json")));
   KVJIT_ASSIGN_OR_RETURN(safetensors::SafetensorsModel weights,
                          safetensors::SafetensorsModel::Open(directory));
   model.safetensors = std::make_unique<safetensors::SafetensorsModel>(std::move(weights));
   model.weights =
-      std::make_unique<SafetensorsWeightSource>(*model.safetensors, hf_config.model_type);
+      std::make_unique<SafetensorsWeightSource>(*model.safetensors, hf_config.family);
   return model;
 }
 

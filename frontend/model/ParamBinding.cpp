@@ -59,7 +59,7 @@ absl::Status BindParams(mlir::ModuleOp module, const WeightSource& weights) {
       }
       continue;
     }
-    // Gemma's 1 + w: its source is a tfm.param of its shape (verified),
+    // A norm's 1 + w: its source is a tfm.param of its shape (verified),
     // bound on its own.
     if (param.getShifted()) continue;
     const WeightInfo* weight = weights.Find(name);

@@ -7,7 +7,7 @@
 
 namespace kvjit::model {
 
-// Binds IR not written by BuildLlamaModule (`kvjit import`'s output edited
+// Binds IR not written by BuildDecoderModule (`kvjit import`'s output edited
 // by hand, or printed by kvjit-opt) to a model's weights: every tfm.param
 // must name a weight of `weights` whose shape and storage type it declares.
 // The error names the first that does not, by its symbol and its place in

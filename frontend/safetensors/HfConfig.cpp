@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "frontend/arch/ArchRegistry.h"
 #include "frontend/safetensors/JsonFile.h"
 
 namespace kvjit::hf {
@@ -144,35 +145,32 @@ absl::StatusOr<std::string> ReadArchitecture(FieldReader& reader) {
   return architectures->empty() ? std::string() : (*architectures)[0].get<std::string>();
 }
 
-absl::StatusOr<ModelType> ReadModelType(FieldReader& reader, std::string& architecture) {
+// The family model_type names, or where it is absent (older configs) the
+// family of the architectures entry.
+absl::StatusOr<const arch::Family*> ReadFamily(FieldReader& reader, std::string& architecture) {
   absl::StatusOr<std::string> named = ReadArchitecture(reader);
   if (!named.ok()) return named.status();
   architecture = *named;
   std::string model_type = reader.String("model_type", "");
   if (!reader.status().ok()) return reader.status();
-  if (model_type.empty()) {
-    // Older configs name only the architecture.
-    if (architecture == "LlamaForCausalLM") model_type = "llama";
-    if (architecture == "MistralForCausalLM") model_type = "mistral";
-    if (architecture == "Qwen2ForCausalLM") model_type = "qwen2";
-    if (architecture == "Qwen3ForCausalLM") model_type = "qwen3";
-    if (architecture == "Phi3ForCausalLM") model_type = "phi3";
+  if (!model_type.empty()) {
+    return arch::FamilyOfConfigModelType(model_type, reader.Where("model_type"));
   }
-  if (model_type == "llama") return ModelType::kLlama;
-  if (model_type == "mistral") return ModelType::kMistral;
-  if (model_type == "qwen2") return ModelType::kQwen2;
-  if (model_type == "qwen3") return ModelType::kQwen3;
-  if (model_type == "phi3") return ModelType::kPhi3;
-  if (model_type == "gemma2") return ModelType::kGemma2;
-  if (model_type == "gemma3_text") return ModelType::kGemma3;
-  if (model_type.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        reader.Where("model_type"), " is missing and architectures names no known model"));
-  }
-  return absl::UnimplementedError(
-      absl::StrCat(reader.Where("model_type"), " '", model_type,
-                   "' is not supported (llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, "
-                   "gemma3 are)"));
+  if (const arch::Family* family = arch::FindConfigArchitecture(architecture)) return family;
+  return absl::InvalidArgumentError(absl::StrCat(
+      reader.Where("model_type"), " is missing and architectures names no known model"));
+}
+
+// The config.json field of `param`.
+std::string Field(arch::Param param) { return std::string(arch::Describe(param).config_field); }
+
+std::optional<double> NumberDefault(const arch::Family& family, arch::Param param) {
+  return family.DefaultOf(param, arch::Format::kConfigJson);
+}
+
+std::optional<int64_t> IntegerDefault(const arch::Family& family, arch::Param param) {
+  const std::optional<double> value = NumberDefault(family, param);
+  return value ? std::optional<int64_t>(static_cast<int64_t>(*value)) : std::nullopt;
 }
 
 RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
@@ -203,7 +201,7 @@ RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
     if (reader.Find("attention_factor") != nullptr) {
       longrope.attention_factor = reader.PositiveNumber("attention_factor");
     }
-    // Phi-3 keeps it at the top level; newer configs inside rope_scaling.
+    // Older configs keep it at the top level; newer ones inside rope_scaling.
     longrope.original_max_position_embeddings = reader.PositiveInteger(
         "original_max_position_embeddings",
         outer.Find("original_max_position_embeddings") != nullptr
@@ -217,10 +215,12 @@ RopeScaling ReadRopeScaling(const nlohmann::json& object, FieldReader& outer,
   return scaling;
 }
 
-// Gemma 3's sliding layers rotate at their own base, unscaled:
-// rope_local_base_freq, or transformers 5's rope_parameters.sliding_attention.
-void ReadLocalRope(FieldReader& reader, const nlohmann::json* sliding, LlamaConfig& config) {
-  double theta_in_parameters = 10000.0;
+// The sliding layers' own rope base, unscaled: rope_local_base_freq, or
+// transformers 5's rope_parameters.sliding_attention.
+void ReadLocalRope(FieldReader& reader, const nlohmann::json* sliding, const arch::Family& family,
+                   DecoderConfig& config) {
+  const double default_theta = *NumberDefault(family, arch::Param::kLocalRopeTheta);
+  double theta_in_parameters = default_theta;
   if (sliding != nullptr) {
     const std::string where = absl::StrCat(reader.Where("rope_parameters"), ".sliding_attention");
     if (!sliding->is_object()) {
@@ -228,7 +228,7 @@ void ReadLocalRope(FieldReader& reader, const nlohmann::json* sliding, LlamaConf
       return;
     }
     FieldReader sliding_reader(*sliding, absl::StrCat(where, "."));
-    theta_in_parameters = sliding_reader.PositiveNumber("rope_theta", 10000.0);
+    theta_in_parameters = sliding_reader.PositiveNumber("rope_theta", default_theta);
     const std::string type = sliding_reader.String("rope_type", "default");
     if (sliding_reader.status().ok() && type != "default") {
       sliding_reader.Fail(absl::UnimplementedError(absl::StrCat(
@@ -236,13 +236,14 @@ void ReadLocalRope(FieldReader& reader, const nlohmann::json* sliding, LlamaConf
     }
     if (!sliding_reader.status().ok()) reader.Fail(sliding_reader.status());
   }
-  config.local_rope_theta = reader.PositiveNumber("rope_local_base_freq", theta_in_parameters);
+  config.local_rope_theta =
+      reader.PositiveNumber(Field(arch::Param::kLocalRopeTheta), theta_in_parameters);
 }
 
 // Rope settings sit at the top level, or (transformers 5) in rope_parameters,
-// which for Gemma 3 holds one object per layer kind (full_attention,
-// sliding_attention).
-void ReadRope(FieldReader& reader, double default_theta, LlamaConfig& config) {
+// which for a family of local and global layers holds one object per layer
+// kind (full_attention, sliding_attention).
+void ReadRope(FieldReader& reader, const arch::Family& family, DecoderConfig& config) {
   const nlohmann::json* parameters = reader.Find("rope_parameters");
   if (parameters != nullptr && !parameters->is_object()) {
     reader.Fail(absl::InvalidArgumentError(
@@ -261,20 +262,21 @@ void ReadRope(FieldReader& reader, double default_theta, LlamaConfig& config) {
       return;
     }
   }
-  const bool has_local_layers =
-      config.model_type == ModelType::kGemma2 || config.model_type == ModelType::kGemma3;
-  if (config.model_type == ModelType::kGemma3 || sliding != nullptr) {
-    ReadLocalRope(reader, sliding, config);
+  const bool has_local_layers = family.layer.windows == arch::Windows::kLocalAndGlobal;
+  const bool local_base_of_its_own = family.layer.local_rope == arch::LocalRope::kOwnBase;
+  if ((has_local_layers && local_base_of_its_own) || sliding != nullptr) {
+    ReadLocalRope(reader, sliding, family, config);
   }
+  const double default_theta = *NumberDefault(family, arch::Param::kRopeTheta);
   double theta_in_parameters = default_theta;
   if (parameters != nullptr) {
     FieldReader parameters_reader(*parameters, absl::StrCat(reader.Where(parameters_key), "."));
     theta_in_parameters = parameters_reader.PositiveNumber("rope_theta", default_theta);
     if (!parameters_reader.status().ok()) reader.Fail(parameters_reader.status());
   }
-  config.rope_theta = reader.PositiveNumber("rope_theta", theta_in_parameters);
-  // Without a rope of their own, Gemma 2's sliding layers rotate as its global ones.
-  if (config.model_type == ModelType::kGemma2 && sliding == nullptr) {
+  config.rope_theta = reader.PositiveNumber(Field(arch::Param::kRopeTheta), theta_in_parameters);
+  // Without a rope of their own, the sliding layers rotate as the global ones.
+  if (has_local_layers && !local_base_of_its_own && sliding == nullptr) {
     config.local_rope_theta = config.rope_theta;
   }
   // The other families build every layer with one rope: a sliding layer
@@ -311,47 +313,27 @@ std::optional<quant::StorageType> ReadTorchDtype(FieldReader& reader) {
   return std::nullopt;
 }
 
-// transformers' Qwen2Config and Qwen3Config default.
-constexpr int64_t kDefaultMaxWindowLayers = 28;
-
-// transformers' Gemma2Config and Gemma3TextConfig defaults, which a Gemma 3
-// checkpoint's text_config leaves out where they hold.
-constexpr int64_t kGemmaDefaultWindow = 4096;
-constexpr int64_t kGemma3DefaultSlidingPattern = 6;
-
-// Whether Gemma's layer `layer` slides where the config has no layer_types:
-// Gemma 2's even layers; all but every sliding_window_pattern-th of Gemma 3's.
-bool GemmaLayerSlides(FieldReader& reader, ModelType type, int64_t layer) {
-  if (type == ModelType::kGemma2) return layer % 2 == 0;
-  const int64_t pattern =
-      reader.PositiveInteger("sliding_window_pattern", kGemma3DefaultSlidingPattern);
-  return pattern > 0 && (layer + 1) % pattern != 0;
-}
-
-// Which layers attend over a sliding window (see LlamaConfig).
-void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
+// Which layers attend over a sliding window (see DecoderConfig).
+void ReadSlidingWindows(FieldReader& reader, const arch::Family& family, DecoderConfig& config) {
   bool applies = false;
-  bool gemma = false;
-  switch (config.model_type) {
-    case ModelType::kLlama:
+  switch (family.layer.windows) {
+    case arch::Windows::kGgufOnly:
       return;
-    case ModelType::kMistral:
-    case ModelType::kPhi3:
+    case arch::Windows::kEveryLayer:
+    case arch::Windows::kLocalAndGlobal:
       applies = true;
       break;
-    case ModelType::kQwen2:
-    case ModelType::kQwen3:
+    case arch::Windows::kFromMaxWindowLayers:
       applies = reader.Bool("use_sliding_window", false);
       break;
-    case ModelType::kGemma2:
-    case ModelType::kGemma3:
-      gemma = true;
-      break;
   }
-  if (!gemma && (!applies || reader.Find("sliding_window") == nullptr)) return;
-  const int64_t window =
-      reader.PositiveInteger("sliding_window", gemma ? std::optional<int64_t>(kGemmaDefaultWindow)
-                                                     : std::nullopt);
+  const bool local_and_global = family.layer.windows == arch::Windows::kLocalAndGlobal;
+  const std::string window_field = Field(arch::Param::kSlidingWindow);
+  // A window the file does not give is the family's default where it has
+  // local layers; elsewhere there is none.
+  if (!applies || (!local_and_global && reader.Find(window_field) == nullptr)) return;
+  const int64_t window = reader.PositiveInteger(
+      window_field, IntegerDefault(family, arch::Param::kSlidingWindow));
   if (!reader.status().ok()) return;
   const int64_t layers = config.num_hidden_layers;
   if (const nlohmann::json* layer_types = reader.Find("layer_types")) {
@@ -371,18 +353,21 @@ void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
       }
       config.layer_windows.push_back(name == "sliding_attention" ? window : 0);
     }
-  } else if (gemma) {
+  } else if (local_and_global) {
+    // Every sliding_window_pattern-th layer is global.
+    const int64_t pattern =
+        reader.PositiveInteger(Field(arch::Param::kSlidingWindowPattern),
+                               IntegerDefault(family, arch::Param::kSlidingWindowPattern));
     for (int64_t layer = 0; layer < layers; ++layer) {
-      const bool slides = GemmaLayerSlides(reader, config.model_type, layer);
+      const bool slides = pattern > 0 && (layer + 1) % pattern != 0;
       config.layer_windows.push_back(slides ? window : 0);
     }
   } else {
-    const bool qwen =
-        config.model_type == ModelType::kQwen2 || config.model_type == ModelType::kQwen3;
-    const int64_t first_windowed = !qwen
-                                       ? 0
-                                       : reader.PositiveInteger("max_window_layers",
-                                                                kDefaultMaxWindowLayers);
+    const int64_t first_windowed =
+        family.layer.windows == arch::Windows::kFromMaxWindowLayers
+            ? reader.PositiveInteger(Field(arch::Param::kMaxWindowLayers),
+                                     IntegerDefault(family, arch::Param::kMaxWindowLayers))
+            : 0;
     for (int64_t layer = 0; layer < layers; ++layer) {
       config.layer_windows.push_back(layer >= first_windowed ? window : 0);
     }
@@ -393,7 +378,7 @@ void ReadSlidingWindows(FieldReader& reader, LlamaConfig& config) {
   }
 }
 
-absl::Status CheckShapes(const LlamaConfig& config, const FieldReader& reader) {
+absl::Status CheckShapes(const DecoderConfig& config, const FieldReader& reader) {
   if (config.num_attention_heads % config.num_key_value_heads != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(reader.Where("num_key_value_heads"), " (", config.num_key_value_heads,
@@ -406,12 +391,14 @@ absl::Status CheckShapes(const LlamaConfig& config, const FieldReader& reader) {
   return absl::OkStatus();
 }
 
-// The MLP's activation: silu, or Gemma's gelu_pytorch_tanh (hidden_activation).
-absl::Status CheckActivation(FieldReader& reader, bool gemma) {
-  const std::string key = gemma && reader.Find("hidden_activation") != nullptr
-                              ? "hidden_activation"
+// The MLP's activation, under the family's field where the config has it
+// and hidden_act otherwise.
+absl::Status CheckActivation(FieldReader& reader, const arch::Family& family) {
+  const std::string key = reader.Find(family.config_activation_field) != nullptr
+                              ? std::string(family.config_activation_field)
                               : "hidden_act";
-  const std::string expected = gemma ? "gelu_pytorch_tanh" : "silu";
+  const std::string expected =
+      family.layer.activation == arch::Activation::kGeluTanh ? "gelu_pytorch_tanh" : "silu";
   std::string activation = reader.String(key, expected);
   if (reader.status().ok() && activation != expected) {
     return absl::UnimplementedError(absl::StrCat(reader.Where(key), " '", activation,
@@ -420,21 +407,43 @@ absl::Status CheckActivation(FieldReader& reader, bool gemma) {
   return reader.status();
 }
 
-// A Gemma soft cap: `absent` where the config lacks the key (transformers'
-// default), none where it is null.
-double SoftCap(FieldReader& reader, absl::string_view key, double absent) {
-  if (!reader.Has(key)) return absent;
+// A soft cap: the family's default where the config lacks the key, none
+// where it is null.
+double SoftCap(FieldReader& reader, const arch::Family& family, arch::Param param) {
+  const std::string key = Field(param);
+  if (!reader.Has(key)) return NumberDefault(family, param).value_or(0.0);
   if (reader.Find(key) == nullptr) return 0.0;
   return reader.PositiveNumber(key);
 }
 
-// Gemma's departures from Llama's decoder.
-void ReadGemma(FieldReader& reader, LlamaConfig& config) {
-  const bool gemma2 = config.model_type == ModelType::kGemma2;
-  config.query_pre_attn_scalar = reader.PositiveNumber("query_pre_attn_scalar", 256.0);
-  config.attn_logit_softcapping = SoftCap(reader, "attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
-  config.final_logit_softcapping =
-      SoftCap(reader, "final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+void ReadBiases(FieldReader& reader, const arch::Family& family, DecoderConfig& config) {
+  switch (family.config_biases) {
+    case arch::ConfigBiases::kNone:
+      break;
+    case arch::ConfigBiases::kQkvAlways:
+      config.attention_qkv_bias = true;
+      break;
+    case arch::ConfigBiases::kAttentionBias:
+      config.attention_qkv_bias = reader.Bool("attention_bias", false);
+      config.attention_output_bias = config.attention_qkv_bias;
+      break;
+    case arch::ConfigBiases::kAttentionAndMlpBias:
+      config.attention_qkv_bias = reader.Bool("attention_bias", false);
+      config.attention_output_bias = config.attention_qkv_bias;
+      config.mlp_bias = reader.Bool("mlp_bias", false);
+      break;
+  }
+}
+
+// The scores' scale and soft caps.
+void ReadScores(FieldReader& reader, const arch::Family& family, DecoderConfig& config) {
+  if (family.layer.query_pre_attn_scalar) {
+    config.query_pre_attn_scalar =
+        reader.PositiveNumber(Field(arch::Param::kQueryPreAttnScalar),
+                              NumberDefault(family, arch::Param::kQueryPreAttnScalar));
+  }
+  config.attn_logit_softcapping = SoftCap(reader, family, arch::Param::kAttentionSoftcap);
+  config.final_logit_softcapping = SoftCap(reader, family, arch::Param::kFinalLogitSoftcap);
   if (reader.Bool("use_bidirectional_attention", false) && reader.status().ok()) {
     reader.Fail(absl::UnimplementedError(absl::StrCat(
         config.architecture.empty() ? "this model" : config.architecture, ": ",
@@ -443,38 +452,35 @@ void ReadGemma(FieldReader& reader, LlamaConfig& config) {
   }
 }
 
-absl::StatusOr<LlamaConfig> ParseDecoderConfig(FieldReader& reader) {
-  LlamaConfig config;
-  absl::StatusOr<ModelType> model_type = ReadModelType(reader, config.architecture);
-  if (!model_type.ok()) return model_type.status();
-  config.model_type = *model_type;
-  const bool gemma =
-      config.model_type == ModelType::kGemma2 || config.model_type == ModelType::kGemma3;
-  if (absl::Status status = CheckActivation(reader, gemma); !status.ok()) return status;
+absl::StatusOr<DecoderConfig> ReadDecoder(FieldReader& reader) {
+  DecoderConfig config;
+  absl::StatusOr<const arch::Family*> read_family = ReadFamily(reader, config.architecture);
+  if (!read_family.ok()) return read_family.status();
+  config.family = *read_family;
+  const arch::Family& family = **read_family;
+  if (absl::Status status = CheckActivation(reader, family); !status.ok()) return status;
 
-  // A multimodal Gemma 3 checkpoint's text_config names only what differs
-  // from transformers' Gemma3TextConfig, so its defaults fill the rest.
-  const bool gemma3 = config.model_type == ModelType::kGemma3;
-  auto gemma3_default = [gemma3](auto value) {
-    return gemma3 ? std::optional<decltype(value)>(value) : std::nullopt;
+  using arch::Param;
+  auto integer = [&](Param param) {
+    return reader.PositiveInteger(Field(param), IntegerDefault(family, param));
   };
-  config.hidden_size = reader.PositiveInteger("hidden_size", gemma3_default(int64_t{2304}));
-  config.intermediate_size =
-      reader.PositiveInteger("intermediate_size", gemma3_default(int64_t{9216}));
-  config.num_hidden_layers =
-      reader.PositiveInteger("num_hidden_layers", gemma3_default(int64_t{26}));
-  config.num_attention_heads =
-      reader.PositiveInteger("num_attention_heads", gemma3_default(int64_t{8}));
-  config.num_key_value_heads = reader.PositiveInteger(
-      "num_key_value_heads", gemma3 ? int64_t{4} : config.num_attention_heads);
-  config.max_position_embeddings =
-      reader.PositiveInteger("max_position_embeddings", gemma3_default(int64_t{131072}));
-  config.vocab_size = reader.PositiveInteger("vocab_size", gemma3_default(int64_t{262208}));
-  config.rms_norm_eps = reader.PositiveNumber("rms_norm_eps", gemma3_default(1e-6));
+  config.hidden_size = integer(Param::kHiddenSize);
+  config.intermediate_size = integer(Param::kIntermediateSize);
+  config.num_hidden_layers = integer(Param::kNumLayers);
+  config.num_attention_heads = integer(Param::kNumHeads);
+  config.num_key_value_heads =
+      reader.PositiveInteger(Field(Param::kNumKvHeads),
+                             IntegerDefault(family, Param::kNumKvHeads)
+                                 .value_or(config.num_attention_heads));
+  config.max_position_embeddings = integer(Param::kContextLength);
+  config.vocab_size = integer(Param::kVocabSize);
+  config.rms_norm_eps =
+      reader.PositiveNumber(Field(Param::kRmsNormEps), NumberDefault(family, Param::kRmsNormEps));
   if (!reader.status().ok()) return reader.status();
 
-  if (reader.Find("head_dim") != nullptr || gemma3) {
-    config.head_dim = reader.PositiveInteger("head_dim", gemma3_default(int64_t{256}));
+  if (reader.Find(Field(Param::kHeadDim)) != nullptr ||
+      IntegerDefault(family, Param::kHeadDim).has_value()) {
+    config.head_dim = integer(Param::kHeadDim);
   } else if (config.hidden_size % config.num_attention_heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         reader.Where("num_attention_heads"), " (", config.num_attention_heads,
@@ -483,45 +489,19 @@ absl::StatusOr<LlamaConfig> ParseDecoderConfig(FieldReader& reader) {
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
 
-  ReadRope(reader, gemma3 ? 1e6 : 10000.0, config);
-  // transformers' PretrainedConfig ties by default; Llama's config does not.
-  config.tie_word_embeddings = reader.Bool("tie_word_embeddings", gemma);
-  switch (config.model_type) {
-    case ModelType::kLlama:
-      config.attention_qkv_bias = reader.Bool("attention_bias", false);
-      config.attention_output_bias = config.attention_qkv_bias;
-      config.mlp_bias = reader.Bool("mlp_bias", false);
-      break;
-    case ModelType::kMistral:
-      break;
-    case ModelType::kQwen2:
-      // Qwen2's q, k and v projections always carry a bias; o_proj never does.
-      config.attention_qkv_bias = true;
-      break;
-    case ModelType::kQwen3:
-      // Qwen3 normalizes q and k per head instead; attention_bias is off in
-      // every released checkpoint and biases all four projections when on.
-      config.attention_qkv_bias = reader.Bool("attention_bias", false);
-      config.attention_output_bias = config.attention_qkv_bias;
-      break;
-    case ModelType::kPhi3:
-      // Phi-3's projections have no biases (Phi3Attention's qkv_proj and o_proj
-      // are bias=False whatever the config).
-      break;
-    case ModelType::kGemma2:
-    case ModelType::kGemma3:
-      config.attention_qkv_bias = reader.Bool("attention_bias", false);
-      config.attention_output_bias = config.attention_qkv_bias;
-      ReadGemma(reader, config);
-      break;
-  }
+  ReadRope(reader, family, config);
+  config.tie_word_embeddings =
+      reader.Bool(Field(Param::kTieWordEmbeddings),
+                  NumberDefault(family, Param::kTieWordEmbeddings).value_or(0.0) != 0.0);
+  ReadBiases(reader, family, config);
+  ReadScores(reader, family, config);
   if (reader.Find("partial_rotary_factor") != nullptr &&
       reader.PositiveNumber("partial_rotary_factor") != 1.0 && reader.status().ok()) {
     return absl::UnimplementedError(absl::StrCat(
         reader.Where("partial_rotary_factor"), " ", reader.Find("partial_rotary_factor")->dump(),
         " is not supported (rope over part of each head: only 1.0 is)"));
   }
-  ReadSlidingWindows(reader, config);
+  ReadSlidingWindows(reader, family, config);
   config.bos_token_ids = reader.TokenIds("bos_token_id");
   config.eos_token_ids = reader.TokenIds("eos_token_id");
   config.torch_dtype = ReadTorchDtype(reader);
@@ -531,60 +511,65 @@ absl::StatusOr<LlamaConfig> ParseDecoderConfig(FieldReader& reader) {
   return config;
 }
 
-// Gemma 3's multimodal checkpoints (model_type gemma3) describe the decoder
-// in text_config; the token ids and dtype it leaves out are at the top level.
-absl::StatusOr<LlamaConfig> ParseGemma3TextConfig(const nlohmann::json& json, FieldReader& reader) {
+// A multimodal checkpoint describes its decoder in text_config; the token
+// ids and dtype it leaves out are at the top level.
+absl::StatusOr<DecoderConfig> ReadMultimodalDecoder(const nlohmann::json& json,
+                                                    FieldReader& reader,
+                                                    const arch::Family& family) {
+  const std::string text_model_type(family.config_model_types.front());
   const nlohmann::json* text = reader.Find("text_config");
   if (text == nullptr || !text->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        reader.Where("text_config"), " must be an object (model_type gemma3 keeps its decoder's "
-                                     "settings there)"));
+        reader.Where("text_config"), " must be an object (model_type ",
+        family.multimodal_model_type, " keeps its decoder's settings there)"));
   }
   nlohmann::json decoder = *text;
-  if (!decoder.contains("model_type")) decoder["model_type"] = "gemma3_text";
+  if (!decoder.contains("model_type")) decoder["model_type"] = text_model_type;
   for (const char* key : {"bos_token_id", "eos_token_id", "torch_dtype", "dtype"}) {
     if (!decoder.contains(key) && json.contains(key)) decoder[key] = json.at(key);
   }
   FieldReader text_reader(decoder, reader.Where("text_config."));
   if (const nlohmann::json* type = text_reader.Find("model_type");
-      type == nullptr || *type != "gemma3_text") {
+      type == nullptr || *type != text_model_type) {
     return absl::UnimplementedError(absl::StrCat(
         text_reader.Where("model_type"), " ", type == nullptr ? "null" : type->dump(),
-        " is not supported in a gemma3 config (gemma3_text is)"));
+        " is not supported in a ", family.multimodal_model_type, " config (", text_model_type,
+        " is)"));
   }
-  absl::StatusOr<LlamaConfig> config = ParseDecoderConfig(text_reader);
+  absl::StatusOr<DecoderConfig> config = ReadDecoder(text_reader);
   if (!config.ok()) return config.status();
-  // Gemma3ForConditionalGeneration: the multimodal model, of which kvjit
-  // builds the text decoder.
+  // The multimodal model's class, of which kvjit builds the text decoder.
   absl::StatusOr<std::string> architecture = ReadArchitecture(reader);
   if (!architecture.ok()) return architecture.status();
   config->architecture = *architecture;
   return config;
 }
 
-absl::StatusOr<LlamaConfig> ParseConfigJson(const nlohmann::json& json, absl::string_view source) {
+absl::StatusOr<DecoderConfig> ReadConfigJson(const nlohmann::json& json, absl::string_view source) {
   if (!json.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": must be a JSON object"));
   }
   FieldReader reader(json, absl::StrCat(source, ": "));
-  if (reader.String("model_type", "") == "gemma3") return ParseGemma3TextConfig(json, reader);
-  return ParseDecoderConfig(reader);
+  if (const arch::Family* family = arch::FindMultimodalModelType(reader.String("model_type", ""))) {
+    return ReadMultimodalDecoder(json, reader, *family);
+  }
+  return ReadDecoder(reader);
 }
 
 }  // namespace
 
-absl::StatusOr<LlamaConfig> ParseLlamaConfig(absl::string_view json_text,
-                                             absl::string_view source) {
+absl::StatusOr<DecoderConfig> ParseDecoderConfig(absl::string_view json_text,
+                                                 absl::string_view source) {
   absl::StatusOr<nlohmann::json> json = ParseJson(json_text, source);
   if (!json.ok()) return json.status();
-  return ParseConfigJson(*json, source);
+  return ReadConfigJson(*json, source);
 }
 
-absl::StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& directory) {
+absl::StatusOr<DecoderConfig> LoadDecoderConfig(const std::string& directory) {
   std::string path = (std::filesystem::path(directory) / "config.json").string();
   absl::StatusOr<nlohmann::json> json = ReadJsonFile(path);
   if (!json.ok()) return json.status();
-  return ParseConfigJson(*json, path);
+  return ReadConfigJson(*json, path);
 }
 
 }  // namespace kvjit::hf

@@ -8,19 +8,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "frontend/arch/Family.h"
 #include "ir/Tfm/RopeScaling.h"
 #include "runtime/quant/StorageType.h"
 
 namespace kvjit::hf {
 
-// The Hugging Face model types that share Llama's decoder: pre-norm RMSNorm,
-// rotary attention with grouped KV heads, SwiGLU MLP. Phi-3 stores q, k, v as
-// one qkv_proj and gate, up as one gate_up_proj. Gemma 2 (gemma2) and Gemma 3
-// (gemma3_text, or gemma3 whose text_config describes the decoder) add norms
-// after attention and the MLP, a GELU-tanh MLP and scale their embeddings.
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3 };
-
-// Phi-3's LongRoPE ("longrope", formerly "su"): each rotated pair's angle
+// LongRoPE ("longrope", formerly "su"): each rotated pair's angle
 // divided by its entry of long_factor where the model's context exceeds
 // original_max_position_embeddings, else of short_factor; cos and sin
 // multiplied by attention_factor (default sqrt(1 + ln(s) / ln(original)) for
@@ -32,7 +26,8 @@ struct LongRope {
   int64_t original_max_position_embeddings = 0;
 };
 
-// A checkpoint's config.json for the Llama family.
+// A checkpoint's config.json, for a decoder of a family in the architecture
+// registry (frontend/arch), which says how its fields are read.
 //
 // Rotary layout: Hugging Face checkpoints keep q_proj and k_proj rows in the
 // order of the reference "rotate-half" rope (GPT-NeoX style), which pairs
@@ -43,15 +38,15 @@ struct LongRope {
 // GGUF style interleaved; the two agree on the attention they compute
 // (tests/unit/frontend/safetensors/RopeStyle_test.cpp shows it).
 //
-// Sliding-window attention, as transformers applies it: Mistral's and Phi-3's
-// sliding_window (null: none) to every layer; Qwen2's and Qwen3's only with
-// use_sliding_window, to the layers from max_window_layers on; a config's
-// layer_types list ("sliding_attention" / "full_attention"), where it has
-// one, names each layer's kind; without one, Gemma 2's even layers and all
-// but every sliding_window_pattern-th of Gemma 3's slide.
-struct LlamaConfig {
-  ModelType model_type = ModelType::kLlama;
-  // The first entry of "architectures" (such as "LlamaForCausalLM"), or empty.
+// Sliding-window attention, as transformers applies it: where the family
+// reads sliding_window (arch::Windows), to every layer, or with
+// use_sliding_window to the layers from max_window_layers on, or to the
+// local layers; a config's layer_types list ("sliding_attention" /
+// "full_attention"), where it has one, names each layer's kind.
+struct DecoderConfig {
+  // The family model_type (or architectures) names; never null in a parsed config.
+  const arch::Family* family = nullptr;
+  // The first entry of "architectures" (the transformers model class), or empty.
   std::string architecture;
 
   int64_t hidden_size = 0;
@@ -68,7 +63,7 @@ struct LlamaConfig {
   // rope_scaling (or transformers 5's rope_parameters); original_context is
   // its original_max_position_embeddings.
   RopeScaling rope_scaling;
-  // Phi-3's rope scaling, which the model reader turns into frequency factors.
+  // LongRoPE, which the model reader turns into frequency factors.
   std::optional<LongRope> long_rope;
 
   // One entry per layer, its sliding window or 0 for full attention; empty
@@ -76,16 +71,15 @@ struct LlamaConfig {
   std::vector<int64_t> layer_windows;
 
   bool tie_word_embeddings = false;
-  // Bias on q_proj, k_proj and v_proj: Llama's attention_bias, always on for Qwen2.
+  // Biases as the family reads them (arch::ConfigBiases): on q_proj, k_proj
+  // and v_proj; on o_proj; on gate_proj, up_proj and down_proj.
   bool attention_qkv_bias = false;
-  // Bias on o_proj: Llama's attention_bias; never for Mistral or Qwen2.
   bool attention_output_bias = false;
-  // Bias on gate_proj, up_proj and down_proj (Llama's mlp_bias).
   bool mlp_bias = false;
 
-  // Gemma: scores scaled by query_pre_attn_scalar^(-1/2); the soft caps
-  // cap · tanh(x / cap) of the scaled scores and of the logits (0: none);
-  // the rope base of the sliding layers (Gemma 3's rope_local_base_freq, or
+  // Scores scaled by query_pre_attn_scalar^(-1/2) where the family says so;
+  // the soft caps cap · tanh(x / cap) of the scaled scores and of the logits
+  // (0: none); the rope base of the sliding layers (rope_local_base_freq, or
   // transformers 5's rope_parameters.sliding_attention.rope_theta).
   double query_pre_attn_scalar = 0.0;
   double attn_logit_softcapping = 0.0;
@@ -101,11 +95,11 @@ struct LlamaConfig {
 };
 
 // Parses config.json text; `source` names the file in error messages.
-absl::StatusOr<LlamaConfig> ParseLlamaConfig(absl::string_view json_text,
-                                             absl::string_view source = "config.json");
+absl::StatusOr<DecoderConfig> ParseDecoderConfig(absl::string_view json_text,
+                                                 absl::string_view source = "config.json");
 
 // Reads `directory`/config.json.
-absl::StatusOr<LlamaConfig> LoadLlamaConfig(const std::string& directory);
+absl::StatusOr<DecoderConfig> LoadDecoderConfig(const std::string& directory);
 
 }  // namespace kvjit::hf
 

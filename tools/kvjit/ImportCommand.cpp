@@ -4,7 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -24,7 +24,7 @@ absl::Status RunImport(const std::vector<std::string>& arguments) {
   RegisterKvjitDialects(registry);
   mlir::MLIRContext context(registry);
   KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                         model::BuildLlamaModule(context, model.config, *model.weights));
+                         model::BuildDecoderModule(context, model.config, *model.weights));
   const std::string output = absl::GetFlag(FLAGS_o);
   std::error_code error;
   llvm::raw_fd_ostream stream(output, error, llvm::sys::fs::OF_Text);

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "absl/flags/flag.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "runtime/tokenizer/StreamingDecoder.h"
@@ -40,7 +40,7 @@ absl::Status RunReference(const std::vector<std::string>& arguments) {
   RegisterKvjitDialects(registry);
   mlir::MLIRContext context(registry);
   KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                         model::BuildLlamaModule(context, model.config, *model.weights));
+                         model::BuildDecoderModule(context, model.config, *model.weights));
   model::ReferenceWeights weights(*model.weights);
   reference::ReferenceEvaluator evaluator(*module, weights);
 

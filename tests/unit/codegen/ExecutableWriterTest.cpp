@@ -21,7 +21,7 @@
 #include "codegen/cuda/CudaCodegen.h"
 #include "runtime/exec/KvxTypes.h"
 #include "frontend/model/HfModel.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "gmock/gmock.h"
 #include "absl/strings/match.h"
@@ -249,7 +249,7 @@ class ExecutableWriterTest : public ::testing::Test {
   // The model through the whole pipeline, ready for the writer.
   mlir::OwningOpRef<mlir::ModuleOp> Planned(const model::ModelConfig& config,
                                             const model::WeightSource& weights) {
-    auto module = model::BuildLlamaModule(context_, config, weights);
+    auto module = model::BuildDecoderModule(context_, config, weights);
     EXPECT_TRUE(module.ok()) << module.status();
     if (!module.ok()) return nullptr;
     KvjitPipelineOptions options;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "codegen/ExecutableWriter.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "gtest/gtest.h"
 #include "mlir/Pass/PassManager.h"
@@ -36,7 +36,7 @@ class CompiledStoriesTest : public ::testing::Test {
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = std::move(*tokenizer);
 
-    auto module = model::BuildLlamaModule(context_, model_->config, *model_->weights);
+    auto module = model::BuildDecoderModule(context_, model_->config, *model_->weights);
     ASSERT_TRUE(module.ok()) << module.status();
     forward_ = std::move(*module);
     mlir::OwningOpRef<mlir::ModuleOp> step = forward_->clone();

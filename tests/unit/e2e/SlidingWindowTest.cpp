@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
@@ -97,7 +97,7 @@ TEST_P(SlidingWindowTest, GreedyIdsAndLogitsEqualTheReferenceWithTheWindow) {
   RegisterKvjitDialects(registry);
   context.appendDialectRegistry(registry);
   model::ReferenceWeights weights(*model->weights);
-  auto windowed = model::BuildLlamaModule(context, model->config, *model->weights);
+  auto windowed = model::BuildDecoderModule(context, model->config, *model->weights);
   ASSERT_TRUE(windowed.ok()) << windowed.status();
   reference::ReferenceEvaluator evaluator(**windowed, weights);
   std::vector<float> reference_logits;
@@ -122,7 +122,7 @@ TEST_P(SlidingWindowTest, GreedyIdsAndLogitsEqualTheReferenceWithTheWindow) {
   // ignored the window would fail the comparison above.
   model::ModelConfig full_config = model->config;
   full_config.layer_windows.clear();
-  auto full = model::BuildLlamaModule(context, full_config, *model->weights);
+  auto full = model::BuildDecoderModule(context, full_config, *model->weights);
   ASSERT_TRUE(full.ok()) << full.status();
   reference::ReferenceEvaluator full_evaluator(**full, weights);
   std::vector<int32_t> sequence = prompt;

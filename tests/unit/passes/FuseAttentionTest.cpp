@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
@@ -88,7 +88,7 @@ class FuseAttentionTest : public ::testing::Test {
 
   void CheckRandomModel(const model::ModelConfig& config) {
     model::InMemoryWeights weights = model::RandomWeightsFor(config, 21);
-    auto module = model::BuildLlamaModule(context_, config, weights);
+    auto module = model::BuildDecoderModule(context_, config, weights);
     ASSERT_TRUE(module.ok()) << module.status();
     mlir::OwningOpRef<mlir::ModuleOp> fused = Fused(**module);
     ExpectEveryLayerFused(*fused, config);
@@ -117,7 +117,7 @@ TEST_F(FuseAttentionTest, Stories260KKeepsItsLogits) {
   if (path.empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR/models";
   auto model_file = model::OpenModelFile(path);
   ASSERT_TRUE(model_file.ok()) << model_file.status();
-  auto module = model::BuildLlamaModule(context_, model_file->config, *model_file->weights);
+  auto module = model::BuildDecoderModule(context_, model_file->config, *model_file->weights);
   ASSERT_TRUE(module.ok()) << module.status();
   mlir::OwningOpRef<mlir::ModuleOp> fused = Fused(**module);
   ExpectEveryLayerFused(*fused, model_file->config);

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
@@ -106,7 +106,7 @@ class FuseElementwiseTest : public ::testing::Test {
   // Fuses the model's module and checks its fusions and its logits for `tokens`.
   void CheckModel(const model::ModelConfig& config, const model::WeightSource& source,
                   absl::Span<const int32_t> tokens) {
-    auto module = model::BuildLlamaModule(context_, config, source);
+    auto module = model::BuildDecoderModule(context_, config, source);
     ASSERT_TRUE(module.ok()) << module.status();
     model::ReferenceWeights weights(source);
     auto unfused = Logits(**module, weights, tokens);

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
@@ -71,7 +71,7 @@ class FuseProjectionsTest : public ::testing::Test {
   // projection, down and the head stay.
   void CheckModel(const model::ModelConfig& config, const model::WeightSource& source,
                   absl::Span<const int32_t> tokens) {
-    auto module = model::BuildLlamaModule(context_, config, source);
+    auto module = model::BuildDecoderModule(context_, config, source);
     ASSERT_TRUE(module.ok()) << module.status();
     model::ReferenceWeights weights(source);
     auto unfused = Logits(**module, weights, tokens);

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
@@ -146,7 +146,7 @@ class InsertKvCacheTest : public ::testing::Test {
   // Builds the whole-sequence module and its step-function twin.
   void Compile(const model::ModelConfig& config, const model::WeightSource& weights) {
     config_ = config;
-    auto module = model::BuildLlamaModule(context_, config, weights);
+    auto module = model::BuildDecoderModule(context_, config, weights);
     ASSERT_TRUE(module.ok()) << module.status();
     forward_ = std::move(*module);
     step_ = forward_->clone();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mlir/Pass/PassManager.h"
@@ -46,7 +46,7 @@ class PipelineTest : public ::testing::Test {
   }
 
   mlir::OwningOpRef<mlir::ModuleOp> Imported() {
-    auto module = model::BuildLlamaModule(context_, config_, weights_);
+    auto module = model::BuildDecoderModule(context_, config_, weights_);
     EXPECT_TRUE(module.ok()) << module.status();
     return module.ok() ? std::move(*module) : nullptr;
   }

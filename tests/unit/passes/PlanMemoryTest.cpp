@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,7 +85,7 @@ TEST_F(PlanMemoryTest, Stories260KForwardGetsASoundPlanWithReuse) {
   if (path.empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR/models";
   auto model = model::OpenModelFile(path);
   ASSERT_TRUE(model.ok()) << model.status();
-  auto module = model::BuildLlamaModule(context_, model->config, *model->weights);
+  auto module = model::BuildDecoderModule(context_, model->config, *model->weights);
   ASSERT_TRUE(module.ok()) << module.status();
   auto forward = (**module).lookupSymbol<mlir::func::FuncOp>(model::kForwardFunctionName);
   ASSERT_TRUE(forward);
@@ -113,7 +113,7 @@ TEST_F(PlanMemoryTest, TinyGqaModelGetsASoundPlanForEveryTokenBound) {
   const model::ModelConfig config = model::TinyGqaConfig();
   const model::InMemoryWeights weights = model::RandomWeightsFor(config, /*seed=*/7);
   for (int64_t max_tokens : {1, 5, 64, 512}) {
-    auto module = model::BuildLlamaModule(context_, config, weights);
+    auto module = model::BuildDecoderModule(context_, config, weights);
     ASSERT_TRUE(module.ok()) << module.status();
     PlanMemoryOptions options;
     options.maxTokensPerStep = max_tokens;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "frontend/model/GgufModel.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mlir/IR/MLIRContext.h"
@@ -231,7 +231,7 @@ TEST(GgufModelConfigTest, AQwen3WithoutItsQNormIsRefusedNamingBoth) {
   config.qkv_bias = false;
   config.qk_norm = true;
   mlir::MLIRContext context;
-  auto module = BuildLlamaModule(context, config, weights);
+  auto module = BuildDecoderModule(context, config, weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()),
               HasSubstr("tensor 'blk.0.attn_q_norm.weight' is missing (the qwen3 architecture needs it)"));

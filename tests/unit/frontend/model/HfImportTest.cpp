@@ -5,8 +5,9 @@
 #include <random>
 
 #include "absl/strings/match.h"
+#include "frontend/arch/ArchRegistry.h"
 #include "frontend/model/HfModel.h"
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gmock/gmock.h"
@@ -29,6 +30,11 @@ using ::testing::HasSubstr;
 using safetensors::testing::F32Bytes;
 using safetensors::testing::TempDir;
 using safetensors::testing::TensorSpec;
+
+// The family a config.json's model_type names.
+const arch::Family* Family(absl::string_view model_type) {
+  return *arch::FamilyOfConfigModelType(model_type, "model_type");
+}
 
 constexpr char kLlamaConfig[] = R"({
   "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
@@ -64,7 +70,7 @@ class HfImportTest : public ::testing::Test {
 
   absl::StatusOr<reference::RefTensor> Logits(const ModelConfig& config,
                                               const WeightSource& weights) {
-    auto module = BuildLlamaModule(context_, config, weights);
+    auto module = BuildDecoderModule(context_, config, weights);
     if (!module.ok()) return module.status();
     ReferenceWeights provider(weights);
     reference::ReferenceEvaluator evaluator(**module, provider);
@@ -158,7 +164,7 @@ TEST_F(HfImportTest, GemmaNormsOfOnePlusWMatchTheFoldedGgufLayout) {
     std::vector<float> values(count);
     for (float& v : values) v = normal(rng);
     specs.push_back({hf_name, "F32", shape, F32Bytes(values)});
-    const std::string canonical = CanonicalWeightName(hf_name, hf::ModelType::kGemma3);
+    const std::string canonical = CanonicalWeightName(hf_name, Family("gemma3_text"));
     if (absl::StrContains(hf_name, "norm")) {
       for (float& v : values) v += 1.0f;
     }
@@ -189,7 +195,7 @@ TEST_F(HfImportTest, GemmaNormsOfOnePlusWMatchTheFoldedGgufLayout) {
   EXPECT_TRUE(model->config.norm_weights_plus_one);
   EXPECT_EQ(model->config.global_layer_period, 2);
   EXPECT_EQ(model->config.layer_windows, (std::vector<int64_t>{3, 0}));
-  auto module = BuildLlamaModule(context_, model->config, *model->weights);
+  auto module = BuildDecoderModule(context_, model->config, *model->weights);
   ASSERT_TRUE(module.ok()) << module.status();
   std::vector<std::string> shifted;
   for (auto param : (*module)->getOps<tfm::ParamOp>()) {
@@ -220,7 +226,7 @@ TEST_F(HfImportTest, GemmaLayerKindsMustRepeat) {
   nlohmann::json config = nlohmann::json::parse(kGemma3Config);
   config["num_hidden_layers"] = 3;
   config["layer_types"] = {"full_attention", "sliding_attention", "sliding_attention"};
-  absl::StatusOr<hf::LlamaConfig> parsed = hf::ParseLlamaConfig(config.dump());
+  absl::StatusOr<hf::DecoderConfig> parsed = hf::ParseDecoderConfig(config.dump());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   auto model_config = ModelConfigFromHf(*parsed, "config.json");
   ASSERT_FALSE(model_config.ok());
@@ -264,7 +270,7 @@ TEST_F(HfImportTest, CanonicalNames) {
 // before and after; a multimodal Gemma 3 keeps its decoder under
 // language_model (transformers 4) or model.language_model (transformers 5).
 TEST_F(HfImportTest, GemmaCanonicalNames) {
-  for (hf::ModelType type : {hf::ModelType::kGemma2, hf::ModelType::kGemma3}) {
+  for (const arch::Family* type : {Family("gemma2"), Family("gemma3_text")}) {
     EXPECT_EQ(CanonicalWeightName("model.layers.2.post_attention_layernorm.weight", type),
               "blk.2.post_attention_norm.weight");
     EXPECT_EQ(CanonicalWeightName("model.layers.2.pre_feedforward_layernorm.weight", type),
@@ -274,7 +280,7 @@ TEST_F(HfImportTest, GemmaCanonicalNames) {
     EXPECT_EQ(CanonicalWeightName("model.layers.2.input_layernorm.weight", type),
               "blk.2.attn_norm.weight");
   }
-  const hf::ModelType gemma3 = hf::ModelType::kGemma3;
+  const arch::Family* gemma3 = Family("gemma3_text");
   EXPECT_EQ(CanonicalWeightName("language_model.model.layers.1.self_attn.q_norm.weight", gemma3),
             "blk.1.attn_q_norm.weight");
   EXPECT_EQ(CanonicalWeightName("model.language_model.embed_tokens.weight", gemma3),
@@ -291,7 +297,7 @@ TEST_F(HfImportTest, MissingShardTensorIsNamed) {
                                          {{"model.norm.weight", "F32", {16}, F32Bytes(std::vector<float>(16))}}));
   auto model = OpenModelFile(dir.path());
   ASSERT_TRUE(model.ok()) << model.status();
-  auto module = BuildLlamaModule(context_, model->config, *model->weights);
+  auto module = BuildDecoderModule(context_, model->config, *model->weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()),
               HasSubstr("tensor 'output.weight' is missing and the model does not tie its "

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ParamBinding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -31,7 +31,7 @@ class ParamBindingTest : public ::testing::Test {
 
 TEST_F(ParamBindingTest, BindsToTheWeightsItWasBuiltFrom) {
   InMemoryWeights weights = RandomWeightsFor(config_, /*seed=*/1);
-  auto module = BuildLlamaModule(context_, config_, weights);
+  auto module = BuildDecoderModule(context_, config_, weights);
   ASSERT_TRUE(module.ok()) << module.status();
   EXPECT_TRUE(BindParams(**module, weights).ok());
 }
@@ -41,7 +41,7 @@ TEST_F(ParamBindingTest, BindsTheSourcesOfShiftedNormScales) {
   ModelConfig gemma_norms = config_;
   gemma_norms.norm_weights_plus_one = true;
   InMemoryWeights weights = RandomWeightsFor(gemma_norms, /*seed=*/1);
-  auto module = BuildLlamaModule(context_, gemma_norms, weights);
+  auto module = BuildDecoderModule(context_, gemma_norms, weights);
   ASSERT_TRUE(module.ok()) << module.status();
   EXPECT_TRUE(BindParams(**module, weights).ok());
   weights.Remove("output_norm.weight");
@@ -53,7 +53,7 @@ TEST_F(ParamBindingTest, BindsTheSourcesOfShiftedNormScales) {
 }
 
 TEST_F(ParamBindingTest, NamesTheParamOfAnotherShape) {
-  auto module = BuildLlamaModule(context_, config_, RandomWeightsFor(config_, /*seed=*/1));
+  auto module = BuildDecoderModule(context_, config_, RandomWeightsFor(config_, /*seed=*/1));
   ASSERT_TRUE(module.ok()) << module.status();
   ModelConfig wider = config_;
   wider.intermediate_size = 32;
@@ -67,7 +67,7 @@ TEST_F(ParamBindingTest, NamesTheParamOfAnotherShape) {
 TEST_F(ParamBindingTest, NamesTheParamTheModelLacks) {
   ModelConfig untied = config_;
   untied.tied_embeddings = false;
-  auto module = BuildLlamaModule(context_, untied, RandomWeightsFor(untied, /*seed=*/1));
+  auto module = BuildDecoderModule(context_, untied, RandomWeightsFor(untied, /*seed=*/1));
   ASSERT_TRUE(module.ok()) << module.status();
   absl::Status status = BindParams(**module, RandomWeightsFor(config_, /*seed=*/1));
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);

@@ -1,7 +1,7 @@
 // The frontend end to end on a real model: stories260K (../shared/models),
 // imported, tokenized and run greedily by the reference evaluator.
 
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
@@ -27,7 +27,7 @@ TEST(StoriesReferenceTest, GreedyTextMatchesTheKnownContinuation) {
   mlir::DialectRegistry registry;
   RegisterKvjitDialects(registry);
   mlir::MLIRContext context(registry);
-  auto module = BuildLlamaModule(context, model->config, *model->weights);
+  auto module = BuildDecoderModule(context, model->config, *model->weights);
   ASSERT_TRUE(module.ok()) << module.status();
   ReferenceWeights weights(*model->weights);
   reference::ReferenceEvaluator evaluator(**module, weights);

@@ -41,9 +41,9 @@ constexpr char kSmolLm2Config[] = R"({
 })";
 
 TEST(HfConfigTest, ParsesLlama) {
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(kSmolLm2Config);
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(kSmolLm2Config);
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kLlama);
+  EXPECT_EQ(config->family->name, "llama");
   EXPECT_EQ(config->architecture, "LlamaForCausalLM");
   EXPECT_EQ(config->hidden_size, 576);
   EXPECT_EQ(config->intermediate_size, 1536);
@@ -66,7 +66,7 @@ TEST(HfConfigTest, ParsesLlama) {
 }
 
 TEST(HfConfigTest, AppliesDefaults) {
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "model_type": "llama", "hidden_size": 64, "intermediate_size": 172,
     "num_hidden_layers": 5, "num_attention_heads": 8, "max_position_embeddings": 256,
     "vocab_size": 512, "rms_norm_eps": 1e-6})");
@@ -83,7 +83,7 @@ TEST(HfConfigTest, AppliesDefaults) {
 
 TEST(HfConfigTest, ParsesLlama3RopeScalingAndExplicitHeadDim) {
   // Llama 3.2 1B.
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
     "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu",
     "hidden_size": 2048, "intermediate_size": 8192, "max_position_embeddings": 131072,
@@ -107,7 +107,7 @@ TEST(HfConfigTest, ParsesLlama3RopeScalingAndExplicitHeadDim) {
 TEST(HfConfigTest, ParsesLinearRopeScalingWrittenWithType) {
   nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
   json["rope_scaling"] = {{"type", "linear"}, {"factor", 4}};
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kLinear);
   EXPECT_DOUBLE_EQ(config->rope_scaling.factor, 4.0);
@@ -118,7 +118,7 @@ TEST(HfConfigTest, ReadsRopeParametersOfNewerConfigs) {
   json.erase("rope_theta");
   json.erase("rope_scaling");
   json["rope_parameters"] = {{"rope_theta", 250000.0}, {"rope_type", "default"}};
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_DOUBLE_EQ(config->rope_theta, 250000.0);
   EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kNone);
@@ -130,7 +130,7 @@ TEST(HfConfigTest, LlamaAttentionBiasCoversAllProjections) {
   json["mlp_bias"] = true;
   json.erase("torch_dtype");
   json["dtype"] = "float16";
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->attention_qkv_bias);
   EXPECT_TRUE(config->attention_output_bias);
@@ -140,7 +140,7 @@ TEST(HfConfigTest, LlamaAttentionBiasCoversAllProjections) {
 
 TEST(HfConfigTest, ParsesQwen3WithItsOwnHeadDimAndNoBias) {
   // Qwen3-0.6B.
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "bos_token_id": 151643,
     "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
     "intermediate_size": 3072, "max_position_embeddings": 40960, "model_type": "qwen3",
@@ -148,7 +148,7 @@ TEST(HfConfigTest, ParsesQwen3WithItsOwnHeadDimAndNoBias) {
     "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
     "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 151936})");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kQwen3);
+  EXPECT_EQ(config->family->name, "qwen3");
   EXPECT_EQ(config->head_dim, 128);  // not 1024 / 16
   EXPECT_FALSE(config->attention_qkv_bias);
   EXPECT_FALSE(config->attention_output_bias);
@@ -157,7 +157,7 @@ TEST(HfConfigTest, ParsesQwen3WithItsOwnHeadDimAndNoBias) {
 
 TEST(HfConfigTest, ParsesMistralWithItsSlidingWindowOnEveryLayer) {
   // Mistral 7B v0.1.
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
     "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
     "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
@@ -165,7 +165,7 @@ TEST(HfConfigTest, ParsesMistralWithItsSlidingWindowOnEveryLayer) {
     "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
     "torch_dtype": "bfloat16", "vocab_size": 32000})");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kMistral);
+  EXPECT_EQ(config->family->name, "mistral");
   EXPECT_EQ(config->head_dim, 128);
   EXPECT_EQ(config->num_key_value_heads, 8);
   EXPECT_FALSE(config->attention_qkv_bias);
@@ -182,7 +182,7 @@ constexpr char kTinyMistral[] = R"({
 TEST(HfConfigTest, MistralWithoutASlidingWindowAttendsOverEverything) {
   nlohmann::json json = nlohmann::json::parse(kTinyMistral);
   json["sliding_window"] = nullptr;
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->layer_windows.empty());
 }
@@ -192,16 +192,16 @@ TEST(HfConfigTest, LayerTypesNameTheWindowedLayers) {
   nlohmann::json json = nlohmann::json::parse(kTinyMistral);
   json["sliding_window"] = 16;
   json["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention"};
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_THAT(config->layer_windows, ElementsAre(16, 0, 16));
 
   json["layer_types"] = {"sliding_attention", "chunked_attention", "full_attention"};
-  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+  EXPECT_THAT(ErrorMessage(ParseDecoderConfig(json.dump())),
               HasSubstr("MistralForCausalLM: config.json: layer_types names the layer kind "
                         "'chunked_attention', which kvjit does not build"));
   json["layer_types"] = {"full_attention"};
-  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+  EXPECT_THAT(ErrorMessage(ParseDecoderConfig(json.dump())),
               HasSubstr("layer_types must list one kind for each of the 3 layers"));
 }
 
@@ -220,9 +220,9 @@ constexpr char kTinyGemma2[] = R"({
 })";
 
 TEST(HfConfigTest, ParsesGemma2OfTransformers5) {
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(kTinyGemma2);
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(kTinyGemma2);
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kGemma2);
+  EXPECT_EQ(config->family->name, "gemma2");
   EXPECT_EQ(config->head_dim, 16);
   EXPECT_THAT(config->layer_windows, ElementsAre(8, 0, 8, 0));
   EXPECT_DOUBLE_EQ(config->query_pre_attn_scalar, 16.0);
@@ -240,7 +240,7 @@ TEST(HfConfigTest, ParsesGemma2RopePerLayerKind) {
   json["rope_parameters"] = nlohmann::json::parse(R"({
     "full_attention": {"rope_theta": 20000.0, "rope_type": "default"},
     "sliding_attention": {"rope_theta": 5000.0, "rope_type": "default"}})");
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_DOUBLE_EQ(config->rope_theta, 20000.0);
   EXPECT_DOUBLE_EQ(config->local_rope_theta, 5000.0);
@@ -256,12 +256,12 @@ TEST(HfConfigTest, RefusesASlidingRopeOfAnotherBaseWhereLayersRotateAlike) {
   json["rope_parameters"] = nlohmann::json::parse(R"({
     "full_attention": {"rope_theta": 20000.0, "rope_type": "default"},
     "sliding_attention": {"rope_theta": 5000.0, "rope_type": "default"}})");
-  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+  EXPECT_THAT(ErrorMessage(ParseDecoderConfig(json.dump())),
               HasSubstr("rope_parameters.sliding_attention.rope_theta 5000 differs from "
                         "full_attention's 20000; kvjit rotates every layer of this family at "
                         "one base"));
   json["rope_parameters"]["sliding_attention"]["rope_theta"] = 20000.0;
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_DOUBLE_EQ(config->rope_theta, 20000.0);
 }
@@ -279,7 +279,7 @@ TEST(HfConfigTest, ParsesGemma2OfTransformers4) {
   json["rope_theta"] = 20000.0;
   json["hidden_act"] = "gelu_pytorch_tanh";
   json["final_logit_softcapping"] = nullptr;
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_THAT(config->layer_windows, ElementsAre(8, 0, 8, 0));
   EXPECT_DOUBLE_EQ(config->rope_theta, 20000.0);
@@ -302,9 +302,9 @@ TEST(HfConfigTest, ParsesGemma3TextOfTransformers5) {
   json["rope_parameters"] = nlohmann::json::parse(R"({
     "full_attention": {"rope_theta": 1000000.0, "rope_type": "linear", "factor": 8.0},
     "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}})");
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kGemma3);
+  EXPECT_EQ(config->family->name, "gemma3");
   EXPECT_THAT(config->layer_windows, ElementsAre(8, 8, 8, 8, 8, 0));
   EXPECT_DOUBLE_EQ(config->rope_theta, 1e6);
   EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kLinear);
@@ -319,7 +319,7 @@ TEST(HfConfigTest, ParsesGemma3TextOfTransformers5) {
 // defaults out; the token ids at the top; rope_local_base_freq and
 // sliding_window_pattern of transformers 4.
 TEST(HfConfigTest, ParsesGemma3TextConfigOfAMultimodalCheckpoint) {
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
     "bos_token_id": 2, "eos_token_id": [1, 106], "torch_dtype": "bfloat16",
     "text_config": {
@@ -330,7 +330,7 @@ TEST(HfConfigTest, ParsesGemma3TextConfigOfAMultimodalCheckpoint) {
     "vision_config": {"model_type": "siglip_vision_model"}
   })");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kGemma3);
+  EXPECT_EQ(config->family->name, "gemma3");
   EXPECT_EQ(config->architecture, "Gemma3ForConditionalGeneration");
   EXPECT_EQ(config->hidden_size, 2560);
   EXPECT_EQ(config->num_hidden_layers, 34);
@@ -356,7 +356,7 @@ TEST(HfConfigTest, ParsesGemma3TextConfigOfAMultimodalCheckpoint) {
 
 TEST(HfConfigTest, ParsesPhi3WithLongRope) {
   // Phi-3-mini-128k-instruct, its 48 factors per list cut to 4.
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "architectures": ["Phi3ForCausalLM"], "bos_token_id": 1, "eos_token_id": 32000,
     "hidden_act": "silu", "hidden_size": 3072, "intermediate_size": 8192,
     "max_position_embeddings": 131072, "model_type": "phi3", "num_attention_heads": 32,
@@ -366,7 +366,7 @@ TEST(HfConfigTest, ParsesPhi3WithLongRope) {
     "sliding_window": 262144, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
     "vocab_size": 32064})");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kPhi3);
+  EXPECT_EQ(config->family->name, "phi3");
   EXPECT_EQ(config->head_dim, 96);
   EXPECT_EQ(config->rope_scaling.kind, RopeScalingKind::kNone);
   ASSERT_TRUE(config->long_rope.has_value());
@@ -380,7 +380,7 @@ TEST(HfConfigTest, ParsesPhi3WithLongRope) {
 
 TEST(HfConfigTest, ParsesQwen2WithImpliedQkvBias) {
   // Qwen2.5-0.5B-Instruct.
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
     "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896,
     "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
@@ -389,7 +389,7 @@ TEST(HfConfigTest, ParsesQwen2WithImpliedQkvBias) {
     "sliding_window": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
     "use_sliding_window": false, "vocab_size": 151936})");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kQwen2);
+  EXPECT_EQ(config->family->name, "qwen2");
   EXPECT_EQ(config->head_dim, 64);
   EXPECT_TRUE(config->attention_qkv_bias);
   EXPECT_FALSE(config->attention_output_bias);
@@ -400,7 +400,7 @@ TEST(HfConfigTest, ParsesQwen2WithImpliedQkvBias) {
 
 // With use_sliding_window, Qwen2 windows the layers from max_window_layers on.
 TEST(HfConfigTest, Qwen2WindowsLayersFromMaxWindowLayersOn) {
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(R"({
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(R"({
     "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64,
     "intermediate_size": 96, "max_position_embeddings": 256, "max_window_layers": 2,
     "num_attention_heads": 4, "num_hidden_layers": 4, "rms_norm_eps": 1e-06,
@@ -413,34 +413,34 @@ TEST(HfConfigTest, InfersModelTypeFromArchitectures) {
   nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
   json.erase("model_type");
   json["architectures"] = {"Qwen2ForCausalLM"};
-  absl::StatusOr<LlamaConfig> config = ParseLlamaConfig(json.dump());
+  absl::StatusOr<DecoderConfig> config = ParseDecoderConfig(json.dump());
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->model_type, ModelType::kQwen2);
+  EXPECT_EQ(config->family->name, "qwen2");
 }
 
 TEST(HfConfigTest, LoadsFromDirectoryAndNamesPathInErrors) {
   TempDir dir;
   dir.WriteFile("config.json", kSmolLm2Config);
-  absl::StatusOr<LlamaConfig> config = LoadLlamaConfig(dir.path());
+  absl::StatusOr<DecoderConfig> config = LoadDecoderConfig(dir.path());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->hidden_size, 576);
 
   std::string path = dir.WriteFile("config.json", R"({"model_type": "llama"})");
-  EXPECT_THAT(ErrorMessage(LoadLlamaConfig(dir.path())),
+  EXPECT_THAT(ErrorMessage(LoadDecoderConfig(dir.path())),
               HasSubstr(path + ": hidden_size is missing"));
 }
 
 TEST(HfConfigTest, MissingFileIsNotFound) {
   TempDir dir;
-  absl::StatusOr<LlamaConfig> config = LoadLlamaConfig(dir.path());
+  absl::StatusOr<DecoderConfig> config = LoadDecoderConfig(dir.path());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(ErrorMessage(config), HasSubstr("config.json"));
 }
 
 TEST(HfConfigTest, InvalidJsonIsRefused) {
-  EXPECT_THAT(ErrorMessage(ParseLlamaConfig("{\"hidden_size\": ")),
+  EXPECT_THAT(ErrorMessage(ParseDecoderConfig("{\"hidden_size\": ")),
               HasSubstr("config.json: invalid JSON"));
-  EXPECT_THAT(ErrorMessage(ParseLlamaConfig("[]")),
+  EXPECT_THAT(ErrorMessage(ParseDecoderConfig("[]")),
               HasSubstr("config.json: must be a JSON object"));
 }
 
@@ -460,7 +460,7 @@ class BadConfigTest : public ::testing::TestWithParam<BadConfigCase> {};
 TEST_P(BadConfigTest, IsRefusedWithMessage) {
   nlohmann::json json = nlohmann::json::parse(kSmolLm2Config);
   json.merge_patch(nlohmann::json::parse(GetParam().patch));
-  EXPECT_THAT(ErrorMessage(ParseLlamaConfig(json.dump())),
+  EXPECT_THAT(ErrorMessage(ParseDecoderConfig(json.dump())),
               HasSubstr("config.json: " + GetParam().expected_message));
 }
 

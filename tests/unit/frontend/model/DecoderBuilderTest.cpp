@@ -1,4 +1,4 @@
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 
 #include <cmath>
 #include <cstring>
@@ -22,9 +22,9 @@ using ::kvjit::testing::AllClose;
 using ::kvjit::testing::Relative;
 using ::testing::HasSubstr;
 
-class LlamaBuilderTest : public ::testing::Test {
+class DecoderBuilderTest : public ::testing::Test {
  protected:
-  LlamaBuilderTest() {
+  DecoderBuilderTest() {
     mlir::DialectRegistry registry;
     RegisterKvjitDialects(registry);
     context_.appendDialectRegistry(registry);
@@ -117,10 +117,10 @@ std::vector<float> DirectForward(const ModelConfig& c, ReferenceWeights& w,
   return matvec(rms(x, get("output_norm.weight")), D, embed, V, nullptr);
 }
 
-TEST_F(LlamaBuilderTest, GqaModelWithBiasMatchesDirectComputation) {
+TEST_F(DecoderBuilderTest, GqaModelWithBiasMatchesDirectComputation) {
   ModelConfig config = TinyGqaConfig();
   InMemoryWeights weights = RandomWeightsFor(config, 7);
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_TRUE(module.ok()) << module.status();
 
   ReferenceWeights provider(weights);
@@ -134,10 +134,10 @@ TEST_F(LlamaBuilderTest, GqaModelWithBiasMatchesDirectComputation) {
   EXPECT_TRUE(AllClose(logits->values, expected, Absolute(1e-4) + Relative(1e-4)));
 }
 
-TEST_F(LlamaBuilderTest, EarlierPositionsIgnoreLaterTokens) {
+TEST_F(DecoderBuilderTest, EarlierPositionsIgnoreLaterTokens) {
   ModelConfig config = TinyGqaConfig();
   InMemoryWeights weights = RandomWeightsFor(config, 11);
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_TRUE(module.ok()) << module.status();
   ReferenceWeights provider(weights);
   reference::ReferenceEvaluator evaluator(**module, provider);
@@ -149,10 +149,10 @@ TEST_F(LlamaBuilderTest, EarlierPositionsIgnoreLaterTokens) {
                        Absolute(1e-5) + Relative(1e-5)));
 }
 
-TEST_F(LlamaBuilderTest, DeclaresEachWeightOnceWithItsStorage) {
+TEST_F(DecoderBuilderTest, DeclaresEachWeightOnceWithItsStorage) {
   ModelConfig config = TinyGqaConfig();
   InMemoryWeights weights = RandomWeightsFor(config, 1);
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_TRUE(module.ok()) << module.status();
   int params = 0;
   (*module)->walk([&](tfm::ParamOp param) {
@@ -162,40 +162,40 @@ TEST_F(LlamaBuilderTest, DeclaresEachWeightOnceWithItsStorage) {
   EXPECT_EQ(params, static_cast<int>(weights.weights().size()));
 }
 
-TEST_F(LlamaBuilderTest, MissingTensorIsNamed) {
+TEST_F(DecoderBuilderTest, MissingTensorIsNamed) {
   ModelConfig config = TinyGqaConfig();
   InMemoryWeights weights = RandomWeightsFor(config, 1);
   weights.Remove("blk.1.ffn_up.weight");
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()), HasSubstr("tensor 'blk.1.ffn_up.weight' is missing"));
 }
 
-TEST_F(LlamaBuilderTest, MisshapenTensorIsNamedWithBothShapes) {
+TEST_F(DecoderBuilderTest, MisshapenTensorIsNamedWithBothShapes) {
   ModelConfig config = TinyGqaConfig();
   config.num_kv_heads = 4;  // the weights were made for 2 KV heads
   InMemoryWeights weights = RandomWeightsFor(TinyGqaConfig(), 1);
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()),
               HasSubstr("tensor 'blk.0.attn_k.weight' has shape [8, 16] but the qwen2 model's "
                         "hyper-parameters need [16, 16]"));
 }
 
-TEST_F(LlamaBuilderTest, UntiedModelNeedsOutputWeight) {
+TEST_F(DecoderBuilderTest, UntiedModelNeedsOutputWeight) {
   ModelConfig config = TinyGqaConfig();
   InMemoryWeights weights = RandomWeightsFor(config, 1);
   config.tied_embeddings = false;
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()), HasSubstr("'output.weight' is missing"));
 }
 
-TEST_F(LlamaBuilderTest, InvalidConfigIsRefused) {
+TEST_F(DecoderBuilderTest, InvalidConfigIsRefused) {
   ModelConfig config = TinyGqaConfig();
   config.num_kv_heads = 3;
   InMemoryWeights weights = RandomWeightsFor(TinyGqaConfig(), 1);
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()),
               HasSubstr("num_heads (4) is not a multiple of num_kv_heads (3)"));
@@ -224,7 +224,7 @@ std::vector<float> Rows(const InMemoryWeights& weights, const std::vector<std::s
 
 absl::StatusOr<std::vector<float>> LogitsOf(mlir::MLIRContext& context, const ModelConfig& config,
                                             const InMemoryWeights& weights) {
-  auto module = BuildLlamaModule(context, config, weights);
+  auto module = BuildDecoderModule(context, config, weights);
   if (!module.ok()) return module.status();
   ReferenceWeights provider(weights);
   reference::ReferenceEvaluator evaluator(**module, provider);
@@ -235,7 +235,7 @@ absl::StatusOr<std::vector<float>> LogitsOf(mlir::MLIRContext& context, const Mo
 
 // Phi-3's attn_qkv and gate-first ffn_up, read as column views, compute what
 // the separate projections do.
-TEST_F(LlamaBuilderTest, FusedProjectionsMatchSeparateOnes) {
+TEST_F(DecoderBuilderTest, FusedProjectionsMatchSeparateOnes) {
   ModelConfig separate = TinyGqaConfig();
   separate.qkv_bias = false;
   const InMemoryWeights weights = RandomWeightsFor(separate, 5);
@@ -264,12 +264,12 @@ TEST_F(LlamaBuilderTest, FusedProjectionsMatchSeparateOnes) {
   EXPECT_TRUE(AllClose(*got, *expected, Absolute(1e-5) + Relative(1e-5)));
 }
 
-TEST_F(LlamaBuilderTest, FusedProjectionsNeedTheFusedTensors) {
+TEST_F(DecoderBuilderTest, FusedProjectionsNeedTheFusedTensors) {
   ModelConfig config = TinyGqaConfig();
   config.qkv_bias = false;
   config.fused_projections = true;
   InMemoryWeights weights = RandomWeightsFor(config, 1);
-  auto module = BuildLlamaModule(context_, config, weights);
+  auto module = BuildDecoderModule(context_, config, weights);
   ASSERT_FALSE(module.ok());
   EXPECT_THAT(std::string(module.status().message()),
               HasSubstr("tensor 'blk.0.attn_qkv.weight' is missing"));
@@ -277,7 +277,7 @@ TEST_F(LlamaBuilderTest, FusedProjectionsNeedTheFusedTensors) {
 
 // LongRoPE's attention factor a multiplies rope's output for q and k: the
 // logits of q and k weights scaled by a, without the factor.
-TEST_F(LlamaBuilderTest, RopeAttentionFactorScalesQueriesAndKeys) {
+TEST_F(DecoderBuilderTest, RopeAttentionFactorScalesQueriesAndKeys) {
   ModelConfig config = TinyGqaConfig();
   config.qkv_bias = false;
   const InMemoryWeights weights = RandomWeightsFor(config, 9);

@@ -1,4 +1,4 @@
-#include "frontend/model/LlamaBuilder.h"
+#include "frontend/model/DecoderBuilder.h"
 
 #include <cmath>
 #include <map>
@@ -21,9 +21,9 @@ std::string ShapeToString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-class LlamaEmitter {
+class DecoderEmitter {
  public:
-  LlamaEmitter(mlir::MLIRContext& context, const ModelConfig& config, const WeightSource& weights)
+  DecoderEmitter(mlir::MLIRContext& context, const ModelConfig& config, const WeightSource& weights)
       : config_(config),
         weights_(weights),
         builder_(&context),
@@ -56,7 +56,7 @@ class LlamaEmitter {
   // Columns [offset, offset + size) of a [T, features] activation.
   Value Columns(Value input, int64_t offset, int64_t size);
   Value RmsNorm(Value input, const std::string& weight);
-  // cap · tanh(x / cap), elementwise (Gemma 2's soft-capping).
+  // cap · tanh(x / cap), elementwise (soft-capping).
   Value SoftCap(Value x, double cap);
   Value Rope(Value heads, Value positions, int64_t layer);
   Value Attention(int64_t layer, Value q, Value k, Value v);
@@ -71,11 +71,11 @@ class LlamaEmitter {
   std::map<std::string, tfm::ParamOp> params_;
 };
 
-std::string LlamaEmitter::OutputWeightName() const {
+std::string DecoderEmitter::OutputWeightName() const {
   return weights_.Find("output.weight") ? "output.weight" : "token_embd.weight";
 }
 
-std::vector<LlamaEmitter::Required> LlamaEmitter::RequiredWeights() const {
+std::vector<DecoderEmitter::Required> DecoderEmitter::RequiredWeights() const {
   const int64_t d = config_.hidden_size;
   const int64_t q_width = config_.num_heads * config_.head_dim;
   const int64_t kv_width = config_.num_kv_heads * config_.head_dim;
@@ -120,7 +120,7 @@ std::vector<LlamaEmitter::Required> LlamaEmitter::RequiredWeights() const {
   return required;
 }
 
-absl::Status LlamaEmitter::CheckWeights() const {
+absl::Status DecoderEmitter::CheckWeights() const {
   if (!config_.tied_embeddings && !weights_.Find("output.weight")) {
     return absl::NotFoundError(absl::StrCat(
         weights_.origin(), ": tensor 'output.weight' is missing and the model does not tie its "
@@ -143,7 +143,7 @@ absl::Status LlamaEmitter::CheckWeights() const {
   return absl::OkStatus();
 }
 
-tfm::ParamOp LlamaEmitter::Param(const std::string& name) {
+tfm::ParamOp DecoderEmitter::Param(const std::string& name) {
   auto [it, inserted] = params_.try_emplace(name);
   if (inserted) {
     const WeightInfo* info = weights_.Find(name);
@@ -156,12 +156,12 @@ tfm::ParamOp LlamaEmitter::Param(const std::string& name) {
   return it->second;
 }
 
-Value LlamaEmitter::Weight(const std::string& name) {
+Value DecoderEmitter::Weight(const std::string& name) {
   tfm::ParamOp param = Param(name);
   return builder_.create<tfm::WeightOp>(loc_, param.getType(), mlir::FlatSymbolRefAttr::get(param));
 }
 
-Value LlamaEmitter::NormScale(const std::string& name) {
+Value DecoderEmitter::NormScale(const std::string& name) {
   if (!config_.norm_weights_plus_one) return Weight(name);
   tfm::ParamOp source = Param(name);
   auto [it, inserted] = params_.try_emplace(name + ".plus_one");
@@ -177,25 +177,25 @@ Value LlamaEmitter::NormScale(const std::string& name) {
                                         mlir::FlatSymbolRefAttr::get(it->second));
 }
 
-Value LlamaEmitter::Linear(Value input, const std::string& weight, const std::string& bias) {
+Value DecoderEmitter::Linear(Value input, const std::string& weight, const std::string& bias) {
   Value w = Weight(weight);
   Value b = bias.empty() ? Value() : Weight(bias);
   int64_t out = mlir::cast<mlir::RankedTensorType>(w.getType()).getDimSize(0);
   return builder_.create<tfm::LinearOp>(loc_, Activation({ShapedType::kDynamic, out}), input, w, b);
 }
 
-Value LlamaEmitter::Columns(Value input, int64_t offset, int64_t size) {
+Value DecoderEmitter::Columns(Value input, int64_t offset, int64_t size) {
   return builder_.create<tfm::SliceColumnsOp>(loc_, Activation({ShapedType::kDynamic, size}), input,
                                               builder_.getI64IntegerAttr(offset),
                                               builder_.getI64IntegerAttr(size));
 }
 
-Value LlamaEmitter::RmsNorm(Value input, const std::string& weight) {
+Value DecoderEmitter::RmsNorm(Value input, const std::string& weight) {
   return builder_.create<tfm::RmsNormOp>(loc_, input.getType(), input, NormScale(weight),
                                          builder_.getF32FloatAttr(config_.rms_norm_eps));
 }
 
-Value LlamaEmitter::SoftCap(Value x, double cap) {
+Value DecoderEmitter::SoftCap(Value x, double cap) {
   auto scale = [&](Value input, double factor) -> Value {
     return builder_.create<tfm::ScaleOp>(loc_, input.getType(), input,
                                          builder_.getF32FloatAttr(factor));
@@ -203,10 +203,10 @@ Value LlamaEmitter::SoftCap(Value x, double cap) {
   return scale(builder_.create<tfm::TanhOp>(loc_, scale(x, 1.0 / cap)), cap);
 }
 
-Value LlamaEmitter::Rope(Value heads, Value positions, int64_t layer) {
+Value DecoderEmitter::Rope(Value heads, Value positions, int64_t layer) {
   auto style = config_.rope_style == RopeStyle::kNeox ? tfm::RopeStyle::neox
                                                       : tfm::RopeStyle::interleaved;
-  // Gemma 3's local layers rotate at their own base and unscaled.
+  // Local layers rotate at their own base and unscaled.
   const bool local = config_.IsLocalLayer(layer);
   tfm::RopeScalingAttr scaling;
   const RopeScaling& s = config_.rope_scaling;
@@ -230,9 +230,9 @@ Value LlamaEmitter::Rope(Value heads, Value positions, int64_t layer) {
 }
 
 // softmax(Q·Kᵀ / sqrt(head_dim) + causal mask) · V over [T, heads, head_dim]
-// inputs, each KV head shared by heads / kv_heads query heads; Gemma 2
+// inputs, each KV head shared by heads / kv_heads query heads; a soft cap
 // soft-caps the scaled scores before the mask.
-Value LlamaEmitter::Attention(int64_t layer, Value q, Value k, Value v) {
+Value DecoderEmitter::Attention(int64_t layer, Value q, Value k, Value v) {
   const int64_t heads = config_.num_heads;
   const int64_t head_dim = config_.head_dim;
   const int64_t group = config_.num_heads / config_.num_kv_heads;
@@ -270,7 +270,7 @@ Value LlamaEmitter::Attention(int64_t layer, Value q, Value k, Value v) {
   return builder_.create<tfm::ReshapeOp>(loc_, Activation({dyn, heads * head_dim}), tokens_first);
 }
 
-Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
+Value DecoderEmitter::Block(int64_t layer, Value x, Value positions) {
   const std::string p = absl::StrCat("blk.", layer, ".");
   const int64_t dyn = ShapedType::kDynamic;
   auto bias = [&](const char* name) {
@@ -293,7 +293,7 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
   auto heads_of = [&](Value flat, int64_t count) -> Value {
     return builder_.create<tfm::ReshapeOp>(loc_, Activation({dyn, count, config_.head_dim}), flat);
   };
-  // Qwen3 RMS-normalizes each head of q and k before rope.
+  // With qk_norm, each head of q and k is RMS-normalized before rope.
   auto normed_heads_of = [&](Value flat, int64_t count, const char* norm) -> Value {
     Value heads = heads_of(flat, count);
     return config_.qk_norm ? RmsNorm(heads, p + norm) : heads;
@@ -340,7 +340,7 @@ Value LlamaEmitter::Block(int64_t layer, Value x, Value positions) {
   return builder_.create<tfm::AddOp>(loc_, x1, down);
 }
 
-absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> LlamaEmitter::Emit() {
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> DecoderEmitter::Emit() {
   if (absl::Status status = config_.Validate(weights_.origin()); !status.ok()) return status;
   if (absl::Status status = CheckWeights(); !status.ok()) return status;
 
@@ -381,11 +381,11 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> LlamaEmitter::Emit() {
 
 }  // namespace
 
-absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> BuildLlamaModule(mlir::MLIRContext& context,
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> BuildDecoderModule(mlir::MLIRContext& context,
                                                                    const ModelConfig& config,
                                                                    const WeightSource& weights) {
   context.loadDialect<tfm::TfmDialect, mlir::func::FuncDialect>();
-  return LlamaEmitter(context, config, weights).Emit();
+  return DecoderEmitter(context, config, weights).Emit();
 }
 
 }  // namespace kvjit::model
