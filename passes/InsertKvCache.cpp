@@ -1,10 +1,13 @@
 // insert-kv-cache: the KV cache as a compiler transformation. See Passes.td.
 
+#include <string>
+
 #include "ir/Kv/KvOps.h"
 #include "ir/Tfm/TfmOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "passes/Passes.h"
+#include "runtime/schema/StepContract.h"
 
 namespace kvjit {
 #define GEN_PASS_DEF_INSERTKVCACHE
@@ -15,17 +18,24 @@ namespace {
 using mlir::ShapedType;
 using mlir::Value;
 
-// The step contract's arguments, in order.
-enum StepArgument : unsigned {
-  kTokens = 0,
-  kPositions,
-  kSeqStarts,
-  kContextLens,
-  kSlotMapping,
-  kBlockTables,
-  kLogitsRows,
-  kCache,
-};
+// The step function's arguments: one per step input of the step contract
+// (runtime/schema/StepContract.h), in its order, then the KV cache.
+constexpr unsigned ArgumentOf(kvx::StepInput input) { return static_cast<unsigned>(input); }
+constexpr unsigned kCacheArgument = kvx::kStepInputCount;
+
+// The inputs a function has before the pass: the step contract's first two,
+// which the model needs without a cache.
+constexpr unsigned kModelArguments = 2;
+static_assert(kvx::kStepInputs[0].input == kvx::StepInput::Tokens &&
+                  kvx::kStepInputs[1].input == kvx::StepInput::Positions,
+              "a model without a cache takes the step's tokens and positions");
+
+// The tensor type of a step input: i32, each dimension known per step.
+mlir::RankedTensorType StepInputType(mlir::MLIRContext* context, const kvx::StepInputSpec& spec) {
+  const llvm::SmallVector<int64_t, kvx::kMaxStepInputRank> shape(spec.rank, ShapedType::kDynamic);
+  return mlir::RankedTensorType::get(
+      shape, mlir::IntegerType::get(context, 8 * sizeof(kvx::StepInputElement)));
+}
 
 // The value whose rows the returned logits are computed from one by one:
 // walking up through ops that commute with a row gather, each value with a
@@ -71,14 +81,17 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
 
   mlir::LogicalResult Convert(mlir::func::FuncOp function) {
     mlir::FunctionType type = function.getFunctionType();
-    auto ids = mlir::RankedTensorType::get({ShapedType::kDynamic},
-                                           mlir::IntegerType::get(&getContext(), 32));
-    if (type.getNumInputs() != 2 || type.getInput(0) != ids || type.getInput(1) != ids ||
-        type.getNumResults() != 1) {
-      return function.emitError()
-             << "insert-kv-cache expects (tokens: tensor<?xi32>, positions: tensor<?xi32>) -> "
-                "logits, got "
-             << type;
+    bool takes_model_arguments = type.getNumInputs() == kModelArguments && type.getNumResults() == 1;
+    std::string expected;
+    llvm::raw_string_ostream expected_stream(expected);
+    for (unsigned i = 0; i < kModelArguments; ++i) {
+      const mlir::Type argument = StepInputType(&getContext(), kvx::kStepInputs[i]);
+      takes_model_arguments = takes_model_arguments && type.getInput(i) == argument;
+      expected_stream << (i > 0 ? ", " : "") << kvx::kStepInputs[i].name << ": " << argument;
+    }
+    if (!takes_model_arguments) {
+      return function.emitError() << "insert-kv-cache expects (" << expected_stream.str()
+                                  << ") -> logits, got " << type;
     }
     if (blockSize <= 0) return function.emitError() << "block-size must be positive";
 
@@ -105,27 +118,28 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
 
     mlir::Block& body = function.getBody().front();
     mlir::Location loc = function.getLoc();
-    auto table_type = mlir::RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
-                                                  ids.getElementType());
-    for (mlir::Type argument : {mlir::Type(ids), mlir::Type(ids), mlir::Type(ids),
-                                mlir::Type(table_type), mlir::Type(ids), mlir::Type(cache_type)}) {
-      body.addArgument(argument, loc);
+    for (const kvx::StepInputSpec& spec :
+         llvm::ArrayRef<kvx::StepInputSpec>(kvx::kStepInputs).drop_front(kModelArguments)) {
+      body.addArgument(StepInputType(&getContext(), spec), loc);
     }
+    body.addArgument(cache_type, loc);
     function.setFunctionType(mlir::FunctionType::get(&getContext(), body.getArgumentTypes(),
                                                      type.getResults()));
 
     mlir::OpBuilder builder(&getContext());
     for (auto [layer, attention] : llvm::enumerate(layers)) {
       builder.setInsertionPoint(attention);
-      builder.create<kv::WriteOp>(attention.getLoc(), body.getArgument(kCache), attention.getKey(),
-                                  attention.getValue(), body.getArgument(kSlotMapping),
+      auto step_input = [&](kvx::StepInput input) { return body.getArgument(ArgumentOf(input)); };
+      builder.create<kv::WriteOp>(attention.getLoc(), body.getArgument(kCacheArgument),
+                                  attention.getKey(), attention.getValue(),
+                                  step_input(kvx::StepInput::SlotMapping),
                                   builder.getI64IntegerAttr(layer));
       Value cached = builder.create<kv::AttentionOp>(
           attention.getLoc(), attention.getType(), attention.getQuery(),
-          body.getArgument(kCache), builder.getI64IntegerAttr(layer),
-          body.getArgument(kPositions), body.getArgument(kSeqStarts),
-          body.getArgument(kContextLens), body.getArgument(kBlockTables), attention.getScaleAttr(),
-          attention.getWindowAttr(), attention.getSoftcapAttr());
+          body.getArgument(kCacheArgument), builder.getI64IntegerAttr(layer),
+          step_input(kvx::StepInput::Positions), step_input(kvx::StepInput::SeqStarts),
+          step_input(kvx::StepInput::ContextLens), step_input(kvx::StepInput::BlockTables),
+          attention.getScaleAttr(), attention.getWindowAttr(), attention.getSoftcapAttr());
       attention.replaceAllUsesWith(cached);
       attention.erase();
     }
@@ -140,7 +154,7 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
     builder.setInsertionPoint(feed->getOwner());
     Value gathered = builder.create<tfm::GatherRowsOp>(
         feed->getOwner()->getLoc(), feed->get().getType(), feed->get(),
-        body.getArgument(kLogitsRows));
+        body.getArgument(ArgumentOf(kvx::StepInput::LogitsRows)));
     feed->set(gathered);
 
     function.setSymName("step");

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -45,10 +46,10 @@ constexpr char kCommonConstants[] = R"cuda(@POOL_CONSTANTS@  constexpr int kHead
   const auto capped = [](float score) {
     return kSoftcap > 0.0f ? kSoftcap * tanhf(score * (1.0f / kSoftcap)) : score;
   };
-  const float* query = static_cast<const float*>(args.buffers[0]);
-  const int32_t* positions = static_cast<const int32_t*>(args.buffers[1]);
-  const int32_t* seq_starts = static_cast<const int32_t*>(args.buffers[2]);
-  const int32_t* block_tables = static_cast<const int32_t*>(args.buffers[4]);
+  const float* query = static_cast<const float*>(args.buffers[@QUERY@]);
+  const int32_t* positions = static_cast<const int32_t*>(args.buffers[@POSITIONS@]);
+  const int32_t* seq_starts = static_cast<const int32_t*>(args.buffers[@SEQ_STARTS@]);
+  const int32_t* block_tables = static_cast<const int32_t*>(args.buffers[@BLOCK_TABLES@]);
   const uint8_t* pool = static_cast<const uint8_t*>(args.buffers[@POOL@]);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 )cuda";
@@ -309,7 +310,8 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
         absl::StrCat("layer ", params->layer(), " of a KV layout of ", layout.num_layers()));
   }
   KVJIT_ASSIGN_OR_RETURN(std::string pool_constants, KvPoolConstants(layout));
-  const kvx::TensorRef& query = *instruction.inputs()->Get(0);
+  using Operand = kvx::KvAttentionOperand;
+  const kvx::TensorRef& query = *instruction.inputs()->Get(kvx::OperandIndex(Operand::Query));
   KVJIT_ASSIGN_OR_RETURN(int64_t heads, StaticDim(query, 1, "the query's heads"));
   const int64_t kv_heads = layout.num_kv_heads(), head_dim = layout.head_dim();
   if (heads <= 0 || heads % kv_heads != 0) {
@@ -341,7 +343,12 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
                               {"SCALE", FloatLiteral(params->scale())},
                               {"WINDOW", absl::StrCat(params->window())},
                               {"SOFTCAP", FloatLiteral(params->softcap())},
-                              {"POOL", absl::StrCat(KvPoolBuffer(instruction))}});
+                              {"POOL", absl::StrCat(KvPoolBuffer(instruction))},
+                              {"QUERY", absl::StrCat(kvx::OperandIndex(Operand::Query))},
+                              {"POSITIONS", absl::StrCat(kvx::OperandIndex(Operand::Positions))},
+                              {"SEQ_STARTS", absl::StrCat(kvx::OperandIndex(Operand::SeqStarts))},
+                              {"BLOCK_TABLES",
+                               absl::StrCat(kvx::OperandIndex(Operand::BlockTables))}});
   auto fill = [&](const char* text, uint32_t threads) {
     return Fill(text, {{"COMMON", common},
                        {"ELEMENT_FUNCTIONS", KvElementFunctions(layout)},

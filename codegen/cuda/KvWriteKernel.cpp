@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -15,14 +16,14 @@ constexpr char kKvWrite[] = R"cuda(
 KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
 @POOL_CONSTANTS@  constexpr int kRow = kKvHeads * kHeadDim;
   const int64_t token = blockIdx.x;
-  const int32_t slot = static_cast<const int32_t*>(args.buffers[2])[token];
+  const int32_t slot = static_cast<const int32_t*>(args.buffers[@SLOT_MAPPING@])[token];
   if (slot < 0) return;
   uint8_t* key_slot = static_cast<uint8_t*>(args.buffers[@POOL@]) +
                       static_cast<uint64_t>(slot / kBlockSize) * kBlockBytes +
                       static_cast<uint64_t>(slot % kBlockSize) * kSlotStride;
   uint8_t* value_slot = key_slot + kValueOffset;
-  const float* key = static_cast<const float*>(args.buffers[0]) + token * kRow;
-  const float* value = static_cast<const float*>(args.buffers[1]) + token * kRow;
+  const float* key = static_cast<const float*>(args.buffers[@KEY@]) + token * kRow;
+  const float* value = static_cast<const float*>(args.buffers[@VALUE@]) + token * kRow;
   for (int i = threadIdx.x; i < kRow; i += blockDim.x) {
     KVJIT_KERNEL_store_kv(key_slot, i, key[i]);
     KVJIT_KERNEL_store_kv(value_slot, i, value[i]);
@@ -41,7 +42,8 @@ absl::StatusOr<InstructionSpec> EmitKvWrite(const EmitContext& context) {
                                                    " of a KV layout of ", layout.num_layers()));
   }
   KVJIT_ASSIGN_OR_RETURN(std::string pool_constants, KvPoolConstants(layout));
-  const kvx::TensorRef& key = *context.instruction.inputs()->Get(0);
+  using Operand = kvx::KvWriteOperand;
+  const kvx::TensorRef& key = *context.instruction.inputs()->Get(kvx::OperandIndex(Operand::Key));
   KVJIT_ASSIGN_OR_RETURN(int64_t kv_heads, StaticDim(key, 1, "the key's heads"));
   if (kv_heads != layout.num_kv_heads()) {
     return absl::InvalidArgumentError(
@@ -52,7 +54,11 @@ absl::StatusOr<InstructionSpec> EmitKvWrite(const EmitContext& context) {
       "kv_write", Fill(kKvWrite, {{"ELEMENT_FUNCTIONS", KvElementFunctions(layout)},
                                   {"THREADS", absl::StrCat(threads)},
                                   {"POOL_CONSTANTS", pool_constants},
-                                  {"POOL", absl::StrCat(KvPoolBuffer(context.instruction))}}));
+                                  {"POOL", absl::StrCat(KvPoolBuffer(context.instruction))},
+                                  {"KEY", absl::StrCat(kvx::OperandIndex(Operand::Key))},
+                                  {"VALUE", absl::StrCat(kvx::OperandIndex(Operand::Value))},
+                                  {"SLOT_MAPPING",
+                                   absl::StrCat(kvx::OperandIndex(Operand::SlotMapping))}}));
   PathSpec path;
   path.launches.push_back(Launch(kernel, threads, ExtentFactors(key, 0, 1)));
   return SamePaths(StepTokens(), path);

@@ -1,13 +1,60 @@
 // The lowering of each kv op: the cache's instructions, over the step
 // function's cache argument.
 
+#include <cstddef>
+#include <vector>
+
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
 #include "ir/Kv/KvDialect.h"
 #include "ir/Kv/KvOps.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/EnumTable.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen {
 namespace {
+
+// An instruction input of the runtime's (runtime/schema/OpOperands.h) and the
+// op's value that fills it.
+template <typename OpT, typename Operand>
+struct OperandOf {
+  Operand operand;
+  mlir::Value (*value)(OpT op);
+};
+
+// The instruction's inputs, in the order the operand table states.
+template <typename OpT, typename Operand, size_t N>
+std::vector<mlir::Value> InputsOf(OpT op, const OperandOf<OpT, Operand> (&operands)[N]) {
+  std::vector<mlir::Value> inputs;
+  for (const OperandOf<OpT, Operand>& operand : operands) inputs.push_back(operand.value(op));
+  return inputs;
+}
+
+using WriteOperand = OperandOf<kv::WriteOp, kvx::KvWriteOperand>;
+constexpr WriteOperand kWriteOperands[] = {
+    {kvx::KvWriteOperand::Key, [](kv::WriteOp op) -> mlir::Value { return op.getKey(); }},
+    {kvx::KvWriteOperand::Value, [](kv::WriteOp op) -> mlir::Value { return op.getValue(); }},
+    {kvx::KvWriteOperand::SlotMapping,
+     [](kv::WriteOp op) -> mlir::Value { return op.getSlotMapping(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kWriteOperands, &WriteOperand::operand),
+              "one value per kvx::KvWriteOperand, in its order");
+
+using AttentionOperand = OperandOf<kv::AttentionOp, kvx::KvAttentionOperand>;
+constexpr AttentionOperand kAttentionOperands[] = {
+    {kvx::KvAttentionOperand::Query,
+     [](kv::AttentionOp op) -> mlir::Value { return op.getQuery(); }},
+    {kvx::KvAttentionOperand::Positions,
+     [](kv::AttentionOp op) -> mlir::Value { return op.getPositions(); }},
+    {kvx::KvAttentionOperand::SeqStarts,
+     [](kv::AttentionOp op) -> mlir::Value { return op.getSeqStarts(); }},
+    {kvx::KvAttentionOperand::ContextLens,
+     [](kv::AttentionOp op) -> mlir::Value { return op.getContextLens(); }},
+    {kvx::KvAttentionOperand::BlockTables,
+     [](kv::AttentionOp op) -> mlir::Value { return op.getBlockTables(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kAttentionOperands, &AttentionOperand::operand),
+              "one value per kvx::KvAttentionOperand, in its order");
 
 absl::Status Lower(kv::WriteOp write, InstructionEmitter& emitter) {
   KVJIT_RETURN_IF_ERROR(emitter.CheckCache(write, write.getCache()));
@@ -15,9 +62,8 @@ absl::Status Lower(kv::WriteOp write, InstructionEmitter& emitter) {
       kvx::OpParams::KvWriteParams,
       kvx::CreateKvWriteParams(emitter.builder(), static_cast<uint32_t>(write.getLayer()))
           .Union()};
-  return emitter.Emit(write, kvx::OpCode::KvWrite,
-                      {write.getKey(), write.getValue(), write.getSlotMapping()}, write.getKey(),
-                      params);
+  return emitter.Emit(write, kvx::OpCode::KvWrite, InputsOf(write, kWriteOperands),
+                      write.getKey(), params);
 }
 
 absl::Status Lower(kv::AttentionOp attention, InstructionEmitter& emitter) {
@@ -33,9 +79,7 @@ absl::Status Lower(kv::AttentionOp attention, InstructionEmitter& emitter) {
                                        : 0.0f)
           .Union()};
   return emitter.Emit(attention, kvx::OpCode::KvAttention,
-                      {attention.getQuery(), attention.getPositions(), attention.getSeqStarts(),
-                       attention.getContextLens(), attention.getBlockTables()},
-                      attention.getQuery(), params);
+                      InputsOf(attention, kAttentionOperands), attention.getQuery(), params);
 }
 
 template <typename OpT>

@@ -38,8 +38,10 @@ ScheduledStep PackStep(std::string description, const std::vector<std::pair<int,
                        int64_t block_size) {
   ScheduledStep step;
   step.description = std::move(description);
+  using kvx::StepInput;
   runtime::StepInputs& inputs = step.inputs;
-  inputs.seq_starts = {0};
+  runtime::StepInputs::Values& tokens = inputs[StepInput::Tokens];
+  inputs[StepInput::SeqStarts] = {0};
   int64_t max_blocks = 1;
   for (const auto& [sequence, count] : work) {
     SequenceState& state = states[sequence];
@@ -49,22 +51,23 @@ ScheduledStep PackStep(std::string description, const std::vector<std::pair<int,
     }
     max_blocks = std::max<int64_t>(max_blocks, state.blocks.size());
     for (int64_t p = state.cached; p < end; ++p) {
-      inputs.logits_rows.push_back(static_cast<int32_t>(inputs.tokens.size()));
-      inputs.tokens.push_back(sequences[sequence][p]);
-      inputs.positions.push_back(static_cast<int32_t>(p));
-      inputs.slot_mapping.push_back(
+      inputs[StepInput::LogitsRows].push_back(static_cast<int32_t>(tokens.size()));
+      tokens.push_back(sequences[sequence][p]);
+      inputs[StepInput::Positions].push_back(static_cast<int32_t>(p));
+      inputs[StepInput::SlotMapping].push_back(
           static_cast<int32_t>(state.blocks[p / block_size] * block_size + p % block_size));
       step.rows.push_back({sequence, p});
     }
-    inputs.seq_starts.push_back(static_cast<int32_t>(inputs.tokens.size()));
-    inputs.context_lens.push_back(static_cast<int32_t>(end));
+    inputs[StepInput::SeqStarts].push_back(static_cast<int32_t>(tokens.size()));
+    inputs[StepInput::ContextLens].push_back(static_cast<int32_t>(end));
     state.cached = end;
   }
   inputs.max_blocks = max_blocks;
-  inputs.block_tables.assign(work.size() * max_blocks, 0);
+  runtime::StepInputs::Values& block_tables = inputs[StepInput::BlockTables];
+  block_tables.assign(work.size() * max_blocks, 0);
   for (size_t s = 0; s < work.size(); ++s) {
     const std::vector<int32_t>& blocks = states[work[s].first].blocks;
-    std::copy(blocks.begin(), blocks.end(), inputs.block_tables.begin() + s * max_blocks);
+    std::copy(blocks.begin(), blocks.end(), block_tables.begin() + s * max_blocks);
   }
   return step;
 }
@@ -137,9 +140,7 @@ absl::StatusOr<RefTensor> EvaluateStep(reference::ReferenceEvaluator& evaluator,
   for (const kvx::StepInputSpec& spec : kvx::kStepInputs) {
     std::vector<int64_t> shape;
     for (int d = 0; d < spec.rank; ++d) shape.push_back(runtime::DimExtent(spec.dims[d], 0, sizes));
-    const absl::Span<const int32_t> values = runtime::StepInputValues(step.inputs, spec.input);
-    arguments.push_back(
-        RefTensor::Int(std::move(shape), std::vector<int32_t>(values.begin(), values.end())));
+    arguments.push_back(RefTensor::Int(std::move(shape), step.inputs[spec.input]));
   }
   arguments.emplace_back();  // the cache: the evaluator's own
   KVJIT_ASSIGN_OR_RETURN(std::vector<RefTensor> results,

@@ -11,6 +11,7 @@
 #include "runtime/cpu/RowKernels.h"
 #include "runtime/exec/ElementwiseOpTable.h"
 #include "runtime/ops/RowOps.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -155,9 +156,13 @@ absl::Status RunElementwise(CpuOpContext& context) {
 
 // KvWrite: in key, value, slot_mapping → the cache's layer.
 absl::Status RunKvWrite(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* key, context.Floats(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(float* value, context.Floats(context.input(1)));
-  KVJIT_ASSIGN_OR_RETURN(const int32_t* slots, context.Ints(context.input(2)));
+  using Operand = kvx::KvWriteOperand;
+  auto input = [&](Operand operand) -> const kvx::TensorRef& {
+    return context.input(kvx::OperandIndex(operand));
+  };
+  KVJIT_ASSIGN_OR_RETURN(float* key, context.Floats(input(Operand::Key)));
+  KVJIT_ASSIGN_OR_RETURN(float* value, context.Floats(input(Operand::Value)));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* slots, context.Ints(input(Operand::SlotMapping)));
   return cpu::WriteKv(key, value, context.sizes.tokens, slots, context.kv.layout,
                       context.instruction.params_as_KvWriteParams()->layer(), context.kv.data,
                       context.kv.num_blocks, context.pool);
@@ -166,16 +171,20 @@ absl::Status RunKvWrite(CpuOpContext& context) {
 // KvAttention: in query, positions, seq_starts, context_lens, block_tables →
 // out.
 absl::Status RunKvAttention(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* query, context.Floats(context.input(0)));
+  using Operand = kvx::KvAttentionOperand;
+  auto input = [&](Operand operand) -> const kvx::TensorRef& {
+    return context.input(kvx::OperandIndex(operand));
+  };
+  KVJIT_ASSIGN_OR_RETURN(float* query, context.Floats(input(Operand::Query)));
   cpu::PagedAttentionBatch batch;
-  KVJIT_ASSIGN_OR_RETURN(batch.positions, context.Ints(context.input(1)));
-  KVJIT_ASSIGN_OR_RETURN(batch.seq_starts, context.Ints(context.input(2)));
-  KVJIT_ASSIGN_OR_RETURN(batch.context_lens, context.Ints(context.input(3)));
-  KVJIT_ASSIGN_OR_RETURN(batch.block_tables, context.Ints(context.input(4)));
+  KVJIT_ASSIGN_OR_RETURN(batch.positions, context.Ints(input(Operand::Positions)));
+  KVJIT_ASSIGN_OR_RETURN(batch.seq_starts, context.Ints(input(Operand::SeqStarts)));
+  KVJIT_ASSIGN_OR_RETURN(batch.context_lens, context.Ints(input(Operand::ContextLens)));
+  KVJIT_ASSIGN_OR_RETURN(batch.block_tables, context.Ints(input(Operand::BlockTables)));
   batch.num_sequences = context.sizes.sequences;
   batch.max_blocks_per_sequence = context.sizes.max_blocks;
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
-  const int64_t heads = context.Extent(context.input(0), 1);
+  const int64_t heads = context.Extent(input(Operand::Query), 1);
   const kvx::KvAttentionParams& params = *context.instruction.params_as_KvAttentionParams();
   return cpu::PagedAttention(query, context.sizes.tokens, heads, context.kv.layout, params.layer(),
                              context.kv.data, context.kv.num_blocks, batch, params.scale(),

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
+#include "runtime/exec/StepValidation.h"
 #include "runtime/quant/Dequantize.h"
 #include "runtime/schema/WeightLayout.h"
 
@@ -107,7 +108,7 @@ absl::StatusOr<const int32_t*> CpuStepRunner::Ints(const kvx::TensorRef& ref,
   if (ref.index() >= static_cast<uint32_t>(kvx::kStepInputCount)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown step input ", ref.index()));
   }
-  return StepInputValues(inputs, static_cast<kvx::StepInput>(ref.index())).data();
+  return inputs[static_cast<kvx::StepInput>(ref.index())].data();
 }
 
 absl::StatusOr<cpu::WeightView> CpuStepRunner::Matrix(const kvx::TensorRef& ref) const {
@@ -147,35 +148,14 @@ absl::Status CpuStepRunner::CopyBlock(int64_t source, int64_t destination) {
 }
 
 absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inputs) {
-  const StepSizes sizes = {static_cast<int64_t>(inputs.tokens.size()),
-                       static_cast<int64_t>(inputs.logits_rows.size()),
-                       static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
-  if (sizes.tokens == 0 || sizes.tokens > max_tokens_per_step()) {
-    return absl::InvalidArgumentError(absl::StrCat("a step carries 1 to ", max_tokens_per_step(),
-                                                    " tokens, got ", sizes.tokens));
-  }
-  if (inputs.positions.size() != inputs.tokens.size() ||
-      inputs.slot_mapping.size() != inputs.tokens.size() ||
-      inputs.seq_starts.size() != inputs.context_lens.size() + 1 ||
-      inputs.block_tables.size() !=
-          static_cast<size_t>(sizes.sequences * sizes.max_blocks)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "step inputs disagree in size: ", sizes.tokens, " tokens, ", inputs.positions.size(),
-        " positions, ", inputs.slot_mapping.size(), " slots, ", inputs.seq_starts.size(),
-        " sequence starts for ", sizes.sequences, " sequences, ", inputs.block_tables.size(),
-        " block table entries for ", sizes.max_blocks, " blocks each"));
-  }
-  // The arena holds logits rows for at most the step's tokens.
-  if (sizes.logits_rows < 1 || sizes.logits_rows > sizes.tokens) {
-    return absl::InvalidArgumentError(absl::StrCat("a step asks for 1 to ", sizes.tokens,
-                                                   " logits rows, got ", sizes.logits_rows));
-  }
-  for (int32_t row : inputs.logits_rows) {
-    if (row < 0 || row >= sizes.tokens) {
-      return absl::OutOfRangeError(absl::StrCat("logits row ", row, " is not one of the step's ",
-                                                sizes.tokens, " tokens"));
-    }
-  }
+  // The kernels read the block tables where they are: any number of columns.
+  StepLimits limits;
+  limits.max_tokens = max_tokens_per_step();
+  limits.vocab_size = vocab_size_;
+  limits.num_blocks = num_blocks_;
+  limits.block_size = block_size();
+  KVJIT_RETURN_IF_ERROR(ValidateStep(inputs, limits));
+  const StepSizes sizes = SizesOf(inputs);
   const auto& instructions = *executable_.program().instructions();
   rope_angles_.Clear();
   auto execute = [&](size_t i) -> absl::Status {

@@ -23,7 +23,8 @@ namespace kvjit::runtime {
 // Runs an executable's step program on the CPU: one activation arena sized by
 // the compiler's memory plan, one paged KV pool of `num_blocks` blocks in the
 // executable's layout, and the kernels of runtime/cpu, one per opcode
-// (CpuKernelTable.h).
+// (CpuKernelTable.h). A step is checked before any kernel runs, as every
+// runner checks it (runtime/exec/StepValidation.h).
 class CpuStepRunner final : public StepRunner, private CpuOperands {
  public:
   static absl::StatusOr<std::unique_ptr<CpuStepRunner>> Create(const Executable& executable,

@@ -227,47 +227,19 @@ absl::Status CudaStepRunner::PrepareInstructions() {
         absl::StrCat("the CUDA module has ", module_.instructions()->size(),
                      " instructions for a program of ", program.size()));
   }
+  LaunchMemory memory;
+  memory.arena = arena_;
+  memory.weights.assign(weights_.begin(), weights_.end());
+  std::copy(input_buffers_.begin(), input_buffers_.end(), memory.step_inputs.begin());
+  memory.kv_pool = kv_pool_;
+  memory.kv_layer_stride_bytes = executable_.kv_layout().layer_stride_bytes();
   for (size_t i = 0; i < program.size(); ++i) {
-    const kvx::Instruction& instruction = *program[i];
-    PreparedInstruction prepared{module_.instructions()->Get(i), {}, 0, 0};
-    const int inputs = static_cast<int>(instruction.inputs()->size());
-    const int outputs =
-        instruction.outputs() != nullptr ? static_cast<int>(instruction.outputs()->size()) : 0;
-    prepared.scratch_index = cuda_abi::ScratchBuffer(inputs, outputs);
-    if (prepared.scratch_index >= cuda_abi::kMaxLaunchBuffers) {
-      return absl::InvalidArgumentError(absl::StrCat("instruction ", i, " has ", inputs + outputs,
-                                                     " buffers, more than kernels take"));
+    absl::StatusOr<BoundInstruction> bound = BindInstruction(*program[i], memory);
+    if (!bound.ok()) {
+      return absl::Status(bound.status().code(),
+                          absl::StrCat("instruction ", i, " ", bound.status().message()));
     }
-    int slot = 0;
-    for (const kvx::TensorRef* ref : *instruction.inputs()) {
-      switch (ref->kind()) {
-        case kvx::BufferKind::Arena:
-          prepared.args.buffers[slot] = DevicePointer(arena_ + ref->offset());
-          break;
-        case kvx::BufferKind::Weight:
-          prepared.args.buffers[slot] = DevicePointer(weights_[ref->index()]);
-          break;
-        case kvx::BufferKind::Input:
-          if (ref->index() >= kvx::kStepInputCount) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("instruction ", i, " reads unknown step input ", ref->index()));
-          }
-          prepared.args.buffers[slot] = DevicePointer(input_buffers_[ref->index()]);
-          break;
-      }
-      ++slot;
-    }
-    for (int o = 0; o < outputs; ++o) {
-      const CUdeviceptr output = arena_ + instruction.outputs()->Get(o)->offset();
-      if (o == 0) prepared.first_output = output;
-      prepared.args.buffers[slot++] = DevicePointer(output);
-    }
-    if (const std::optional<uint32_t> layer = runtime::KvCacheLayer(instruction)) {
-      // Advanced to the instruction's layer, so that one kernel serves all.
-      prepared.args.buffers[cuda_abi::KvPoolBuffer(inputs, outputs)] = DevicePointer(
-          kv_pool_ + *layer * executable_.kv_layout().layer_stride_bytes());
-    }
-    instructions_.push_back(prepared);
+    instructions_.push_back({module_.instructions()->Get(i), *std::move(bound)});
   }
   return absl::OkStatus();
 }
@@ -302,8 +274,7 @@ int64_t CudaStepRunner::LargestGraphBucket() const {
 
 absl::Status CudaStepRunner::UploadInputs(const runtime::StepInputs& inputs) {
   for (int k = 0; k < kvx::kStepInputCount; ++k) {
-    const absl::Span<const int32_t> values =
-        runtime::StepInputValues(inputs, static_cast<kvx::StepInput>(k));
+    const runtime::StepInputs::Values& values = inputs.values[k];
     if (static_cast<int64_t>(values.size()) > input_capacity_[k]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "step input ", kvx::kStepInputs[k].name, " has ",
@@ -350,13 +321,14 @@ absl::Status CudaStepRunner::EnqueueLaunches(
 
 absl::Status CudaStepRunner::EnqueuePath(const kvx::CudaPath& path, PreparedInstruction& prepared,
                                          const StepSizes& sizes) {
-  cuda_abi::LaunchArgs& args = prepared.args;
+  cuda_abi::LaunchArgs& args = prepared.launch.args;
   const uint64_t scratch_bytes = runtime::ScratchBytes(path, sizes);
   if (scratch_bytes > scratch_capacity_) {
     return absl::OutOfRangeError(absl::StrCat(
         "the path needs ", scratch_bytes, " bytes of scratch; the runner has ", scratch_capacity_));
   }
-  args.buffers[prepared.scratch_index] = scratch_bytes > 0 ? DevicePointer(scratch_) : nullptr;
+  args.buffers[prepared.launch.scratch_index()] =
+      scratch_bytes > 0 ? DevicePointer(scratch_) : nullptr;
   KVJIT_RETURN_IF_ERROR(EnqueueLaunches(path.launches(), args, sizes));
   if (const kvx::CudaGemm* gemm = path.gemm()) {
     const int64_t rows = runtime::SizeProduct(gemm->m(), sizes);
@@ -367,7 +339,8 @@ absl::Status CudaStepRunner::EnqueuePath(const kvx::CudaPath& path, PreparedInst
     if (rows > 0) {
       KVJIT_RETURN_IF_ERROR(gemm_->LinearF16(scratch_ + gemm->activation_offset(),
                                              scratch_ + gemm->weight_offset(),
-                                             prepared.first_output, rows, gemm->k(), gemm->n()));
+                                             prepared.launch.first_output, rows, gemm->k(),
+                                             gemm->n()));
     }
     KVJIT_RETURN_IF_ERROR(EnqueueLaunches(path.epilogue(), args, sizes));
   }
@@ -378,10 +351,7 @@ absl::Status CudaStepRunner::EnqueueProgram(const StepSizes& sizes) {
   const auto& program = *executable_.program().instructions();
   for (size_t i = 0; i < instructions_.size(); ++i) {
     PreparedInstruction& prepared = instructions_[i];
-    prepared.args.tokens = static_cast<int32_t>(sizes.tokens);
-    prepared.args.logits_rows = static_cast<int32_t>(sizes.logits_rows);
-    prepared.args.sequences = static_cast<int32_t>(sizes.sequences);
-    prepared.args.max_blocks = static_cast<int32_t>(sizes.max_blocks);
+    SetStepSizes(sizes, prepared.launch.args);
     absl::Status status =
         observer_ != nullptr ? device_->Record(instruction_events_[i].first) : absl::OkStatus();
     if (status.ok()) status = EnqueuePath(PathFor(prepared, sizes), prepared, sizes);
@@ -427,13 +397,10 @@ absl::Status CudaStepRunner::EnqueueStep(const runtime::StepInputs& inputs) {
     KVJIT_RETURN_IF_ERROR(RunGraph(*bucket, {*bucket, *bucket, *bucket, limits_.max_columns}));
   } else {
     KVJIT_RETURN_IF_ERROR(UploadInputs(inputs));
-    KVJIT_RETURN_IF_ERROR(
-        EnqueueProgram({static_cast<int64_t>(inputs.tokens.size()),
-                        static_cast<int64_t>(inputs.logits_rows.size()),
-                        static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks}));
+    KVJIT_RETURN_IF_ERROR(EnqueueProgram(runtime::SizesOf(inputs)));
   }
   // The step's rows come first in the logits, padded or not.
-  const uint64_t logits_bytes = inputs.logits_rows.size() * limits_.vocab_size * sizeof(float);
+  const uint64_t logits_bytes = inputs.logits_rows().size() * limits_.vocab_size * sizeof(float);
   if (logits_.bytes() < logits_bytes) {
     KVJIT_ASSIGN_OR_RETURN(logits_, device_->AllocatePinned(logits_bytes, "the logits"));
   }
@@ -443,7 +410,7 @@ absl::Status CudaStepRunner::EnqueueStep(const runtime::StepInputs& inputs) {
 
 absl::StatusOr<absl::Span<const float>> CudaStepRunner::Run(const runtime::StepInputs& inputs) {
   KVJIT_RETURN_IF_ERROR(device_->MakeCurrent());
-  KVJIT_RETURN_IF_ERROR(ValidateStep(inputs, limits_));
+  KVJIT_RETURN_IF_ERROR(runtime::ValidateStep(inputs, limits_));
   const runtime::StepObserver::Clock::time_point began = runtime::StepObserver::Clock::now();
   const absl::Status enqueued = EnqueueStep(inputs);
   // Even after an error, nothing may still be copying from the pinned
@@ -456,7 +423,7 @@ absl::StatusOr<absl::Span<const float>> CudaStepRunner::Run(const runtime::StepI
   }
   if (observer_ != nullptr) KVJIT_RETURN_IF_ERROR(ReportInstructionTimes(inputs, began));
   return absl::Span<const float>(static_cast<const float*>(logits_.data()),
-                                 inputs.logits_rows.size() * limits_.vocab_size);
+                                 inputs.logits_rows().size() * limits_.vocab_size);
 }
 
 absl::Status CudaStepRunner::SetObserver(runtime::StepObserver* observer) {

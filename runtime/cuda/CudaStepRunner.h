@@ -13,9 +13,10 @@
 #include "runtime/cuda/CublasGemm.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/DecodePadding.h"
-#include "runtime/cuda/StepValidation.h"
+#include "runtime/cuda/LaunchBinding.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/exec/StepValidation.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/schema/StepContract.h"
 
@@ -76,9 +77,7 @@ class CudaStepRunner final : public runtime::StepRunner {
   // scratch pointer are filled per step.
   struct PreparedInstruction {
     const kvx::CudaInstruction* cuda;
-    cuda_abi::LaunchArgs args;
-    int scratch_index;
-    CUdeviceptr first_output;  // where a GEMM writes
+    BoundInstruction launch;
   };
 
   CudaStepRunner(const runtime::Executable& executable, int64_t num_blocks,
@@ -116,7 +115,7 @@ class CudaStepRunner final : public runtime::StepRunner {
   const kvx::CudaModule& module_;
   int64_t num_blocks_;
   CudaRunnerOptions options_;
-  StepLimits limits_;
+  runtime::StepLimits limits_;
   DecodeBuckets graph_buckets_{0};
 
   std::unique_ptr<CudaDevice> device_;

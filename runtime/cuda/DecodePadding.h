@@ -28,6 +28,8 @@ namespace kvjit::cuda {
 // widened to a fixed number of columns, the new columns pointing at the
 // padding block (never read: context lengths bound what attention reads).
 // Logits rows past the step's L point at padding rows and are not copied back.
+// Each input's padding value is its row's decode_padding in the step
+// contract (runtime/schema/StepContract.h).
 // Real rows compute exactly what they would unpadded: every kernel of a
 // decode step treats rows and sequences independently (batch invariance).
 class DecodeBuckets {

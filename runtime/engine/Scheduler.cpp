@@ -414,14 +414,14 @@ absl::Status BatchScheduler::Step() {
   UpdatePeakBlocks(scheduled);
   KVJIT_ASSIGN_OR_RETURN(StepInputs inputs, PackStep(scheduled));
   KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner_.Run(inputs));
-  const size_t expected = inputs.logits_rows.size() * static_cast<size_t>(runner_.vocab_size());
+  const size_t expected = inputs.logits_rows().size() * static_cast<size_t>(runner_.vocab_size());
   if (logits.size() != expected) {
     return absl::InternalError(absl::StrCat("the runner returned ", logits.size(), " logits for ",
-                                            inputs.logits_rows.size(), " rows of ",
+                                            inputs.logits_rows().size(), " rows of ",
                                             runner_.vocab_size()));
   }
   ++counters_.steps;
-  counters_.computed_tokens += static_cast<int64_t>(inputs.tokens.size());
+  counters_.computed_tokens += static_cast<int64_t>(inputs.tokens().size());
   return ConsumeLogits(scheduled, logits);
 }
 

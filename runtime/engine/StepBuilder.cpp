@@ -13,17 +13,21 @@ absl::Status StepBuilder::AddSequence(kv::SequenceId sequence, absl::Span<const 
   if (table == nullptr) {
     return absl::NotFoundError(absl::StrCat("sequence ", sequence, " has no KV blocks"));
   }
-  if (inputs_.seq_starts.empty()) inputs_.seq_starts.push_back(0);
+  using kvx::StepInput;
+  StepInputs::Values& step_tokens = inputs_[StepInput::Tokens];
+  StepInputs::Values& seq_starts = inputs_[StepInput::SeqStarts];
+  if (seq_starts.empty()) seq_starts.push_back(0);
   const int64_t count = static_cast<int64_t>(tokens.size());
   for (int64_t i = 0; i < count; ++i) {
-    inputs_.tokens.push_back(tokens[i]);
-    inputs_.positions.push_back(static_cast<int32_t>(first + i));
+    step_tokens.push_back(tokens[i]);
+    inputs_[StepInput::Positions].push_back(static_cast<int32_t>(first + i));
     KVJIT_ASSIGN_OR_RETURN(int32_t slot, blocks_.SlotFor(sequence, first + i));
-    inputs_.slot_mapping.push_back(slot);
+    inputs_[StepInput::SlotMapping].push_back(slot);
   }
-  inputs_.seq_starts.push_back(static_cast<int32_t>(inputs_.tokens.size()));
-  inputs_.context_lens.push_back(static_cast<int32_t>(first + count));
-  if (wants_logits) inputs_.logits_rows.push_back(static_cast<int32_t>(inputs_.tokens.size() - 1));
+  const int32_t last_row = static_cast<int32_t>(step_tokens.size() - 1);
+  seq_starts.push_back(last_row + 1);
+  inputs_[StepInput::ContextLens].push_back(static_cast<int32_t>(first + count));
+  if (wants_logits) inputs_[StepInput::LogitsRows].push_back(last_row);
   tables_.push_back(table);
   inputs_.max_blocks = std::max<int64_t>(inputs_.max_blocks, table->blocks.size());
   return absl::OkStatus();
@@ -32,13 +36,16 @@ absl::Status StepBuilder::AddSequence(kv::SequenceId sequence, absl::Span<const 
 StepInputs StepBuilder::Finish() && {
   // Rows past a sequence's context are never read, nor are blocks released
   // behind the attention window; 0 stands for both.
-  inputs_.block_tables.assign(tables_.size() * inputs_.max_blocks, 0);
+  StepInputs::Values& block_tables = inputs_[kvx::StepInput::BlockTables];
+  block_tables.assign(tables_.size() * inputs_.max_blocks, 0);
   for (size_t s = 0; s < tables_.size(); ++s) {
     std::replace_copy(tables_[s]->blocks.begin(), tables_[s]->blocks.end(),
-                      inputs_.block_tables.begin() + s * inputs_.max_blocks, kv::kReleasedBlock, 0);
+                      block_tables.begin() + s * inputs_.max_blocks, kv::kReleasedBlock, 0);
   }
-  if (inputs_.logits_rows.empty() && !inputs_.tokens.empty()) {
-    inputs_.logits_rows.push_back(static_cast<int32_t>(inputs_.tokens.size() - 1));
+  const StepInputs::Values& tokens = inputs_[kvx::StepInput::Tokens];
+  StepInputs::Values& logits_rows = inputs_[kvx::StepInput::LogitsRows];
+  if (logits_rows.empty() && !tokens.empty()) {
+    logits_rows.push_back(static_cast<int32_t>(tokens.size() - 1));
   }
   return std::move(inputs_);
 }

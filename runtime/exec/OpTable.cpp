@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/ElementwiseOpTable.h"
 #include "runtime/ops/RowOps.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -129,6 +130,11 @@ absl::Status CacheLayer(const OpCheckContext& context, uint32_t layer) {
   return absl::OkStatus();
 }
 
+// HeadOperand checks operand 0 as the cache's head operand.
+static_assert(kvx::OperandIndex(kvx::KvWriteOperand::Key) == 0 &&
+                  kvx::OperandIndex(kvx::KvAttentionOperand::Query) == 0,
+              "the cache's ops have their [tokens, heads, head_dim] operand first");
+
 // KvWrite: in key, value, slot_mapping → the cache's layer.
 absl::Status VerifyKvWrite(const OpCheckContext& context) {
   if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
@@ -142,7 +148,8 @@ void CostKvWrite(const OpCostContext& context, InstructionCost& cost) {
 // KvAttention: in query, positions, seq_starts, context_lens, block_tables →
 // out.
 absl::Status VerifyKvAttention(const OpCheckContext& context) {
-  if (absl::Status fits = OutputFits(SameShape(context.output(0), context.input(0))); !fits.ok()) {
+  const kvx::TensorRef& query = context.input(kvx::OperandIndex(kvx::KvAttentionOperand::Query));
+  if (absl::Status fits = OutputFits(SameShape(context.output(0), query)); !fits.ok()) {
     return fits;
   }
   if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
@@ -152,7 +159,8 @@ absl::Status VerifyKvAttention(const OpCheckContext& context) {
 // Each (query head, key) pair: the q·k and p·v dot products, and the score's
 // scaling, exp and sum; each query head's row is divided once.
 void CostKvAttention(const OpCostContext& context, InstructionCost& cost) {
-  const kvx::TensorRef& query = *context.instruction.inputs()->Get(0);
+  const kvx::TensorRef& query =
+      *context.instruction.inputs()->Get(kvx::OperandIndex(kvx::KvAttentionOperand::Query));
   const int64_t heads = Extent(query, 1, context.sizes);
   const int64_t head_dim = Extent(query, 2, context.sizes);
   cost.kv_bytes = 2 * context.attention.cached_tokens * KvRowBytes(context.executable);
@@ -188,9 +196,12 @@ constexpr OpDescription kOps[] = {
     {kvx::OpCode::Linear, 2, 3, 1, P::NONE, false, VerifyLinear, CostLinear},
     {kvx::OpCode::Elementwise, 1, 64, 1, P::ElementwiseParams, true, VerifyElementwise,
      CostElementwise},
-    {kvx::OpCode::KvWrite, 3, 3, 0, P::KvWriteParams, false, VerifyKvWrite, CostKvWrite},
-    {kvx::OpCode::KvAttention, 5, 5, 1, P::KvAttentionParams, false, VerifyKvAttention,
-     CostKvAttention},
+    {kvx::OpCode::KvWrite, kvx::kOperandCount<kvx::KvWriteOperand>,
+     kvx::kOperandCount<kvx::KvWriteOperand>, 0, P::KvWriteParams, false, VerifyKvWrite,
+     CostKvWrite},
+    {kvx::OpCode::KvAttention, kvx::kOperandCount<kvx::KvAttentionOperand>,
+     kvx::kOperandCount<kvx::KvAttentionOperand>, 1, P::KvAttentionParams, false,
+     VerifyKvAttention, CostKvAttention},
     {kvx::OpCode::GatherRows, 2, 2, 1, P::NONE, false, VerifyGatherRows, NoFlops},
     {kvx::OpCode::Copy, 1, 1, 1, P::NONE, true, VerifyCopy, CostCopy},
 };

@@ -3,30 +3,17 @@
 #include "absl/strings/str_cat.h"
 
 namespace kvjit::runtime {
+namespace {
 
-absl::Span<const int32_t> StepInputValues(const StepInputs& inputs, kvx::StepInput input) {
-  switch (input) {
-    case kvx::StepInput::Tokens:
-      return inputs.tokens;
-    case kvx::StepInput::Positions:
-      return inputs.positions;
-    case kvx::StepInput::SeqStarts:
-      return inputs.seq_starts;
-    case kvx::StepInput::ContextLens:
-      return inputs.context_lens;
-    case kvx::StepInput::SlotMapping:
-      return inputs.slot_mapping;
-    case kvx::StepInput::BlockTables:
-      return inputs.block_tables;
-    case kvx::StepInput::LogitsRows:
-      return inputs.logits_rows;
-  }
-  return {};
+int64_t Count(const StepInputs& inputs, kvx::DimKind kind) {
+  return static_cast<int64_t>(inputs[kvx::InputCounting(kind)].size());
 }
 
+}  // namespace
+
 StepSizes SizesOf(const StepInputs& inputs) {
-  return {static_cast<int64_t>(inputs.tokens.size()), static_cast<int64_t>(inputs.logits_rows.size()),
-          static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
+  return {Count(inputs, kvx::DimKind::Tokens), Count(inputs, kvx::DimKind::LogitsRows),
+          Count(inputs, kvx::DimKind::Sequences), inputs.max_blocks};
 }
 
 int64_t StepInputElements(kvx::StepInput input, const StepSizes& sizes) {
@@ -40,7 +27,7 @@ absl::Status CheckStepInputSizes(const StepInputs& inputs) {
   const StepSizes sizes = SizesOf(inputs);
   for (const kvx::StepInputSpec& spec : kvx::kStepInputs) {
     const int64_t expected = StepInputElements(spec.input, sizes);
-    const size_t actual = StepInputValues(inputs, spec.input).size();
+    const size_t actual = inputs[spec.input].size();
     if (static_cast<int64_t>(actual) != expected) {
       return absl::InvalidArgumentError(absl::StrCat(
           "step inputs disagree in size: ", spec.name, " has ", actual, " values, not the ",

@@ -14,10 +14,8 @@ StepProfiler::StepProfiler(const kvx::Executable& executable)
 }
 
 void StepProfiler::StepBegan(const StepInputs& inputs) {
-  sizes_ = {static_cast<int64_t>(inputs.tokens.size()),
-            static_cast<int64_t>(inputs.logits_rows.size()),
-            static_cast<int64_t>(inputs.context_lens.size()), inputs.max_blocks};
-  attention_ = AttentionExtentOf(inputs.positions, inputs.context_lens);
+  sizes_ = SizesOf(inputs);
+  attention_ = AttentionExtentOf(inputs.positions(), inputs.context_lens());
 }
 
 void StepProfiler::InstructionRan(size_t index, Clock::time_point start, Clock::time_point end) {

@@ -1,11 +1,10 @@
 #include "codegen/cuda/emulation/EmulatedStepRunner.h"
 
 #include <cstring>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/cuda/StepValidation.h"
-#include "runtime/exec/OpTable.h"
+#include "runtime/cuda/LaunchBinding.h"
+#include "runtime/exec/StepValidation.h"
 
 namespace kvjit::codegen::cuda {
 absl::StatusOr<std::unique_ptr<EmulatedStepRunner>> EmulatedStepRunner::Create(
@@ -44,47 +43,35 @@ absl::Status EmulatedStepRunner::CopyBlock(int64_t source, int64_t destination) 
 }
 
 absl::StatusOr<absl::Span<const float>> EmulatedStepRunner::Run(const runtime::StepInputs& inputs) {
-  const ::kvjit::cuda::StepLimits limits = {max_tokens_per_step(), num_blocks_, vocab_size(),
-                                            num_blocks_, block_size()};
-  if (absl::Status valid = ::kvjit::cuda::ValidateStep(inputs, limits); !valid.ok()) return valid;
+  const runtime::StepLimits limits = {max_tokens_per_step(), num_blocks_, vocab_size(), num_blocks_,
+                                      block_size()};
+  if (absl::Status valid = runtime::ValidateStep(inputs, limits); !valid.ok()) return valid;
   const runtime::StepSizes sizes = runtime::SizesOf(inputs);
+  ::kvjit::cuda::LaunchMemory memory;
+  memory.arena = reinterpret_cast<uintptr_t>(arena_.data());
+  for (uint32_t w = 0; w < executable_.root().weights()->size(); ++w) {
+    memory.weights.push_back(reinterpret_cast<uintptr_t>(executable_.WeightBytes(w).data()));
+  }
+  for (int k = 0; k < kvx::kStepInputCount; ++k) {
+    memory.step_inputs[k] = reinterpret_cast<uintptr_t>(inputs.values[k].data());
+  }
+  memory.kv_pool = reinterpret_cast<uintptr_t>(kv_pool_.data());
+  memory.kv_layer_stride_bytes = executable_.kv_layout().layer_stride_bytes();
   const auto& program = *executable_.program().instructions();
   for (size_t i = 0; i < program.size(); ++i) {
     const kvx::Instruction& instruction = *program[i];
     const InstructionSpec& spec = module_.instructions[i];
     const bool prefill = paths_ == EmulatedPaths::kPrefillOnly ||
                          SizeExprProduct(spec.rows, sizes) >= module_.prefill_min_rows;
-    cuda_abi::LaunchArgs args = {};
-    args.tokens = static_cast<int32_t>(sizes.tokens);
-    args.logits_rows = static_cast<int32_t>(sizes.logits_rows);
-    args.sequences = static_cast<int32_t>(sizes.sequences);
-    args.max_blocks = static_cast<int32_t>(sizes.max_blocks);
-    int slot = 0;
-    for (const kvx::TensorRef* ref : *instruction.inputs()) {
-      switch (ref->kind()) {
-        case kvx::BufferKind::Arena:
-          args.buffers[slot] = Arena(ref->offset());
-          break;
-        case kvx::BufferKind::Weight:
-          args.buffers[slot] = const_cast<uint8_t*>(executable_.WeightBytes(ref->index()).data());
-          break;
-        case kvx::BufferKind::Input:
-          args.buffers[slot] = const_cast<int32_t*>(
-              runtime::StepInputValues(inputs, static_cast<kvx::StepInput>(ref->index())).data());
-          break;
-      }
-      ++slot;
+    absl::StatusOr<::kvjit::cuda::BoundInstruction> bound =
+        ::kvjit::cuda::BindInstruction(instruction, memory);
+    absl::Status ran = bound.status();
+    if (ran.ok()) {
+      ::kvjit::cuda::SetStepSizes(sizes, bound->args);
+      ran = RunPathOnHost(kernels_, module_, prefill ? spec.prefill : spec.decode, bound->inputs,
+                          bound->outputs, bound->args, sizes);
     }
-    const int inputs_count = slot;
-    for (const kvx::TensorRef* ref : *instruction.outputs())
-      args.buffers[slot++] = Arena(ref->offset());
-    if (const std::optional<uint32_t> layer = runtime::KvCacheLayer(instruction)) {
-      args.buffers[cuda_abi::KvPoolBuffer(inputs_count, slot - inputs_count)] =
-          kv_pool_.data() + *layer * executable_.kv_layout().layer_stride_bytes();
-    }
-    if (absl::Status ran = RunPathOnHost(kernels_, module_, prefill ? spec.prefill : spec.decode,
-                                         inputs_count, slot - inputs_count, args, sizes);
-        !ran.ok()) {
+    if (!ran.ok()) {
       return absl::Status(
           ran.code(),
           absl::StrCat("instruction ", i, " (", kvx::EnumNameOpCode(instruction.op()), ", ",

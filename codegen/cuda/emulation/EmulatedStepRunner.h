@@ -23,9 +23,11 @@ enum class EmulatedPaths {
   kPrefillOnly,
 };
 
-// CudaStepRunner's protocol (kvx.fbs: buffers in LaunchArgs order, the KV
-// pool advanced to the instruction's layer, a path chosen by rows) over
-// host memory, with the executable's CUDA kernels run by HostKernels.
+// CudaStepRunner's protocol over host memory: the same validation
+// (runtime/exec/StepValidation.h), the same binding of buffers into
+// LaunchArgs (runtime/cuda/LaunchBinding.h), a path chosen by rows as the
+// CUDA runner chooses it, and the executable's CUDA kernels run by
+// HostKernels.
 class EmulatedStepRunner final : public runtime::StepRunner {
  public:
   // `module` (usually ModuleSpecOf the executable's own) and `kernels` (built

@@ -74,7 +74,7 @@ absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, const runtime::Exec
   };
   auto add_table = [&](runtime::StepInputs& step, int64_t sequence) {
     for (int64_t b = 0; b < blocks_each; ++b) {
-      step.block_tables.push_back(static_cast<int32_t>(sequence * blocks_each + b));
+      step.block_tables().push_back(static_cast<int32_t>(sequence * blocks_each + b));
     }
   };
   std::vector<int32_t> next(batch);
@@ -87,32 +87,32 @@ absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, const runtime::Exec
   int64_t done = 0;  // of the current sequence's prompt
   while (sequence < batch) {
     runtime::StepInputs step;
-    step.seq_starts.push_back(0);
+    step.seq_starts().push_back(0);
     step.max_blocks = blocks_each;
     std::vector<int64_t> finishing;  // sequences whose prompt ends in this step
     while (sequence < batch &&
-           static_cast<int64_t>(step.tokens.size()) < runner.max_tokens_per_step()) {
+           static_cast<int64_t>(step.tokens().size()) < runner.max_tokens_per_step()) {
       const int64_t count = std::min(
-          prompt - done, runner.max_tokens_per_step() - static_cast<int64_t>(step.tokens.size()));
+          prompt - done, runner.max_tokens_per_step() - static_cast<int64_t>(step.tokens().size()));
       for (int64_t p = done; p < done + count; ++p) {
-        step.tokens.push_back(
+        step.tokens().push_back(
             static_cast<int32_t>((sequence * 7919 + p * 104729) % runner.vocab_size()));
-        step.positions.push_back(static_cast<int32_t>(p));
-        step.slot_mapping.push_back(slot(sequence, p));
+        step.positions().push_back(static_cast<int32_t>(p));
+        step.slot_mapping().push_back(slot(sequence, p));
       }
-      step.seq_starts.push_back(static_cast<int32_t>(step.tokens.size()));
-      step.context_lens.push_back(static_cast<int32_t>(done + count));
+      step.seq_starts().push_back(static_cast<int32_t>(step.tokens().size()));
+      step.context_lens().push_back(static_cast<int32_t>(done + count));
       add_table(step, sequence);
       done += count;
       if (done == prompt) {
-        step.logits_rows.push_back(static_cast<int32_t>(step.tokens.size() - 1));
+        step.logits_rows().push_back(static_cast<int32_t>(step.tokens().size() - 1));
         finishing.push_back(sequence);
         ++sequence;
         done = 0;
       }
     }
-    if (step.logits_rows.empty()) {
-      step.logits_rows.push_back(static_cast<int32_t>(step.tokens.size() - 1));
+    if (step.logits_rows().empty()) {
+      step.logits_rows().push_back(static_cast<int32_t>(step.tokens().size() - 1));
     }
     KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner.Run(step));
     for (size_t i = 0; i < finishing.size(); ++i) {
@@ -127,14 +127,14 @@ absl::StatusOr<BatchResult> RunBatch(CudaStepRunner& runner, const runtime::Exec
   auto decode_step = [&](int64_t position) -> absl::Status {
     runtime::StepInputs step;
     step.max_blocks = blocks_each;
-    step.seq_starts.push_back(0);
+    step.seq_starts().push_back(0);
     for (int64_t s = 0; s < batch; ++s) {
-      step.tokens.push_back(next[s]);
-      step.positions.push_back(static_cast<int32_t>(position));
-      step.slot_mapping.push_back(slot(s, position));
-      step.seq_starts.push_back(static_cast<int32_t>(s + 1));
-      step.context_lens.push_back(static_cast<int32_t>(position + 1));
-      step.logits_rows.push_back(static_cast<int32_t>(s));
+      step.tokens().push_back(next[s]);
+      step.positions().push_back(static_cast<int32_t>(position));
+      step.slot_mapping().push_back(slot(s, position));
+      step.seq_starts().push_back(static_cast<int32_t>(s + 1));
+      step.context_lens().push_back(static_cast<int32_t>(position + 1));
+      step.logits_rows().push_back(static_cast<int32_t>(s));
       add_table(step, s);
     }
     KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner.Run(step));

@@ -63,14 +63,14 @@ TEST_F(CompiledStoriesTest, StepLogitsEqualTheReferenceEvaluator) {
   for (int64_t count : {5, 1, 1, 1, 1, 1, 1}) {
     runtime::StepInputs inputs;
     for (int64_t p = cached; p < cached + count; ++p) {
-      inputs.tokens.push_back(tokens[p]);
-      inputs.positions.push_back(static_cast<int32_t>(p));
-      inputs.slot_mapping.push_back(block_table[p / block_size] * block_size + p % block_size);
-      inputs.logits_rows.push_back(static_cast<int32_t>(p - cached));
+      inputs.tokens().push_back(tokens[p]);
+      inputs.positions().push_back(static_cast<int32_t>(p));
+      inputs.slot_mapping().push_back(block_table[p / block_size] * block_size + p % block_size);
+      inputs.logits_rows().push_back(static_cast<int32_t>(p - cached));
     }
-    inputs.seq_starts = {0, static_cast<int32_t>(count)};
-    inputs.context_lens = {static_cast<int32_t>(cached + count)};
-    inputs.block_tables = block_table;
+    inputs.seq_starts() = {0, static_cast<int32_t>(count)};
+    inputs.context_lens() = {static_cast<int32_t>(cached + count)};
+    inputs.block_tables() = block_table;
     inputs.max_blocks = static_cast<int64_t>(block_table.size());
     auto logits = (*runner)->Run(inputs);
     ASSERT_TRUE(logits.ok()) << logits.status();
@@ -99,15 +99,15 @@ TEST_F(CompiledStoriesTest, ACopiedKvBlockAttendsLikeItsSource) {
   auto step = [&](int32_t block, int64_t count) {
     runtime::StepInputs inputs;
     for (int64_t p = 0; p < count; ++p) {
-      inputs.tokens.push_back(tokens[p]);
-      inputs.positions.push_back(static_cast<int32_t>(p));
-      inputs.slot_mapping.push_back(static_cast<int32_t>(block * block_size + p));
+      inputs.tokens().push_back(tokens[p]);
+      inputs.positions().push_back(static_cast<int32_t>(p));
+      inputs.slot_mapping().push_back(static_cast<int32_t>(block * block_size + p));
     }
-    inputs.seq_starts = {0, static_cast<int32_t>(count)};
-    inputs.context_lens = {static_cast<int32_t>(count)};
-    inputs.block_tables = {block};
+    inputs.seq_starts() = {0, static_cast<int32_t>(count)};
+    inputs.context_lens() = {static_cast<int32_t>(count)};
+    inputs.block_tables() = {block};
     inputs.max_blocks = 1;
-    inputs.logits_rows = {static_cast<int32_t>(count - 1)};
+    inputs.logits_rows() = {static_cast<int32_t>(count - 1)};
     auto logits = (*runner)->Run(inputs);
     return logits.ok() ? std::vector<float>(logits->begin(), logits->end()) : std::vector<float>();
   };
@@ -117,14 +117,14 @@ TEST_F(CompiledStoriesTest, ACopiedKvBlockAttendsLikeItsSource) {
   ASSERT_FALSE(in_source.empty());
   ASSERT_TRUE((*runner)->CopyBlock(2, 5).ok());
   runtime::StepInputs last;
-  last.tokens = {tokens[4]};
-  last.positions = {4};
-  last.slot_mapping = {static_cast<int32_t>(5 * block_size + 4)};
-  last.seq_starts = {0, 1};
-  last.context_lens = {5};
-  last.block_tables = {5};
+  last.tokens() = {tokens[4]};
+  last.positions() = {4};
+  last.slot_mapping() = {static_cast<int32_t>(5 * block_size + 4)};
+  last.seq_starts() = {0, 1};
+  last.context_lens() = {5};
+  last.block_tables() = {5};
   last.max_blocks = 1;
-  last.logits_rows = {0};
+  last.logits_rows() = {0};
   auto in_copy = (*runner)->Run(last);
   ASSERT_TRUE(in_copy.ok()) << in_copy.status();
   EXPECT_TRUE(AllEqual(*in_copy, in_source));

@@ -18,15 +18,15 @@ runtime::StepInputs Step(int64_t first, int64_t count, int64_t block_size) {
   runtime::StepInputs step;
   const int64_t last = first + count;
   step.max_blocks = (last + block_size - 1) / block_size;
-  for (int64_t b = 0; b < step.max_blocks; ++b) step.block_tables.push_back(static_cast<int32_t>(b));
+  for (int64_t b = 0; b < step.max_blocks; ++b) step.block_tables().push_back(static_cast<int32_t>(b));
   for (int64_t p = first; p < last; ++p) {
-    step.tokens.push_back(static_cast<int32_t>(1 + (7 * p) % 300));
-    step.positions.push_back(static_cast<int32_t>(p));
-    step.slot_mapping.push_back(static_cast<int32_t>(p));
+    step.tokens().push_back(static_cast<int32_t>(1 + (7 * p) % 300));
+    step.positions().push_back(static_cast<int32_t>(p));
+    step.slot_mapping().push_back(static_cast<int32_t>(p));
   }
-  step.seq_starts = {0, static_cast<int32_t>(count)};
-  step.context_lens = {static_cast<int32_t>(last)};
-  step.logits_rows = {static_cast<int32_t>(count - 1)};
+  step.seq_starts() = {0, static_cast<int32_t>(count)};
+  step.context_lens() = {static_cast<int32_t>(last)};
+  step.logits_rows() = {static_cast<int32_t>(count - 1)};
   return step;
 }
 

@@ -18,15 +18,15 @@ runtime::StepInputs StepInBlock(int64_t block, int64_t first, int64_t tokens, in
   runtime::StepInputs step;
   const int64_t last = first + tokens;
   step.max_blocks = (last + block_size - 1) / block_size;
-  for (int64_t b = 0; b < step.max_blocks; ++b) step.block_tables.push_back(static_cast<int32_t>(block + b));
+  for (int64_t b = 0; b < step.max_blocks; ++b) step.block_tables().push_back(static_cast<int32_t>(block + b));
   for (int64_t p = first; p < last; ++p) {
-    step.tokens.push_back(static_cast<int32_t>(1 + p % 100));
-    step.positions.push_back(static_cast<int32_t>(p));
-    step.slot_mapping.push_back(static_cast<int32_t>((block + p / block_size) * block_size + p % block_size));
+    step.tokens().push_back(static_cast<int32_t>(1 + p % 100));
+    step.positions().push_back(static_cast<int32_t>(p));
+    step.slot_mapping().push_back(static_cast<int32_t>((block + p / block_size) * block_size + p % block_size));
   }
-  step.seq_starts = {0, static_cast<int32_t>(tokens)};
-  step.context_lens = {static_cast<int32_t>(last)};
-  step.logits_rows = {static_cast<int32_t>(tokens - 1)};
+  step.seq_starts() = {0, static_cast<int32_t>(tokens)};
+  step.context_lens() = {static_cast<int32_t>(last)};
+  step.logits_rows() = {static_cast<int32_t>(tokens - 1)};
   return step;
 }
 

@@ -28,12 +28,14 @@
 #include "runtime/cpu/PagedAttention.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/cuda/LaunchBinding.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/quant/Dequantize.h"
 #include "runtime/quant/Half.h"
 #include "runtime/quant/StorageType.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/OpOperands.h"
 #include "tests/unit/codegen/cuda/CudaTestExecutables.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"
@@ -70,7 +72,7 @@ class Batch {
   runtime::StepInputs Step(const std::vector<std::pair<int, int>>& order_and_counts,
                            bool all_logits) {
     runtime::StepInputs step;
-    step.seq_starts.push_back(0);
+    step.seq_starts().push_back(0);
     std::vector<int> sequences;
     for (const auto& [sequence, count] : order_and_counts) {
       if (sequence >= static_cast<int>(lengths_.size())) {
@@ -83,22 +85,22 @@ class Batch {
           blocks_[sequence].push_back(free_.back());
           free_.pop_back();
         }
-        step.tokens.push_back(static_cast<int32_t>(random_() % vocab_));
-        step.positions.push_back(position);
-        step.slot_mapping.push_back(static_cast<int32_t>(
+        step.tokens().push_back(static_cast<int32_t>(random_() % vocab_));
+        step.positions().push_back(position);
+        step.slot_mapping().push_back(static_cast<int32_t>(
             blocks_[sequence][position / block_size_] * block_size_ + position % block_size_));
-        if (all_logits) step.logits_rows.push_back(static_cast<int32_t>(step.tokens.size() - 1));
+        if (all_logits) step.logits_rows().push_back(static_cast<int32_t>(step.tokens().size() - 1));
       }
-      if (!all_logits) step.logits_rows.push_back(static_cast<int32_t>(step.tokens.size() - 1));
-      step.seq_starts.push_back(static_cast<int32_t>(step.tokens.size()));
-      step.context_lens.push_back(lengths_[sequence]);
+      if (!all_logits) step.logits_rows().push_back(static_cast<int32_t>(step.tokens().size() - 1));
+      step.seq_starts().push_back(static_cast<int32_t>(step.tokens().size()));
+      step.context_lens().push_back(lengths_[sequence]);
       sequences.push_back(sequence);
       step.max_blocks = std::max<int64_t>(step.max_blocks, blocks_[sequence].size());
     }
     for (int sequence : sequences) {
       std::vector<int32_t> row = blocks_[sequence];
       row.resize(step.max_blocks, -1);
-      step.block_tables.insert(step.block_tables.end(), row.begin(), row.end());
+      step.block_tables().insert(step.block_tables().end(), row.begin(), row.end());
     }
     return step;
   }
@@ -385,11 +387,9 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
   for (const std::vector<std::pair<int, int>>& step : std::vector<std::vector<std::pair<int, int>>>{
            {{0, 140}, {1, 20}, {2, 5}}, {{1, 1}, {0, 1}, {2, 4}}}) {
     const runtime::StepInputs inputs = batch.Step(step, false);
-    const int64_t tokens = static_cast<int64_t>(inputs.tokens.size());
+    const int64_t tokens = static_cast<int64_t>(inputs.tokens().size());
     SCOPED_TRACE(absl::StrCat(tokens, " tokens"));
-    const runtime::StepSizes sizes = {tokens, static_cast<int64_t>(inputs.logits_rows.size()),
-                                      static_cast<int64_t>(inputs.context_lens.size()),
-                                      inputs.max_blocks};
+    const runtime::StepSizes sizes = runtime::SizesOf(inputs);
     const std::vector<float> key =
         RandomFloats(tokens * kv.num_kv_heads() * kv.head_dim(), 1.0f, random);
     const std::vector<float> value = RandomFloats(key.size(), 1.0f, random);
@@ -398,38 +398,43 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
     uint8_t* gpu_layer = reinterpret_cast<uint8_t*>(gpu_pool.data()) +
                          instructions[write_index]->params_as_KvWriteParams()->layer() * kv.layer_stride_bytes();
     cuda_abi::LaunchArgs write = {};
-    write.tokens = static_cast<int32_t>(tokens);
-    write.logits_rows = static_cast<int32_t>(sizes.logits_rows);
-    write.sequences = static_cast<int32_t>(sizes.sequences);
-    write.max_blocks = static_cast<int32_t>(sizes.max_blocks);
+    ::kvjit::cuda::SetStepSizes(sizes, write);
     cuda_abi::LaunchArgs attend = write;
-    write.buffers[0] = const_cast<float*>(key.data());
-    write.buffers[1] = const_cast<float*>(value.data());
-    write.buffers[2] = const_cast<int32_t*>(inputs.slot_mapping.data());
-    write.buffers[cuda_abi::KvPoolBuffer(3, 0)] = gpu_layer;
+    using WriteOperand = kvx::KvWriteOperand;
+    constexpr int kWriteInputs = kvx::kOperandCount<WriteOperand>;
+    write.buffers[kvx::OperandIndex(WriteOperand::Key)] = const_cast<float*>(key.data());
+    write.buffers[kvx::OperandIndex(WriteOperand::Value)] = const_cast<float*>(value.data());
+    write.buffers[kvx::OperandIndex(WriteOperand::SlotMapping)] =
+        const_cast<int32_t*>(inputs.slot_mapping().data());
+    write.buffers[cuda_abi::KvPoolBuffer(kWriteInputs, 0)] = gpu_layer;
     const InstructionSpec& write_spec = module->instructions[write_index];
-    ASSERT_TRUE(RunsOnHost(**kernels, *module, write_spec.prefill, 3, 0, write, sizes));
+    ASSERT_TRUE(RunsOnHost(**kernels, *module, write_spec.prefill, kWriteInputs, 0, write, sizes));
 
     std::vector<float> actual(query.size(), std::nanf("")), expected(query.size());
-    attend.buffers[0] = const_cast<float*>(query.data());
-    attend.buffers[1] = const_cast<int32_t*>(inputs.positions.data());
-    attend.buffers[2] = const_cast<int32_t*>(inputs.seq_starts.data());
-    attend.buffers[3] = const_cast<int32_t*>(inputs.context_lens.data());
-    attend.buffers[4] = const_cast<int32_t*>(inputs.block_tables.data());
-    attend.buffers[5] = actual.data();
-    attend.buffers[cuda_abi::KvPoolBuffer(5, 1)] = gpu_layer;
+    using AttentionOperand = kvx::KvAttentionOperand;
+    constexpr int kAttentionInputs = kvx::kOperandCount<AttentionOperand>;
+    auto step_input = [&](AttentionOperand operand, kvx::StepInput input) {
+      attend.buffers[kvx::OperandIndex(operand)] = const_cast<int32_t*>(inputs[input].data());
+    };
+    attend.buffers[kvx::OperandIndex(AttentionOperand::Query)] = const_cast<float*>(query.data());
+    step_input(AttentionOperand::Positions, kvx::StepInput::Positions);
+    step_input(AttentionOperand::SeqStarts, kvx::StepInput::SeqStarts);
+    step_input(AttentionOperand::ContextLens, kvx::StepInput::ContextLens);
+    step_input(AttentionOperand::BlockTables, kvx::StepInput::BlockTables);
+    attend.buffers[kAttentionInputs] = actual.data();
+    attend.buffers[cuda_abi::KvPoolBuffer(kAttentionInputs, 1)] = gpu_layer;
     const InstructionSpec& spec = module->instructions[attention_index];
     const PathSpec& path =
         SizeExprProduct(spec.rows, sizes) < module->prefill_min_rows ? spec.decode : spec.prefill;
-    ASSERT_TRUE(RunsOnHost(**kernels, *module, path, 5, 1, attend, sizes));
+    ASSERT_TRUE(RunsOnHost(**kernels, *module, path, kAttentionInputs, 1, attend, sizes));
 
     auto* cpu_bytes = reinterpret_cast<uint8_t*>(cpu_pool.data());
-    ASSERT_TRUE(cpu::WriteKv(key.data(), value.data(), tokens, inputs.slot_mapping.data(), layout,
+    ASSERT_TRUE(cpu::WriteKv(key.data(), value.data(), tokens, inputs.slot_mapping().data(), layout,
                              instructions[write_index]->params_as_KvWriteParams()->layer(), cpu_bytes, kBlocks, pool)
                     .ok());
     cpu::PagedAttentionBatch cpu_batch = {
-        inputs.positions.data(),    inputs.seq_starts.data(), inputs.context_lens.data(),
-        inputs.block_tables.data(), sizes.sequences,          sizes.max_blocks};
+        inputs.positions().data(),    inputs.seq_starts().data(), inputs.context_lens().data(),
+        inputs.block_tables().data(), sizes.sequences,          sizes.max_blocks};
     ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout,
                                     attention.params_as_KvAttentionParams()->layer(), cpu_bytes,
                                     kBlocks, cpu_batch, attention.params_as_KvAttentionParams()->scale(),

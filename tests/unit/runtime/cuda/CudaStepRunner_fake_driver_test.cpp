@@ -97,16 +97,16 @@ class CudaStepRunnerFakeDriverTest : public ::testing::Test {
     const std::vector<int32_t> table = {3, 1, 2};
     runtime::StepInputs step;
     for (int64_t p = first; p < first + count; ++p) {
-      step.tokens.push_back(static_cast<int32_t>(10 + p));
-      step.positions.push_back(static_cast<int32_t>(p));
-      step.slot_mapping.push_back(
+      step.tokens().push_back(static_cast<int32_t>(10 + p));
+      step.positions().push_back(static_cast<int32_t>(p));
+      step.slot_mapping().push_back(
           static_cast<int32_t>(table[p / block_size_] * block_size_ + p % block_size_));
     }
-    step.seq_starts = {0, static_cast<int32_t>(count)};
-    step.context_lens = {static_cast<int32_t>(first + count)};
-    step.block_tables = table;
+    step.seq_starts() = {0, static_cast<int32_t>(count)};
+    step.context_lens() = {static_cast<int32_t>(first + count)};
+    step.block_tables() = table;
     step.max_blocks = 3;
-    step.logits_rows = {static_cast<int32_t>(count - 1)};
+    step.logits_rows() = {static_cast<int32_t>(count - 1)};
     return step;
   }
 
@@ -190,18 +190,18 @@ class CudaStepRunnerFakeDriverTest : public ::testing::Test {
           EXPECT_EQ(std::memcmp(args.buffers[slot], bytes.data(), bytes.size()), 0) << where;
         } else if (ref->kind() == kvx::BufferKind::Input &&
                    ref->index() == static_cast<uint32_t>(kvx::StepInput::Tokens)) {
-          for (size_t t = 0; t < inputs.tokens.size(); ++t) {
-            EXPECT_EQ(Ints(args.buffers[slot])[t], inputs.tokens[t]) << where;
+          for (size_t t = 0; t < inputs.tokens().size(); ++t) {
+            EXPECT_EQ(Ints(args.buffers[slot])[t], inputs.tokens()[t]) << where;
           }
         } else if (ref->kind() == kvx::BufferKind::Input &&
                    ref->index() == static_cast<uint32_t>(kvx::StepInput::SlotMapping)) {
-          for (size_t t = 0; t < inputs.slot_mapping.size(); ++t) {
-            EXPECT_EQ(Ints(args.buffers[slot])[t], inputs.slot_mapping[t]) << where;
+          for (size_t t = 0; t < inputs.slot_mapping().size(); ++t) {
+            EXPECT_EQ(Ints(args.buffers[slot])[t], inputs.slot_mapping()[t]) << where;
           }
         } else if (ref->kind() == kvx::BufferKind::Input &&
                    ref->index() == static_cast<uint32_t>(kvx::StepInput::BlockTables)) {
-          for (size_t k = 0; k < inputs.block_tables.size(); ++k) {
-            EXPECT_EQ(Ints(args.buffers[slot])[k], inputs.block_tables[k]) << where;
+          for (size_t k = 0; k < inputs.block_tables().size(); ++k) {
+            EXPECT_EQ(Ints(args.buffers[slot])[k], inputs.block_tables()[k]) << where;
           }
         }
         ++slot;
@@ -253,16 +253,16 @@ TEST_F(CudaStepRunnerFakeDriverTest, DecodeStepsReplayOneGraphOverPaddedInputs) 
   ASSERT_TRUE(runner_->Run(Step(0, 5)).ok());
   // Three sequences decoding together take the bucket of 4.
   runtime::StepInputs step;
-  step.tokens = {7, 8, 9};
-  step.positions = {5, 2, 0};
-  step.seq_starts = {0, 1, 2, 3};
-  step.context_lens = {6, 3, 1};
-  step.slot_mapping = {static_cast<int32_t>(3 * block_size_ + 5),
+  step.tokens() = {7, 8, 9};
+  step.positions() = {5, 2, 0};
+  step.seq_starts() = {0, 1, 2, 3};
+  step.context_lens() = {6, 3, 1};
+  step.slot_mapping() = {static_cast<int32_t>(3 * block_size_ + 5),
                        static_cast<int32_t>(4 * block_size_ + 2),
                        static_cast<int32_t>(6 * block_size_)};
-  step.block_tables = {3, 4, 6};
+  step.block_tables() = {3, 4, 6};
   step.max_blocks = 1;
-  step.logits_rows = {0, 1, 2};
+  step.logits_rows() = {0, 1, 2};
   const int64_t columns = std::min<int64_t>(
       (executable_->config().context_length() + block_size_ - 1) / block_size_, kBlocks);
   const runtime::StepInputs padded =
@@ -414,7 +414,7 @@ TEST_F(CudaStepRunnerFakeDriverTest, AFailingLaunchNamesTheInstructionAndTheKern
 
 TEST_F(CudaStepRunnerFakeDriverTest, ABadStepIsRefusedBeforeAnyLaunch) {
   runtime::StepInputs step = Step(0, 5);
-  step.block_tables[0] = static_cast<int32_t>(kBlocks);
+  step.block_tables()[0] = static_cast<int32_t>(kBlocks);
   auto logits = runner_->Run(step);
   ASSERT_FALSE(logits.ok());
   EXPECT_THAT(logits.status().message(), HasSubstr("outside the pool's 16 blocks"));

@@ -105,15 +105,15 @@ runtime::StepInputs SequenceStep(const std::vector<int32_t>& tokens, int64_t fir
                                  const std::vector<int32_t>& table, int64_t block_size) {
   runtime::StepInputs step;
   for (int64_t p = first; p < first + count; ++p) {
-    step.tokens.push_back(tokens[p]);
-    step.positions.push_back(static_cast<int32_t>(p));
-    step.slot_mapping.push_back(
+    step.tokens().push_back(tokens[p]);
+    step.positions().push_back(static_cast<int32_t>(p));
+    step.slot_mapping().push_back(
         static_cast<int32_t>(table[p / block_size] * block_size + p % block_size));
-    step.logits_rows.push_back(static_cast<int32_t>(p - first));
+    step.logits_rows().push_back(static_cast<int32_t>(p - first));
   }
-  step.seq_starts = {0, static_cast<int32_t>(count)};
-  step.context_lens = {static_cast<int32_t>(first + count)};
-  step.block_tables = table;
+  step.seq_starts() = {0, static_cast<int32_t>(count)};
+  step.context_lens() = {static_cast<int32_t>(first + count)};
+  step.block_tables() = table;
   step.max_blocks = static_cast<int64_t>(table.size());
   return step;
 }
@@ -158,7 +158,7 @@ class CudaStepRunnerTest : public ::testing::TestWithParam<ModelUnderTest> {
     const std::vector<float> expected(cpu->begin(), cpu->end());
     auto gpu = gpu_->Run(step);
     ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status();
-    const int64_t tokens = static_cast<int64_t>(step.tokens.size());
+    const int64_t tokens = static_cast<int64_t>(step.tokens().size());
     const NumericComparison comparison =
         CompareClose(*gpu, expected, RelativeToLargest(Tolerance(tokens)));
     EXPECT_TRUE(Passes(comparison)) << what << " (" << tokens << " tokens; prefill paths from "
@@ -285,19 +285,19 @@ TEST_P(CudaStepRunnerTest, BatchedDecodeMatchesTheCpu) {
   const std::vector<int32_t> tokens = Tokens(32);
   auto batch_step = [&](const std::vector<int64_t>& first, const std::vector<int64_t>& count) {
     runtime::StepInputs step;
-    step.seq_starts.push_back(0);
+    step.seq_starts().push_back(0);
     step.max_blocks = 3;
     for (size_t s = 0; s < tables.size(); ++s) {
       for (int64_t p = first[s]; p < first[s] + count[s]; ++p) {
-        step.tokens.push_back(tokens[(p + 5 * s) % tokens.size()]);
-        step.positions.push_back(static_cast<int32_t>(p));
-        step.slot_mapping.push_back(
+        step.tokens().push_back(tokens[(p + 5 * s) % tokens.size()]);
+        step.positions().push_back(static_cast<int32_t>(p));
+        step.slot_mapping().push_back(
             static_cast<int32_t>(tables[s][p / block_size_] * block_size_ + p % block_size_));
       }
-      step.seq_starts.push_back(static_cast<int32_t>(step.tokens.size()));
-      step.context_lens.push_back(static_cast<int32_t>(first[s] + count[s]));
-      step.logits_rows.push_back(static_cast<int32_t>(step.tokens.size() - 1));
-      step.block_tables.insert(step.block_tables.end(), tables[s].begin(), tables[s].end());
+      step.seq_starts().push_back(static_cast<int32_t>(step.tokens().size()));
+      step.context_lens().push_back(static_cast<int32_t>(first[s] + count[s]));
+      step.logits_rows().push_back(static_cast<int32_t>(step.tokens().size() - 1));
+      step.block_tables().insert(step.block_tables().end(), tables[s].begin(), tables[s].end());
     }
     return step;
   };
@@ -358,7 +358,7 @@ TEST_P(CudaStepRunnerTest, ACopiedKvBlockAttendsLikeItsSource) {
 TEST_P(CudaStepRunnerTest, AStepThatDoesNotFitIsRefusedBeforeItReachesTheGpu) {
   const std::vector<int32_t> tokens = Tokens(4);
   runtime::StepInputs step = SequenceStep(tokens, 0, 4, {1}, block_size_);
-  step.slot_mapping[2] = static_cast<int32_t>(kBlocks * block_size_);
+  step.slot_mapping()[2] = static_cast<int32_t>(kBlocks * block_size_);
   auto logits = gpu_->Run(step);
   ASSERT_FALSE(logits.ok());
   EXPECT_THAT(logits.status().message(), HasSubstr("outside the pool"));

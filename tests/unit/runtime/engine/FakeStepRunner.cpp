@@ -55,7 +55,7 @@ absl::StatusOr<int32_t> FakeStepRunner::CachedToken(const runtime::StepInputs& i
     return absl::OutOfRangeError(
         absl::StrCat("sequence ", sequence, ": position ", position, " is past its block table"));
   }
-  const int64_t block = inputs.block_tables[sequence * inputs.max_blocks + column];
+  const int64_t block = inputs.block_tables()[sequence * inputs.max_blocks + column];
   if (block < 0 || block >= num_blocks_) {
     return absl::OutOfRangeError(
         absl::StrCat("sequence ", sequence, ": block ", block, " outside the pool"));
@@ -70,15 +70,15 @@ absl::StatusOr<int32_t> FakeStepRunner::CachedToken(const runtime::StepInputs& i
 
 RecordedStep FakeStepRunner::Record(const runtime::StepInputs& inputs) const {
   RecordedStep step;
-  for (size_t s = 0; s < inputs.context_lens.size(); ++s) {
+  for (size_t s = 0; s < inputs.context_lens().size(); ++s) {
     RecordedSequence sequence;
-    sequence.new_tokens = inputs.seq_starts[s + 1] - inputs.seq_starts[s];
+    sequence.new_tokens = inputs.seq_starts()[s + 1] - inputs.seq_starts()[s];
     // Read leniently, unlike CachedToken: recording must not turn a step
     // that would have succeeded into an error.
-    for (int64_t p = 0; p < inputs.context_lens[s]; ++p) {
+    for (int64_t p = 0; p < inputs.context_lens()[s]; ++p) {
       const int64_t column = p / block_size_;
       const int64_t block =
-          column < inputs.max_blocks ? inputs.block_tables[s * inputs.max_blocks + column] : -1;
+          column < inputs.max_blocks ? inputs.block_tables()[s * inputs.max_blocks + column] : -1;
       sequence.context.push_back(block < 0 || block >= num_blocks_
                                      ? kUnwritten
                                      : cache_[block * block_size_ + p % block_size_]);
@@ -89,30 +89,30 @@ RecordedStep FakeStepRunner::Record(const runtime::StepInputs& inputs) const {
 }
 
 absl::StatusOr<absl::Span<const float>> FakeStepRunner::Run(const runtime::StepInputs& inputs) {
-  const int64_t tokens = static_cast<int64_t>(inputs.tokens.size());
-  const int64_t sequences = static_cast<int64_t>(inputs.context_lens.size());
+  const int64_t tokens = static_cast<int64_t>(inputs.tokens().size());
+  const int64_t sequences = static_cast<int64_t>(inputs.context_lens().size());
   if (tokens == 0 || tokens > max_tokens_per_step_ ||
-      static_cast<int64_t>(inputs.positions.size()) != tokens ||
-      static_cast<int64_t>(inputs.slot_mapping.size()) != tokens ||
-      static_cast<int64_t>(inputs.seq_starts.size()) != sequences + 1 ||
-      static_cast<int64_t>(inputs.block_tables.size()) != sequences * inputs.max_blocks ||
-      inputs.seq_starts.back() != tokens) {
+      static_cast<int64_t>(inputs.positions().size()) != tokens ||
+      static_cast<int64_t>(inputs.slot_mapping().size()) != tokens ||
+      static_cast<int64_t>(inputs.seq_starts().size()) != sequences + 1 ||
+      static_cast<int64_t>(inputs.block_tables().size()) != sequences * inputs.max_blocks ||
+      inputs.seq_starts().back() != tokens) {
     return absl::InvalidArgumentError("malformed step inputs");
   }
   for (int64_t t = 0; t < tokens; ++t) {
-    const int32_t slot = inputs.slot_mapping[t];
+    const int32_t slot = inputs.slot_mapping()[t];
     if (slot < 0 || slot >= static_cast<int64_t>(cache_.size())) {
       return absl::OutOfRangeError(absl::StrCat("slot ", slot, " outside the pool"));
     }
-    cache_[slot] = inputs.tokens[t];
+    cache_[slot] = inputs.tokens()[t];
   }
   logits_.clear();
-  for (int32_t row : inputs.logits_rows) {
+  for (int32_t row : inputs.logits_rows()) {
     const int64_t sequence =
-        std::upper_bound(inputs.seq_starts.begin(), inputs.seq_starts.end(), row) -
-        inputs.seq_starts.begin() - 1;
-    const int64_t position = inputs.positions[row];
-    if (position >= inputs.context_lens[sequence]) {
+        std::upper_bound(inputs.seq_starts().begin(), inputs.seq_starts().end(), row) -
+        inputs.seq_starts().begin() - 1;
+    const int64_t position = inputs.positions()[row];
+    if (position >= inputs.context_lens()[sequence]) {
       return absl::InvalidArgumentError(absl::StrCat("row ", row, " lies past its context"));
     }
     std::vector<int32_t> context;

@@ -19,27 +19,27 @@ using Clock = StepObserver::Clock;
 
 StepInputs Decode() {
   StepInputs inputs;
-  inputs.tokens = {1, 2};
-  inputs.positions = {4, 7};
-  inputs.seq_starts = {0, 1, 2};
-  inputs.context_lens = {5, 8};
-  inputs.slot_mapping = {4, 23};
-  inputs.block_tables = {0, 1};
+  inputs.tokens() = {1, 2};
+  inputs.positions() = {4, 7};
+  inputs.seq_starts() = {0, 1, 2};
+  inputs.context_lens() = {5, 8};
+  inputs.slot_mapping() = {4, 23};
+  inputs.block_tables() = {0, 1};
   inputs.max_blocks = 1;
-  inputs.logits_rows = {0, 1};
+  inputs.logits_rows() = {0, 1};
   return inputs;
 }
 
 StepInputs Prefill() {
   StepInputs inputs;
-  inputs.tokens = {1, 2, 3, 4};
-  inputs.positions = {0, 1, 2, 3};
-  inputs.seq_starts = {0, 4};
-  inputs.context_lens = {4};
-  inputs.slot_mapping = {0, 1, 2, 3};
-  inputs.block_tables = {0};
+  inputs.tokens() = {1, 2, 3, 4};
+  inputs.positions() = {0, 1, 2, 3};
+  inputs.seq_starts() = {0, 4};
+  inputs.context_lens() = {4};
+  inputs.slot_mapping() = {0, 1, 2, 3};
+  inputs.block_tables() = {0};
   inputs.max_blocks = 1;
-  inputs.logits_rows = {3};
+  inputs.logits_rows() = {3};
   return inputs;
 }
 
