@@ -31,7 +31,7 @@
 #include "runtime/cpu/CpuIsa.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/quant/StorageType.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 #if KVJIT_HAVE_CUDA
 #include "codegen/cuda/CudaCodegen.h"
