@@ -15,6 +15,7 @@
 #include "codegen/ExecutableWriter.h"
 #include "codegen/driver/IrFile.h"
 #include "codegen/verifier/Verifier.h"
+#include "codegen/weights/SourceWeights.h"
 #include "frontend/model/LlamaBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ParamBinding.h"
