@@ -1,15 +1,9 @@
 #include "codegen/ExecutableWriter.h"
 
-
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/CudaModuleWriter.h"
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
@@ -18,7 +12,6 @@
 #include "ir/Kv/KvOps.h"
 #include "ir/Kv/KvTypes.h"
 #include "ir/Tfm/TfmOps.h"
-#include "ir/Tfm/TfmStorage.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,13 +20,10 @@
 #include "passes/MemoryPlanChecker.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/BuildInfo.h"
-#include "runtime/core/MappedFile.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/exec/KvxTypes.h"
 #include "runtime/exec/OpTable.h"
 #include "runtime/schema/SchemaVersion.h"
 #include "runtime/schema/StepContract.h"
-#include "runtime/schema/WeightLayout.h"
 #include "runtime/schema/kvx_generated.h"
 
 namespace kvjit::codegen {
@@ -43,8 +33,6 @@ using flatbuffers::Offset;
 using TensorRefOffset = Offset<kvx::TensorRef>;
 
 constexpr char kStepFunctionAttr[] = "kv.step_function";
-constexpr uint64_t kFnvOffsetBasis = 14695981039346656037ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
 
 // The step contract's tensor arguments (runtime/schema/StepContract.h), in
 // order, then the cache.
@@ -87,95 +75,6 @@ absl::StatusOr<kvx::StorageType> CacheElementStorage(mlir::Type element_type) {
                                                " has no executable encoding"));
 }
 
-// Where the bytes of the model's weights lie on disk: the files an
-// executable names, and each weight's file and offset within it.
-class WeightFileTable {
- public:
-  struct Location {
-    uint32_t file_index;
-    uint64_t offset;
-  };
-  struct File {
-    std::string path;  // absolute
-    uint64_t size_bytes;
-  };
-
-  static absl::StatusOr<WeightFileTable> ForModel(const model::ModelFile& model) {
-    WeightFileTable table(model);
-    if (model.gguf != nullptr) {
-      KVJIT_ASSIGN_OR_RETURN(File file, OnDisk(model.gguf->path()));
-      table.files_.push_back(std::move(file));
-    } else if (model.safetensors != nullptr) {
-      for (const safetensors::SafetensorsFile& shard : model.safetensors->shards()) {
-        table.files_.push_back({WeightFilePathAsNamed(shard.path()), shard.bytes().size()});
-      }
-    }
-    return table;
-  }
-
-  const std::vector<File>& files() const { return files_; }
-
-  absl::StatusOr<Location> Locate(const model::WeightInfo& weight) const {
-    std::optional<Location> location;
-    if (model_.gguf != nullptr) {
-      if (const gguf::GgufTensor* tensor = model_.gguf->FindTensor(weight.name)) {
-        location = Location{0, tensor->file_offset};
-      }
-    } else if (model_.safetensors != nullptr) {
-      location = InShard(model_.weights->Bytes(weight));
-    } else {
-      return absl::FailedPreconditionError(absl::StrCat(
-          model_.weights->origin(), ": tensor '", weight.name,
-          "' is not in a file; an executable references weights by file and offset, so "
-          "compile from a GGUF file or a safetensors checkpoint"));
-    }
-    if (!location) {
-      return absl::NotFoundError(absl::StrCat(model_.path, ": tensor '", weight.name,
-                                              "' is not in any of the model's files"));
-    }
-    const File& file = files_[location->file_index];
-    if (location->offset > file.size_bytes || weight.size_bytes > file.size_bytes - location->offset) {
-      return absl::OutOfRangeError(absl::StrCat(
-          file.path, ": tensor '", weight.name, "' (", weight.size_bytes, " bytes at offset ",
-          location->offset, ") runs past the file's end at ", file.size_bytes, " bytes"));
-    }
-    return *location;
-  }
-
- private:
-  explicit WeightFileTable(const model::ModelFile& model) : model_(model) {}
-
-  // A weight file as the runtime will map it: the executable outlives the
-  // compiler's mapping, so the file must exist under its name.
-  static absl::StatusOr<File> OnDisk(const std::string& path) {
-    const std::string absolute = WeightFilePathAsNamed(path);
-    std::error_code error;
-    const uintmax_t size = std::filesystem::file_size(absolute, error);
-    if (error) {
-      return absl::NotFoundError(absl::StrCat(
-          absolute, ": the weights' file cannot be referenced by the executable: ",
-          error.message()));
-    }
-    return File{absolute, static_cast<uint64_t>(size)};
-  }
-
-  std::optional<Location> InShard(absl::Span<const uint8_t> bytes) const {
-    const auto& shards = model_.safetensors->shards();
-    for (size_t index = 0; index < shards.size(); ++index) {
-      absl::Span<const uint8_t> mapping = shards[index].bytes();
-      if (bytes.data() >= mapping.data() &&
-          bytes.data() + bytes.size() <= mapping.data() + mapping.size()) {
-        return Location{static_cast<uint32_t>(index),
-                        static_cast<uint64_t>(bytes.data() - mapping.data())};
-      }
-    }
-    return std::nullopt;
-  }
-
-  const model::ModelFile& model_;
-  std::vector<File> files_;
-};
-
 // A step-function value as the program sees it: where it lives and its shape,
 // plus the kind of size its rows have, which the ops it feeds inherit.
 struct TensorInfo {
@@ -192,65 +91,16 @@ struct TensorInfo {
   TensorRefOffset ref;
 };
 
-// Whether the file at `path` holds exactly `bytes`.
-bool FileHolds(const std::string& path, absl::Span<const uint8_t> bytes) {
-  std::error_code error;
-  if (std::filesystem::file_size(path, error) != bytes.size() || error) return false;
-  absl::StatusOr<MappedFile> file = MappedFile::Open(path);
-  return file.ok() && std::equal(bytes.begin(), bytes.end(), file->bytes().begin());
-}
-
-// The weights the compiler makes (fuse-projections' concatenations, the
-// shifted weights, the weights repacked into another layout), laid out as
-// their sidecar file: each at a 64-byte aligned offset, so that an
-// f32 weight is read in place with aligned vector loads.
-class Sidecar {
- public:
-  static constexpr uint64_t kAlignment = 64;
-
-  uint64_t Append(const std::vector<uint8_t>& weight) {
-    bytes_.resize((bytes_.size() + kAlignment - 1) / kAlignment * kAlignment, 0);
-    const uint64_t offset = bytes_.size();
-    bytes_.insert(bytes_.end(), weight.begin(), weight.end());
-    return offset;
-  }
-  bool empty() const { return bytes_.empty(); }
-
-  // Writes the file at `path` unless it holds these very bytes already. A
-  // file is only ever replaced whole (a temporary file and a rename), so
-  // concurrent compiles into one path, which write the same bytes, each
-  // succeed, and a process that maps the old file keeps reading it.
-  absl::StatusOr<WeightFileTable::File> Write(const SidecarTarget& target) const {
-    if (target.path.empty()) {
-      return absl::FailedPreconditionError(
-          "the program reads weights the compiler made (concatenations, shifted or repacked "
-          "weights), but "
-          "the executable writer was given no path for their sidecar file");
-    }
-    const std::filesystem::path written = WeightFilePathAsNamed(target.WritePath());
-    if (!FileHolds(written.string(), bytes_)) {
-      std::error_code error;
-      if (written.has_parent_path()) {
-        std::filesystem::create_directories(written.parent_path(), error);
-      }
-      KVJIT_RETURN_IF_ERROR(WriteFileAtomically(written.string(), bytes_));
-    }
-    return WeightFileTable::File{WeightFilePathAsNamed(target.path), bytes_.size()};
-  }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-
 // The writer's half of the lowering: the program's tensors, its instructions
 // and the weight table, which each op's ExecutableLowerableOpInterface
 // appends to.
 class ExecutableBuilder final : public InstructionEmitter {
  public:
-  ExecutableBuilder(const model::ModelFile& model, WeightFileTable weight_files,
+  ExecutableBuilder(const model::ModelFile& model, SourceWeights sources,
                     SidecarTarget sidecar_target)
       : model_(model),
-        weight_files_(std::move(weight_files)),
+        sources_(std::move(sources)),
+        materializer_(sources_),
         sidecar_target_(std::move(sidecar_target)) {}
 
   absl::StatusOr<flatbuffers::DetachedBuffer> Build(mlir::func::FuncOp step,
@@ -259,16 +109,15 @@ class ExecutableBuilder final : public InstructionEmitter {
                                                     const CudaSection* cuda) {
     KVJIT_RETURN_IF_ERROR(AddStepInputs(step));
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::Program> program, AddProgram(step));
-    std::vector<WeightFileTable::File> weight_files = weight_files_.files();
-    if (!sidecar_.empty()) {
-      KVJIT_ASSIGN_OR_RETURN(WeightFileTable::File file, sidecar_.Write(sidecar_target_));
-      weight_files.push_back(std::move(file));
-    }
+    std::vector<WeightFile> weight_files = sources_.files();
+    KVJIT_ASSIGN_OR_RETURN(std::optional<WeightFile> sidecar,
+                           materializer_.WriteSidecar(sidecar_target_));
+    if (sidecar) weight_files.push_back(*std::move(sidecar));
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::KvLayout> kv_layout, AddKvLayout(step));
     Offset<kvx::ModelConfig> config = AddModelConfig();
     Offset<kvx::Tokenizer> tokenizer = AddTokenizer(vocabulary, chat_template);
     std::vector<Offset<kvx::WeightFile>> files;
-    for (const WeightFileTable::File& file : weight_files) {
+    for (const WeightFile& file : weight_files) {
       files.push_back(kvx::CreateWeightFileDirect(fbb_, file.path.c_str(), file.size_bytes));
     }
     if (cuda != nullptr && cuda->module.instructions.size() != instructions_.size()) {
@@ -485,121 +334,15 @@ class ExecutableBuilder final : public InstructionEmitter {
     return absl::OkStatus();
   }
 
-  // The model's weight `param` declares, checked against the declaration.
-  absl::StatusOr<const model::WeightInfo*> ModelWeight(tfm::ParamOp param) {
-    const std::string name = param.getSymName().str();
-    const model::WeightInfo* weight = model_.weights->Find(name);
-    if (weight == nullptr) {
-      return absl::NotFoundError(absl::StrCat(model_.weights->origin(), ": tensor '", name,
-                                              "', which the program reads, is not in the model"));
-    }
-    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
-    if (type.getShape() != llvm::ArrayRef<int64_t>(weight->shape) ||
-        tfm::ToQuantStorage(param.getStorage()) != weight->storage) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          model_.weights->origin(), ": tensor '", name, "' is ",
-          std::string(quant::StorageTypeName(weight->storage)), " of ", weight->shape.size(),
-          " dims in the model but the IR declares ", Describe(type), " storage ",
-          tfm::stringifyStorageType(param.getStorage()).str()));
-    }
-    absl::Span<const uint8_t> bytes = model_.weights->Bytes(*weight);
-    if (bytes.size() != weight->size_bytes) {
-      return absl::DataLossError(absl::StrCat(model_.weights->origin(), ": tensor '", name,
-                                              "' has ", bytes.size(), " bytes, not ",
-                                              weight->size_bytes));
-    }
-    return weight;
-  }
-
-  // A concatenation of the model's weights, rows after rows: a row of any
-  // storage type is whole blocks, so the parts' bytes one after the other
-  // are the concatenated matrix. Written to the sidecar.
-  absl::Status AddConcatenatedWeightEntry(tfm::ParamOp param) {
-    auto symbols = param->getParentOfType<mlir::ModuleOp>();
-    std::vector<uint8_t> bytes;
-    std::optional<quant::StorageType> storage;
-    for (mlir::FlatSymbolRefAttr name : param.getConcat()->getAsRange<mlir::FlatSymbolRefAttr>()) {
-      auto part = symbols.lookupSymbol<tfm::ParamOp>(name);
-      if (!part) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tfm.param @", param.getSymName().str(), " concatenates @", name.getValue().str(),
-            ", which no tfm.param declares"));
-      }
-      KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(part));
-      storage = weight->storage;
-      absl::Span<const uint8_t> part_bytes = model_.weights->Bytes(*weight);
-      bytes.insert(bytes.end(), part_bytes.begin(), part_bytes.end());
-    }
-    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
-    const std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    return AddSidecarWeightEntry(param, runtime::ToKvxStorage(*storage), shape, std::move(bytes));
-  }
-
-  // The shift plus each of its source's values, added in f32 (Gemma's
-  // 1 + w, as transformers computes it) and stored as f32 in the sidecar.
-  absl::Status AddShiftedWeightEntry(tfm::ParamOp param) {
-    const std::string name = param.getSymName().str();
-    auto symbols = param->getParentOfType<mlir::ModuleOp>();
-    auto source = symbols.lookupSymbol<tfm::ParamOp>(param.getShiftedAttr());
-    if (!source) {
-      return absl::InvalidArgumentError(absl::StrCat("tfm.param @", name, " shifts @",
-                                                     param.getShiftedAttr().getValue().str(),
-                                                     ", which no tfm.param declares"));
-    }
-    KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(source));
-    std::vector<float> values(static_cast<size_t>(weight->element_count()));
-    KVJIT_RETURN_IF_ERROR(model_.weights->ReadF32(*weight, absl::MakeSpan(values)));
-    const float shift = param.getShiftAttr().getValue().convertToFloat();
-    for (float& value : values) value = shift + value;
-    std::vector<uint8_t> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return AddSidecarWeightEntry(param, kvx::StorageType::F32, weight->shape, std::move(bytes));
-  }
-
-  // A weight in the sidecar: `bytes` in GGUF's rows, repacked where the
-  // param has another layout.
-  absl::Status AddSidecarWeightEntry(tfm::ParamOp param, kvx::StorageType storage,
-                                     const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
-    const std::string name = param.getSymName().str();
-    const kvx::WeightLayout layout = LayoutOf(param);
-    if (const std::string mismatch = kvx::LayoutMismatch(layout, storage, shape); !mismatch.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("tfm.param @", name, ": ", mismatch));
-    }
-    if (layout == kvx::WeightLayout::RowsInterleaved8) {
-      // Whole 32-element blocks, rows back to back (LayoutMismatch).
-      const int64_t blocks_per_row = shape[1] / 32;
-      const uint64_t block_bytes = bytes.size() / static_cast<uint64_t>(shape[0] * blocks_per_row);
-      bytes = kvx::InterleaveRows(bytes.data(), shape[0], blocks_per_row, block_bytes);
-    }
-    const uint32_t sidecar_index = static_cast<uint32_t>(weight_files_.files().size());
-    const uint64_t checksum = runtime::Fnv1a64(bytes);
-    const uint64_t offset = sidecar_.Append(bytes);
-    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(), storage, &shape, sidecar_index, offset,
-                                               bytes.size(), checksum, layout));
-    return absl::OkStatus();
-  }
-
-  static kvx::WeightLayout LayoutOf(tfm::ParamOp param) {
-    return param.getLayout() == tfm::WeightLayout::rows_interleaved8 ? kvx::WeightLayout::RowsInterleaved8
-                                                                      : kvx::WeightLayout::Gguf;
-  }
-
+  // The weight table's entry of `param`: where the model stores its weight,
+  // or, for one the compiler derives, where the sidecar holds it.
   absl::Status AddWeightEntry(tfm::ParamOp param) {
-    if (param.getConcat()) return AddConcatenatedWeightEntry(param);
-    if (param.getShifted()) return AddShiftedWeightEntry(param);
-    const std::string name = param.getSymName().str();
-    KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, ModelWeight(param));
-    absl::Span<const uint8_t> bytes = model_.weights->Bytes(*weight);
-    if (LayoutOf(param) != kvx::WeightLayout::Gguf) {
-      return AddSidecarWeightEntry(param, runtime::ToKvxStorage(weight->storage), weight->shape,
-                                   std::vector<uint8_t>(bytes.begin(), bytes.end()));
-    }
-    KVJIT_ASSIGN_OR_RETURN(WeightFileTable::Location location, weight_files_.Locate(*weight));
-    weights_.push_back(kvx::CreateWeightDirect(fbb_, name.c_str(),
-                                               runtime::ToKvxStorage(weight->storage),
-                                               &weight->shape, location.file_index,
-                                               location.offset, weight->size_bytes,
-                                               runtime::Fnv1a64(bytes)));
+    KVJIT_ASSIGN_OR_RETURN(WeightEntry entry, WeightMaterializer::Derives(param)
+                                                  ? materializer_.Materialize(param)
+                                                  : sources_.Locate(param));
+    weights_.push_back(kvx::CreateWeightDirect(
+        fbb_, param.getSymName().str().c_str(), entry.storage, &entry.shape, entry.file_index,
+        entry.offset, entry.size_bytes, entry.checksum, entry.layout));
     return absl::OkStatus();
   }
 
@@ -694,9 +437,9 @@ class ExecutableBuilder final : public InstructionEmitter {
   }
 
   const model::ModelFile& model_;
-  WeightFileTable weight_files_;
+  SourceWeights sources_;
+  WeightMaterializer materializer_;
   SidecarTarget sidecar_target_;
-  Sidecar sidecar_;
   flatbuffers::FlatBufferBuilder fbb_;
   llvm::DenseMap<mlir::Value, TensorInfo> tensors_;
   absl::flat_hash_map<std::string, size_t> weight_index_;
@@ -760,24 +503,9 @@ absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
   KVJIT_RETURN_IF_ERROR(RequirePlan(step));
   KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
   EnsureLoweringModels(*planned_module.getContext());
-  KVJIT_ASSIGN_OR_RETURN(WeightFileTable weight_files, WeightFileTable::ForModel(model));
-  ExecutableBuilder builder(model, std::move(weight_files), sidecar);
+  KVJIT_ASSIGN_OR_RETURN(SourceWeights sources, SourceWeights::ForModel(model));
+  ExecutableBuilder builder(model, std::move(sources), sidecar);
   return builder.Build(step, vocabulary, chat_template, cuda);
-}
-
-std::string WeightFilePathAsNamed(const std::string& path) {
-  std::error_code error;
-  std::filesystem::path absolute = std::filesystem::absolute(path, error);
-  return error ? path : absolute.lexically_normal().string();
-}
-
-std::string SidecarPathFor(const std::string& executable_path) {
-  constexpr absl::string_view kExtension = ".kvx";
-  if (absl::EndsWith(executable_path, kExtension)) {
-    return absl::StrCat(executable_path.substr(0, executable_path.size() - kExtension.size()),
-                        ".kvw");
-  }
-  return absl::StrCat(executable_path, ".kvw");
 }
 
 absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,

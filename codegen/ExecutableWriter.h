@@ -7,14 +7,17 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codegen/cuda/CudaModuleSpec.h"
+#include "codegen/weights/WeightMaterializer.h"
 #include "flatbuffers/flatbuffers.h"
 #include "frontend/model/ModelFile.h"
 #include "runtime/tokenizer/Vocabulary.h"
 #include "mlir/IR/BuiltinOps.h"
 
-// The executable writer: the last step of `kvjit compile`, and the only code
-// that speaks both the compiler's IR and the runtime's schema
-// (runtime/schema/kvx.fbs, whose comments are the contract).
+// Serialises the planned program into the executable's FlatBuffer (.kvx):
+// the last step of `kvjit compile`, and the only code that speaks both the
+// compiler's IR and the runtime's schema (runtime/schema/kvx.fbs, whose
+// comments are the contract). Where weights lie is weights/SourceWeights'
+// job; the weights the compiler makes are weights/WeightMaterializer's.
 namespace kvjit::codegen {
 
 // The CUDA module of an executable: the kernels generated for the program
@@ -45,10 +48,12 @@ struct CudaSection {
 //     is [SequencesPlusOne], block_tables [Sequences, MaxBlocks].
 //   - Weights stay in the model's files: the GGUF file itself, or each
 //     safetensors shard, referenced by absolute path and byte offset, with a
-//     64-bit FNV-1a checksum of their bytes. A model whose weights are not in
-//     such a file (an in-memory WeightSource) is a FailedPrecondition error.
-//   - A `tfm.param ... concat` (fuse-projections) is made here: its parts'
-//     bytes, one after the other, in a sidecar weight file (kvx.fbs says its
+//     64-bit FNV-1a checksum of their bytes (SourceWeights). A model whose
+//     weights are not in such a file (an in-memory WeightSource) is a
+//     FailedPrecondition error.
+//   - A weight the compiler derives (a `tfm.param ... concat` of
+//     fuse-projections, a `shifted` one, one in another layout) is made by
+//     the WeightMaterializer into a sidecar weight file (kvx.fbs says its
 //     layout) named `sidecar.path` (SidecarPathFor the executable's path:
 //     beside it) and written there or at `sidecar.staged_at`, the
 //     executable's last file. A program without such weights writes none,
@@ -61,37 +66,10 @@ struct CudaSection {
 //
 // Where `cuda` is set, the executable also carries its CUDA module (an
 // InvalidArgument error where its instructions are not the program's).
-//
-// The sidecar an executable names, `path`, and where its bytes are written
-// now: at `path`, or at `staged_at` for an executable that must pass --verify
-// before it is written, whose sidecar the compiler renames to `path` only
-// then, so that a failed compile leaves the sidecar that an earlier
-// executable at the same path names as it was.
-struct SidecarTarget {
-  SidecarTarget(std::string path) : path(std::move(path)) {}  // NOLINT(google-explicit-constructor)
-  SidecarTarget(std::string path, std::string staged_at)
-      : path(std::move(path)), staged_at(std::move(staged_at)) {}
-
-  const std::string& WritePath() const { return staged_at.empty() ? path : staged_at; }
-
-  std::string path;
-  std::string staged_at;
-};
-
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
     const SidecarTarget& sidecar, const CudaSection* cuda = nullptr);
-
-// The form in which an executable names a weight file at `path`: absolute
-// and lexically normal.
-std::string WeightFilePathAsNamed(const std::string& path);
-
-// The sidecar of the executable at `executable_path`, beside it: `out.kvx`
-// -> `out.kvw`, a name without the .kvx extension gains `.kvw`. The
-// executable names it by absolute path, so the two move together only by
-// recompiling.
-std::string SidecarPathFor(const std::string& executable_path);
 
 // Writes `executable` to `path` through a temporary file beside it and a
 // rename, so that readers never see half a file; errors name the path.

@@ -1,5 +1,6 @@
 #include "codegen/cuda/CudaCodegen.h"
 
+#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -7,9 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "codegen/cuda/KernelTable.h"
+#include "codegen/cuda/rowops/RowOpEmitters.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/ops/RowOps.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/EnumTable.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -21,23 +23,9 @@ struct EmitterEntry {
   Emitter emit;
 };
 
-// The emitters of the opcodes that are not row-wise; runtime/ops holds the
-// others'.
-constexpr EmitterEntry kEmitters[] = {
-    {kvx::OpCode::Embedding, EmitEmbedding},
-    {kvx::OpCode::Linear, EmitLinear},
-    {kvx::OpCode::Elementwise, EmitElementwise},
-    {kvx::OpCode::KvWrite, EmitKvWrite},
-    {kvx::OpCode::KvAttention, EmitKvAttention},
-    {kvx::OpCode::GatherRows, EmitGatherRows},
-    {kvx::OpCode::Copy, EmitCopy},
-};
-
-static_assert(runtime::DescribesEveryOpCodeOnce<kEmitters>());
-
 // The generator as a row-wise op's emitter sees it: the op writes one
 // kernel, placed here in the module with its launch on both paths.
-class RowKernelEmitter : public runtime::CudaRowKernelEmitter {
+class RowKernelEmitter : public CudaRowKernelEmitter {
  public:
   explicit RowKernelEmitter(const EmitContext& context) : context_(context) {}
 
@@ -76,16 +64,39 @@ class RowKernelEmitter : public runtime::CudaRowKernelEmitter {
   std::optional<absl::StatusOr<InstructionSpec>> spec_;
 };
 
+// A row-wise op's emitter (rowops/) as an entry of the table.
+template <RowOpEmitter kEmitRowOp>
+absl::StatusOr<InstructionSpec> EmitRowOp(const EmitContext& context) {
+  RowKernelEmitter emitter(context);
+  KVJIT_RETURN_IF_ERROR(kEmitRowOp(emitter));
+  return std::move(emitter).spec();
+}
+
+// Each opcode's emitter, in kvx::OpCode's order.
+constexpr EmitterEntry kEmitters[] = {
+    {kvx::OpCode::Embedding, EmitEmbedding},
+    {kvx::OpCode::Linear, EmitLinear},
+    {kvx::OpCode::RmsNorm, EmitRowOp<EmitRmsNorm>},
+    {kvx::OpCode::AddRmsNorm, EmitRowOp<EmitAddRmsNorm>},
+    {kvx::OpCode::SwiGlu, EmitRowOp<EmitSwiGlu>},
+    {kvx::OpCode::Rope, EmitRowOp<EmitRope>},
+    {kvx::OpCode::Elementwise, EmitElementwise},
+    {kvx::OpCode::KvWrite, EmitKvWrite},
+    {kvx::OpCode::KvAttention, EmitKvAttention},
+    {kvx::OpCode::GatherRows, EmitGatherRows},
+    {kvx::OpCode::Copy, EmitCopy},
+};
+
+static_assert(kvx::CoversEnumInOrder(kEmitters),
+              "kEmitters has one emitter per kvx::OpCode, in the enum's order: a new opcode "
+              "needs its CUDA emitter here (a row-wise one's in rowops/)");
+
 absl::StatusOr<InstructionSpec> Emit(const EmitContext& context) {
-  if (const runtime::RowOp* row = runtime::FindRowOp(context.instruction.op())) {
-    RowKernelEmitter emitter(context);
-    KVJIT_RETURN_IF_ERROR(row->cuda(emitter));
-    return std::move(emitter).spec();
+  const size_t index = static_cast<size_t>(context.instruction.op());
+  if (index >= std::size(kEmitters)) {
+    return absl::UnimplementedError("an opcode without a CUDA kernel");
   }
-  for (const EmitterEntry& entry : kEmitters) {
-    if (entry.op == context.instruction.op()) return entry.emit(context);
-  }
-  return absl::UnimplementedError("an opcode without a CUDA kernel");
+  return kEmitters[index].emit(context);
 }
 
 }  // namespace

@@ -10,11 +10,11 @@
 #include "absl/strings/string_view.h"
 #include "codegen/cuda/CudaModuleSpec.h"
 #include "codegen/cuda/KernelTable.h"
-#include "runtime/ops/CudaRowKernelEmitter.h"
+#include "codegen/cuda/CudaRowKernelEmitter.h"
 #include "runtime/schema/kvx_generated.h"
 
 // Kernel emitters of the opcodes that are not row-wise (each row-wise
-// opcode's is in its file under runtime/ops): each turns one instruction of
+// opcode's is in its file under rowops/): each turns one instruction of
 // a verified program into kernels (added to the module's KernelTable) and
 // the launches that run them. The kernels compute what runtime/cpu/CpuStepRunner.cpp and
 // runtime/cpu compute for the same instruction; every shape, constant and
@@ -41,12 +41,9 @@ absl::StatusOr<InstructionSpec> ElementKernel(const EmitContext& context, absl::
                                               const std::string& comment, const std::string& body);
 
 // ---- Helpers shared by the emitters ----
-
-// Those the row-wise ops' emitters (runtime/ops) use too.
-using runtime::Fill;
-using runtime::FloatLiteral;
-using runtime::RowThreads;
-using runtime::StaticDim;
+//
+// Beside those of CudaRowKernelEmitter.h (Fill, FloatLiteral, StaticDim,
+// RowThreads), which the row-wise ops' emitters use too.
 
 // Dimensions [begin, end) of a reference: the product as a C++ int64_t
 // expression over `args` (the kernel's LaunchArgs), and as size factors.

@@ -1,17 +1,42 @@
 // Row-by-row and element-wise kernels of the opcodes that are not row-wise
 // ops: Embedding, Elementwise chains, GatherRows, Copy.
 
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/exec/ElementwiseOpTable.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/EnumTable.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
 
 constexpr uint32_t kElementThreads = 256;
+
+// The CUDA expression of one element of each elementwise step
+// (runtime/exec/ElementwiseOpTable.h describes the steps), over `{lhs}`,
+// `{rhs}` and `{factor}`; the device prelude (DevicePrelude.cpp) defines the
+// functions it calls beyond CUDA's own.
+struct ElementwiseExpression {
+  kvx::ElementwiseOpCode op;
+  const char* cuda;
+};
+
+constexpr ElementwiseExpression kElementwiseExpressions[] = {
+    {kvx::ElementwiseOpCode::Add, "{lhs} + {rhs}"},
+    {kvx::ElementwiseOpCode::Mul, "{lhs} * {rhs}"},
+    {kvx::ElementwiseOpCode::Scale, "{lhs} * {factor}"},
+    {kvx::ElementwiseOpCode::Silu, "silu({lhs})"},
+    {kvx::ElementwiseOpCode::Gelu, "gelu_erf({lhs})"},
+    {kvx::ElementwiseOpCode::GeluTanh, "gelu_tanh({lhs})"},
+    {kvx::ElementwiseOpCode::Tanh, "tanhf({lhs})"},
+};
+
+static_assert(kvx::CoversEnumInOrder(kElementwiseExpressions),
+              "kElementwiseExpressions has one CUDA expression per kvx::ElementwiseOpCode, in "
+              "the enum's order: a new elementwise opcode needs its expression here");
 
 const kvx::TensorRef& Input(const EmitContext& context, int i) {
   return *context.instruction.inputs()->Get(i);
@@ -156,14 +181,14 @@ absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context) {
   for (size_t k = 0; k < steps.size(); ++k) {
     const kvx::ElementwiseStep& step = *steps.Get(k);
     const std::string lhs = operand(step.lhs()), rhs = operand(step.rhs());
-    const runtime::ElementwiseOpDescription* description = runtime::FindElementwiseOp(step.op());
-    if (description == nullptr) {
+    const size_t index = static_cast<size_t>(step.op());
+    if (index >= std::size(kElementwiseExpressions)) {
       return absl::InvalidArgumentError(absl::StrCat("step ", k, " has elementwise opcode ",
                                                      static_cast<int>(step.op()),
                                                      ", which no CUDA expression describes"));
     }
     const std::string value = absl::StrReplaceAll(
-        description->cuda,
+        kElementwiseExpressions[index].cuda,
         {{"{lhs}", lhs}, {"{rhs}", rhs}, {"{factor}", FloatLiteral(step.factor())}});
     absl::StrAppend(&comment, " ", kvx::EnumNameElementwiseOpCode(step.op()));
     absl::StrAppend(&body, "  const float step", k, " = ", value, ";\n");

@@ -15,6 +15,7 @@
 #include "codegen/ExecutableWriter.h"
 #include "codegen/driver/IrFile.h"
 #include "codegen/verifier/Verifier.h"
+#include "codegen/weights/SourceWeights.h"
 #include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ParamBinding.h"
@@ -31,7 +32,7 @@
 #include "runtime/cpu/CpuIsa.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/quant/StorageType.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 #if KVJIT_HAVE_CUDA
 #include "codegen/cuda/CudaCodegen.h"

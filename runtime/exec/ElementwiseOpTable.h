@@ -11,9 +11,9 @@
 
 // The runtime's one description of each step of an elementwise chain
 // (kvx.fbs ElementwiseOpCode), read by the loader (a step's opcode must be
-// here), the cost model (its flops), the CPU kernel (its arithmetic, in
-// runtime/cpu/CpuKernelTable.cpp) and the CUDA emitter (its expression, in
-// codegen/cuda/RowKernels.cpp). A new elementwise op is one entry here.
+// here), the cost model (its flops) and the CPU kernel (its arithmetic, in
+// runtime/cpu/CpuKernelTable.cpp). A new elementwise op is one entry here
+// and its CUDA expression in codegen/cuda/RowKernels.cpp.
 namespace kvjit::runtime {
 
 struct ElementwiseOpDescription {
@@ -25,10 +25,6 @@ struct ElementwiseOpDescription {
   // kernel is a vector kernel of runtime/cpu/RowKernels (the CPU kernel
   // table names them), which a scalar form here would not match bit for bit.
   float (*scalar)(float lhs, float rhs, float factor);
-  // The CUDA expression of one element, over `{lhs}`, `{rhs}` and
-  // `{factor}` (the device prelude, codegen/cuda/DevicePrelude.cpp, defines
-  // the functions it calls beyond CUDA's own).
-  const char* cuda;
 };
 
 namespace elementwise {
@@ -51,13 +47,13 @@ inline float Tanh(float x, float, float) { return std::tanh(x); }
 // In ElementwiseOpCode order. Silu's flops: x / (1 + exp(-x)); Gelu's
 // 0.5·x·(1 + erf(x/√2)); its tanh form has a cubic inside the tanh.
 inline constexpr ElementwiseOpDescription kElementwiseOps[] = {
-    {kvx::ElementwiseOpCode::Add, 1, nullptr, "{lhs} + {rhs}"},
-    {kvx::ElementwiseOpCode::Mul, 1, nullptr, "{lhs} * {rhs}"},
-    {kvx::ElementwiseOpCode::Scale, 1, nullptr, "{lhs} * {factor}"},
-    {kvx::ElementwiseOpCode::Silu, 3, nullptr, "silu({lhs})"},
-    {kvx::ElementwiseOpCode::Gelu, 5, elementwise::GeluErf, "gelu_erf({lhs})"},
-    {kvx::ElementwiseOpCode::GeluTanh, 9, elementwise::GeluTanh, "gelu_tanh({lhs})"},
-    {kvx::ElementwiseOpCode::Tanh, 4, elementwise::Tanh, "tanhf({lhs})"},
+    {kvx::ElementwiseOpCode::Add, 1, nullptr},
+    {kvx::ElementwiseOpCode::Mul, 1, nullptr},
+    {kvx::ElementwiseOpCode::Scale, 1, nullptr},
+    {kvx::ElementwiseOpCode::Silu, 3, nullptr},
+    {kvx::ElementwiseOpCode::Gelu, 5, elementwise::GeluErf},
+    {kvx::ElementwiseOpCode::GeluTanh, 9, elementwise::GeluTanh},
+    {kvx::ElementwiseOpCode::Tanh, 4, elementwise::Tanh},
 };
 
 static_assert(kvx::CoversEnumInOrder(kElementwiseOps),

@@ -7,14 +7,14 @@
 #include "absl/status/status.h"
 #include "runtime/cpu/CpuKernelTable.h"
 #include "runtime/exec/OpTable.h"
-#include "runtime/ops/CudaRowKernelEmitter.h"
 #include "runtime/schema/kvx_generated.h"
 
 // The row-wise opcodes (kvx.fbs OpCode): each has one file,
 // runtime/ops/<Name>.cpp, that defines k<Name>Op, its whole runtime
-// description, read by the loader and the cost model (through FindOp), the
-// CPU runner (CpuKernelOf) and the CUDA code generator. A new row-wise
-// opcode is its file and its name here.
+// description, read by the loader and the cost model (through FindOp) and
+// the CPU runner (CpuKernelOf). A new row-wise opcode is its file and its
+// name here, and its CUDA kernel's emitter in codegen/cuda/rowops (whose
+// table fails to compile without it).
 #define KVJIT_ROW_OPS(X) X(RmsNorm) X(AddRmsNorm) X(SwiGlu) X(Rope)
 
 namespace kvjit::runtime {
@@ -23,8 +23,6 @@ struct RowOp {
   // Arity, parameters, checks, output-shape rule and cost.
   OpDescription description;
   CpuKernel cpu;
-  // Adds the instruction's kernel through the CUDA code generator.
-  absl::Status (*cuda)(CudaRowKernelEmitter& emitter);
 };
 
 #define KVJIT_DECLARE_ROW_OP(name) extern const RowOp k##name##Op;
@@ -53,7 +51,7 @@ inline constexpr kvx::OpCode kRowOpCodes[] = {
 // ---- Every opcode described once ----
 //
 // Each table of the opcodes that are not row-wise (the op table, the CPU
-// kernels, the CUDA emitters) states
+// kernels) states
 //   static_assert(DescribesEveryOpCodeOnce<kTable>());
 // so that an opcode described by none or by two fails to compile with
 // OpCodeDescribedOnce<kvx::OpCode::TheOpcode, count> in the error.

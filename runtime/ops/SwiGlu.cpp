@@ -1,10 +1,8 @@
 // SwiGlu: silu(gate) · up, element by element (fuse-elementwise's swiglu
-// template). Its runtime description, CPU kernel (runtime/cpu/RowKernels.cpp)
-// and CUDA kernel.
+// template). Its runtime description and CPU kernel
+// (runtime/cpu/RowKernels.cpp); codegen/cuda/rowops/SwiGlu.cpp writes its
+// CUDA kernel.
 
-#include <string>
-
-#include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/cpu/RowKernels.h"
 #include "runtime/ops/RowOps.h"
@@ -47,24 +45,11 @@ absl::Status RunSwiGlu(CpuOpContext& context) {
                          context.pool);
 }
 
-// ---- CUDA ----
-
-absl::Status EmitSwiGlu(CudaRowKernelEmitter& emitter) {
-  KVJIT_ASSIGN_OR_RETURN(std::string gate, emitter.ElementLoad(0, "i"));
-  KVJIT_ASSIGN_OR_RETURN(std::string up, emitter.ElementLoad(1, "i"));
-  emitter.AddElementKernel(
-      "swiglu", "SwiGlu: silu(gate) * up.",
-      absl::StrCat("  static_cast<float*>(args.buffers[", emitter.OutputBuffer(0), "])[i] = silu(",
-                   gate, ") * ", up, ";\n"));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 const RowOp kSwiGluOp = {
     {kvx::OpCode::SwiGlu, 2, 2, 1, kvx::OpParams::NONE, true, VerifySwiGlu, CostSwiGlu},
     RunSwiGlu,
-    EmitSwiGlu,
 };
 
 }  // namespace kvjit::runtime

@@ -17,7 +17,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "tools/kvjit/CompilerCommands.h"
 #include "tools/kvjit/SharedFlags.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 ABSL_FLAG(std::string, target, "cpu",
           "the backend to compile for: cpu, or cuda (the CPU program plus CUDA kernels, compiled "

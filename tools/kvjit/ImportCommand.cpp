@@ -11,7 +11,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/CompilerCommands.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 
 namespace kvjit::cli {

@@ -15,7 +15,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/CompilerCommands.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 ABSL_FLAG(int, top_logits, 0, "write the K largest logits of every step to stderr");
 ABSL_FLAG(bool, raw, false, "tokenize the prompt without BOS and without special-token parsing");

@@ -15,7 +15,7 @@
 #include "passes/Pipeline.h"
 #include "runtime/exec/Executable.h"
 #include "tests/unit/common/TestPaths.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit {
 

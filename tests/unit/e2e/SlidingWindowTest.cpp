@@ -24,7 +24,7 @@
 #include "runtime/cpu/CpuStepRunner.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/e2e/LlamaCppComparison.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit {
 namespace {

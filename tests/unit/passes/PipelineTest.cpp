@@ -15,7 +15,7 @@
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit {
 namespace {

@@ -22,7 +22,7 @@
 #include "passes/Passes.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit {
 namespace {

@@ -12,7 +12,7 @@
 #include "ir/Tfm/TfmOps.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit::model {
 namespace {

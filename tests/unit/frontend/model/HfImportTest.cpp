@@ -18,7 +18,7 @@
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
 #include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit::model {
 namespace {

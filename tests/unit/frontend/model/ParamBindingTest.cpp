@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit::model {
 namespace {

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "ir/Reference/ReferenceGeneration.h"
 #include "tests/unit/common/TestPaths.h"
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit::model {
 namespace {

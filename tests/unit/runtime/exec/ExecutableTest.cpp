@@ -193,7 +193,8 @@ class ExecutableTest : public ::testing::Test {
 
 // The compile-time checks count descriptions per opcode; this holds each
 // description to the opcode it is found by, and each row-wise op's file to
-// a CPU kernel and a CUDA emitter.
+// a CPU kernel (codegen/cuda's emitter table holds each to a CUDA emitter at
+// compile time).
 TEST(OpTableTest, EachOpcodeFindsItsOwnDescription) {
   for (int i = 0; i <= static_cast<int>(kvx::OpCode::MAX); ++i) {
     const auto op = static_cast<kvx::OpCode>(i);
@@ -203,7 +204,6 @@ TEST(OpTableTest, EachOpcodeFindsItsOwnDescription) {
     if (const RowOp* row = FindRowOp(op)) {
       EXPECT_EQ(&row->description, description) << kvx::EnumNameOpCode(op);
       EXPECT_NE(row->cpu, nullptr) << kvx::EnumNameOpCode(op);
-      EXPECT_NE(row->cuda, nullptr) << kvx::EnumNameOpCode(op);
     }
   }
   EXPECT_EQ(FindOp(static_cast<kvx::OpCode>(static_cast<int>(kvx::OpCode::MAX) + 1)), nullptr);

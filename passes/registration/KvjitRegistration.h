@@ -1,8 +1,12 @@
-#ifndef KVJIT_TOOLS_REGISTRATION_KVJITREGISTRATION_H_
-#define KVJIT_TOOLS_REGISTRATION_KVJITREGISTRATION_H_
+#ifndef KVJIT_PASSES_REGISTRATION_KVJITREGISTRATION_H_
+#define KVJIT_PASSES_REGISTRATION_KVJITREGISTRATION_H_
 
 #include "mlir/IR/DialectRegistry.h"
 
+// Registers kvjit's dialects, their interface models and its passes with
+// MLIR, once for every tool and for the compile driver. It sits in passes/,
+// the lowest layer that sees all it registers (ir's dialects and reference
+// models, the passes and their pipeline).
 namespace kvjit {
 
 // Every dialect a kvjit tool may read or write, with the external models of
@@ -16,4 +20,4 @@ void RegisterKvjitPasses();
 
 }  // namespace kvjit
 
-#endif  // KVJIT_TOOLS_REGISTRATION_KVJITREGISTRATION_H_
+#endif  // KVJIT_PASSES_REGISTRATION_KVJITREGISTRATION_H_

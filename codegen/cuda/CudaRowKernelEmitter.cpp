@@ -1,4 +1,4 @@
-#include "runtime/ops/CudaRowKernelEmitter.h"
+#include "codegen/cuda/CudaRowKernelEmitter.h"
 
 #include <algorithm>
 #include <vector>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 
-namespace kvjit::runtime {
+namespace kvjit::codegen::cuda {
 
 std::string Fill(absl::string_view text,
                  std::initializer_list<std::pair<absl::string_view, std::string>> values) {
@@ -31,4 +31,4 @@ uint32_t RowThreads(int64_t width) {
   return static_cast<uint32_t>(std::min<int64_t>(rounded, 256));
 }
 
-}  // namespace kvjit::runtime
+}  // namespace kvjit::codegen::cuda

@@ -1,5 +1,5 @@
-#ifndef KVJIT_RUNTIME_OPS_CUDAROWKERNELEMITTER_H_
-#define KVJIT_RUNTIME_OPS_CUDAROWKERNELEMITTER_H_
+#ifndef KVJIT_CODEGEN_CUDA_CUDAROWKERNELEMITTER_H_
+#define KVJIT_CODEGEN_CUDA_CUDAROWKERNELEMITTER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -11,13 +11,13 @@
 #include "absl/strings/string_view.h"
 #include "runtime/schema/kvx_generated.h"
 
-// What a row-wise op's CUDA emitter (RowOp::cuda, runtime/ops/RowOps.h) sees
-// of the CUDA code generator, which implements it (codegen/cuda): the op
-// writes its kernel's text, the generator reads the instruction's tensors
-// and places the kernel and its launch. The kernel computes what the op's
-// CPU kernel computes; every shape, constant and weight format the
+// What a row-wise op's CUDA emitter (codegen/cuda/rowops) sees of the CUDA
+// code generator, which implements it (CudaCodegen.cpp): the op writes its
+// kernel's text, the generator reads the instruction's tensors and places
+// the kernel and its launch. The kernel computes what the op's CPU kernel
+// (runtime/ops) computes; every shape, constant and weight format the
 // instruction fixes is baked into its text.
-namespace kvjit::runtime {
+namespace kvjit::codegen::cuda {
 
 class CudaRowKernelEmitter {
  public:
@@ -62,6 +62,6 @@ absl::StatusOr<int64_t> StaticDim(const kvx::TensorRef& ref, size_t dim, absl::s
 // Threads for a block that walks a row of `width`: a multiple of 32 up to 256.
 uint32_t RowThreads(int64_t width);
 
-}  // namespace kvjit::runtime
+}  // namespace kvjit::codegen::cuda
 
-#endif  // KVJIT_RUNTIME_OPS_CUDAROWKERNELEMITTER_H_
+#endif  // KVJIT_CODEGEN_CUDA_CUDAROWKERNELEMITTER_H_

@@ -1,4 +1,4 @@
-#include "tools/registration/KvjitRegistration.h"
+#include "passes/registration/KvjitRegistration.h"
 
 #include "ir/Kernel/KernelDialect.h"
 #include "ir/Kv/KvDialect.h"
