@@ -220,12 +220,14 @@ INSTANTIATE_TEST_SUITE_P(AllStorageTypes, MatMulTest, ::testing::ValuesIn(kAllTy
                            return std::string(quant::StorageTypeName(info.param));
                          });
 
-// The float GEMM (AVX-512 VNNI, four tokens or more) against the portable
-// single rows: columns below one 32-element chunk, whole chunks, chunks with
-// a tail; 13 rows, so the last row group and its last quad of rows are
-// partial; token counts across the groups of four.
+// Every vector ISA's float path against the portable single rows: AVX-512
+// VNNI's register-blocked GEMM (four tokens or more), AVX2's single rows, on
+// whichever of them this CPU has. Columns below one 32-element chunk, whole
+// chunks, chunks with a tail; 13 rows, so the last row group and its last
+// quad of rows are partial; token counts across the groups of four.
 TEST(FloatGemm, EqualsPortableBitForBitForEveryColumnCount) {
-  if (!CpuSupports(CpuIsa::kAvx512Vnni)) GTEST_SKIP() << "this CPU or build has no AVX-512 VNNI kernels";
+  const std::vector<CpuIsa> isas = SupportedIsas();
+  if (isas.size() < 2) GTEST_SKIP() << "this CPU or build has no vector kernels to compare";
   constexpr int64_t kGemmRows = 13;
   for (StorageType type : {StorageType::kF32, StorageType::kF16, StorageType::kBF16}) {
     for (int64_t cols : {5, 33, 64, 100, 576}) {
@@ -239,8 +241,11 @@ TEST(FloatGemm, EqualsPortableBitForBitForEveryColumnCount) {
         std::normal_distribution<float> normal;
         for (float& v : p.x) v = normal(rng);
         const std::vector<float> portable = RunMatMul(p, 1, CpuIsa::kPortable);
-        EXPECT_TRUE(AllEqual(RunMatMul(p, 2, CpuIsa::kAvx512Vnni), portable))
-            << quant::StorageTypeName(type) << ", cols " << cols << ", tokens " << tokens;
+        for (CpuIsa isa : isas) {
+          if (isa == CpuIsa::kPortable) continue;
+          EXPECT_TRUE(AllEqual(RunMatMul(p, 2, isa), portable))
+              << CpuIsaName(isa) << ", " << quant::StorageTypeName(type) << ", cols " << cols << ", tokens " << tokens;
+        }
       }
     }
   }
