@@ -14,7 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "codegen/ExecutableWriter.h"
 #include "codegen/driver/IrFile.h"
-#include "codegen/verifier/Verifier.h"
+#include "codegen/equivalence/EquivalenceChecker.h"
 #include "codegen/weights/SourceWeights.h"
 #include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
@@ -126,7 +126,7 @@ std::string DescribePasses(mlir::PassManager& pm) {
 
 // The verifier, with the imported IR's reference logits, where the options
 // (or the model's size) ask for verification; null where they do not.
-absl::StatusOr<std::unique_ptr<Verifier>> StartVerification(mlir::ModuleOp imported,
+absl::StatusOr<std::unique_ptr<EquivalenceChecker>> StartVerification(mlir::ModuleOp imported,
                                                             const std::string& description,
                                                             const model::ModelFile& model,
                                                             const CompileOptions& options,
@@ -145,8 +145,8 @@ absl::StatusOr<std::unique_ptr<Verifier>> StartVerification(mlir::ModuleOp impor
     return nullptr;
   }
   Progress(progress, "verifying against the reference evaluator on %s…\n", description.c_str());
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<Verifier> verifier,
-                         Verifier::Create(imported, model, options.block_size));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<EquivalenceChecker> verifier,
+                         EquivalenceChecker::Create(imported, model, options.block_size));
   Progress(progress, "  reference logits of %s (%.2f s)\n", description.c_str(),
            verifier->reference_seconds());
   return verifier;
@@ -154,10 +154,10 @@ absl::StatusOr<std::unique_ptr<Verifier>> StartVerification(mlir::ModuleOp impor
 
 // The reports of --verify_each_pass; an error names the first pass outside
 // tolerance.
-absl::Status ReportEachPass(const Verifier& verifier, const std::string& model_path,
+absl::Status ReportEachPass(const EquivalenceChecker& verifier, const std::string& model_path,
                             std::FILE* progress) {
   KVJIT_RETURN_IF_ERROR(verifier.pass_evaluation_status());
-  for (const VerificationReport& report : verifier.pass_reports()) {
+  for (const EquivalenceReport& report : verifier.pass_reports()) {
     Progress(progress, "%s", FormatReport(report, verifier.tolerance()).c_str());
     if (!report.passed()) {
       return absl::InternalError(absl::StrCat(model_path, ": ", report.failure()));
@@ -195,7 +195,7 @@ absl::Status MoveVerified(const std::string& staged, const std::string& path) {
 // that is not there yet.
 absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executable,
                                      const std::string& output_path, const SidecarTarget& sidecar,
-                                     const std::string& unverified_suffix, const Verifier& verifier,
+                                     const std::string& unverified_suffix, const EquivalenceChecker& verifier,
                                      const CompileOptions& options, std::FILE* progress) {
   const std::string unverified = absl::StrCat(output_path, unverified_suffix);
   KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, unverified));
@@ -334,7 +334,7 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
   CompileOptions resolved = options;
   KVJIT_ASSIGN_OR_RETURN(resolved.block_size, BuildPipeline(module, source, options, pm, progress));
   KVJIT_ASSIGN_OR_RETURN(
-      std::unique_ptr<Verifier> verifier,
+      std::unique_ptr<EquivalenceChecker> verifier,
       StartVerification(reference, reference_description, model, resolved, progress));
 
   Clock::time_point start = Clock::now();

@@ -48,7 +48,7 @@ struct CompileOptions {
   // Where set, the generated CUDA C++ is also written to this file.
   std::string cuda_source_path;
   // Whether the CPU step program is checked against the reference evaluator
-  // before the executable is written (codegen/verifier/Verifier.h); one outside
+  // before the executable is written (codegen/equivalence/EquivalenceChecker.h); one outside
   // tolerance fails the compile and nothing is written.
   Verification verification = Verification::kBySize;
   // Also evaluates the IR after each pass, naming the first pass whose

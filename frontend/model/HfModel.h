@@ -7,8 +7,8 @@
 #include "absl/status/statusor.h"
 #include "frontend/model/ModelConfig.h"
 #include "frontend/model/WeightSource.h"
-#include "frontend/safetensors/HfConfig.h"
-#include "frontend/safetensors/SafetensorsModel.h"
+#include "frontend/huggingface/HfConfig.h"
+#include "frontend/huggingface/SafetensorsModel.h"
 
 namespace kvjit::model {
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontend/model/GgufModel.h"
 #include "frontend/model/HfModel.h"
-#include "frontend/safetensors/HfConfig.h"
+#include "frontend/huggingface/HfConfig.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
 #include "frontend/tokenizer/HfVocabulary.h"
 #include "nlohmann/json.hpp"

@@ -8,7 +8,7 @@
 #include "frontend/gguf/GgufFile.h"
 #include "frontend/model/ModelConfig.h"
 #include "frontend/model/WeightSource.h"
-#include "frontend/safetensors/SafetensorsModel.h"
+#include "frontend/huggingface/SafetensorsModel.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 namespace kvjit::model {

@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "frontend/safetensors/JsonFile.h"
+#include "frontend/huggingface/JsonFile.h"
 #include "runtime/tokenizer/WordSplitter.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "frontend/safetensors/HfTokenizerJson.h"
+#include "frontend/huggingface/HfTokenizerJson.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/Vocabulary.h"
 

@@ -15,7 +15,8 @@ def Kv_Dialect : Dialect {
     the runtime assigned them (`kv.write`) and attends over each sequence's
     cached tokens through its block table (`kv.attention`).
 
-    The step function's arguments, in order (see DESIGN.md):
+    The step function's arguments, in the order of `kStepInputs` in
+    `runtime/schema/StepContract.h` (see docs/design.md):
     `tokens i32[T]`, `positions i32[T]`, `seq_starts i32[S+1]`,
     `context_lens i32[S]`, `slot_mapping i32[T]`,
     `block_tables i32[S, max_blocks]`, `logits_rows i32[L]`, and the cache.

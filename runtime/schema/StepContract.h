@@ -19,8 +19,8 @@
 //  - the CUDA runner sizes its input buffers from the dims at the largest
 //    step, and pads decode steps by each row's `decode_padding`
 //    (runtime/cuda/DecodePadding.h);
-//  - the producers (runtime/engine/StepBuilder.cpp,
-//    codegen/verifier/VerifierSchedule.cpp) fill the arrays by kvx::StepInput.
+//  - the producers (runtime/generation/StepBuilder.cpp,
+//    codegen/equivalence/EquivalenceSchedule.cpp) fill the arrays by kvx::StepInput.
 // Adding a step input is a kvx::StepInput value (kvx.fbs), its row here, and
 // the code that computes its values in the producers; the static_assert
 // below fails the build until the row is here, in the enum's order.

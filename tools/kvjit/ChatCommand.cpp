@@ -20,7 +20,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/engine/Scheduler.h"
+#include "runtime/generation/BatchScheduler.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/engine/RunnerFactory.h"
+#include "runtime/generation/RunnerFactory.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "runtime/tokenizer/ExecutableTokenizer.h"

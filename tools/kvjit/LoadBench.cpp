@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/engine/RunnerFactory.h"
-#include "runtime/engine/Scheduler.h"
+#include "runtime/generation/RunnerFactory.h"
+#include "runtime/generation/BatchScheduler.h"
 #include "runtime/exec/StepRunner.h"
 
 namespace kvjit::cli {

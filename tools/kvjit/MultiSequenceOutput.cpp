@@ -7,7 +7,7 @@
 
 #include "runtime/tokenizer/StreamingDecoder.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/engine/Scheduler.h"
+#include "runtime/generation/BatchScheduler.h"
 
 namespace kvjit::cli {
 namespace {

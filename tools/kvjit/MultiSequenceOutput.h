@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/tokenizer/Tokenizer.h"
-#include "runtime/engine/BeamSearch.h"
+#include "runtime/generation/BeamSearch.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"
 #include "runtime/sampling/StopChecker.h"

@@ -7,7 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
-#include "runtime/engine/RunnerFactory.h"
+#include "runtime/generation/RunnerFactory.h"
 
 ABSL_FLAG(std::string, o, "-", "the output file ('-' for stdout where the command allows it)");
 ABSL_FLAG(std::string, p, "", "the prompt");

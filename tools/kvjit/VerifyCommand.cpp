@@ -1,5 +1,5 @@
 // kvjit verify MODEL_OR_KVX: a compiled step program's logits against the
-// reference evaluator's on the tfm IR as imported (codegen/verifier/Verifier.h). A
+// reference evaluator's on the tfm IR as imported (codegen/equivalence/EquivalenceChecker.h). A
 // .kvx is checked as it is; a model is compiled first, with the compile
 // flags, into a file that is removed afterwards.
 
@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codegen/driver/Compiler.h"
-#include "codegen/verifier/Verifier.h"
+#include "codegen/equivalence/EquivalenceChecker.h"
 #include "tools/kvjit/CompilerCommands.h"
 #include "tools/kvjit/SharedFlags.h"
 

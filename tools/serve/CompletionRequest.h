@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/engine/BeamSearch.h"
+#include "runtime/generation/BeamSearch.h"
 #include "runtime/sampling/Sampler.h"
 #include "tools/serve/ChatMessage.h"
 

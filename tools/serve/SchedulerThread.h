@@ -15,8 +15,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "runtime/engine/BeamSearch.h"
-#include "runtime/engine/Scheduler.h"
+#include "runtime/generation/BeamSearch.h"
+#include "runtime/generation/BatchScheduler.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"
 #include "runtime/sampling/StopChecker.h"

@@ -36,7 +36,7 @@
 #include "runtime/schema/kvx_generated.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
-#include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
+#include "tests/unit/frontend/huggingface/SafetensorsTestFiles.h"
 #include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit::codegen {

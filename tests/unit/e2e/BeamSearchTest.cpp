@@ -10,8 +10,8 @@
 
 #include "gtest/gtest.h"
 #include "runtime/cpu/CpuStepRunner.h"
-#include "runtime/engine/BeamSearch.h"
-#include "runtime/engine/Generator.h"
+#include "runtime/generation/BeamSearch.h"
+#include "runtime/generation/Generator.h"
 #include "runtime/sampling/Sampler.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
 

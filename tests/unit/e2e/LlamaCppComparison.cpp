@@ -9,7 +9,7 @@
 #include "codegen/ExecutableWriter.h"
 #include "codegen/driver/Compiler.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/engine/Generator.h"
+#include "runtime/generation/Generator.h"
 
 namespace kvjit::testing {
 

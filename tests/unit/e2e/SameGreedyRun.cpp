@@ -3,7 +3,7 @@
 #include "absl/types/span.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu/CpuStepRunner.h"
-#include "runtime/engine/Generator.h"
+#include "runtime/generation/Generator.h"
 #include "tests/unit/common/NumericCompare.h"
 
 namespace kvjit::testing {

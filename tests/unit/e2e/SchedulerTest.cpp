@@ -9,8 +9,8 @@
 
 #include "gtest/gtest.h"
 #include "runtime/cpu/CpuStepRunner.h"
-#include "runtime/engine/Generator.h"
-#include "runtime/engine/Scheduler.h"
+#include "runtime/generation/Generator.h"
+#include "runtime/generation/BatchScheduler.h"
 #include "tests/unit/e2e/CompiledStoriesFixture.h"
 
 namespace kvjit {

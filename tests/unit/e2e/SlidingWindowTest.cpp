@@ -19,7 +19,7 @@
 #include "frontend/model/ReferenceWeights.h"
 #include "gtest/gtest.h"
 #include "ir/Reference/ReferenceGeneration.h"
-#include "runtime/engine/Generator.h"
+#include "runtime/generation/Generator.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/cpu/CpuStepRunner.h"
 #include "tests/unit/common/NumericCompare.h"

@@ -7,7 +7,7 @@
 
 #include "frontend/arch/ArchRegistry.h"
 #include "frontend/model/GgufModel.h"
-#include "frontend/safetensors/HfConfig.h"
+#include "frontend/huggingface/HfConfig.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

@@ -17,7 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/frontend/model/InMemoryWeights.h"
-#include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
+#include "tests/unit/frontend/huggingface/SafetensorsTestFiles.h"
 #include "passes/registration/KvjitRegistration.h"
 
 namespace kvjit::model {

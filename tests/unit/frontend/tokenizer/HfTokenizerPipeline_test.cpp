@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_join.h"
 #include "frontend/gguf/GgufFile.h"
-#include "frontend/safetensors/HfTokenizerJson.h"
+#include "frontend/huggingface/HfTokenizerJson.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
 #include "frontend/tokenizer/HfVocabulary.h"
 #include "gmock/gmock.h"
@@ -19,7 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/tokenizer/TokenizerJsonOf.h"
-#include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
+#include "tests/unit/frontend/huggingface/SafetensorsTestFiles.h"
 #include "tests/unit/frontend/tokenizer/ConformanceCases.h"
 
 namespace kvjit::tokenizer {

@@ -7,13 +7,13 @@
 
 #include "absl/strings/str_join.h"
 #include "frontend/gguf/GgufFile.h"
-#include "frontend/safetensors/HfTokenizerJson.h"
+#include "frontend/huggingface/HfTokenizerJson.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
 #include "runtime/tokenizer/WordSplitter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/unit/frontend/safetensors/SafetensorsTestFiles.h"
+#include "tests/unit/frontend/huggingface/SafetensorsTestFiles.h"
 #include "tests/unit/frontend/tokenizer/ConformanceCases.h"
 #include "tests/unit/frontend/tokenizer/TokenizerJsonOf.h"
 

@@ -22,7 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda/CudaStepRunner.h"
-#include "runtime/engine/RunnerFactory.h"
+#include "runtime/generation/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 #include "tests/unit/common/TestPaths.h"

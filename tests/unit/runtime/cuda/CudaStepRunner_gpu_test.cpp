@@ -39,7 +39,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/cuda/CudaStepRunner.h"
-#include "runtime/engine/Generator.h"
+#include "runtime/generation/Generator.h"
 #include "runtime/exec/Executable.h"
 #include "tests/unit/common/NumericCompare.h"
 #include "tests/unit/common/TestPaths.h"

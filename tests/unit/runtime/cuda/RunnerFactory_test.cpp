@@ -1,4 +1,4 @@
-#include "runtime/engine/RunnerFactory.h"
+#include "runtime/generation/RunnerFactory.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/sampling/Sampler.h"
-#include "tests/unit/runtime/engine/FakeStepRunner.h"
+#include "tests/unit/runtime/generation/FakeStepRunner.h"
 #include "tools/serve/ApiError.h"
 #include "tools/serve/OpenAiResponses.h"
 
