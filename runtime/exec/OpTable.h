@@ -12,8 +12,9 @@
 
 // The runtime's one description of each opcode, read by the loader (arity,
 // operand and output-shape checks), the cost model and the profiler. A
-// row-wise opcode's description, CPU kernel and CUDA emitter sit together
-// in its file under runtime/ops (RowOps.h lists them); for the other
+// row-wise opcode's description and CPU kernel sit together in its file
+// under runtime/ops (RowOps.h lists them), its CUDA emitter in its file
+// under codegen/cuda/rowops; for the other
 // opcodes the backends keep their own tables keyed by the same opcodes: the
 // CPU kernels (runtime/cpu/CpuKernelTable.cpp) and the CUDA emitters
 // (codegen/cuda/CudaCodegen.cpp). The steps of an Elementwise chain have a
