@@ -311,7 +311,7 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
   }
   KVJIT_ASSIGN_OR_RETURN(std::string pool_constants, KvPoolConstants(layout));
   using Operand = kvx::KvAttentionOperand;
-  const kvx::TensorRef& query = *instruction.inputs()->Get(kvx::OperandIndex(Operand::Query));
+  const kvx::TensorRef& query = kvx::InputOf(instruction, Operand::Query);
   KVJIT_ASSIGN_OR_RETURN(int64_t heads, StaticDim(query, 1, "the query's heads"));
   const int64_t kv_heads = layout.num_kv_heads(), head_dim = layout.head_dim();
   if (heads <= 0 || heads % kv_heads != 0) {

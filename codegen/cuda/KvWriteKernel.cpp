@@ -43,7 +43,7 @@ absl::StatusOr<InstructionSpec> EmitKvWrite(const EmitContext& context) {
   }
   KVJIT_ASSIGN_OR_RETURN(std::string pool_constants, KvPoolConstants(layout));
   using Operand = kvx::KvWriteOperand;
-  const kvx::TensorRef& key = *context.instruction.inputs()->Get(kvx::OperandIndex(Operand::Key));
+  const kvx::TensorRef& key = kvx::InputOf(context.instruction, Operand::Key);
   KVJIT_ASSIGN_OR_RETURN(int64_t kv_heads, StaticDim(key, 1, "the key's heads"));
   if (kv_heads != layout.num_kv_heads()) {
     return absl::InvalidArgumentError(

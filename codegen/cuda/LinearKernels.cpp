@@ -12,6 +12,7 @@
 #include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -35,8 +36,8 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   const int64_t first_row = static_cast<int64_t>(blockIdx.y) * kRowsPerPass;
   const int64_t row_count = min(static_cast<int64_t>(kRowsPerPass), rows - first_row);
   const uint8_t* weight_row =
-      static_cast<const uint8_t*>(args.buffers[1]) + static_cast<uint64_t>(n) * @ROW_BYTES@ull;
-  const float* x = static_cast<const float*>(args.buffers[0]) + first_row * kK;
+      static_cast<const uint8_t*>(args.buffers[@WEIGHT@]) + static_cast<uint64_t>(n) * @ROW_BYTES@ull;
+  const float* x = static_cast<const float*>(args.buffers[@X@]) + first_row * kK;
   float* y = static_cast<float*>(args.buffers[@OUT@]) + first_row * kN;
   float sums[kRowsPerPass];
 #pragma unroll
@@ -76,7 +77,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   const int group = static_cast<int>(item % kGroups);
   float w[32];
   const uint8_t* weight_row =
-      static_cast<const uint8_t*>(args.buffers[1]) + static_cast<uint64_t>(n) * @ROW_BYTES@ull;
+      static_cast<const uint8_t*>(args.buffers[@WEIGHT@]) + static_cast<uint64_t>(n) * @ROW_BYTES@ull;
   @DEQUANT@(weight_row, group, kK, w);
   uint8_t* scratch = static_cast<uint8_t*>(args.buffers[@SCRATCH@]);
   uint16_t* out = reinterpret_cast<uint16_t*>(scratch + @WEIGHT_OFFSET@ull) + n * kK + group * 32;
@@ -90,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(@THREADS@)
 KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   constexpr int kK = @K@;
   const int64_t row = blockIdx.x;
-  const float* x = static_cast<const float*>(args.buffers[0]) + row * kK;
+  const float* x = static_cast<const float*>(args.buffers[@X@]) + row * kK;
   uint8_t* scratch = static_cast<uint8_t*>(args.buffers[@SCRATCH@]);
   uint16_t* out = reinterpret_cast<uint16_t*>(scratch + @ACTIVATION_OFFSET@ull) + row * kK;
   for (int i = threadIdx.x; i < kK; i += blockDim.x) out[i] = float_to_half(x[i]);
@@ -115,9 +116,11 @@ uint64_t AlignScratch(uint64_t bytes) {
 }  // namespace
 
 absl::StatusOr<InstructionSpec> EmitLinear(const EmitContext& context) {
+  using Operand = kvx::LinearOperand;
   const kvx::Instruction& instruction = context.instruction;
-  const kvx::TensorRef& x = *instruction.inputs()->Get(0);
-  KVJIT_ASSIGN_OR_RETURN(const kvx::Weight* weight, WeightOf(context, 1));
+  const kvx::TensorRef& x = kvx::InputOf(instruction, Operand::X);
+  KVJIT_ASSIGN_OR_RETURN(const kvx::Weight* weight,
+                         WeightOf(context, kvx::OperandIndex(Operand::Weight)));
   if (weight->shape()->size() != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("weight '", weight->name()->str(), "' is not a matrix"));
@@ -125,11 +128,11 @@ absl::StatusOr<InstructionSpec> EmitLinear(const EmitContext& context) {
   const int64_t n = weight->shape()->Get(0), k = weight->shape()->Get(1);
   KVJIT_ASSIGN_OR_RETURN(std::string dequant, DequantFunction(weight->storage()));
   KVJIT_ASSIGN_OR_RETURN(uint64_t row_bytes, WeightRowBytes(weight->storage(), k));
-  const bool has_bias = instruction.inputs()->size() > 2;
+  const bool has_bias = kvx::HasOperand(instruction, Operand::Bias);
   std::string bias_of_n = "0.0f", bias_of_i = "0.0f";
   if (has_bias) {
-    KVJIT_ASSIGN_OR_RETURN(bias_of_n, ElementLoad(context, 2, "n"));
-    KVJIT_ASSIGN_OR_RETURN(bias_of_i, ElementLoad(context, 2, "i"));
+    KVJIT_ASSIGN_OR_RETURN(bias_of_n, ElementLoad(context, kvx::OperandIndex(Operand::Bias), "n"));
+    KVJIT_ASSIGN_OR_RETURN(bias_of_i, ElementLoad(context, kvx::OperandIndex(Operand::Bias), "i"));
   }
 
   const size_t rank = x.shape()->size();
@@ -148,6 +151,8 @@ absl::StatusOr<InstructionSpec> EmitLinear(const EmitContext& context) {
                        {"ROW_BYTES", absl::StrCat(row_bytes)},
                        {"DEQUANT", dequant},
                        {"BIAS", bias},
+                       {"X", absl::StrCat(kvx::OperandIndex(Operand::X))},
+                       {"WEIGHT", absl::StrCat(kvx::OperandIndex(Operand::Weight))},
                        {"OUT", absl::StrCat(OutputBuffer(instruction, 0))},
                        {"SCRATCH", absl::StrCat(ScratchBuffer(instruction))},
                        {"WEIGHT_OFFSET", absl::StrCat(weight_offset)},

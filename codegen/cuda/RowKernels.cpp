@@ -9,6 +9,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/schema/EnumTable.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -38,9 +39,6 @@ static_assert(kvx::CoversEnumInOrder(kElementwiseExpressions),
               "kElementwiseExpressions has one CUDA expression per kvx::ElementwiseOpCode, in "
               "the enum's order: a new elementwise opcode needs its expression here");
 
-const kvx::TensorRef& Input(const EmitContext& context, int i) {
-  return *context.instruction.inputs()->Get(i);
-}
 const kvx::TensorRef& Output(const EmitContext& context, int i) {
   return *context.instruction.outputs()->Get(i);
 }
@@ -53,14 +51,14 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   constexpr int kCols = @COLS@;
   constexpr int kGroups = (kCols + 31) / 32;
   const int64_t row = blockIdx.x;
-  const int32_t id = static_cast<const int32_t*>(args.buffers[1])[row];
+  const int32_t id = static_cast<const int32_t*>(args.buffers[@TOKENS@])[row];
   float* out = static_cast<float*>(args.buffers[@OUT@]) + row * kCols;
   if (id < 0 || id >= @VOCAB@) {
     for (int i = threadIdx.x; i < kCols; i += blockDim.x) out[i] = quiet_nan();
     return;
   }
   const uint8_t* table_row =
-      static_cast<const uint8_t*>(args.buffers[0]) + static_cast<uint64_t>(id) * @ROW_BYTES@ull;
+      static_cast<const uint8_t*>(args.buffers[@TABLE@]) + static_cast<uint64_t>(id) * @ROW_BYTES@ull;
   for (int group = threadIdx.x; group < kGroups; group += blockDim.x) {
     float values[32];
     @DEQUANT@(table_row, group, kCols, values);
@@ -86,10 +84,10 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   constexpr int kWidth = @WIDTH@;
   const int64_t source_rows = @SOURCE_ROWS@;
   const int64_t row = blockIdx.x;
-  const int32_t source = static_cast<const int32_t*>(args.buffers[1])[row];
+  const int32_t source = static_cast<const int32_t*>(args.buffers[@ROWS@])[row];
   float* out = static_cast<float*>(args.buffers[@OUT@]) + row * kWidth;
   const float* x =
-      static_cast<const float*>(args.buffers[0]) + static_cast<int64_t>(source) * kWidth;
+      static_cast<const float*>(args.buffers[@X@]) + static_cast<int64_t>(source) * kWidth;
   const bool inside = source >= 0 && source < source_rows;
   for (int i = threadIdx.x; i < kWidth; i += blockDim.x) out[i] = inside ? x[i] : quiet_nan();
 }
@@ -136,7 +134,9 @@ absl::StatusOr<InstructionSpec> ElementKernel(const EmitContext& context, absl::
 }
 
 absl::StatusOr<InstructionSpec> EmitEmbedding(const EmitContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(const kvx::Weight* table, WeightOf(context, 0));
+  using Operand = kvx::EmbeddingOperand;
+  KVJIT_ASSIGN_OR_RETURN(const kvx::Weight* table,
+                         WeightOf(context, kvx::OperandIndex(Operand::Table)));
   if (table->shape()->size() != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("embedding table '", table->name()->str(), "' is not a matrix"));
@@ -152,6 +152,8 @@ absl::StatusOr<InstructionSpec> EmitEmbedding(const EmitContext& context) {
                                      {"STORAGE", kvx::EnumNameStorageType(table->storage())},
                                      {"ROW_BYTES", absl::StrCat(row_bytes)},
                                      {"DEQUANT", dequant},
+                                     {"TABLE", absl::StrCat(kvx::OperandIndex(Operand::Table))},
+                                     {"TOKENS", absl::StrCat(kvx::OperandIndex(Operand::Tokens))},
                                      {"OUT", absl::StrCat(OutputBuffer(context.instruction, 0))}}));
   const kvx::TensorRef& out = Output(context, 0);
   PathSpec path;
@@ -199,7 +201,8 @@ absl::StatusOr<InstructionSpec> EmitElementwise(const EmitContext& context) {
 }
 
 absl::StatusOr<InstructionSpec> EmitGatherRows(const EmitContext& context) {
-  const kvx::TensorRef& x = Input(context, 0);
+  using Operand = kvx::GatherRowsOperand;
+  const kvx::TensorRef& x = kvx::InputOf(context.instruction, Operand::X);
   KVJIT_ASSIGN_OR_RETURN(Rows rows, RowsOf(x));
   const uint32_t threads = RowThreads(rows.width);
   const uint32_t kernel = context.kernels.Add(
@@ -207,6 +210,8 @@ absl::StatusOr<InstructionSpec> EmitGatherRows(const EmitContext& context) {
       Fill(kGatherRows, {{"THREADS", absl::StrCat(threads)},
                          {"WIDTH", absl::StrCat(rows.width)},
                          {"SOURCE_ROWS", ExtentExpr(x, 0, Rank(x) - 1)},
+                         {"X", absl::StrCat(kvx::OperandIndex(Operand::X))},
+                         {"ROWS", absl::StrCat(kvx::OperandIndex(Operand::Rows))},
                          {"OUT", absl::StrCat(OutputBuffer(context.instruction, 0))}}));
   const kvx::TensorRef& out = Output(context, 0);
   PathSpec path;
@@ -215,7 +220,7 @@ absl::StatusOr<InstructionSpec> EmitGatherRows(const EmitContext& context) {
 }
 
 absl::StatusOr<InstructionSpec> EmitCopy(const EmitContext& context) {
-  const kvx::TensorRef& in = Input(context, 0);
+  const kvx::TensorRef& in = kvx::InputOf(context.instruction, kvx::CopyOperand::X);
   const kvx::TensorRef& out = Output(context, 0);
   if (in.kind() == kvx::BufferKind::Arena) {
     // A reshape in place (plan-memory gives it its operand's bytes) is no work.
@@ -228,7 +233,8 @@ absl::StatusOr<InstructionSpec> EmitCopy(const EmitContext& context) {
           "a Copy between overlapping arena ranges at different offsets");
     }
   }
-  KVJIT_ASSIGN_OR_RETURN(std::string load, ElementLoad(context, 0, "i"));
+  KVJIT_ASSIGN_OR_RETURN(std::string load,
+                         ElementLoad(context, kvx::OperandIndex(kvx::CopyOperand::X), "i"));
   return ElementKernel(context, "copy", "Copy.",
                        absl::StrCat("  ", Buffer(OutputBuffer(context.instruction, 0), "float"),
                                     "[i] = ", load, ";\n"));

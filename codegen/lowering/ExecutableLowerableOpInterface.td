@@ -45,11 +45,12 @@ def RowKernelOpInterface : OpInterface<"RowKernelOpInterface"> {
   let cppNamespace = "::kvjit::codegen";
   let description = [{
     A row-wise op (tfm class `RowWise`) as the instruction of its own
-    kernel: its opcode and parameter table. The instruction's inputs are the
-    op's operands; after a fused residual add (`FusesResidualAdd`), the
-    add's two operands take the place of operand 0 and the instruction also
-    writes the sum, before the op's result. One generic lowering serves the
-    op alone and in its `row_wise` fusion.
+    kernel: its opcode, inputs and parameter table. The inputs are the op's
+    operands, named by its opcode (runtime/schema/OpOperands.h); after a
+    fused residual add (`FusesResidualAdd`), the add's two operands take the
+    place of operand 0 and the instruction also writes the sum, before the
+    op's result. One generic lowering serves the op alone and in its
+    `row_wise` fusion.
   }];
   let methods = [
     InterfaceMethod<[{
@@ -58,6 +59,14 @@ def RowKernelOpInterface : OpInterface<"RowKernelOpInterface"> {
       }],
       "::std::optional<::kvjit::kvx::OpCode>", "getKernelOpcode",
       (ins "bool":$afterResidualAdd)>,
+    InterfaceMethod<[{
+        The kernel's inputs in the order of its opcode's operands
+        (runtime/schema/OpOperands.h): the op's operands or, where
+        `residualAdd` is not null, that add's two in place of the op's
+        first, for the kernel that adds them first.
+      }],
+      "::std::vector<::mlir::Value>", "getKernelInputs",
+      (ins "::kvjit::tfm::AddOp":$residualAdd)>,
     InterfaceMethod<[{
         The op's parameter table (kvx.fbs OpParams), built in `builder`.
       }],

@@ -8,11 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
+#include "codegen/lowering/OperandTable.h"
 #include "codegen/lowering/TfmOpParams.h"
 #include "ir/Kernel/KernelDialect.h"
 #include "ir/Kernel/KernelOps.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::codegen {
@@ -74,6 +75,19 @@ absl::StatusOr<std::vector<kvx::ElementwiseStep>> ElementwiseChain(kernel::Fusio
   return steps;
 }
 
+// The operands of a swiglu fusion's kernel.
+struct GateAndUp {
+  mlir::Value gate, up;
+};
+
+using SwiGluOperand = OperandOf<GateAndUp, kvx::SwiGluOperand>;
+constexpr SwiGluOperand kSwiGluOperands[] = {
+    {kvx::SwiGluOperand::Gate, [](GateAndUp values) { return values.gate; }},
+    {kvx::SwiGluOperand::Up, [](GateAndUp values) { return values.up; }},
+};
+static_assert(kvx::CoversEnumInOrder(kSwiGluOperands, &SwiGluOperand::operand),
+              "one value per kvx::SwiGluOperand, in its order");
+
 absl::Status LowerFusion(kernel::FusionOp fusion, InstructionEmitter& emitter) {
   mlir::Block& body = fusion.getBody().front();
   // The fusion operand a value of the body reads; the kernel templates read
@@ -99,16 +113,9 @@ absl::Status LowerFusion(kernel::FusionOp fusion, InstructionEmitter& emitter) {
         return absl::UnimplementedError(absl::StrCat(DescribeOp(ops.back()), " in ",
                                                      DescribeOp(fusion), " has no kernel"));
       }
-      const bool after_residual_add = ops.size() == 2;
-      std::vector<mlir::Value> read;
-      if (after_residual_add) llvm::append_range(read, ops.front()->getOperands());
-      llvm::append_range(read, kernel->getOperands().drop_front(after_residual_add ? 1 : 0));
-      std::vector<mlir::Value> inputs;
-      for (mlir::Value inner : read) {
-        KVJIT_ASSIGN_OR_RETURN(mlir::Value input, outer(inner));
-        inputs.push_back(input);
-      }
-      return EmitRowKernel(fusion, kernel, after_residual_add, inputs, emitter);
+      const tfm::AddOp residual_add =
+          ops.size() == 2 ? mlir::cast<tfm::AddOp>(ops.front()) : tfm::AddOp();
+      return EmitRowKernel(fusion, kernel, residual_add, outer, emitter);
     }
     case kernel::FusionKind::swiglu: {
       KVJIT_ASSIGN_OR_RETURN(tfm::SiluOp silu, SingleOp<tfm::SiluOp>(fusion));
@@ -121,7 +128,8 @@ absl::Status LowerFusion(kernel::FusionOp fusion, InstructionEmitter& emitter) {
       }
       KVJIT_ASSIGN_OR_RETURN(mlir::Value gate, outer(silu.getInput()));
       KVJIT_ASSIGN_OR_RETURN(mlir::Value up, outer(up_inner));
-      return emitter.Emit(fusion, kvx::OpCode::SwiGlu, {gate, up}, gate);
+      return emitter.Emit(fusion, kvx::OpCode::SwiGlu,
+                          InputsOf(GateAndUp{gate, up}, kSwiGluOperands), gate);
     }
     case kernel::FusionKind::elementwise: {
       KVJIT_ASSIGN_OR_RETURN(std::vector<kvx::ElementwiseStep> steps, ElementwiseChain(fusion));

@@ -1,34 +1,14 @@
 // The lowering of each kv op: the cache's instructions, over the step
 // function's cache argument.
 
-#include <cstddef>
-#include <vector>
-
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
+#include "codegen/lowering/OperandTable.h"
 #include "ir/Kv/KvDialect.h"
 #include "ir/Kv/KvOps.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/schema/EnumTable.h"
-#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen {
 namespace {
-
-// An instruction input of the runtime's (runtime/schema/OpOperands.h) and the
-// op's value that fills it.
-template <typename OpT, typename Operand>
-struct OperandOf {
-  Operand operand;
-  mlir::Value (*value)(OpT op);
-};
-
-// The instruction's inputs, in the order the operand table states.
-template <typename OpT, typename Operand, size_t N>
-std::vector<mlir::Value> InputsOf(OpT op, const OperandOf<OpT, Operand> (&operands)[N]) {
-  std::vector<mlir::Value> inputs;
-  for (const OperandOf<OpT, Operand>& operand : operands) inputs.push_back(operand.value(op));
-  return inputs;
-}
 
 using WriteOperand = OperandOf<kv::WriteOp, kvx::KvWriteOperand>;
 constexpr WriteOperand kWriteOperands[] = {

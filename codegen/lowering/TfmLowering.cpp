@@ -1,8 +1,9 @@
 // The lowering of each tfm op a planned step function may hold outside a
 // fusion. A new elementwise op goes here as a StepOf overload (its
 // ElementwiseOpCode and operands) and an entry in AttachElementwise; a new
-// row-wise op as KernelOf and ParamsOf overloads (its opcodes and parameter
-// table) and an entry in AttachRowKernels. Either then lowers alone and
+// row-wise op as KernelOf, KernelInputsOf and ParamsOf overloads (its
+// opcodes, their operand tables and its parameter table) and an entry in
+// AttachRowKernels. Either then lowers alone and
 // inside its fusions.
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
+#include "codegen/lowering/OperandTable.h"
 #include "codegen/lowering/TfmOpParams.h"
 #include "ir/Tfm/TfmDialect.h"
 #include "ir/Tfm/TfmOps.h"
@@ -27,22 +29,56 @@ absl::Status Lower(tfm::SliceColumnsOp op, InstructionEmitter& emitter) {
   return emitter.BindColumnView(op);
 }
 
+using EmbeddingOperand = OperandOf<tfm::EmbeddingOp, kvx::EmbeddingOperand>;
+constexpr EmbeddingOperand kEmbeddingOperands[] = {
+    {kvx::EmbeddingOperand::Table,
+     [](tfm::EmbeddingOp op) -> mlir::Value { return op.getTable(); }},
+    {kvx::EmbeddingOperand::Tokens,
+     [](tfm::EmbeddingOp op) -> mlir::Value { return op.getTokens(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kEmbeddingOperands, &EmbeddingOperand::operand),
+              "one value per kvx::EmbeddingOperand, in its order");
+
 absl::Status Lower(tfm::EmbeddingOp op, InstructionEmitter& emitter) {
-  return emitter.Emit(op, kvx::OpCode::Embedding, {op.getTable(), op.getTokens()}, op.getTokens());
+  return emitter.Emit(op, kvx::OpCode::Embedding, InputsOf(op, kEmbeddingOperands), op.getTokens());
 }
+
+// The bias is null where the model has none, which ends the inputs there.
+using LinearOperand = OperandOf<tfm::LinearOp, kvx::LinearOperand>;
+constexpr LinearOperand kLinearOperands[] = {
+    {kvx::LinearOperand::X, [](tfm::LinearOp op) -> mlir::Value { return op.getInput(); }},
+    {kvx::LinearOperand::Weight, [](tfm::LinearOp op) -> mlir::Value { return op.getWeight(); }},
+    {kvx::LinearOperand::Bias, [](tfm::LinearOp op) -> mlir::Value { return op.getBias(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kLinearOperands, &LinearOperand::operand),
+              "one value per kvx::LinearOperand, in its order");
 
 absl::Status Lower(tfm::LinearOp op, InstructionEmitter& emitter) {
-  std::vector<mlir::Value> inputs = {op.getInput(), op.getWeight()};
-  if (op.getBias()) inputs.push_back(op.getBias());
-  return emitter.Emit(op, kvx::OpCode::Linear, inputs, op.getInput());
+  return emitter.Emit(op, kvx::OpCode::Linear, InputsOf(op, kLinearOperands), op.getInput());
 }
+
+using CopyOperand = OperandOf<tfm::ReshapeOp, kvx::CopyOperand>;
+constexpr CopyOperand kCopyOperands[] = {
+    {kvx::CopyOperand::X, [](tfm::ReshapeOp op) -> mlir::Value { return op.getInput(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kCopyOperands, &CopyOperand::operand),
+              "one value per kvx::CopyOperand, in its order");
 
 absl::Status Lower(tfm::ReshapeOp op, InstructionEmitter& emitter) {
-  return emitter.Emit(op, kvx::OpCode::Copy, {op.getInput()}, op.getInput());
+  return emitter.Emit(op, kvx::OpCode::Copy, InputsOf(op, kCopyOperands), op.getInput());
 }
 
+using GatherRowsOperand = OperandOf<tfm::GatherRowsOp, kvx::GatherRowsOperand>;
+constexpr GatherRowsOperand kGatherRowsOperands[] = {
+    {kvx::GatherRowsOperand::X, [](tfm::GatherRowsOp op) -> mlir::Value { return op.getInput(); }},
+    {kvx::GatherRowsOperand::Rows,
+     [](tfm::GatherRowsOp op) -> mlir::Value { return op.getRows(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kGatherRowsOperands, &GatherRowsOperand::operand),
+              "one value per kvx::GatherRowsOperand, in its order");
+
 absl::Status Lower(tfm::GatherRowsOp op, InstructionEmitter& emitter) {
-  return emitter.Emit(op, kvx::OpCode::GatherRows, {op.getInput(), op.getRows()}, op.getRows());
+  return emitter.Emit(op, kvx::OpCode::GatherRows, InputsOf(op, kGatherRowsOperands), op.getRows());
 }
 
 template <typename OpT>
@@ -64,12 +100,58 @@ struct RowKernel {
 
 RowKernel KernelOf(tfm::RmsNormOp) { return {kvx::OpCode::RmsNorm, kvx::OpCode::AddRmsNorm}; }
 
+using RmsNormOperand = OperandOf<tfm::RmsNormOp, kvx::RmsNormOperand>;
+constexpr RmsNormOperand kRmsNormOperands[] = {
+    {kvx::RmsNormOperand::X, [](tfm::RmsNormOp norm) -> mlir::Value { return norm.getInput(); }},
+    {kvx::RmsNormOperand::Weight,
+     [](tfm::RmsNormOp norm) -> mlir::Value { return norm.getWeight(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kRmsNormOperands, &RmsNormOperand::operand),
+              "one value per kvx::RmsNormOperand, in its order");
+
+// A norm after the residual add whose sum it normalizes.
+struct AddThenNorm {
+  tfm::AddOp add;
+  tfm::RmsNormOp norm;
+};
+
+using AddRmsNormOperand = OperandOf<AddThenNorm, kvx::AddRmsNormOperand>;
+constexpr AddRmsNormOperand kAddRmsNormOperands[] = {
+    {kvx::AddRmsNormOperand::A,
+     [](AddThenNorm fused) -> mlir::Value { return fused.add.getLhs(); }},
+    {kvx::AddRmsNormOperand::B,
+     [](AddThenNorm fused) -> mlir::Value { return fused.add.getRhs(); }},
+    {kvx::AddRmsNormOperand::Weight,
+     [](AddThenNorm fused) -> mlir::Value { return fused.norm.getWeight(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kAddRmsNormOperands, &AddRmsNormOperand::operand),
+              "one value per kvx::AddRmsNormOperand, in its order");
+
+std::vector<mlir::Value> KernelInputsOf(tfm::RmsNormOp norm, tfm::AddOp residual_add) {
+  if (residual_add) return InputsOf(AddThenNorm{residual_add, norm}, kAddRmsNormOperands);
+  return InputsOf(norm, kRmsNormOperands);
+}
+
 InstructionParams ParamsOf(tfm::RmsNormOp norm, flatbuffers::FlatBufferBuilder& builder) {
   return {kvx::OpParams::RmsNormParams,
           kvx::CreateRmsNormParams(builder, ToF32(norm.getEpsilon())).Union()};
 }
 
 RowKernel KernelOf(tfm::RopeOp) { return {kvx::OpCode::Rope, std::nullopt}; }
+
+using RopeOperand = OperandOf<tfm::RopeOp, kvx::RopeOperand>;
+constexpr RopeOperand kRopeOperands[] = {
+    {kvx::RopeOperand::X, [](tfm::RopeOp rope) -> mlir::Value { return rope.getInput(); }},
+    {kvx::RopeOperand::Positions,
+     [](tfm::RopeOp rope) -> mlir::Value { return rope.getPositions(); }},
+};
+static_assert(kvx::CoversEnumInOrder(kRopeOperands, &RopeOperand::operand),
+              "one value per kvx::RopeOperand, in its order");
+
+// Rope fuses no residual add (KernelOf), so it is never given one.
+std::vector<mlir::Value> KernelInputsOf(tfm::RopeOp rope, tfm::AddOp) {
+  return InputsOf(rope, kRopeOperands);
+}
 
 InstructionParams ParamsOf(tfm::RopeOp rope, flatbuffers::FlatBufferBuilder& builder) {
   auto type = mlir::cast<mlir::RankedTensorType>(rope.getInput().getType());
@@ -104,6 +186,9 @@ struct RowKernelModel : RowKernelOpInterface::ExternalModel<RowKernelModel<OpT>,
     const RowKernel kernel = KernelOf(mlir::cast<OpT>(op));
     return after_residual_add ? kernel.after_residual_add : kernel.alone;
   }
+  std::vector<mlir::Value> getKernelInputs(mlir::Operation* op, tfm::AddOp residual_add) const {
+    return KernelInputsOf(mlir::cast<OpT>(op), residual_add);
+  }
   InstructionParams buildKernelParams(mlir::Operation* op,
                                       flatbuffers::FlatBufferBuilder& builder) const {
     return ParamsOf(mlir::cast<OpT>(op), builder);
@@ -114,9 +199,9 @@ template <typename OpT>
 struct RowKernelLoweringModel
     : ExecutableLowerableOpInterface::ExternalModel<RowKernelLoweringModel<OpT>, OpT> {
   absl::Status lowerToExecutable(mlir::Operation* op, InstructionEmitter& emitter) const {
-    const std::vector<mlir::Value> inputs(op->getOperands().begin(), op->getOperands().end());
-    return EmitRowKernel(op, mlir::cast<RowKernelOpInterface>(op), /*after_residual_add=*/false,
-                         inputs, emitter);
+    return EmitRowKernel(
+        op, mlir::cast<RowKernelOpInterface>(op), /*residual_add=*/tfm::AddOp(),
+        [](mlir::Value read) -> absl::StatusOr<mlir::Value> { return read; }, emitter);
   }
 };
 

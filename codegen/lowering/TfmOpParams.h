@@ -3,7 +3,9 @@
 
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
 #include "codegen/lowering/InstructionEmitter.h"
 #include "runtime/schema/kvx_generated.h"
@@ -13,11 +15,12 @@
 namespace kvjit::codegen {
 
 // Appends the instruction of row-wise `op`'s kernel for `at` (the op itself,
-// or its fusion), writing `at`'s results. `inputs` are the op's operands as
-// `at` reads them; where `after_residual_add`, the residual add's two
-// operands take the place of operand 0 and the first result is the sum.
-absl::Status EmitRowKernel(mlir::Operation* at, RowKernelOpInterface op, bool after_residual_add,
-                           const std::vector<mlir::Value>& inputs, InstructionEmitter& emitter);
+// or its fusion), writing `at`'s results: after `residual_add` where that is
+// not null, whose sum is the first result. `outer` gives, for each value
+// the kernel reads, the value `at` reads (the same one for the op itself).
+absl::Status EmitRowKernel(mlir::Operation* at, RowKernelOpInterface op, tfm::AddOp residual_add,
+                           absl::FunctionRef<absl::StatusOr<mlir::Value>(mlir::Value)> outer,
+                           InstructionEmitter& emitter);
 
 InstructionParams ElementwiseChainParams(const std::vector<kvx::ElementwiseStep>& steps,
                                          flatbuffers::FlatBufferBuilder& builder);

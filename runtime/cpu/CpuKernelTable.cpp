@@ -18,21 +18,23 @@ namespace {
 
 // Embedding: in table (weight), tokens → out [T, hidden].
 absl::Status RunEmbedding(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(cpu::WeightView table, context.Matrix(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(const int32_t* ids, context.Ints(context.input(1)));
+  using Operand = kvx::EmbeddingOperand;
+  KVJIT_ASSIGN_OR_RETURN(cpu::WeightView table, context.Matrix(context.input(Operand::Table)));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* ids, context.Ints(context.input(Operand::Tokens)));
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
   return cpu::EmbeddingLookup(table, ids, context.sizes.tokens, out, context.pool);
 }
 
 // Linear: in x, weight[, bias] → out.
 absl::Status RunLinear(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(cpu::WeightView w, context.Matrix(context.input(1)));
+  using Operand = kvx::LinearOperand;
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(Operand::X)));
+  KVJIT_ASSIGN_OR_RETURN(cpu::WeightView w, context.Matrix(context.input(Operand::Weight)));
   KVJIT_ASSIGN_OR_RETURN(float* y, context.Floats(context.output(0)));
-  const int64_t rows = context.Elements(context.input(0)) / w.cols;
+  const int64_t rows = context.Elements(context.input(Operand::X)) / w.cols;
   KVJIT_RETURN_IF_ERROR(cpu::MatMul(w, x, rows, y, context.pool));
-  if (context.instruction.inputs()->size() > 2) {
-    KVJIT_ASSIGN_OR_RETURN(float* bias, context.Floats(context.input(2)));
+  if (kvx::HasOperand(context.instruction, Operand::Bias)) {
+    KVJIT_ASSIGN_OR_RETURN(float* bias, context.Floats(context.input(Operand::Bias)));
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t o = 0; o < w.rows; ++o) y[r * w.rows + o] += bias[o];
     }
@@ -157,12 +159,9 @@ absl::Status RunElementwise(CpuOpContext& context) {
 // KvWrite: in key, value, slot_mapping → the cache's layer.
 absl::Status RunKvWrite(CpuOpContext& context) {
   using Operand = kvx::KvWriteOperand;
-  auto input = [&](Operand operand) -> const kvx::TensorRef& {
-    return context.input(kvx::OperandIndex(operand));
-  };
-  KVJIT_ASSIGN_OR_RETURN(float* key, context.Floats(input(Operand::Key)));
-  KVJIT_ASSIGN_OR_RETURN(float* value, context.Floats(input(Operand::Value)));
-  KVJIT_ASSIGN_OR_RETURN(const int32_t* slots, context.Ints(input(Operand::SlotMapping)));
+  KVJIT_ASSIGN_OR_RETURN(float* key, context.Floats(context.input(Operand::Key)));
+  KVJIT_ASSIGN_OR_RETURN(float* value, context.Floats(context.input(Operand::Value)));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* slots, context.Ints(context.input(Operand::SlotMapping)));
   return cpu::WriteKv(key, value, context.sizes.tokens, slots, context.kv.layout,
                       context.instruction.params_as_KvWriteParams()->layer(), context.kv.data,
                       context.kv.num_blocks, context.pool);
@@ -172,19 +171,16 @@ absl::Status RunKvWrite(CpuOpContext& context) {
 // out.
 absl::Status RunKvAttention(CpuOpContext& context) {
   using Operand = kvx::KvAttentionOperand;
-  auto input = [&](Operand operand) -> const kvx::TensorRef& {
-    return context.input(kvx::OperandIndex(operand));
-  };
-  KVJIT_ASSIGN_OR_RETURN(float* query, context.Floats(input(Operand::Query)));
+  KVJIT_ASSIGN_OR_RETURN(float* query, context.Floats(context.input(Operand::Query)));
   cpu::PagedAttentionBatch batch;
-  KVJIT_ASSIGN_OR_RETURN(batch.positions, context.Ints(input(Operand::Positions)));
-  KVJIT_ASSIGN_OR_RETURN(batch.seq_starts, context.Ints(input(Operand::SeqStarts)));
-  KVJIT_ASSIGN_OR_RETURN(batch.context_lens, context.Ints(input(Operand::ContextLens)));
-  KVJIT_ASSIGN_OR_RETURN(batch.block_tables, context.Ints(input(Operand::BlockTables)));
+  KVJIT_ASSIGN_OR_RETURN(batch.positions, context.Ints(context.input(Operand::Positions)));
+  KVJIT_ASSIGN_OR_RETURN(batch.seq_starts, context.Ints(context.input(Operand::SeqStarts)));
+  KVJIT_ASSIGN_OR_RETURN(batch.context_lens, context.Ints(context.input(Operand::ContextLens)));
+  KVJIT_ASSIGN_OR_RETURN(batch.block_tables, context.Ints(context.input(Operand::BlockTables)));
   batch.num_sequences = context.sizes.sequences;
   batch.max_blocks_per_sequence = context.sizes.max_blocks;
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
-  const int64_t heads = context.Extent(input(Operand::Query), 1);
+  const int64_t heads = context.Extent(context.input(Operand::Query), 1);
   const kvx::KvAttentionParams& params = *context.instruction.params_as_KvAttentionParams();
   return cpu::PagedAttention(query, context.sizes.tokens, heads, context.kv.layout, params.layer(),
                              context.kv.data, context.kv.num_blocks, batch, params.scale(),
@@ -193,17 +189,19 @@ absl::Status RunKvAttention(CpuOpContext& context) {
 
 // GatherRows: in x, rows → out.
 absl::Status RunGatherRows(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(const int32_t* rows, context.Ints(context.input(1)));
+  using Operand = kvx::GatherRowsOperand;
+  const kvx::TensorRef& x_ref = context.input(Operand::X);
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* rows, context.Ints(context.input(Operand::Rows)));
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
-  const int64_t w = context.Width(context.input(0));
-  return cpu::GatherRows(x, context.Elements(context.input(0)) / w, w, rows,
-                         context.sizes.logits_rows, out, context.pool);
+  const int64_t w = context.Width(x_ref);
+  return cpu::GatherRows(x, context.Elements(x_ref) / w, w, rows, context.sizes.logits_rows, out,
+                         context.pool);
 }
 
 // Copy: in x → out (a reshape); a column view is copied row by row.
 absl::Status RunCopy(CpuOpContext& context) {
-  const kvx::TensorRef& x_ref = context.input(0);
+  const kvx::TensorRef& x_ref = context.input(kvx::CopyOperand::X);
   KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
   const int64_t n = context.Elements(x_ref);

@@ -2,6 +2,7 @@
 #define KVJIT_RUNTIME_CPU_CPUKERNELTABLE_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "absl/status/statusor.h"
 #include "runtime/cpu/MatMul.h"
@@ -10,6 +11,7 @@
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/schema/OpOperands.h"
 #include "runtime/schema/kvx_generated.h"
 
 // The CPU kernel of each opcode, found by the CPU runner through CpuKernelOf:
@@ -50,7 +52,12 @@ struct CpuOpContext {
   // The step's Rope angles, shared by its Rope instructions.
   cpu::RopeAngles& rope_angles;
 
-  const kvx::TensorRef& input(int i) const { return *instruction.inputs()->Get(i); }
+  // An input by its operand's name (runtime/schema/OpOperands.h).
+  template <typename Operand>
+  const kvx::TensorRef& input(Operand operand) const {
+    static_assert(std::is_enum_v<Operand>, "inputs are read by their names in OpOperands.h");
+    return kvx::InputOf(instruction, operand);
+  }
   const kvx::TensorRef& output(int i) const { return *instruction.outputs()->Get(i); }
   absl::StatusOr<float*> Floats(const kvx::TensorRef& ref) { return operands.Floats(ref); }
   absl::StatusOr<const int32_t*> Ints(const kvx::TensorRef& ref) const {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::cuda {
 namespace {
@@ -94,7 +95,7 @@ absl::Status VerifyCudaPath(const runtime::Executable& executable, const kvx::Cu
     if (instruction.op() != kvx::OpCode::Linear) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": only a Linear has a GEMM"));
     }
-    const kvx::TensorRef& weight = *instruction.inputs()->Get(1);
+    const kvx::TensorRef& weight = kvx::InputOf(instruction, kvx::LinearOperand::Weight);
     const auto* shape = executable.root().weights()->Get(weight.index())->shape();
     if (gemm->m() == nullptr || gemm->m()->size() == 0 || gemm->n() != shape->Get(0) ||
         gemm->k() != shape->Get(1)) {

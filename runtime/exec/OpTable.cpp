@@ -51,14 +51,15 @@ void NoFlops(const OpCostContext&, InstructionCost&) {}
 
 // Embedding: in table (weight), tokens → out [T, hidden].
 absl::Status VerifyEmbedding(const OpCheckContext& context) {
-  return OutputFits(context.input(0).kind() == kvx::BufferKind::Weight &&
-                    LastStaticDim(context.output(0)) == context.WeightDim(0, 1));
+  using Operand = kvx::EmbeddingOperand;
+  return OutputFits(context.input(Operand::Table).kind() == kvx::BufferKind::Weight &&
+                    LastStaticDim(context.output(0)) == context.WeightDim(Operand::Table, 1));
 }
 
 // Reads one row of the table per token, not the whole table.
 void CostEmbedding(const OpCostContext& context, InstructionCost& cost) {
-  const kvx::Weight& table =
-      *context.executable.weights()->Get(context.instruction.inputs()->Get(0)->index());
+  const kvx::Weight& table = *context.executable.weights()->Get(
+      kvx::InputOf(context.instruction, kvx::EmbeddingOperand::Table).index());
   if (table.shape() == nullptr || table.shape()->size() == 0 || table.shape()->Get(0) <= 0) return;
   const int64_t rows = table.shape()->Get(0);
   cost.weight_bytes = table.size_bytes() / rows * std::min(context.sizes.tokens, rows);
@@ -66,24 +67,31 @@ void CostEmbedding(const OpCostContext& context, InstructionCost& cost) {
 
 // Linear: in x, weight[, bias] → out.
 absl::Status VerifyLinear(const OpCheckContext& context) {
-  const kvx::TensorRef& x = context.input(0);
+  using Operand = kvx::LinearOperand;
+  const kvx::TensorRef& x = context.input(Operand::X);
   const kvx::TensorRef& out = context.output(0);
-  return OutputFits(context.input(1).kind() == kvx::BufferKind::Weight &&
-                    context.WeightDim(1, 1) > 0 && LastStaticDim(x) == context.WeightDim(1, 1) &&
-                    LastStaticDim(out) == context.WeightDim(1, 0) &&
+  const int64_t out_features = context.WeightDim(Operand::Weight, 0);
+  const int64_t in_features = context.WeightDim(Operand::Weight, 1);
+  return OutputFits(context.input(Operand::Weight).kind() == kvx::BufferKind::Weight &&
+                    in_features > 0 && LastStaticDim(x) == in_features &&
+                    LastStaticDim(out) == out_features &&
                     out.shape()->size() == x.shape()->size() &&
                     SameDim(*out.shape()->Get(0), *x.shape()->Get(0)) &&
-                    (context.num_inputs() < 3 ||
-                     LastStaticDim(context.input(2)) == context.WeightDim(1, 0)));
+                    (!kvx::HasOperand(context.instruction, Operand::Bias) ||
+                     LastStaticDim(context.input(Operand::Bias)) == out_features));
 }
 
 void CostLinear(const OpCostContext& context, InstructionCost& cost) {
-  const auto& inputs = *context.instruction.inputs();
-  const kvx::Weight& weight = *context.executable.weights()->Get(inputs[1]->index());
+  using Operand = kvx::LinearOperand;
+  const kvx::Instruction& instruction = context.instruction;
+  const kvx::Weight& weight = *context.executable.weights()->Get(
+      kvx::InputOf(instruction, Operand::Weight).index());
   const int64_t out_features = weight.shape()->Get(0), in_features = weight.shape()->Get(1);
-  const int64_t rows = ElementsOf(context.executable, *inputs[0], context.sizes) / in_features;
+  const int64_t rows =
+      ElementsOf(context.executable, kvx::InputOf(instruction, Operand::X), context.sizes) /
+      in_features;
   cost.flops = 2 * rows * in_features * out_features;
-  if (inputs.size() > 2) cost.flops += rows * out_features;
+  if (kvx::HasOperand(instruction, Operand::Bias)) cost.flops += rows * out_features;
 }
 
 // Elementwise: in operands → out the last step of the chain.
@@ -130,14 +138,13 @@ absl::Status CacheLayer(const OpCheckContext& context, uint32_t layer) {
   return absl::OkStatus();
 }
 
-// HeadOperand checks operand 0 as the cache's head operand.
-static_assert(kvx::OperandIndex(kvx::KvWriteOperand::Key) == 0 &&
-                  kvx::OperandIndex(kvx::KvAttentionOperand::Query) == 0,
-              "the cache's ops have their [tokens, heads, head_dim] operand first");
-
 // KvWrite: in key, value, slot_mapping → the cache's layer.
 absl::Status VerifyKvWrite(const OpCheckContext& context) {
-  if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
+  if (absl::Status heads =
+          HeadOperand(context, context.input(kvx::KvWriteOperand::Key), /*of_the_cache=*/true);
+      !heads.ok()) {
+    return heads;
+  }
   return CacheLayer(context, context.instruction.params_as_KvWriteParams()->layer());
 }
 
@@ -148,19 +155,20 @@ void CostKvWrite(const OpCostContext& context, InstructionCost& cost) {
 // KvAttention: in query, positions, seq_starts, context_lens, block_tables →
 // out.
 absl::Status VerifyKvAttention(const OpCheckContext& context) {
-  const kvx::TensorRef& query = context.input(kvx::OperandIndex(kvx::KvAttentionOperand::Query));
+  const kvx::TensorRef& query = context.input(kvx::KvAttentionOperand::Query);
   if (absl::Status fits = OutputFits(SameShape(context.output(0), query)); !fits.ok()) {
     return fits;
   }
-  if (absl::Status heads = HeadOperand(context, /*of_the_cache=*/true); !heads.ok()) return heads;
+  if (absl::Status heads = HeadOperand(context, query, /*of_the_cache=*/true); !heads.ok()) {
+    return heads;
+  }
   return CacheLayer(context, context.instruction.params_as_KvAttentionParams()->layer());
 }
 
 // Each (query head, key) pair: the q·k and p·v dot products, and the score's
 // scaling, exp and sum; each query head's row is divided once.
 void CostKvAttention(const OpCostContext& context, InstructionCost& cost) {
-  const kvx::TensorRef& query =
-      *context.instruction.inputs()->Get(kvx::OperandIndex(kvx::KvAttentionOperand::Query));
+  const kvx::TensorRef& query = kvx::InputOf(context.instruction, kvx::KvAttentionOperand::Query);
   const int64_t heads = Extent(query, 1, context.sizes);
   const int64_t head_dim = Extent(query, 2, context.sizes);
   cost.kv_bytes = 2 * context.attention.cached_tokens * KvRowBytes(context.executable);
@@ -171,17 +179,17 @@ void CostKvAttention(const OpCostContext& context, InstructionCost& cost) {
 // GatherRows: in x, rows → out.
 absl::Status VerifyGatherRows(const OpCheckContext& context) {
   const int64_t width = LastStaticDim(context.output(0));
-  return OutputFits(width == LastStaticDim(context.input(0)) && width > 0);
+  return OutputFits(width == LastStaticDim(context.input(kvx::GatherRowsOperand::X)) && width > 0);
 }
 
 // Copy: in x → out (a reshape: same bytes, other shape).
 absl::Status VerifyCopy(const OpCheckContext& context) {
-  return OutputFits(SameElementCount(context.output(0), context.input(0)));
+  return OutputFits(SameElementCount(context.output(0), context.input(kvx::CopyOperand::X)));
 }
 
 // A Copy into its own bytes moves nothing.
 void CostCopy(const OpCostContext& context, InstructionCost& cost) {
-  const kvx::TensorRef& in = *context.instruction.inputs()->Get(0);
+  const kvx::TensorRef& in = kvx::InputOf(context.instruction, kvx::CopyOperand::X);
   const kvx::TensorRef& out = *context.instruction.outputs()->Get(0);
   if (in.kind() == kvx::BufferKind::Arena && out.kind() == kvx::BufferKind::Arena &&
       in.offset() == out.offset()) {
@@ -192,8 +200,11 @@ void CostCopy(const OpCostContext& context, InstructionCost& cost) {
 // The opcodes that are not row-wise; runtime/ops describes the others.
 using P = kvx::OpParams;
 constexpr OpDescription kOps[] = {
-    {kvx::OpCode::Embedding, 2, 2, 1, P::NONE, false, VerifyEmbedding, CostEmbedding},
-    {kvx::OpCode::Linear, 2, 3, 1, P::NONE, false, VerifyLinear, CostLinear},
+    {kvx::OpCode::Embedding, kvx::kOperandCount<kvx::EmbeddingOperand>,
+     kvx::kOperandCount<kvx::EmbeddingOperand>, 1, P::NONE, false, VerifyEmbedding,
+     CostEmbedding},
+    {kvx::OpCode::Linear, kvx::kRequiredOperandCount<kvx::LinearOperand>,
+     kvx::kOperandCount<kvx::LinearOperand>, 1, P::NONE, false, VerifyLinear, CostLinear},
     {kvx::OpCode::Elementwise, 1, 64, 1, P::ElementwiseParams, true, VerifyElementwise,
      CostElementwise},
     {kvx::OpCode::KvWrite, kvx::kOperandCount<kvx::KvWriteOperand>,
@@ -202,8 +213,10 @@ constexpr OpDescription kOps[] = {
     {kvx::OpCode::KvAttention, kvx::kOperandCount<kvx::KvAttentionOperand>,
      kvx::kOperandCount<kvx::KvAttentionOperand>, 1, P::KvAttentionParams, false,
      VerifyKvAttention, CostKvAttention},
-    {kvx::OpCode::GatherRows, 2, 2, 1, P::NONE, false, VerifyGatherRows, NoFlops},
-    {kvx::OpCode::Copy, 1, 1, 1, P::NONE, true, VerifyCopy, CostCopy},
+    {kvx::OpCode::GatherRows, kvx::kOperandCount<kvx::GatherRowsOperand>,
+     kvx::kOperandCount<kvx::GatherRowsOperand>, 1, P::NONE, false, VerifyGatherRows, NoFlops},
+    {kvx::OpCode::Copy, kvx::kOperandCount<kvx::CopyOperand>, kvx::kOperandCount<kvx::CopyOperand>,
+     1, P::NONE, true, VerifyCopy, CostCopy},
 };
 
 static_assert(DescribesEveryOpCodeOnce<kOps>());
@@ -230,12 +243,12 @@ absl::Status OutputFits(bool fits) {
   return absl::InvalidArgumentError("the output's shape does not fit the inputs'");
 }
 
-absl::Status HeadOperand(const OpCheckContext& context, bool of_the_cache) {
-  const kvx::TensorRef& first = context.input(0);
-  if (first.shape()->size() != 3) {
+absl::Status HeadOperand(const OpCheckContext& context, const kvx::TensorRef& head,
+                         bool of_the_cache) {
+  if (head.shape()->size() != 3) {
     return absl::InvalidArgumentError("needs [tokens, heads, head_dim] operands");
   }
-  const kvx::Dim& head_dim = *first.shape()->Get(2);
+  const kvx::Dim& head_dim = *head.shape()->Get(2);
   if (head_dim.kind() != kvx::DimKind::Static ||
       (of_the_cache && head_dim.size() != context.executable.kv_layout()->head_dim())) {
     return absl::InvalidArgumentError("head_dim differs from the KV layout's");
@@ -249,8 +262,7 @@ int64_t Extent(const kvx::TensorRef& ref, int axis, const StepSizes& sizes) {
   return DimExtent(dim.kind(), dim.size(), sizes);
 }
 
-int64_t OpCheckContext::WeightDim(size_t i, size_t dim) const {
-  const kvx::TensorRef& ref = input(i);
+int64_t OpCheckContext::WeightDimOf(const kvx::TensorRef& ref, size_t dim) const {
   if (ref.kind() != kvx::BufferKind::Weight) return -1;
   const auto* shape = executable.weights()->Get(ref.index())->shape();
   return shape != nullptr && dim < shape->size() ? shape->Get(dim) : -1;

@@ -4,10 +4,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/InstructionCost.h"
+#include "runtime/schema/OpOperands.h"
 #include "runtime/schema/kvx_generated.h"
 
 // The runtime's one description of each opcode, read by the loader (arity,
@@ -28,12 +30,23 @@ struct OpCheckContext {
   const kvx::Executable& executable;
   const kvx::Instruction& instruction;
 
-  const kvx::TensorRef& input(size_t i) const { return *instruction.inputs()->Get(i); }
+  // An input by its operand's name (runtime/schema/OpOperands.h).
+  template <typename Operand>
+  const kvx::TensorRef& input(Operand operand) const {
+    static_assert(std::is_enum_v<Operand>, "inputs are read by their names in OpOperands.h");
+    return kvx::InputOf(instruction, operand);
+  }
   const kvx::TensorRef& output(size_t i) const { return *instruction.outputs()->Get(i); }
   size_t num_inputs() const { return instruction.inputs()->size(); }
-  // Dimension `dim` of the weight input `i` refers to; -1 where it has none
-  // (or `i` is no weight).
-  int64_t WeightDim(size_t i, size_t dim) const;
+  // Dimension `dim` of the weight `operand` refers to; -1 where it has none
+  // (or `operand` is no weight).
+  template <typename Operand>
+  int64_t WeightDim(Operand operand, size_t dim) const {
+    return WeightDimOf(input(operand), dim);
+  }
+
+ private:
+  int64_t WeightDimOf(const kvx::TensorRef& ref, size_t dim) const;
 };
 
 // What the cost model knows before an op adds its own: the step's sizes, how
@@ -80,9 +93,10 @@ int64_t LastStaticDim(const kvx::TensorRef& ref);
 // arena was checked against must agree.
 absl::Status OutputFits(bool fits);
 
-// The [tokens, heads, head_dim] operand 0 of the ops over heads; the cache's
-// ops also need the KV layout's head_dim.
-absl::Status HeadOperand(const OpCheckContext& context, bool of_the_cache);
+// The [tokens, heads, head_dim] operand `head` of an op over heads; the
+// cache's ops also need the KV layout's head_dim.
+absl::Status HeadOperand(const OpCheckContext& context, const kvx::TensorRef& head,
+                         bool of_the_cache);
 
 // The extent of dimension `axis` of `ref` in a step of `sizes`; 1 past its
 // rank.

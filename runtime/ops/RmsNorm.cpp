@@ -13,14 +13,21 @@
 namespace kvjit::runtime {
 namespace {
 
-// RmsNorm: in x, weight → out. AddRmsNorm: in a, b, weight → out sum, normed.
-absl::Status VerifyNorm(const OpCheckContext& context) {
-  const kvx::TensorRef& x = context.input(0);
-  const kvx::TensorRef& weight = context.input(context.num_inputs() - 1);
-  const size_t outputs = context.instruction.outputs()->size();
-  return OutputFits(SameShape(context.output(0), x) && LastStaticDim(weight) == LastStaticDim(x) &&
-                    (outputs < 2 || SameShape(context.output(1), x)) &&
-                    (context.num_inputs() < 3 || SameShape(context.input(1), x)));
+// RmsNorm: in x, weight → out.
+absl::Status VerifyRmsNorm(const OpCheckContext& context) {
+  using Operand = kvx::RmsNormOperand;
+  const kvx::TensorRef& x = context.input(Operand::X);
+  return OutputFits(SameShape(context.output(0), x) &&
+                    LastStaticDim(context.input(Operand::Weight)) == LastStaticDim(x));
+}
+
+// AddRmsNorm: in a, b, weight → out sum, normed.
+absl::Status VerifyAddRmsNorm(const OpCheckContext& context) {
+  using Operand = kvx::AddRmsNormOperand;
+  const kvx::TensorRef& a = context.input(Operand::A);
+  return OutputFits(SameShape(context.output(0), a) &&
+                    LastStaticDim(context.input(Operand::Weight)) == LastStaticDim(a) &&
+                    SameShape(context.output(1), a) && SameShape(context.input(Operand::B), a));
 }
 
 // x², their sum, the scaling and the weight's product per element.
@@ -36,24 +43,28 @@ void CostAddRmsNorm(const OpCostContext& context, InstructionCost& cost) {
 
 // RmsNorm: in x, weight → out.
 absl::Status RunRmsNorm(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(1)));
+  using Operand = kvx::RmsNormOperand;
+  const kvx::TensorRef& x_ref = context.input(Operand::X);
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
+  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(Operand::Weight)));
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
-  const int64_t w = context.Width(context.input(0));
+  const int64_t w = context.Width(x_ref);
   return cpu::RmsNorm(x, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
-                      context.Elements(context.input(0)) / w, w, out, context.pool);
+                      context.Elements(x_ref) / w, w, out, context.pool);
 }
 
 // AddRmsNorm: in a, b, weight → out sum, normed.
 absl::Status RunAddRmsNorm(CpuOpContext& context) {
-  KVJIT_ASSIGN_OR_RETURN(float* a, context.Floats(context.input(0)));
-  KVJIT_ASSIGN_OR_RETURN(float* b, context.Floats(context.input(1)));
-  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(2)));
+  using Operand = kvx::AddRmsNormOperand;
+  const kvx::TensorRef& a_ref = context.input(Operand::A);
+  KVJIT_ASSIGN_OR_RETURN(float* a, context.Floats(a_ref));
+  KVJIT_ASSIGN_OR_RETURN(float* b, context.Floats(context.input(Operand::B)));
+  KVJIT_ASSIGN_OR_RETURN(float* weight, context.Floats(context.input(Operand::Weight)));
   KVJIT_ASSIGN_OR_RETURN(float* sum, context.Floats(context.output(0)));
   KVJIT_ASSIGN_OR_RETURN(float* normed, context.Floats(context.output(1)));
-  const int64_t n = context.Elements(context.input(0));
+  const int64_t n = context.Elements(a_ref);
   if (sum != a) std::memcpy(sum, a, n * sizeof(float));
-  const int64_t w = context.Width(context.input(0));
+  const int64_t w = context.Width(a_ref);
   return cpu::AddRmsNorm(sum, b, weight, context.instruction.params_as_RmsNormParams()->epsilon(),
                          n / w, w, normed, context.pool);
 }
@@ -61,13 +72,16 @@ absl::Status RunAddRmsNorm(CpuOpContext& context) {
 }  // namespace
 
 const RowOp kRmsNormOp = {
-    {kvx::OpCode::RmsNorm, 2, 2, 1, kvx::OpParams::RmsNormParams, false, VerifyNorm, CostRmsNorm},
+    {kvx::OpCode::RmsNorm, kvx::kOperandCount<kvx::RmsNormOperand>,
+     kvx::kOperandCount<kvx::RmsNormOperand>, 1, kvx::OpParams::RmsNormParams, false, VerifyRmsNorm,
+     CostRmsNorm},
     RunRmsNorm,
 };
 
 const RowOp kAddRmsNormOp = {
-    {kvx::OpCode::AddRmsNorm, 3, 3, 2, kvx::OpParams::RmsNormParams, false, VerifyNorm,
-     CostAddRmsNorm},
+    {kvx::OpCode::AddRmsNorm, kvx::kOperandCount<kvx::AddRmsNormOperand>,
+     kvx::kOperandCount<kvx::AddRmsNormOperand>, 2, kvx::OpParams::RmsNormParams, false,
+     VerifyAddRmsNorm, CostAddRmsNorm},
     RunAddRmsNorm,
 };
 

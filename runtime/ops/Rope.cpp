@@ -14,15 +14,15 @@ namespace {
 
 // Rope: in x [T, heads, head_dim], positions → out.
 absl::Status VerifyRope(const OpCheckContext& context) {
-  if (absl::Status fits = OutputFits(SameShape(context.output(0), context.input(0))); !fits.ok()) {
-    return fits;
-  }
-  return HeadOperand(context, /*of_the_cache=*/false);
+  const kvx::TensorRef& x = context.input(kvx::RopeOperand::X);
+  if (absl::Status fits = OutputFits(SameShape(context.output(0), x)); !fits.ok()) return fits;
+  return HeadOperand(context, x, /*of_the_cache=*/false);
 }
 
 // Each rotated pair: four multiplies and two adds.
 void CostRope(const OpCostContext& context, InstructionCost& cost) {
-  const int64_t head_dim = Extent(*context.instruction.inputs()->Get(0), 2, context.sizes);
+  const int64_t head_dim =
+      Extent(kvx::InputOf(context.instruction, kvx::RopeOperand::X), 2, context.sizes);
   const kvx::RopeParams& rope = *context.instruction.params_as_RopeParams();
   const int64_t rotary = rope.rotary_dim() > 0 ? rope.rotary_dim() : head_dim;
   cost.flops = 3 * (context.output_elements / head_dim) * rotary;
@@ -61,9 +61,10 @@ cpu::RopeParams RopeParamsOf(const kvx::RopeParams* rope, int64_t head_dim) {
 
 // Rope: in x [T, heads, head_dim], positions → out.
 absl::Status RunRope(CpuOpContext& context) {
-  const kvx::TensorRef& x_ref = context.input(0);
+  const kvx::TensorRef& x_ref = context.input(kvx::RopeOperand::X);
   KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
-  KVJIT_ASSIGN_OR_RETURN(const int32_t* positions, context.Ints(context.input(1)));
+  KVJIT_ASSIGN_OR_RETURN(const int32_t* positions,
+                         context.Ints(context.input(kvx::RopeOperand::Positions)));
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
   const int64_t heads = context.Extent(x_ref, 1);
   const int64_t head_dim = context.Extent(x_ref, 2);
@@ -75,7 +76,8 @@ absl::Status RunRope(CpuOpContext& context) {
 }  // namespace
 
 const RowOp kRopeOp = {
-    {kvx::OpCode::Rope, 2, 2, 1, kvx::OpParams::RopeParams, false, VerifyRope, CostRope},
+    {kvx::OpCode::Rope, kvx::kOperandCount<kvx::RopeOperand>, kvx::kOperandCount<kvx::RopeOperand>,
+     1, kvx::OpParams::RopeParams, false, VerifyRope, CostRope},
     RunRope,
 };
 

@@ -12,8 +12,9 @@ namespace {
 
 // SwiGlu: in gate, up → out silu(gate)·up.
 absl::Status VerifySwiGlu(const OpCheckContext& context) {
-  return OutputFits(SameShape(context.output(0), context.input(0)) &&
-                    SameShape(context.input(1), context.input(0)));
+  const kvx::TensorRef& gate = context.input(kvx::SwiGluOperand::Gate);
+  return OutputFits(SameShape(context.output(0), gate) &&
+                    SameShape(context.input(kvx::SwiGluOperand::Up), gate));
 }
 
 void CostSwiGlu(const OpCostContext& context, InstructionCost& cost) {
@@ -30,8 +31,8 @@ int64_t RowStride(const kvx::TensorRef& ref, int64_t width) {
 
 // SwiGlu: in gate, up → out silu(gate)·up; either input may be a column view.
 absl::Status RunSwiGlu(CpuOpContext& context) {
-  const kvx::TensorRef& gate_ref = context.input(0);
-  const kvx::TensorRef& up_ref = context.input(1);
+  const kvx::TensorRef& gate_ref = context.input(kvx::SwiGluOperand::Gate);
+  const kvx::TensorRef& up_ref = context.input(kvx::SwiGluOperand::Up);
   KVJIT_ASSIGN_OR_RETURN(float* gate, context.Floats(gate_ref));
   KVJIT_ASSIGN_OR_RETURN(float* up, context.Floats(up_ref));
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
@@ -48,7 +49,9 @@ absl::Status RunSwiGlu(CpuOpContext& context) {
 }  // namespace
 
 const RowOp kSwiGluOp = {
-    {kvx::OpCode::SwiGlu, 2, 2, 1, kvx::OpParams::NONE, true, VerifySwiGlu, CostSwiGlu},
+    {kvx::OpCode::SwiGlu, kvx::kOperandCount<kvx::SwiGluOperand>,
+     kvx::kOperandCount<kvx::SwiGluOperand>, 1, kvx::OpParams::NONE, true, VerifySwiGlu,
+     CostSwiGlu},
     RunSwiGlu,
 };
 

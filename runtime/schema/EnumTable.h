@@ -12,7 +12,7 @@ namespace kvjit::kvx {
 // or entries out of order, fail to compile: the elementwise steps
 // (runtime/exec/ElementwiseOpTable.h, keyed by `op`), the step inputs
 // (StepContract.h) and the operands the lowering emits
-// (codegen/lowering/KvLowering.cpp); the opcodes' tables check theirs with
+// (codegen/lowering/OperandTable.h); the opcodes' tables check theirs with
 // runtime/ops/RowOps.h.
 template <typename Entry, size_t N, typename Enum>
 constexpr bool CoversEnumInOrder(const Entry (&table)[N], Enum Entry::*key) {

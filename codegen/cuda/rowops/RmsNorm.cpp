@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/rowops/RowOpEmitters.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -18,7 +19,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   constexpr int kWidth = @WIDTH@;
   __shared__ float reduce[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kWidth;
-  const float* x = static_cast<const float*>(args.buffers[0]) + base;
+  const float* x = static_cast<const float*>(args.buffers[@X@]) + base;
   float* out = static_cast<float*>(args.buffers[@OUT@]) + base;
   float sum = 0.0f;
   for (int i = threadIdx.x; i < kWidth; i += blockDim.x) sum += x[i] * x[i];
@@ -34,8 +35,8 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   constexpr int kWidth = @WIDTH@;
   __shared__ float reduce[32];
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kWidth;
-  const float* a = static_cast<const float*>(args.buffers[0]) + base;
-  const float* b = static_cast<const float*>(args.buffers[1]) + base;
+  const float* a = static_cast<const float*>(args.buffers[@A@]) + base;
+  const float* b = static_cast<const float*>(args.buffers[@B@]) + base;
   float* sum_out = static_cast<float*>(args.buffers[@SUM@]) + base;
   float* normed = static_cast<float*>(args.buffers[@NORMED@]) + base;
   float squares = 0.0f;
@@ -52,9 +53,11 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
 }
 )cuda";
 
-absl::Status EmitNorm(CudaRowKernelEmitter& emitter, const char* text, absl::string_view stem,
-                      int weight_input) {
-  const kvx::TensorRef& x = *emitter.instruction().inputs()->Get(0);
+// A norm's kernel, `text` with its inputs' buffers filled in: rows of input
+// `rows_input` (x, or AddRmsNorm's a), scaled by input `weight_input`.
+absl::Status EmitNorm(CudaRowKernelEmitter& emitter, const std::string& text,
+                      absl::string_view stem, int rows_input, int weight_input) {
+  const kvx::TensorRef& x = *emitter.instruction().inputs()->Get(rows_input);
   const size_t rank = x.shape()->size();
   KVJIT_ASSIGN_OR_RETURN(int64_t width, StaticDim(x, rank - 1, "the row width"));
   KVJIT_ASSIGN_OR_RETURN(std::string weight, emitter.ElementLoad(weight_input, "i"));
@@ -71,18 +74,25 @@ absl::Status EmitNorm(CudaRowKernelEmitter& emitter, const char* text, absl::str
                                    {"OUT", absl::StrCat(emitter.OutputBuffer(0))},
                                    {"SUM", absl::StrCat(emitter.OutputBuffer(0))},
                                    {"NORMED", absl::StrCat(emitter.OutputBuffer(1))}}),
-                       threads, 0, rank - 1);
+                       threads, rows_input, rank - 1);
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status EmitRmsNorm(CudaRowKernelEmitter& emitter) {
-  return EmitNorm(emitter, kRmsNorm, "rms_norm", 1);
+  using Operand = kvx::RmsNormOperand;
+  return EmitNorm(emitter, Fill(kRmsNorm, {{"X", absl::StrCat(kvx::OperandIndex(Operand::X))}}),
+                  "rms_norm", kvx::OperandIndex(Operand::X), kvx::OperandIndex(Operand::Weight));
 }
 
 absl::Status EmitAddRmsNorm(CudaRowKernelEmitter& emitter) {
-  return EmitNorm(emitter, kAddRmsNorm, "add_rms_norm", 2);
+  using Operand = kvx::AddRmsNormOperand;
+  return EmitNorm(emitter,
+                  Fill(kAddRmsNorm, {{"A", absl::StrCat(kvx::OperandIndex(Operand::A))},
+                                     {"B", absl::StrCat(kvx::OperandIndex(Operand::B))}}),
+                  "add_rms_norm", kvx::OperandIndex(Operand::A),
+                  kvx::OperandIndex(Operand::Weight));
 }
 
 }  // namespace kvjit::codegen::cuda

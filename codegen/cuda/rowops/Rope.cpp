@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "codegen/cuda/rowops/RowOpEmitters.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
 namespace {
@@ -25,8 +26,8 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   constexpr int kSecondOffset = @SECOND_OFFSET@;
   constexpr int kPairStride = @PAIR_STRIDE@;
   const int64_t token = blockIdx.x;
-  const float position = static_cast<float>(static_cast<const int32_t*>(args.buffers[1])[token]);
-  const float* x = static_cast<const float*>(args.buffers[0]) + token * kHeads * kHeadDim;
+  const float position = static_cast<float>(static_cast<const int32_t*>(args.buffers[@POSITIONS@])[token]);
+  const float* x = static_cast<const float*>(args.buffers[@X@]) + token * kHeads * kHeadDim;
   float* out = static_cast<float*>(args.buffers[@OUT@]) + token * kHeads * kHeadDim;
   for (int item = threadIdx.x; item < kHeads * kPairs; item += blockDim.x) {
     const int pair = item % kPairs;
@@ -131,7 +132,8 @@ absl::Status CheckRope(const kvx::RopeParams* rope, int64_t rotary_dim, int64_t 
 }  // namespace
 
 absl::Status EmitRope(CudaRowKernelEmitter& emitter) {
-  const kvx::TensorRef& x = *emitter.instruction().inputs()->Get(0);
+  using Operand = kvx::RopeOperand;
+  const kvx::TensorRef& x = kvx::InputOf(emitter.instruction(), Operand::X);
   KVJIT_ASSIGN_OR_RETURN(int64_t heads, StaticDim(x, 1, "the rope input's heads"));
   KVJIT_ASSIGN_OR_RETURN(int64_t head_dim, StaticDim(x, 2, "the rope input's head_dim"));
   const kvx::RopeParams* rope = emitter.instruction().params_as_RopeParams();
@@ -163,8 +165,10 @@ absl::Status EmitRope(CudaRowKernelEmitter& emitter) {
                    {"SECOND_OFFSET", absl::StrCat(neox ? pairs : 1)},
                    {"PAIR_STRIDE", absl::StrCat(neox ? 1 : 2)},
                    {"PASS_THROUGH", rotary_dim < head_dim ? kPassThrough : ""},
+                   {"X", absl::StrCat(kvx::OperandIndex(Operand::X))},
+                   {"POSITIONS", absl::StrCat(kvx::OperandIndex(Operand::Positions))},
                    {"OUT", absl::StrCat(emitter.OutputBuffer(0))}}),
-      threads, 0, 1);
+      threads, kvx::OperandIndex(Operand::X), 1);
   return absl::OkStatus();
 }
 

@@ -6,12 +6,15 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/rowops/RowOpEmitters.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
 
 absl::Status EmitSwiGlu(CudaRowKernelEmitter& emitter) {
-  KVJIT_ASSIGN_OR_RETURN(std::string gate, emitter.ElementLoad(0, "i"));
-  KVJIT_ASSIGN_OR_RETURN(std::string up, emitter.ElementLoad(1, "i"));
+  using Operand = kvx::SwiGluOperand;
+  KVJIT_ASSIGN_OR_RETURN(std::string gate,
+                         emitter.ElementLoad(kvx::OperandIndex(Operand::Gate), "i"));
+  KVJIT_ASSIGN_OR_RETURN(std::string up, emitter.ElementLoad(kvx::OperandIndex(Operand::Up), "i"));
   emitter.AddElementKernel(
       "swiglu", "SwiGlu: silu(gate) * up.",
       absl::StrCat("  static_cast<float*>(args.buffers[", emitter.OutputBuffer(0), "])[i] = silu(",

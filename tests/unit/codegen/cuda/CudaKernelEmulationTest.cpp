@@ -254,7 +254,9 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
     SCOPED_TRACE(absl::StrCat("instruction ", i, " (", kvx::EnumNameOpCode(instruction.op()), ")"));
     if (instruction.op() == kvx::OpCode::Linear) {
       ++linears;
-      const kvx::Weight& weight = *executable.weights()->Get(instruction.inputs()->Get(1)->index());
+      using Operand = kvx::LinearOperand;
+      const kvx::Weight& weight =
+          *executable.weights()->Get(kvx::InputOf(instruction, Operand::Weight).index());
       const int64_t n = weight.shape()->Get(0), k = weight.shape()->Get(1);
       SCOPED_TRACE(kvx::EnumNameStorageType(weight.storage()));
       absl::StatusOr<quant::StorageType> storage = runtime::FromKvxStorage(weight.storage());
@@ -265,9 +267,10 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
       ASSERT_TRUE(quant::DequantizeRow(*storage, w, absl::MakeSpan(dequantized)).ok());
       std::vector<uint8_t> bias_bytes;
       std::vector<float> bias(n, 0.0f);
-      if (inputs > 2) {
+      const bool has_bias = kvx::HasOperand(instruction, Operand::Bias);
+      if (has_bias) {
         const kvx::Weight& bias_weight =
-            *executable.weights()->Get(instruction.inputs()->Get(2)->index());
+            *executable.weights()->Get(kvx::InputOf(instruction, Operand::Bias).index());
         bias_bytes = RandomWeight(bias_weight.storage(), n, random);
         ASSERT_TRUE(quant::DequantizeRow(*runtime::FromKvxStorage(bias_weight.storage()),
                                          bias_bytes, absl::MakeSpan(bias))
@@ -280,9 +283,9 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
         cuda_abi::LaunchArgs args = {};
         args.tokens = args.logits_rows = static_cast<int32_t>(rows);
         args.sequences = args.max_blocks = 1;
-        args.buffers[0] = const_cast<float*>(x.data());
-        args.buffers[1] = const_cast<uint8_t*>(w.data());
-        if (inputs > 2) args.buffers[2] = bias_bytes.data();
+        args.buffers[kvx::OperandIndex(Operand::X)] = const_cast<float*>(x.data());
+        args.buffers[kvx::OperandIndex(Operand::Weight)] = const_cast<uint8_t*>(w.data());
+        if (has_bias) args.buffers[kvx::OperandIndex(Operand::Bias)] = bias_bytes.data();
         args.buffers[inputs] = y.data();
         const runtime::StepSizes sizes = {rows, rows, 1, 1};
         const PathSpec& path =
@@ -306,7 +309,8 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
       }
     } else if (instruction.op() == kvx::OpCode::Rope) {
       ++ropes;
-      const kvx::TensorRef& x_ref = *instruction.inputs()->Get(0);
+      using Operand = kvx::RopeOperand;
+      const kvx::TensorRef& x_ref = kvx::InputOf(instruction, Operand::X);
       const int64_t heads = x_ref.shape()->Get(1)->size(), head_dim = x_ref.shape()->Get(2)->size();
       const kvx::RopeParams& rope = *instruction.params_as_RopeParams();
       cpu::RopeParams params;
@@ -333,11 +337,12 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
       cuda_abi::LaunchArgs args = {};
       args.tokens = args.logits_rows = kTokens;
       args.sequences = args.max_blocks = 1;
-      args.buffers[0] = const_cast<float*>(x.data());
-      args.buffers[1] = const_cast<int32_t*>(positions.data());
-      args.buffers[2] = actual.data();
+      constexpr int kRopeInputs = kvx::kOperandCount<Operand>;
+      args.buffers[kvx::OperandIndex(Operand::X)] = const_cast<float*>(x.data());
+      args.buffers[kvx::OperandIndex(Operand::Positions)] = const_cast<int32_t*>(positions.data());
+      args.buffers[kRopeInputs] = actual.data();
       const runtime::StepSizes sizes = {kTokens, kTokens, 1, 1};
-      ASSERT_TRUE(RunsOnHost(**kernels, *module, spec.decode, 2, 1, args, sizes));
+      ASSERT_TRUE(RunsOnHost(**kernels, *module, spec.decode, kRopeInputs, 1, args, sizes));
       // Angles of thousands of radians, rounded in another order.
       EXPECT_TRUE(AllClose(actual, expected, Absolute(2e-3)));
     }

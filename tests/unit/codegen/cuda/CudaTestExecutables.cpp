@@ -14,11 +14,14 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/driver/Compiler.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/OpOperands.h"
+#include "tests/unit/runtime/schema/InputsByOperand.h"
 
 namespace kvjit::codegen::cuda::testing {
 namespace {
 
 using flatbuffers::Offset;
+using kvjit::testing::InputsByOperand;
 
 constexpr int64_t kHidden = 256;
 constexpr int64_t kFeatures = 8;
@@ -40,38 +43,63 @@ class SyntheticBuilder {
     const kvx::Dim logits_rows(kvx::DimKind::LogitsRows, 0);
     auto hidden = [&](kvx::Dim rows) { return Arena({rows, Static(kHidden)}); };
 
+    using Linear = kvx::LinearOperand;
     for (kvx::StorageType storage :
          {kvx::StorageType::F32, kvx::StorageType::F16, kvx::StorageType::BF16,
           kvx::StorageType::Q8_0, kvx::StorageType::Q4_0, kvx::StorageType::Q4_1,
           kvx::StorageType::Q5_0, kvx::StorageType::Q5_1, kvx::StorageType::Q4_K,
           kvx::StorageType::Q5_K, kvx::StorageType::Q6_K}) {
-      Add(kvx::OpCode::Linear, {hidden(tokens), Weight(storage, {kFeatures, kHidden})},
+      Add(kvx::OpCode::Linear,
+          InputsByOperand<Linear>({{Linear::X, hidden(tokens)},
+                                   {Linear::Weight, Weight(storage, {kFeatures, kHidden})}}),
           {Arena({tokens, Static(kFeatures)})});
     }
     Add(kvx::OpCode::Linear,
-        {hidden(tokens), Weight(kvx::StorageType::Q8_0, {kFeatures, kHidden}),
-         Weight(kvx::StorageType::F32, {kFeatures})},
+        InputsByOperand<Linear>(
+            {{Linear::X, hidden(tokens)},
+             {Linear::Weight, Weight(kvx::StorageType::Q8_0, {kFeatures, kHidden})},
+             {Linear::Bias, Weight(kvx::StorageType::F32, {kFeatures})}}),
         {Arena({tokens, Static(kFeatures)})});
     Add(kvx::OpCode::Linear,
-        {hidden(logits_rows), Weight(kvx::StorageType::Q4_K, {kFeatures, kHidden}),
-         Weight(kvx::StorageType::F16, {kFeatures})},
+        InputsByOperand<Linear>(
+            {{Linear::X, hidden(logits_rows)},
+             {Linear::Weight, Weight(kvx::StorageType::Q4_K, {kFeatures, kHidden})},
+             {Linear::Bias, Weight(kvx::StorageType::F16, {kFeatures})}}),
         {Arena({logits_rows, Static(kFeatures)})});
+    using Embedding = kvx::EmbeddingOperand;
     Add(kvx::OpCode::Embedding,
-        {Weight(kvx::StorageType::Q6_K, {32, kHidden}), Input(kvx::StepInput::Tokens, {tokens})},
+        InputsByOperand<Embedding>(
+            {{Embedding::Table, Weight(kvx::StorageType::Q6_K, {32, kHidden})},
+             {Embedding::Tokens, Input(kvx::StepInput::Tokens, {tokens})}}),
         {hidden(tokens)});
-    Add(kvx::OpCode::RmsNorm, {hidden(tokens), Weight(kvx::StorageType::F16, {kHidden})},
+    using RmsNorm = kvx::RmsNormOperand;
+    Add(kvx::OpCode::RmsNorm,
+        InputsByOperand<RmsNorm>({{RmsNorm::X, hidden(tokens)},
+                                  {RmsNorm::Weight, Weight(kvx::StorageType::F16, {kHidden})}}),
         {hidden(tokens)}, Params(kvx::CreateRmsNormParams(fbb_, 1e-6f)));
+    using AddRmsNorm = kvx::AddRmsNormOperand;
     Add(kvx::OpCode::AddRmsNorm,
-        {hidden(tokens), hidden(tokens), Weight(kvx::StorageType::BF16, {kHidden})},
+        InputsByOperand<AddRmsNorm>(
+            {{AddRmsNorm::A, hidden(tokens)},
+             {AddRmsNorm::B, hidden(tokens)},
+             {AddRmsNorm::Weight, Weight(kvx::StorageType::BF16, {kHidden})}}),
         {hidden(tokens), hidden(tokens)}, Params(kvx::CreateRmsNormParams(fbb_, 1e-5f)));
-    Add(kvx::OpCode::SwiGlu, {hidden(tokens), hidden(tokens)}, {hidden(tokens)});
+    using SwiGlu = kvx::SwiGluOperand;
+    Add(kvx::OpCode::SwiGlu,
+        InputsByOperand<SwiGlu>({{SwiGlu::Gate, hidden(tokens)}, {SwiGlu::Up, hidden(tokens)}}),
+        {hidden(tokens)});
 
     auto heads = [&](int64_t count) { return Arena({tokens, Static(count), Static(kHeadDim)}); };
     const auto positions = Input(kvx::StepInput::Positions, {tokens});
-    Add(kvx::OpCode::Rope, {heads(kHeads), positions}, {heads(kHeads)},
-        Params(Rope(kvx::RopeStyle::NeoX, 500000.0f, 64, kvx::RopeScalingKind::Llama3)));
-    Add(kvx::OpCode::Rope, {heads(kKvHeads), positions}, {heads(kKvHeads)},
-        Params(Rope(kvx::RopeStyle::Interleaved, 10000.0f, 0, kvx::RopeScalingKind::Linear)));
+    using Rope = kvx::RopeOperand;
+    Add(kvx::OpCode::Rope,
+        InputsByOperand<Rope>({{Rope::X, heads(kHeads)}, {Rope::Positions, positions}}),
+        {heads(kHeads)},
+        Params(RopeParams(kvx::RopeStyle::NeoX, 500000.0f, 64, kvx::RopeScalingKind::Llama3)));
+    Add(kvx::OpCode::Rope,
+        InputsByOperand<Rope>({{Rope::X, heads(kKvHeads)}, {Rope::Positions, positions}}),
+        {heads(kKvHeads)},
+        Params(RopeParams(kvx::RopeStyle::Interleaved, 10000.0f, 0, kvx::RopeScalingKind::Linear)));
 
     const std::vector<kvx::ElementwiseStep> steps = {
         kvx::ElementwiseStep(kvx::ElementwiseOpCode::Add, 0, 1, 0.0f),
@@ -84,21 +112,36 @@ class SyntheticBuilder {
     Add(kvx::OpCode::Elementwise, {hidden(tokens), hidden(tokens)}, {hidden(tokens)},
         Params(kvx::CreateElementwiseParamsDirect(fbb_, &steps)));
 
+    using KvWrite = kvx::KvWriteOperand;
     Add(kvx::OpCode::KvWrite,
-        {heads(kKvHeads), heads(kKvHeads), Input(kvx::StepInput::SlotMapping, {tokens})}, {},
-        Params(kvx::CreateKvWriteParams(fbb_, /*layer=*/1)));
+        InputsByOperand<KvWrite>(
+            {{KvWrite::Key, heads(kKvHeads)},
+             {KvWrite::Value, heads(kKvHeads)},
+             {KvWrite::SlotMapping, Input(kvx::StepInput::SlotMapping, {tokens})}}),
+        {}, Params(kvx::CreateKvWriteParams(fbb_, /*layer=*/1)));
     const kvx::Dim sequences(kvx::DimKind::Sequences, 0);
+    using Attention = kvx::KvAttentionOperand;
     Add(kvx::OpCode::KvAttention,
-        {heads(kHeads), positions,
-         Input(kvx::StepInput::SeqStarts, {kvx::Dim(kvx::DimKind::SequencesPlusOne, 0)}),
-         Input(kvx::StepInput::ContextLens, {sequences}),
-         Input(kvx::StepInput::BlockTables, {sequences, kvx::Dim(kvx::DimKind::MaxBlocks, 0)})},
+        InputsByOperand<Attention>(
+            {{Attention::Query, heads(kHeads)},
+             {Attention::Positions, positions},
+             {Attention::SeqStarts,
+              Input(kvx::StepInput::SeqStarts, {kvx::Dim(kvx::DimKind::SequencesPlusOne, 0)})},
+             {Attention::ContextLens, Input(kvx::StepInput::ContextLens, {sequences})},
+             {Attention::BlockTables, Input(kvx::StepInput::BlockTables,
+                                            {sequences, kvx::Dim(kvx::DimKind::MaxBlocks, 0)})}}),
         {heads(kHeads)},
         Params(kvx::CreateKvAttentionParams(fbb_, /*layer=*/1,
                                             1.0f / std::sqrt(static_cast<float>(kHeadDim)))));
-    Add(kvx::OpCode::GatherRows, {hidden(tokens), Input(kvx::StepInput::LogitsRows, {logits_rows})},
+    using GatherRows = kvx::GatherRowsOperand;
+    Add(kvx::OpCode::GatherRows,
+        InputsByOperand<GatherRows>(
+            {{GatherRows::X, hidden(tokens)},
+             {GatherRows::Rows, Input(kvx::StepInput::LogitsRows, {logits_rows})}}),
         {hidden(logits_rows)});
-    Add(kvx::OpCode::Copy, {hidden(tokens)}, {Arena({tokens, Static(2), Static(kHidden / 2)})});
+    Add(kvx::OpCode::Copy,
+        InputsByOperand<kvx::CopyOperand>({{kvx::CopyOperand::X, hidden(tokens)}}),
+        {Arena({tokens, Static(2), Static(kHidden / 2)})});
 
     auto logits = Arena({logits_rows, Static(kFeatures)});
     auto program = kvx::CreateProgramDirect(fbb_, &instructions_, logits, arena_end_, 64);
@@ -143,8 +186,8 @@ class SyntheticBuilder {
     return {kvx::OpParamsTraits<T>::enum_value, table.Union()};
   }
 
-  Offset<kvx::RopeParams> Rope(kvx::RopeStyle style, float theta, uint32_t rotary_dim,
-                               kvx::RopeScalingKind scaling) {
+  Offset<kvx::RopeParams> RopeParams(kvx::RopeStyle style, float theta, uint32_t rotary_dim,
+                                     kvx::RopeScalingKind scaling) {
     auto scaling_table = kvx::CreateRopeScaling(fbb_, scaling, 8.0f, 1.0f, 4.0f, 8192);
     return kvx::CreateRopeParams(fbb_, style, theta, rotary_dim, scaling_table);
   }

@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "flatbuffers/flatbuffers.h"
+#include "runtime/schema/OpOperands.h"
 #include "runtime/schema/StepContract.h"
 #include "runtime/schema/kvx_generated.h"
+#include "tests/unit/runtime/schema/InputsByOperand.h"
 
 namespace kvjit::runtime::testing {
 
@@ -48,18 +50,24 @@ inline std::vector<uint8_t> SmallProgram() {
                               kTableBytes),
       kvx::CreateWeightDirect(fbb, "blk.0.attn_q.weight", kvx::StorageType::Q4_1, &q_shape, 0, 0,
                               kQ4_1WeightBytes)};
-  std::vector<flatbuffers::Offset<kvx::TensorRef>> embedding_in = {
-      weight(0), input(kvx::StepInput::Tokens)};
+  using kvjit::testing::InputsByOperand;
+  using Embedding = kvx::EmbeddingOperand;
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> embedding_in = InputsByOperand<Embedding>(
+      {{Embedding::Table, weight(0)}, {Embedding::Tokens, input(kvx::StepInput::Tokens)}});
   std::vector<flatbuffers::Offset<kvx::TensorRef>> embedding_out = {arena(0, {tokens, stat(kHidden)})};
-  std::vector<flatbuffers::Offset<kvx::TensorRef>> linear_in = {arena(0, {tokens, stat(kHidden)}),
-                                                                weight(1)};
+  using Linear = kvx::LinearOperand;
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> linear_in = InputsByOperand<Linear>(
+      {{Linear::X, arena(0, {tokens, stat(kHidden)})}, {Linear::Weight, weight(1)}});
   std::vector<flatbuffers::Offset<kvx::TensorRef>> linear_out = {
       arena(4096, {tokens, stat(kOutFeatures)})};
   const Dims query = {tokens, stat(kHeads), stat(kHeadDim)};
-  std::vector<flatbuffers::Offset<kvx::TensorRef>> attention_in = {
-      arena(4096, query),
-      input(kvx::StepInput::Positions), input(kvx::StepInput::SeqStarts),
-      input(kvx::StepInput::ContextLens), input(kvx::StepInput::BlockTables)};
+  using Attention = kvx::KvAttentionOperand;
+  std::vector<flatbuffers::Offset<kvx::TensorRef>> attention_in =
+      InputsByOperand<Attention>({{Attention::Query, arena(4096, query)},
+                                  {Attention::Positions, input(kvx::StepInput::Positions)},
+                                  {Attention::SeqStarts, input(kvx::StepInput::SeqStarts)},
+                                  {Attention::ContextLens, input(kvx::StepInput::ContextLens)},
+                                  {Attention::BlockTables, input(kvx::StepInput::BlockTables)}});
   std::vector<flatbuffers::Offset<kvx::TensorRef>> attention_out = {arena(0, query)};
   std::vector<flatbuffers::Offset<kvx::Instruction>> instructions = {
       kvx::CreateInstructionDirect(fbb, kvx::OpCode::Embedding, &embedding_in, &embedding_out),
