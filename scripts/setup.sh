@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev
   libpcre2-dev libicu-dev nlohmann-json3-dev
   libcpp-httplib-dev
+  # The chat page's browser test (tests/unit/tools/serve/webui_test.py).
+  chromium chromium-driver
 )
 
 missing=()
@@ -45,6 +47,14 @@ fi
 if ! python3 -c "import openai, sys; sys.exit(openai.__version__ != '$OPENAI_VERSION')" 2>/dev/null; then
   echo "kvjit setup: installing openai==$OPENAI_VERSION for python3"
   "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "openai==$OPENAI_VERSION"
+fi
+
+# The chat page's test drives Debian's chromium with Selenium, pinned; it
+# finds the browser and driver on PATH and downloads nothing.
+SELENIUM_VERSION=4.50.0
+if ! python3 -c "import selenium, sys; sys.exit(selenium.__version__ != '$SELENIUM_VERSION')" 2>/dev/null; then
+  echo "kvjit setup: installing selenium==$SELENIUM_VERSION for python3"
+  "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "selenium==$SELENIUM_VERSION"
 fi
 
 # tools/scripts/make_random_gguf_model.py writes the family tests' random GGUF

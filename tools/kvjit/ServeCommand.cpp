@@ -47,6 +47,7 @@ ABSL_FLAG(int, http_timeout_s, 30,
 ABSL_FLAG(int64_t, max_request_bytes, 8 << 20, "request bodies larger than this get 413");
 ABSL_FLAG(int64_t, max_n, 16, "the most choices (n, best_of) one request may ask for");
 ABSL_FLAG(bool, access_log, true, "write a line per HTTP request to stderr");
+ABSL_FLAG(bool, no_webui, false, "answer / with 404 instead of the chat page");
 
 namespace kvjit::cli {
 namespace {
@@ -126,6 +127,7 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
   options.max_body_bytes = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_request_bytes)));
   options.limits.max_choices = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_n));
   options.access_log = absl::GetFlag(FLAGS_access_log);
+  options.webui = !absl::GetFlag(FLAGS_no_webui);
   serve::HttpServer server(*scheduler_thread, codec, metrics, options);
   KVJIT_ASSIGN_OR_RETURN(int port, server.Bind());
   std::fprintf(
@@ -149,9 +151,9 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
 Subcommand ServeCommand() {
   return {"serve",
           "an OpenAI-compatible HTTP server (chat and text completions, streaming) over "
-          "in-flight batching",
+          "in-flight batching, with a chat page at /",
           "MODEL_OR_KVX [--host 127.0.0.1] [--port 8000] [--api_key KEY] [--max_batch_tokens N] "
-          "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda]",
+          "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda] [--no_webui]",
           "tools/kvjit/ServeCommand.cpp", RunServe,
           {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
            "device", "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template"}};

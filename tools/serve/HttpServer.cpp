@@ -13,6 +13,7 @@
 #include "httplib.h"
 #include "tools/serve/ApiError.h"
 #include "tools/serve/OpenAiResponses.h"
+#include "tools/serve/WebUi.h"
 
 namespace kvjit::serve {
 
@@ -85,6 +86,7 @@ void HttpServer::Route() {
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
     response.set_content(metrics_.RenderPrometheus(), "text/plain; version=0.0.4");
   });
+  if (options_.webui) RouteWebUi(server);
 
   // The library's own errors (no route, body too large, unreadable HTTP)
   // come with no body; give them OpenAI's error object.

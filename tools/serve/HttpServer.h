@@ -31,14 +31,16 @@ struct HttpServerOptions {
   size_t max_body_bytes = 8 << 20;  // larger bodies get 413
   CompletionRequestLimits limits;
   bool access_log = true;  // a line per request on stderr
+  bool webui = true;  // the chat page at / (see WebUi.h)
 };
 
 // kvjit's OpenAI-compatible HTTP server on cpp-httplib: POST
-// /v1/completions and /v1/chat/completions, GET /v1/models, /health and
-// /metrics (Prometheus). Every error is answered with an OpenAI error
-// object (see ApiError.h), including the server's own: an unknown route
-// (404), a body over the limit (413), malformed HTTP (400), and an exception
-// in a handler (500); the server goes on serving after each.
+// /v1/completions and /v1/chat/completions, GET /v1/models, /health,
+// /metrics (Prometheus) and, unless turned off, the chat page at /. Every
+// error is answered with an OpenAI error object (see ApiError.h), including
+// the server's own: an unknown route (404), a body over the limit (413),
+// malformed HTTP (400), and an exception in a handler (500); the server goes
+// on serving after each.
 class HttpServer {
  public:
   // `scheduler_thread`, `codec` and `metrics` must outlive the server.

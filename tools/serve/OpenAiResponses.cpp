@@ -17,6 +17,23 @@ Json FinishJson(const std::optional<ChoiceFinish>& finish) {
   return finish ? Json(ChoiceFinishName(*finish)) : Json(nullptr);
 }
 
+// llama.cpp's server reports a request's speed in a "timings" object beside
+// the usage, under these names; kvjit's prompt_ms runs from the request's
+// arrival to its first token, queue wait included (its time to first token).
+void AddTimings(const RequestUsage& usage, Json& object) {
+  if (!usage.timings) return;
+  const RequestTimings& timings = *usage.timings;
+  Json json = {{"prompt_n", usage.prompt_tokens},
+               {"prompt_ms", timings.time_to_first_token_s * 1e3},
+               {"predicted_n", usage.completion_tokens},
+               {"predicted_ms", timings.generation_s * 1e3}};
+  if (timings.time_per_output_token_s && *timings.time_per_output_token_s > 0) {
+    json["predicted_per_token_ms"] = *timings.time_per_output_token_s * 1e3;
+    json["predicted_per_second"] = 1 / *timings.time_per_output_token_s;
+  }
+  object["timings"] = std::move(json);
+}
+
 }  // namespace
 
 void ChoiceText::Add(const ChoiceDelta& delta) {
@@ -107,6 +124,7 @@ Json ResponseBuilder::Response(const std::vector<ChoiceText>& choices, const Req
   }
   response["choices"] = std::move(list);
   response["usage"] = UsageJson(usage);
+  AddTimings(usage, response);
   return response;
 }
 
@@ -146,6 +164,7 @@ Json ResponseBuilder::UsageChunk(const RequestUsage& usage) const {
                                                                : "text_completion");
   chunk["choices"] = Json::array();
   chunk["usage"] = UsageJson(usage);
+  AddTimings(usage, chunk);
   return chunk;
 }
 

@@ -41,7 +41,7 @@ class ResponseBuilder {
   ResponseBuilder(ResponseHeader header, const TextCodec& codec, int64_t num_choices,
                   std::string echo_text);
 
-  // The whole response: choices (index order) and usage.
+  // The whole response: choices (index order), usage and the server's timings.
   nlohmann::json Response(const std::vector<ChoiceText>& choices, const RequestUsage& usage);
 
   // The first chunk of each choice: chat's assistant role, completions'
@@ -50,7 +50,8 @@ class ResponseBuilder {
   // A chunk with one delta; `include_usage` adds "usage": null, as OpenAI's
   // chunks carry it when the usage chunk will follow.
   nlohmann::json Chunk(const ChoiceDelta& delta, bool include_usage);
-  // The last chunk of a stream that asked for usage: no choices.
+  // The last chunk of a stream that asked for usage: no choices; usage and
+  // the server's timings.
   nlohmann::json UsageChunk(const RequestUsage& usage) const;
 
   const ResponseHeader& header() const { return header_; }

@@ -38,11 +38,22 @@ struct ChoiceDelta {
   std::optional<ChoiceFinish> finish;
 };
 
+// The server's clock for one request that produced a token.
+struct RequestTimings {
+  // From the request's arrival (queue wait and prefill) to its first token.
+  double time_to_first_token_s = 0;
+  // From the first token to the last.
+  double generation_s = 0;
+  // The mean time between two tokens of a sequence; none below two tokens.
+  std::optional<double> time_per_output_token_s;
+};
+
 struct RequestUsage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   // Prompt tokens whose keys and values came from the prefix cache.
   int64_t cached_prompt_tokens = 0;
+  std::optional<RequestTimings> timings;
 };
 
 // The channel between the scheduler thread, which runs one request, and the

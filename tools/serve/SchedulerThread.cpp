@@ -296,8 +296,14 @@ void SchedulerThread::Complete(Running& running, const runtime::RequestResult& r
   finished.prompt_tokens = m.prompt_tokens;
   finished.generated_tokens = m.generated_tokens;
   metrics_.RecordFinished(finished);
-  running.stream->Complete({m.prompt_tokens, m.generated_tokens,
-                            std::min(m.prefix_cached_tokens, m.prompt_tokens)});
+  RequestUsage usage{m.prompt_tokens, m.generated_tokens,
+                     std::min(m.prefix_cached_tokens, m.prompt_tokens), std::nullopt};
+  if (running.first_token) {
+    usage.timings = RequestTimings{*finished.time_to_first_token_s,
+                                   SecondsBetween(*running.first_token, now),
+                                   finished.time_per_output_token_s};
+  }
+  running.stream->Complete(usage);
 }
 
 void SchedulerThread::FailRunning(const absl::Status& error) {

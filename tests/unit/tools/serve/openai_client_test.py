@@ -67,6 +67,15 @@ class ChatTest(unittest.TestCase):
         self.assertEqual(chunks[-1].choices, [])
         self.assertEqual(chunks[-1].usage.completion_tokens, whole.usage.completion_tokens)
         self.assertTrue(all(c.id == chunks[0].id for c in chunks))
+        # The server's timings, under llama.cpp's names, beside the usage.
+        for timings, usage in ((chunks[-1].model_extra["timings"], chunks[-1].usage),
+                               (whole.model_extra["timings"], whole.usage)):
+            self.assertEqual(timings["prompt_n"], usage.prompt_tokens)
+            self.assertEqual(timings["predicted_n"], usage.completion_tokens)
+            self.assertGreater(timings["prompt_ms"], 0)
+            self.assertGreater(timings["predicted_ms"], 0)
+            self.assertAlmostEqual(timings["predicted_per_second"],
+                                   1000 / timings["predicted_per_token_ms"], places=6)
 
     def test_chat_logprobs(self):
         response = client.chat.completions.create(
