@@ -61,6 +61,11 @@ void HttpServer::Route() {
 
   server.set_pre_routing_handler([this](const httplib::Request& request,
                                         httplib::Response& response) {
+    // The server answers no byte ranges (RFC 9110 lets it ignore Range):
+    // cpp-httplib 0.11 cuts a response to the ranges the request parsed
+    // without checking them against its length, reading past its end. The
+    // request is the library's own non-const object, handed on as const.
+    const_cast<httplib::Request&>(request).ranges.clear();
     return Authorized(request, response) ? httplib::Server::HandlerResponse::Unhandled
                                          : httplib::Server::HandlerResponse::Handled;
   });

@@ -18,12 +18,15 @@ Json FinishJson(const std::optional<ChoiceFinish>& finish) {
 }
 
 // llama.cpp's server reports a request's speed in a "timings" object beside
-// the usage, under these names; kvjit's prompt_ms runs from the request's
-// arrival to its first token, queue wait included (its time to first token).
+// the usage, under these names: prompt_n counts the prompt tokens computed,
+// cache_n those the prefix cache gave. kvjit's prompt_ms runs from the
+// request's arrival to its first token, queue wait included (its time to
+// first token); predicted_per_second is one sequence's rate.
 void AddTimings(const RequestUsage& usage, Json& object) {
   if (!usage.timings) return;
   const RequestTimings& timings = *usage.timings;
-  Json json = {{"prompt_n", usage.prompt_tokens},
+  Json json = {{"prompt_n", usage.prompt_tokens - usage.cached_prompt_tokens},
+               {"cache_n", usage.cached_prompt_tokens},
                {"prompt_ms", timings.time_to_first_token_s * 1e3},
                {"predicted_n", usage.completion_tokens},
                {"predicted_ms", timings.generation_s * 1e3}};

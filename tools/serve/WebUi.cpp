@@ -1,5 +1,7 @@
 #include "tools/serve/WebUi.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -41,6 +43,7 @@ void Answer(const WebUiAsset& asset, const httplib::Request& request,
   response.set_header("Content-Security-Policy", std::string(kWebUiContentSecurityPolicy));
   response.set_header("X-Content-Type-Options", "nosniff");
   response.set_header("Referrer-Policy", "no-referrer");
+  response.set_header("Accept-Ranges", "none");
   if (IfNoneMatchMatches(request.get_header_value("If-None-Match"), etag)) {
     response.status = 304;
     return;
@@ -52,7 +55,8 @@ void Answer(const WebUiAsset& asset, const httplib::Request& request,
   response.set_content_provider(
       body.size(), std::string(asset.content_type),
       [body](size_t offset, size_t length, httplib::DataSink& sink) {
-        return sink.write(body.data() + offset, length);
+        if (offset >= body.size()) return false;
+        return sink.write(body.data() + offset, std::min(length, body.size() - offset));
       });
 }
 

@@ -3,7 +3,7 @@
 # Each file is embedded as it is and gzip-compressed, with a strong ETag
 # from the SHA-256 of its bytes, so the server neither reads files nor
 # compresses at run time.
-cmake_minimum_required(VERSION 3.18)  # file(ARCHIVE_CREATE)
+cmake_minimum_required(VERSION 3.19)  # file(ARCHIVE_CREATE ... COMPRESSION_LEVEL)
 
 function(content_type_of file out)
   get_filename_component(extension "${file}" LAST_EXT)
@@ -39,6 +39,10 @@ set(table "")
 set(index 0)
 foreach(asset IN LISTS ASSETS)
   get_filename_component(name "${asset}" NAME)
+  file(SIZE "${asset}" plain_size)
+  if(plain_size EQUAL 0)
+    message(FATAL_ERROR "EmbedWebUi: ${asset} is empty")
+  endif()
   content_type_of("${asset}" type)
   file(SHA256 "${asset}" digest)
   string(SUBSTRING "${digest}" 0 32 etag)
@@ -54,7 +58,6 @@ foreach(asset IN LISTS ASSETS)
   set(gzip_hex "${gzip_head}00000000${gzip_tail}")
   initializer_of("${plain_hex}" plain)
   initializer_of("${gzip_hex}" gzipped)
-  file(SIZE "${asset}" plain_size)
   file(SIZE "${gzip_file}" gzip_size)
   string(APPEND arrays
          "// ${name}\n"

@@ -139,7 +139,13 @@
       showError(`/v1/models: ${(await serverError(response)).message}`);
       return;
     }
-    const body = await response.json();
+    let body;
+    try {
+      body = await response.json();
+    } catch (error) {
+      showError(`/v1/models: the answer could not be read (${error.message})`);
+      return;
+    }
     const model = body && body.data && body.data[0];
     if (!model) {
       showError("the server lists no model");
@@ -410,8 +416,13 @@
     } catch (error) {
       if (controller.signal.aborted) {
         reply.article.dataset.state = "stopped";
-        if (replyText) history.push({ role: "assistant", content: replyText });
-        else history.pop();
+        if (replyText) {
+          history.push({ role: "assistant", content: replyText });
+        } else {
+          // Stopped before any text: the model never answered this turn.
+          history.pop();
+          user.article.classList.add("unanswered");
+        }
       } else {
         // The turn failed: it leaves the history, so that the next message
         // does not follow an unanswered one.

@@ -70,7 +70,8 @@ class ChatTest(unittest.TestCase):
         # The server's timings, under llama.cpp's names, beside the usage.
         for timings, usage in ((chunks[-1].model_extra["timings"], chunks[-1].usage),
                                (whole.model_extra["timings"], whole.usage)):
-            self.assertEqual(timings["prompt_n"], usage.prompt_tokens)
+            self.assertEqual(timings["prompt_n"] + timings["cache_n"], usage.prompt_tokens)
+            self.assertEqual(timings["cache_n"], usage.prompt_tokens_details.cached_tokens)
             self.assertEqual(timings["predicted_n"], usage.completion_tokens)
             self.assertGreater(timings["prompt_ms"], 0)
             self.assertGreater(timings["predicted_ms"], 0)

@@ -230,6 +230,19 @@ class PageOverHttpTest(unittest.TestCase):
             self.assertEqual(status, 200, encoding)
             self.assertTrue(body)
 
+    def test_a_range_header_gets_the_whole_answer(self):
+        _, _, plain = self.get("/chat.js")
+        for ranges in ("bytes=0-1000000", "bytes=99999999999-", "bytes=0-1,-5", "bytes=10-20"):
+            status, headers, body = self.get("/chat.js", {"Range": ranges})
+            self.assertEqual(status, 200, ranges)
+            self.assertEqual(headers["Accept-Ranges"], "none", ranges)
+            self.assertNotIn("Content-Range", headers, ranges)
+            self.assertEqual(body, plain, ranges)
+        status, _, body = self.get("/v1/models", {"Range": "bytes=5000-"})
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["data"][0]["id"], MODEL_NAME)
+        self.assertTrue(server.alive())
+
     def test_no_webui_answers_slash_with_404(self):
         plain = Server("--no_webui")
         try:
