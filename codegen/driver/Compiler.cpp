@@ -401,8 +401,13 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
   } else {
     KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
   }
+  std::string weights_in = model.path;
+  if (model.gguf_files != nullptr && model.gguf_files->parts().size() > 1) {
+    absl::StrAppend(&weights_in, " and the split's other ",
+                    model.gguf_files->parts().size() - 1, " parts");
+  }
   Progress(progress, "  %s (%zu bytes), weights stay in %s (%.2f s)\n",
-               MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),
+               MiB(executable.size()).c_str(), executable.size(), weights_in.c_str(),
                SecondsSince(start));
   return absl::OkStatus();
 }

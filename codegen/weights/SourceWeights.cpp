@@ -37,9 +37,11 @@ absl::StatusOr<WeightFile> OnDisk(const std::string& path) {
 
 absl::StatusOr<SourceWeights> SourceWeights::ForModel(const model::ModelFile& model) {
   SourceWeights sources(model);
-  if (model.gguf != nullptr) {
-    KVJIT_ASSIGN_OR_RETURN(WeightFile file, OnDisk(model.gguf->path()));
-    sources.files_.push_back(std::move(file));
+  if (model.gguf_files != nullptr) {
+    for (const std::unique_ptr<gguf::GgufFile>& part : model.gguf_files->parts()) {
+      KVJIT_ASSIGN_OR_RETURN(WeightFile file, OnDisk(part->path()));
+      sources.files_.push_back(std::move(file));
+    }
   } else if (model.safetensors != nullptr) {
     for (const safetensors::SafetensorsFile& shard : model.safetensors->shards()) {
       sources.files_.push_back({WeightFilePathAsNamed(shard.path()), shard.bytes().size()});
@@ -87,9 +89,9 @@ absl::StatusOr<WeightEntry> SourceWeights::Locate(tfm::ParamOp param) const {
 absl::StatusOr<SourceWeights::Location> SourceWeights::LocationOf(
     const model::WeightInfo& weight) const {
   std::optional<Location> location;
-  if (model_->gguf != nullptr) {
-    if (const gguf::GgufTensor* tensor = model_->gguf->FindTensor(weight.name)) {
-      location = Location{0, tensor->file_offset};
+  if (model_->gguf_files != nullptr) {
+    if (auto located = model_->gguf_files->FindTensor(weight.name)) {
+      location = Location{located->part, located->tensor->file_offset};
     }
   } else if (model_->safetensors != nullptr) {
     location = InShard(weights().Bytes(weight));

@@ -2,14 +2,18 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "frontend/arch/ArchRegistry.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::model {
 namespace {
+
+using FindTensorFn = absl::FunctionRef<const gguf::GgufTensor*(absl::string_view)>;
 
 using arch::Param;
 
@@ -84,8 +88,9 @@ absl::Status ReadFrequencyFactors(const gguf::GgufFile& file, const gguf::GgufTe
 }
 
 // llama3 rope scaling, as llama.cpp's converter stores it: the rope_freqs tensor.
-absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config) {
-  const gguf::GgufTensor* tensor = file.FindTensor("rope_freqs.weight");
+absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, FindTensorFn find,
+                                 ModelConfig& config) {
+  const gguf::GgufTensor* tensor = find("rope_freqs.weight");
   return tensor == nullptr ? absl::OkStatus() : ReadFrequencyFactors(file, *tensor, config);
 }
 
@@ -95,9 +100,10 @@ absl::Status ReadRopeFreqFactors(const gguf::GgufFile& file, ModelConfig& config
 // rope.scaling.attn_factor. llama.cpp picks the long factors when its context
 // exceeds the original; kvjit compiles for the model's whole context, so it
 // does where context_length does.
-absl::Status ReadLongRope(const gguf::GgufFile& file, const ArchKeys& keys, ModelConfig& config) {
-  const gguf::GgufTensor* long_factors = file.FindTensor("rope_factors_long.weight");
-  const gguf::GgufTensor* short_factors = file.FindTensor("rope_factors_short.weight");
+absl::Status ReadLongRope(const gguf::GgufFile& file, FindTensorFn find, const ArchKeys& keys,
+                          ModelConfig& config) {
+  const gguf::GgufTensor* long_factors = find("rope_factors_long.weight");
+  const gguf::GgufTensor* short_factors = find("rope_factors_short.weight");
   if (long_factors == nullptr && short_factors == nullptr) return absl::OkStatus();
   if (long_factors == nullptr || short_factors == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -133,10 +139,10 @@ absl::Status ReadSlidingWindow(const gguf::GgufFile& file, const ArchKeys& keys,
   return absl::OkStatus();
 }
 
-absl::Status ReadRopeScaling(const gguf::GgufFile& file, const ArchKeys& keys,
+absl::Status ReadRopeScaling(const gguf::GgufFile& file, FindTensorFn find, const ArchKeys& keys,
                              ModelConfig& config) {
-  KVJIT_RETURN_IF_ERROR(ReadRopeFreqFactors(file, config));
-  KVJIT_RETURN_IF_ERROR(ReadLongRope(file, keys, config));
+  KVJIT_RETURN_IF_ERROR(ReadRopeFreqFactors(file, find, config));
+  KVJIT_RETURN_IF_ERROR(ReadLongRope(file, find, keys, config));
   if (!keys.Has("rope.scaling.type")) return absl::OkStatus();
   absl::StatusOr<absl::string_view> type = file.GetString(keys.Key("rope.scaling.type"));
   if (!type.ok()) return type.status();
@@ -189,9 +195,9 @@ absl::Status ReadLayer(const arch::Family& family, const ArchKeys& keys, ModelCo
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
+// `file`'s metadata and the model's tensors, found by `find` (in `file`, or
+// in any part of a split).
+absl::StatusOr<ModelConfig> ConfigFromGguf(const gguf::GgufFile& file, FindTensorFn find) {
   ModelConfig config;
   KVJIT_ASSIGN_OR_RETURN(absl::string_view architecture, file.GetString("general.architecture"));
   KVJIT_ASSIGN_OR_RETURN(const arch::Family* family,
@@ -222,13 +228,16 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
         file.path(), ": ", keys.Key("rope.dimension_count"), " = ", rotary_dim,
         " differs from the head dimension ", config.head_dim, " (partial rotary is not supported)"));
   }
-  KVJIT_RETURN_IF_ERROR(ReadRopeScaling(file, keys, config));
+  KVJIT_RETURN_IF_ERROR(ReadRopeScaling(file, find, keys, config));
   KVJIT_RETURN_IF_ERROR(ReadSlidingWindow(file, keys, config));
-  config.qkv_bias = file.FindTensor("blk.0.attn_q.bias") != nullptr;
+  config.qkv_bias = find("blk.0.attn_q.bias") != nullptr;
   KVJIT_RETURN_IF_ERROR(ReadLayer(*family, keys, config));
-  config.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+  config.tied_embeddings = find("output.weight") == nullptr;
 
-  KVJIT_ASSIGN_OR_RETURN(const gguf::GgufTensor* embedding, file.GetTensor("token_embd.weight"));
+  const gguf::GgufTensor* embedding = find("token_embd.weight");
+  if (embedding == nullptr) {
+    return absl::NotFoundError(absl::StrCat(file.path(), ": tensor 'token_embd.weight' is missing"));
+  }
   if (embedding->dims.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         file.path(), ": tensor 'token_embd.weight' must have 2 dimensions, has ",
@@ -248,21 +257,35 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
   return config;
 }
 
-GgufWeightSource::GgufWeightSource(const gguf::GgufFile& file) : file_(file) {
-  weights_.reserve(file.tensors().size());
-  for (const gguf::GgufTensor& tensor : file.tensors()) {
-    WeightInfo weight;
-    weight.name = tensor.name;
-    weight.shape.assign(tensor.dims.rbegin(), tensor.dims.rend());
-    weight.storage = tensor.type;
-    weight.size_bytes = tensor.size_bytes;
-    weights_.push_back(std::move(weight));
+}  // namespace
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file) {
+  return ConfigFromGguf(file, [&file](absl::string_view name) { return file.FindTensor(name); });
+}
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufModelFiles& files) {
+  return ConfigFromGguf(files.metadata(), [&files](absl::string_view name) {
+    std::optional<gguf::GgufModelFiles::Located> located = files.FindTensor(name);
+    return located ? located->tensor : nullptr;
+  });
+}
+
+GgufWeightSource::GgufWeightSource(const gguf::GgufModelFiles& files) : files_(files) {
+  for (const std::unique_ptr<gguf::GgufFile>& part : files.parts()) {
+    for (const gguf::GgufTensor& tensor : part->tensors()) {
+      WeightInfo weight;
+      weight.name = tensor.name;
+      weight.shape.assign(tensor.dims.rbegin(), tensor.dims.rend());
+      weight.storage = tensor.type;
+      weight.size_bytes = tensor.size_bytes;
+      weights_.push_back(std::move(weight));
+    }
   }
 }
 
 absl::Span<const uint8_t> GgufWeightSource::Bytes(const WeightInfo& weight) const {
-  const gguf::GgufTensor* tensor = file_.FindTensor(weight.name);
-  return tensor ? tensor->data : absl::Span<const uint8_t>();
+  std::optional<gguf::GgufModelFiles::Located> located = files_.FindTensor(weight.name);
+  return located ? located->tensor->data : absl::Span<const uint8_t>();
 }
 
 }  // namespace kvjit::model

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "frontend/gguf/GgufFile.h"
+#include "frontend/gguf/GgufSplit.h"
 #include "frontend/model/ModelConfig.h"
 #include "frontend/model/WeightSource.h"
 
@@ -16,19 +17,22 @@ namespace kvjit::model {
 // hold them and their defaults.
 // Missing or inconsistent keys are errors that name the file and the key.
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufFile& file);
+// The same for a model whose tensors may be spread over a split's parts.
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const gguf::GgufModelFiles& files);
 
-// The tensors of a GGUF file as weights, shapes turned row-major (GGUF lists
-// dimensions fastest first). Borrows `file`, which must outlive it.
+// The tensors of a GGUF file, or of every part of a split, as weights,
+// shapes turned row-major (GGUF lists dimensions fastest first). Borrows
+// `files`, which must outlive it.
 class GgufWeightSource : public WeightSource {
  public:
-  explicit GgufWeightSource(const gguf::GgufFile& file);
+  explicit GgufWeightSource(const gguf::GgufModelFiles& files);
 
-  const std::string& origin() const override { return file_.path(); }
+  const std::string& origin() const override { return files_.metadata().path(); }
   const std::vector<WeightInfo>& weights() const override { return weights_; }
   absl::Span<const uint8_t> Bytes(const WeightInfo& weight) const override;
 
  private:
-  const gguf::GgufFile& file_;
+  const gguf::GgufModelFiles& files_;
   std::vector<WeightInfo> weights_;
 };
 

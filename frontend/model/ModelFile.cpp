@@ -33,10 +33,15 @@ absl::StatusOr<ModelFile> OpenHfDirectory(const std::string& directory) {
 absl::StatusOr<ModelFile> OpenGguf(const std::string& path) {
   ModelFile model;
   model.path = path;
-  KVJIT_ASSIGN_OR_RETURN(model.gguf, gguf::GgufFile::Open(path));
+  KVJIT_ASSIGN_OR_RETURN(gguf::GgufModelFiles files, gguf::GgufModelFiles::Open(path));
+  model.gguf_files = std::make_unique<gguf::GgufModelFiles>(std::move(files));
+  model.gguf = &model.gguf_files->metadata();
   model.format = absl::StrCat("GGUF v", model.gguf->version());
-  KVJIT_ASSIGN_OR_RETURN(model.config, ModelConfigFromGguf(*model.gguf));
-  model.weights = std::make_unique<GgufWeightSource>(*model.gguf);
+  if (const size_t parts = model.gguf_files->parts().size(); parts > 1) {
+    absl::StrAppend(&model.format, ", split in ", parts, " files");
+  }
+  KVJIT_ASSIGN_OR_RETURN(model.config, ModelConfigFromGguf(*model.gguf_files));
+  model.weights = std::make_unique<GgufWeightSource>(*model.gguf_files);
   return model;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "frontend/gguf/GgufFile.h"
+#include "frontend/gguf/GgufSplit.h"
 #include "frontend/model/ModelConfig.h"
 #include "frontend/model/WeightSource.h"
 #include "frontend/huggingface/SafetensorsModel.h"
@@ -19,13 +20,16 @@ struct ModelFile {
   std::string path;
   std::string format;  // "GGUF v3", ...
   ModelConfig config;
-  std::unique_ptr<gguf::GgufFile> gguf;
+  // A GGUF model's files (one, or every part of a split) and, among them,
+  // the one with the metadata.
+  std::unique_ptr<gguf::GgufModelFiles> gguf_files;
+  const gguf::GgufFile* gguf = nullptr;
   std::unique_ptr<safetensors::SafetensorsModel> safetensors;
   std::unique_ptr<WeightSource> weights;
 };
 
-// Opens a GGUF file, or a Hugging Face directory (config.json and one or
-// many *.safetensors shards).
+// Opens a GGUF file (any part of a split GGUF finds the others), or a
+// Hugging Face directory (config.json and one or many *.safetensors shards).
 absl::StatusOr<ModelFile> OpenModelFile(const std::string& path);
 
 // The tokenizer the model describes: GGUF tokenizer.ggml.* metadata, or a

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "frontend/gguf/GgufSplit.h"
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/cpu/CpuIsa.h"
@@ -26,9 +27,9 @@ std::filesystem::path CacheDirectory() {
 
 // Everything the executable depends on: the model's files as they are on
 // disk (path, size, modification time; for a Hugging Face directory, its
-// top-level files), the options, the compiler (its version, and its file as
-// above, so that a rebuilt compiler, whose passes may choose otherwise,
-// compiles again), the schema's version (a runtime refuses an executable of
+// top-level files; for a split GGUF, every part), the options, the compiler
+// (its version, and its file as above, so that a rebuilt compiler, whose
+// passes may choose otherwise, compiles again), the schema's version (a runtime refuses an executable of
 // another schema), and the CPU the weight layouts are chosen for (the host's
 // ISA and microarchitecture, as kvjit-compiler resolves `host`).
 std::string CacheKey(const std::filesystem::path& model, const codegen::CompileOptions& options) {
@@ -46,6 +47,8 @@ std::string CacheKey(const std::filesystem::path& model, const codegen::CompileO
     for (const auto& entry : std::filesystem::directory_iterator(model, error)) {
       if (entry.is_regular_file(error)) add_file(entry.path());
     }
+  } else if (std::optional<std::vector<std::string>> parts = gguf::SplitPartPaths(model.string())) {
+    for (const std::string& part : *parts) add_file(part);
   } else {
     add_file(model);
   }
