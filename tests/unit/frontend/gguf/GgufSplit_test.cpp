@@ -39,7 +39,10 @@ std::vector<uint8_t> Part(uint16_t number, uint16_t count, int32_t total_tensors
 class GgufSplitTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    directory_ = ::testing::TempDir() + "/kvjit_gguf_split_test";
+    // ctest runs each test as its own process, side by side: each writes
+    // its own directory.
+    directory_ = ::testing::TempDir() + "/kvjit_gguf_split_test." +
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(directory_);
     std::filesystem::create_directories(directory_);
   }
