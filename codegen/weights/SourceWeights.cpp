@@ -91,7 +91,7 @@ absl::StatusOr<SourceWeights::Location> SourceWeights::LocationOf(
   std::optional<Location> location;
   if (model_->gguf_files != nullptr) {
     if (auto located = model_->gguf_files->FindTensor(weight.name)) {
-      location = Location{located->part, located->tensor->file_offset};
+      location = Location{static_cast<uint32_t>(located->part), located->tensor->file_offset};
     }
   } else if (model_->safetensors != nullptr) {
     location = InShard(weights().Bytes(weight));

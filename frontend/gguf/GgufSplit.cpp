@@ -49,6 +49,11 @@ absl::StatusOr<uint64_t> SplitCount(const GgufFile& file) {
 
 // Checks that `part` is part `index` (0-based) of a split of `count`.
 absl::Status CheckPart(const GgufFile& part, uint64_t index, uint64_t count) {
+  if (!part.Has(kSplitCountKey)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        part.path(), ": has no ", kSplitCountKey, ", so it is not part ", index + 1, " of ",
+        count, " of a split"));
+  }
   KVJIT_ASSIGN_OR_RETURN(uint64_t part_count, SplitCount(part));
   if (part_count != count) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -78,9 +80,12 @@ std::vector<std::string> CompileArguments(const std::string& model, const std::s
 absl::StatusOr<std::string> ExecutablePathFor(const std::string& model_or_kvx,
                                               const codegen::CompileOptions& options) {
   if (absl::EndsWith(model_or_kvx, ".kvx")) return model_or_kvx;
-  const std::filesystem::path model(model_or_kvx);
+  // Any part of a split GGUF names the same model: one compile, under the
+  // first part's name.
+  std::optional<std::vector<std::string>> parts = gguf::SplitPartPaths(model_or_kvx);
+  const std::filesystem::path model(parts ? parts->front() : model_or_kvx);
   std::error_code error;
-  if (!std::filesystem::exists(model, error)) {
+  if (!std::filesystem::exists(model_or_kvx, error)) {
     return absl::NotFoundError(absl::StrCat(model_or_kvx, ": no such model file or directory"));
   }
   const std::filesystem::path directory = CacheDirectory();
@@ -95,7 +100,7 @@ absl::StatusOr<std::string> ExecutablePathFor(const std::string& model_or_kvx,
       (directory / absl::StrCat(name, "-", CacheKey(model, options), ".kvx")).string();
   if (std::filesystem::exists(executable, error)) return executable;
   std::fprintf(stderr, "compiling %s (cached as %s)\n", model_or_kvx.c_str(), executable.c_str());
-  KVJIT_RETURN_IF_ERROR(RunCompiler(CompileArguments(model_or_kvx, executable, options)));
+  KVJIT_RETURN_IF_ERROR(RunCompiler(CompileArguments(model.string(), executable, options)));
   return executable;
 }
 

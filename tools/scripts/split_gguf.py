@@ -23,6 +23,10 @@ def copy_metadata(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> None:
         if (field.name.startswith("GGUF.") or field.name == gguf.Keys.General.ARCHITECTURE
                 or field.name.startswith("split.")):
             continue
+        # The writer lays its data out by its own alignment: tell it.
+        if field.name == gguf.Keys.General.ALIGNMENT:
+            writer.add_custom_alignment(int(field.contents()))
+            continue
         value_type = field.types[0]
         sub_type = field.types[-1] if value_type == gguf.GGUFValueType.ARRAY else None
         writer.add_key_value(field.name, field.contents(), value_type, sub_type=sub_type)

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "frontend/gguf/GgufFile.h"
+#include "frontend/gguf/GgufSplit.h"
 #include "frontend/tokenizer/GgufVocabulary.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
@@ -45,8 +45,9 @@ std::string RandomPrompt(const tokenizer::Tokenizer& tokenizer, int64_t length,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadGgufTokenizer(const std::string& path) {
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
-  return tokenizer::LoadTokenizerFromGguf(*file);
+  // A split's tokenizer is in its first part, whichever part is named.
+  KVJIT_ASSIGN_OR_RETURN(gguf::GgufModelFiles files, gguf::GgufModelFiles::Open(path));
+  return tokenizer::LoadTokenizerFromGguf(files.metadata());
 }
 
 std::vector<BenchServeRequest> RandomRequests(const tokenizer::Tokenizer& tokenizer, int64_t count,

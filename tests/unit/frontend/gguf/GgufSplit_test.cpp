@@ -127,6 +127,18 @@ TEST_F(GgufSplitTest, APartOfAnotherSplitIsRefused) {
               HasSubstr("m-00002-of-00003.gguf: split.count is 4 but the split has 3 parts"));
 }
 
+TEST_F(GgufSplitTest, AFileWithoutSplitKeysAmongThePartsIsRefused) {
+  WriteThreeParts();
+  Write("m-00002-of-00003.gguf",
+        GgufWriter().AddTensor({"c", {1}, kGgmlF32, {0, 0, 0, 0}, std::nullopt}).Build());
+  absl::StatusOr<GgufModelFiles> files =
+      GgufModelFiles::Open(directory_ + "/m-00001-of-00003.gguf");
+  ASSERT_FALSE(files.ok());
+  EXPECT_THAT(files.status().message(),
+              HasSubstr("m-00002-of-00003.gguf: has no split.count, so it is not part 2 of 3 of "
+                        "a split"));
+}
+
 TEST_F(GgufSplitTest, APartUnderAnotherNumbersNameIsRefused) {
   WriteThreeParts();
   Write("m-00003-of-00003.gguf", Part(1, 3, 4, {"d"}));
