@@ -433,7 +433,8 @@ class ExecutableBuilder final : public InstructionEmitter {
         byte_level ? PreTokenizerName(vocabulary.pre_tokenizer) : nullptr, &tokens, &vocabulary.scores, &token_types,
         &merges, vocabulary.bos_id, vocabulary.eos_id, vocabulary.end_of_turn_id,
         vocabulary.unknown_id, vocabulary.padding_id, vocabulary.add_bos_token,
-        vocabulary.add_eos_token, vocabulary.add_space_prefix, chat_template.c_str());
+        vocabulary.add_eos_token, vocabulary.add_space_prefix, chat_template.c_str(),
+        vocabulary.space_prefix_once);
   }
 
   const model::ModelFile& model_;

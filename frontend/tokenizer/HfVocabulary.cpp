@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "frontend/huggingface/JsonFile.h"
+#include "frontend/tokenizer/SentencePieceModelFile.h"
 #include "runtime/tokenizer/WordSplitter.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/StatusMacros.h"
@@ -217,8 +218,11 @@ absl::Status ApplyTokenizerConfig(const std::string& path,
   KVJIT_ASSIGN_OR_RETURN(
       vocabulary.eos_id,
       ReadSpecialTokenId(config, "eos_token", path, vocabulary));
+  // transformers' LlamaTokenizer (SentencePiece) adds BOS unless told not
+  // to, as Llama 3's tokenizer.json does.
   const bool adds_bos_by_default =
-      vocabulary.pre_tokenizer == PreTokenizer::kLlama3 &&
+      (vocabulary.model == TokenizerModel::kSentencePiece ||
+       vocabulary.pre_tokenizer == PreTokenizer::kLlama3) &&
       vocabulary.bos_id != kNoToken;
   KVJIT_ASSIGN_OR_RETURN(
       vocabulary.add_bos_token,
@@ -259,15 +263,23 @@ absl::StatusOr<Vocabulary> VocabularyFromHfTokenizerJson(
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerFromHfDirectory(
     const std::string& directory) {
   const std::filesystem::path directory_path(directory);
-  KVJIT_ASSIGN_OR_RETURN(hf::BpeTokenizerJson json,
-                         hf::LoadBpeTokenizerJson(directory));
-  KVJIT_ASSIGN_OR_RETURN(
-      Vocabulary vocabulary,
-      VocabularyFromHfTokenizerJson(
-          json, (directory_path / "tokenizer.json").string()));
+  const std::filesystem::path json_path = directory_path / "tokenizer.json";
+  const std::filesystem::path model_path = directory_path / "tokenizer.model";
+  std::error_code presence_error;
+  Vocabulary vocabulary;
+  // A directory with a SentencePiece model and no tokenizer.json (Llama 2,
+  // Mistral and Gemma checkpoints as first published) tokenizes with it.
+  if (!std::filesystem::exists(json_path, presence_error) && !presence_error &&
+      std::filesystem::exists(model_path, presence_error)) {
+    KVJIT_ASSIGN_OR_RETURN(vocabulary,
+                           ReadVocabularyFromSentencePieceModel(model_path.string()));
+  } else {
+    KVJIT_ASSIGN_OR_RETURN(hf::BpeTokenizerJson json, hf::LoadBpeTokenizerJson(directory));
+    KVJIT_ASSIGN_OR_RETURN(vocabulary,
+                           VocabularyFromHfTokenizerJson(json, json_path.string()));
+  }
   const std::filesystem::path config_path =
       directory_path / "tokenizer_config.json";
-  std::error_code presence_error;
   // Where the file's presence cannot be told, reading it says why.
   if (std::filesystem::exists(config_path, presence_error) || presence_error) {
     KVJIT_RETURN_IF_ERROR(

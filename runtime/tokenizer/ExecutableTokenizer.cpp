@@ -47,6 +47,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromExecutable(
   vocabulary.add_bos_token = table->add_bos();
   vocabulary.add_eos_token = table->add_eos();
   vocabulary.add_space_prefix = table->add_space_prefix();
+  vocabulary.space_prefix_once = table->space_prefix_once();
   return tokenizer::CreateTokenizer(std::move(vocabulary));
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include <string>
 #include <utility>
 
 #include "runtime/tokenizer/ByteLevelBpeTokenizer.h"
@@ -46,12 +47,19 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(
   if (absl::Status status = CheckUtf8(text); !status.ok()) return status;
   std::vector<int32_t> ids;
   if (add_special && vocabulary_.add_bos_token) ids.push_back(bos_id());
-  bool follows_special = true;
+  const bool prefix_once = vocabulary_.space_prefix_once && vocabulary_.add_space_prefix;
+  std::string prefixed;
+  if (prefix_once && !text.empty()) {
+    prefixed = " ";
+    prefixed += text;
+    text = prefixed;
+  }
+  bool follows_special = !prefix_once;
   for (const TextFragment& fragment :
        special_token_splitter_.Split(text, parse_special)) {
     if (fragment.special_id != kNoToken) {
       ids.push_back(fragment.special_id);
-      follows_special = true;
+      follows_special = !prefix_once;
       continue;
     }
     if (absl::Status status =

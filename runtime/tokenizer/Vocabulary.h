@@ -106,6 +106,12 @@ struct Vocabulary {
   // SentencePiece only: prefix the text with a space, as its
   // add_dummy_prefix option does.
   bool add_space_prefix = false;
+  // SentencePiece only: the prefix goes once, before the whole text and
+  // before special tokens are split out, as SentencePiece itself does (a
+  // text that starts with a user-defined token gets a lone U+2581 first);
+  // otherwise each run of text that starts the input or follows a special
+  // token gets one, as llama.cpp does.
+  bool space_prefix_once = false;
 };
 
 // Reads GGUF's tokenizer.ggml.model value: "llama" or "gpt2".

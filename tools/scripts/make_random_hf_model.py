@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a tiny random-weight Hugging Face model directory (config.json,
-model.safetensors, tokenizer.json) of one architecture family, seeded, with
+model.safetensors, tokenizer.json or tokenizer.model) of one architecture family, seeded, with
 no dependency beyond Python: the models --verify and the family tests run on
 without a download.
 
@@ -146,7 +146,9 @@ GEMMA = ("gemma2", "gemma3")
 
 def add_arguments(parser):
     parser.add_argument("--family", choices=FAMILIES, required=True)
-    parser.add_argument("--tokenizer", required=True, help="a tokenizer.json to take the vocabulary of")
+    parser.add_argument("--tokenizer", required=True,
+                        help="a tokenizer.json, or a SentencePiece tokenizer.model (a name ending "
+                             "in .model), to take the vocabulary of; copied into the directory")
     parser.add_argument("--tied", action="store_true",
                         help="llama3: tie the output head to the embeddings (as Llama 3.2 1B)")
     parser.add_argument("--seed", type=int, default=1)
@@ -158,6 +160,42 @@ def add_arguments(parser):
 def read_tokenizer(path):
     with open(path) as tokenizer_file:
         return json.load(tokenizer_file)
+
+
+def sentencepiece_piece_count(path):
+    """The pieces of a SentencePiece ModelProto: its field 1 entries, counted
+    by walking the protobuf's top level (no protobuf package needed)."""
+    with open(path, "rb") as model_file:
+        data = model_file.read()
+    position, count = 0, 0
+
+    def varint():
+        nonlocal position
+        value, shift = 0, 0
+        while True:
+            byte = data[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while position < len(data):
+        key = varint()
+        wire_type = key & 7
+        if wire_type == 0:
+            varint()
+        elif wire_type == 1:
+            position += 8
+        elif wire_type == 2:
+            length = varint()
+            position += length
+        elif wire_type == 5:
+            position += 4
+        else:
+            raise ValueError(f"{path}: wire type {wire_type} at byte {position}")
+        count += key >> 3 == 1
+    return count
 
 
 def vocab_size_of(tokenizer):
@@ -237,8 +275,10 @@ def main():
     if args.tied and args.family != "llama3":
         parser.error("--tied is for --family llama3 (the others have a fixed head)")
 
-    tokenizer = read_tokenizer(args.tokenizer)
-    config = config_of(args.family, vocab_size_of(tokenizer), args.tied,
+    sentencepiece = args.tokenizer.endswith(".model")
+    vocab_size = (sentencepiece_piece_count(args.tokenizer) if sentencepiece
+                  else vocab_size_of(read_tokenizer(args.tokenizer)))
+    config = config_of(args.family, vocab_size, args.tied,
                        {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype],
                        args.sliding_window, args.context)
     os.makedirs(args.out_dir, exist_ok=True)
@@ -246,7 +286,8 @@ def main():
         json.dump(config, config_file, indent=1)
     write_safetensors(os.path.join(args.out_dir, "model.safetensors"),
                       random_tensors(config, args.family, args.seed), args.dtype.upper())
-    shutil.copyfile(args.tokenizer, os.path.join(args.out_dir, "tokenizer.json"))
+    shutil.copyfile(args.tokenizer, os.path.join(
+        args.out_dir, "tokenizer.model" if sentencepiece else "tokenizer.json"))
 
 
 if __name__ == "__main__":

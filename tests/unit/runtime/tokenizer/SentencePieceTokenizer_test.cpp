@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/tokenizer/ExecutableTokenizer.h"
 
 namespace kvjit::tokenizer {
 namespace {
@@ -149,6 +150,48 @@ TEST(SentencePieceTokenizer, UserDefinedTokensAreAlwaysSplitOut) {
   auto tokenizer = Build(TinyVocabulary());
   EXPECT_THAT(EncodeOrDie(*tokenizer, "a<sep>b"),
               ElementsAre(kSpaceA, kSep, kSpace, kB));
+}
+
+// llama.cpp prefixes every run of text that starts the input or follows a
+// special token; SentencePiece itself (a tokenizer.model) prefixes the whole
+// text once, before user-defined tokens are split out.
+TEST(SentencePieceTokenizer, ThePrefixGoesOncePerTextOrOncePerRun) {
+  Vocabulary per_run = TinyVocabulary();
+  EXPECT_THAT(EncodeOrDie(*Build(per_run), "<sep> a"), ElementsAre(kSep, kSpace, kSpaceA));
+  EXPECT_THAT(EncodeOrDie(*Build(per_run), "a<sep>a"), ElementsAre(kSpaceA, kSep, kSpaceA));
+  Vocabulary once = TinyVocabulary();
+  once.space_prefix_once = true;
+  EXPECT_THAT(EncodeOrDie(*Build(once), "<sep> a"), ElementsAre(kSpace, kSep, kSpaceA));
+  EXPECT_THAT(EncodeOrDie(*Build(once), "a<sep>a"), ElementsAre(kSpaceA, kSep, kA));
+  EXPECT_THAT(EncodeOrDie(*Build(once), ""), ElementsAre());
+  EXPECT_THAT(EncodeOrDie(*Build(once), "a", /*add_special=*/true), ElementsAre(kBos, kSpaceA));
+  once.add_space_prefix = false;
+  EXPECT_THAT(EncodeOrDie(*Build(once), "a<sep>a"), ElementsAre(kA, kSep, kA));
+}
+
+// The executable carries the choice (kvx Tokenizer.space_prefix_once).
+TEST(SentencePieceTokenizer, AnExecutableCarriesWhereThePrefixGoes) {
+  for (bool once : {false, true}) {
+    Vocabulary vocabulary = TinyVocabulary();
+    flatbuffers::FlatBufferBuilder builder;
+    std::vector<std::string> tokens = vocabulary.tokens;
+    std::vector<int32_t> types;
+    for (TokenType type : vocabulary.token_types) types.push_back(static_cast<int32_t>(type));
+    std::vector<flatbuffers::Offset<flatbuffers::String>> strings;
+    for (const std::string& token : tokens) strings.push_back(builder.CreateString(token));
+    auto table = kvx::CreateTokenizerDirect(
+        builder, kvx::TokenizerKind::SentencePiece, nullptr, &strings, &vocabulary.scores,
+        &types, nullptr, kBos, kEos, -1, kUnk, -1, /*add_bos=*/false, /*add_eos=*/false,
+        /*add_space_prefix=*/true, nullptr, /*space_prefix_once=*/once);
+    kvx::ExecutableBuilder executable(builder);
+    executable.add_tokenizer(table);
+    builder.Finish(executable.Finish());
+    auto tokenizer = TokenizerFromExecutable(*kvx::GetExecutable(builder.GetBufferPointer()));
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    EXPECT_EQ((*tokenizer)->vocabulary().space_prefix_once, once);
+    EXPECT_THAT(EncodeOrDie(**tokenizer, "<sep> a"),
+                once ? ElementsAre(kSpace, kSep, kSpaceA) : ElementsAre(kSep, kSpace, kSpaceA));
+  }
 }
 
 TEST(SentencePieceTokenizer, DecodeDropsThePrefixSpaceAndControlTokens) {
