@@ -31,9 +31,10 @@ std::filesystem::path CacheDirectory() {
 // disk (path, size, modification time; for a Hugging Face directory, its
 // top-level files; for a split GGUF, every part), the options, the compiler
 // (its version, and its file as above, so that a rebuilt compiler, whose
-// passes may choose otherwise, compiles again), the schema's version (a runtime refuses an executable of
-// another schema), and the CPU the weight layouts are chosen for (the host's
-// ISA and microarchitecture, as kvjit-compiler resolves `host`).
+// passes may choose otherwise, compiles again), the schema's version (a
+// runtime refuses an executable of another schema), and the CPU the weight
+// layouts are chosen for (the host's ISA and microarchitecture, as
+// kvjit-compiler resolves `host`).
 std::string CacheKey(const std::filesystem::path& model, const codegen::CompileOptions& options) {
   std::error_code error;
   std::string identity = absl::StrCat(std::filesystem::absolute(model, error).string(), "|",
@@ -100,7 +101,8 @@ absl::StatusOr<std::string> ExecutablePathFor(const std::string& model_or_kvx,
       (directory / absl::StrCat(name, "-", CacheKey(model, options), ".kvx")).string();
   if (std::filesystem::exists(executable, error)) return executable;
   std::fprintf(stderr, "compiling %s (cached as %s)\n", model_or_kvx.c_str(), executable.c_str());
-  KVJIT_RETURN_IF_ERROR(RunCompiler(CompileArguments(model.string(), executable, options)));
+  // The part named, whose reader finds the others or names the one missing.
+  KVJIT_RETURN_IF_ERROR(RunCompiler(CompileArguments(model_or_kvx, executable, options)));
   return executable;
 }
 
