@@ -35,8 +35,7 @@ absl::StatusOr<ModelFile> OpenGguf(const std::string& path) {
   model.path = path;
   KVJIT_ASSIGN_OR_RETURN(gguf::GgufModelFiles files, gguf::GgufModelFiles::Open(path));
   model.gguf_files = std::make_unique<gguf::GgufModelFiles>(std::move(files));
-  model.gguf = &model.gguf_files->metadata();
-  model.format = absl::StrCat("GGUF v", model.gguf->version());
+  model.format = absl::StrCat("GGUF v", model.gguf()->version());
   if (const size_t parts = model.gguf_files->parts().size(); parts > 1) {
     absl::StrAppend(&model.format, ", split in ", parts, " files");
   }
@@ -54,15 +53,15 @@ absl::StatusOr<ModelFile> OpenModelFile(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> LoadTokenizer(const ModelFile& model) {
-  if (model.gguf != nullptr) return tokenizer::LoadTokenizerFromGguf(*model.gguf);
+  if (model.gguf() != nullptr) return tokenizer::LoadTokenizerFromGguf(*model.gguf());
   return tokenizer::LoadTokenizerFromHfDirectory(model.path);
 }
 
 absl::StatusOr<std::string> LoadChatTemplate(const ModelFile& model) {
-  if (model.gguf != nullptr) {
-    if (!model.gguf->Has("tokenizer.chat_template")) return std::string();
+  if (model.gguf() != nullptr) {
+    if (!model.gguf()->Has("tokenizer.chat_template")) return std::string();
     KVJIT_ASSIGN_OR_RETURN(absl::string_view chat_template,
-                           model.gguf->GetString("tokenizer.chat_template"));
+                           model.gguf()->GetString("tokenizer.chat_template"));
     return std::string(chat_template);
   }
   const std::string config_path = model.path + "/tokenizer_config.json";

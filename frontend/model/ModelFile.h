@@ -20,12 +20,15 @@ struct ModelFile {
   std::string path;
   std::string format;  // "GGUF v3", ...
   ModelConfig config;
-  // A GGUF model's files (one, or every part of a split) and, among them,
-  // the one with the metadata.
+  // A GGUF model's files: one, or every part of a split.
   std::unique_ptr<gguf::GgufModelFiles> gguf_files;
-  const gguf::GgufFile* gguf = nullptr;
   std::unique_ptr<safetensors::SafetensorsModel> safetensors;
   std::unique_ptr<WeightSource> weights;
+
+  // The GGUF file with the model's metadata; none for a Hugging Face model.
+  const gguf::GgufFile* gguf() const {
+    return gguf_files != nullptr ? &gguf_files->metadata() : nullptr;
+  }
 };
 
 // Opens a GGUF file (any part of a split GGUF finds the others), or a

@@ -96,9 +96,9 @@ absl::Status RunInspect(const std::vector<std::string>& arguments) {
                 absl::StrJoin(w.shape, ", ").c_str(),
                 static_cast<unsigned long long>(w.size_bytes));
   }
-  if (absl::GetFlag(FLAGS_metadata) && model.gguf) {
-    std::printf("\nmetadata (%zu)\n", model.gguf->metadata().size());
-    for (const gguf::GgufMetadataEntry& entry : model.gguf->metadata()) {
+  if (absl::GetFlag(FLAGS_metadata) && model.gguf() != nullptr) {
+    std::printf("\nmetadata (%zu)\n", model.gguf()->metadata().size());
+    for (const gguf::GgufMetadataEntry& entry : model.gguf()->metadata()) {
       std::printf("  %s = %s\n", std::string(entry.key).c_str(), entry.value.ToString().c_str());
     }
   }

@@ -375,7 +375,7 @@ TEST_F(ExecutableWriterTest, Stories260K) {
   EXPECT_EQ(embedding->name()->str(), "token_embd.weight");
   EXPECT_EQ(embedding->storage(), kvx::StorageType::F32);
   EXPECT_THAT(*embedding->shape(), ElementsAreArray({512, 64}));
-  EXPECT_EQ(embedding->offset(), model->gguf->FindTensor("token_embd.weight")->file_offset);
+  EXPECT_EQ(embedding->offset(), model->gguf()->FindTensor("token_embd.weight")->file_offset);
 
   const kvx::Instruction* first = executable.program()->instructions()->Get(0);
   EXPECT_EQ(first->inputs()->Get(0)->kind(), kvx::BufferKind::Weight);
