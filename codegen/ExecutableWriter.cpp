@@ -25,6 +25,7 @@
 #include "runtime/schema/SchemaVersion.h"
 #include "runtime/schema/StepContract.h"
 #include "runtime/schema/kvx_generated.h"
+#include "runtime/tokenizer/ExecutableTokenizer.h"
 
 namespace kvjit::codegen {
 namespace {
@@ -54,17 +55,6 @@ std::string Describe(mlir::Type type) {
 
 kvx::RopeStyle ToKvxRopeStyle(model::RopeStyle style) {
   return style == model::RopeStyle::kNeox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
-}
-
-const char* PreTokenizerName(tokenizer::PreTokenizer pre_tokenizer) {
-  // The names tokenizer::ParsePreTokenizer reads back.
-  switch (pre_tokenizer) {
-    case tokenizer::PreTokenizer::kGpt2: return "gpt2";
-    case tokenizer::PreTokenizer::kLlama3: return "llama3";
-    case tokenizer::PreTokenizer::kSmolLm: return "smollm";
-    case tokenizer::PreTokenizer::kQwen2: return "qwen2";
-  }
-  return "gpt2";
 }
 
 absl::StatusOr<kvx::StorageType> CacheElementStorage(mlir::Type element_type) {
@@ -411,30 +401,7 @@ class ExecutableBuilder final : public InstructionEmitter {
 
   Offset<kvx::Tokenizer> AddTokenizer(const tokenizer::Vocabulary& vocabulary,
                                       const std::string& chat_template) {
-    std::vector<Offset<flatbuffers::String>> tokens;
-    tokens.reserve(vocabulary.tokens.size());
-    for (const std::string& token : vocabulary.tokens) tokens.push_back(fbb_.CreateString(token));
-    std::vector<int32_t> token_types;
-    token_types.reserve(vocabulary.token_types.size());
-    for (tokenizer::TokenType type : vocabulary.token_types) {
-      token_types.push_back(static_cast<int32_t>(type));
-    }
-    // "left right", as GGUF's tokenizer.ggml.merges spells them: byte-level
-    // alphabets spell a space as another character, so the first space
-    // splits the pair.
-    std::vector<Offset<flatbuffers::String>> merges;
-    merges.reserve(vocabulary.merges.size());
-    for (const auto& [left, right] : vocabulary.merges) {
-      merges.push_back(fbb_.CreateString(absl::StrCat(left, " ", right)));
-    }
-    const bool byte_level = vocabulary.model == tokenizer::TokenizerModel::kByteLevelBpe;
-    return kvx::CreateTokenizerDirect(
-        fbb_, byte_level ? kvx::TokenizerKind::ByteLevelBpe : kvx::TokenizerKind::SentencePiece,
-        byte_level ? PreTokenizerName(vocabulary.pre_tokenizer) : nullptr, &tokens, &vocabulary.scores, &token_types,
-        &merges, vocabulary.bos_id, vocabulary.eos_id, vocabulary.end_of_turn_id,
-        vocabulary.unknown_id, vocabulary.padding_id, vocabulary.add_bos_token,
-        vocabulary.add_eos_token, vocabulary.add_space_prefix, chat_template.c_str(),
-        vocabulary.space_prefix_once);
+    return tokenizer::WriteTokenizerTable(fbb_, vocabulary, chat_template);
   }
 
   const model::ModelFile& model_;

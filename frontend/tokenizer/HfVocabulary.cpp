@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -50,26 +51,21 @@ SplitBehavior SplitBehaviorOf(hf::SplitBehavior behavior) {
   return SplitBehavior::kIsolated;
 }
 
-Normalization NormalizationOf(hf::Normalizer normalizer) {
-  switch (normalizer) {
-    case hf::Normalizer::kNfc:
-      return Normalization::kNfc;
-    case hf::Normalizer::kNfd:
-      return Normalization::kNfd;
-    case hf::Normalizer::kNfkc:
-      return Normalization::kNfkc;
-    case hf::Normalizer::kNfkd:
-      return Normalization::kNfkd;
-    case hf::Normalizer::kLowercase:
-      return Normalization::kLowercase;
+SplitRule SplitRuleOf(const hf::PreTokenizerStep& step) {
+  if (step.kind == hf::PreTokenizerStep::Kind::kDigits) {
+    // Hugging Face's Digits isolates each numeric character (Unicode
+    // categories Nd, Nl and No: \p{N}), or else each run of them.
+    return SplitRule{step.individual_digits ? R"(\p{N})" : R"(\p{N}+)"};
   }
-  return Normalization::kNfc;
+  return SplitRule{step.pattern, step.pattern_is_literal, SplitBehaviorOf(step.behavior),
+                   step.invert};
 }
 
-// The pre-tokenizer steps as the split rules that cut text before the byte
-// alphabet is applied, which the ByteLevel step does; it must come last.
-absl::StatusOr<std::vector<SplitRule>> SplitRulesOf(
-    const hf::BpeTokenizerJson& json, const std::string& source) {
+// The pre-tokenizer of a byte-level file: its steps as the split rules that
+// cut text before the byte alphabet is applied, which the ByteLevel step
+// does; it must come last.
+absl::StatusOr<std::vector<SplitRule>> ByteLevelSplitRulesOf(
+    const hf::BpeTokenizerJson& json) {
   std::vector<SplitRule> rules;
   bool byte_level = false;
   for (const hf::PreTokenizerStep& step : json.pre_tokenizer_steps) {
@@ -81,28 +77,54 @@ absl::StatusOr<std::vector<SplitRule>> SplitRulesOf(
     }
     switch (step.kind) {
       case hf::PreTokenizerStep::Kind::kSplit:
-        rules.push_back(SplitRule{step.pattern, step.pattern_is_literal,
-                                  SplitBehaviorOf(step.behavior), step.invert});
-        break;
       case hf::PreTokenizerStep::Kind::kDigits:
-        // Hugging Face's Digits isolates each numeric character (Unicode
-        // categories Nd, Nl and No: \p{N}), or else each run of them.
-        rules.push_back(
-            SplitRule{step.individual_digits ? R"(\p{N})" : R"(\p{N}+)"});
+        rules.push_back(SplitRuleOf(step));
         break;
       case hf::PreTokenizerStep::Kind::kByteLevel:
         byte_level = true;
         if (step.use_regex) rules.push_back(SplitRule{std::string(Gpt2Pattern())});
         break;
+      case hf::PreTokenizerStep::Kind::kMetaspace:
+        return absl::UnimplementedError(absl::StrCat(
+            step.where, ": Metaspace in a byte-level pre-tokenizer is not supported"));
     }
   }
-  if (!byte_level) {
-    return absl::UnimplementedError(absl::StrCat(
-        source,
-        ": pre_tokenizer has no ByteLevel step; only byte-level BPE is "
-        "supported"));
-  }
   return rules;
+}
+
+bool HasByteLevelStep(const hf::BpeTokenizerJson& json) {
+  for (const hf::PreTokenizerStep& step : json.pre_tokenizer_steps) {
+    if (step.kind == hf::PreTokenizerStep::Kind::kByteLevel) return true;
+  }
+  return false;
+}
+
+// The pre-tokenizer and decoder of a file without a ByteLevel step: split
+// rules, then Metaspace, which must come last.
+absl::Status ReadCharacterPipeline(const hf::BpeTokenizerJson& json, const std::string& source,
+                                   Vocabulary& vocabulary) {
+  std::vector<SplitRule> rules;
+  for (const hf::PreTokenizerStep& step : json.pre_tokenizer_steps) {
+    if (vocabulary.metaspace.has_value()) {
+      return absl::UnimplementedError(absl::StrCat(
+          step.where, ": steps after Metaspace are not supported"));
+    }
+    if (step.kind == hf::PreTokenizerStep::Kind::kMetaspace) {
+      vocabulary.metaspace = step.metaspace;
+    } else {
+      rules.push_back(SplitRuleOf(step));
+    }
+  }
+  if (!rules.empty()) vocabulary.split_rules = std::move(rules);
+  if (json.byte_level_decoder) {
+    return absl::UnimplementedError(absl::StrCat(
+        source, ": decoder: a ByteLevel decoder needs a ByteLevel pre-tokenizer, which "
+                "the file lacks"));
+  }
+  vocabulary.decoder = json.decoder_steps;
+  vocabulary.byte_fallback = json.byte_fallback;
+  vocabulary.fuse_unk = json.fuse_unk;
+  return absl::OkStatus();
 }
 
 // The PreTokenizer whose regexes `rules` are, so that such a file runs as the
@@ -171,9 +193,11 @@ absl::Status ReadTokens(const hf::BpeTokenizerJson& json,
 absl::StatusOr<int32_t> ReadSpecialTokenId(const nlohmann::json& config,
                                            const char* field,
                                            const std::string& path,
-                                           const Vocabulary& vocabulary) {
+                                           const Vocabulary& vocabulary,
+                                           int32_t fallback) {
   const nlohmann::json* value = hf::FindField(config, field);
-  if (value == nullptr || value->is_null()) return kNoToken;
+  if (value == nullptr) return fallback;
+  if (value->is_null()) return kNoToken;
   const nlohmann::json* text = value;
   if (value->is_object()) text = hf::FindField(*value, "content");
   if (text == nullptr || !text->is_string()) {
@@ -212,25 +236,53 @@ absl::Status ApplyTokenizerConfig(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": must be an object, got ", hf::Describe(config)));
   }
+  // A token the config does not name keeps what tokenizer.json's
+  // post-processor made it.
   KVJIT_ASSIGN_OR_RETURN(
       vocabulary.bos_id,
-      ReadSpecialTokenId(config, "bos_token", path, vocabulary));
+      ReadSpecialTokenId(config, "bos_token", path, vocabulary, vocabulary.bos_id));
   KVJIT_ASSIGN_OR_RETURN(
       vocabulary.eos_id,
-      ReadSpecialTokenId(config, "eos_token", path, vocabulary));
-  // transformers' LlamaTokenizer (SentencePiece) adds BOS unless told not
-  // to, as Llama 3's tokenizer.json does.
+      ReadSpecialTokenId(config, "eos_token", path, vocabulary, vocabulary.eos_id));
+  // Without add_bos_token, BOS is added where the post-processor adds it,
+  // and (for files without one) as transformers' LlamaTokenizer
+  // (SentencePiece) and Llama 3's tokenizer.json add it.
   const bool adds_bos_by_default =
-      (vocabulary.model == TokenizerModel::kSentencePiece ||
-       vocabulary.pre_tokenizer == PreTokenizer::kLlama3) &&
-      vocabulary.bos_id != kNoToken;
+      vocabulary.bos_id != kNoToken &&
+      (vocabulary.add_bos_token || vocabulary.model == TokenizerModel::kSentencePiece ||
+       vocabulary.pre_tokenizer == PreTokenizer::kLlama3);
   KVJIT_ASSIGN_OR_RETURN(
       vocabulary.add_bos_token,
       ReadFlag(config, "add_bos_token", path, adds_bos_by_default));
-  KVJIT_ASSIGN_OR_RETURN(vocabulary.add_eos_token,
-                         ReadFlag(config, "add_eos_token", path, false));
+  KVJIT_ASSIGN_OR_RETURN(
+      vocabulary.add_eos_token,
+      ReadFlag(config, "add_eos_token", path,
+               vocabulary.add_eos_token && vocabulary.eos_id != kNoToken));
   if (absl::Status status = ValidateVocabulary(vocabulary); !status.ok()) {
     return WithSource(path, status);
+  }
+  return absl::OkStatus();
+}
+
+// TemplateProcessing's tokens around a single text, as BOS and EOS: one
+// token each side at most.
+absl::Status ApplyPostProcessor(const hf::BpeTokenizerJson& json, const std::string& source,
+                                Vocabulary& vocabulary) {
+  if (!json.post_processor.has_value()) return absl::OkStatus();
+  for (const auto& [ids, side, id, add] :
+       {std::tuple<const std::vector<int64_t>*, const char*, int32_t*, bool*>{
+            &json.post_processor->prefix_ids, "before", &vocabulary.bos_id,
+            &vocabulary.add_bos_token},
+        {&json.post_processor->suffix_ids, "after", &vocabulary.eos_id,
+         &vocabulary.add_eos_token}}) {
+    if (ids->size() > 1) {
+      return absl::UnimplementedError(absl::StrCat(
+          source, ": post_processor: TemplateProcessing puts ", ids->size(), " tokens ", side,
+          " the text; one (BOS before, EOS after) is supported"));
+    }
+    if (ids->empty()) continue;
+    *id = static_cast<int32_t>(ids->front());
+    *add = true;
   }
   return absl::OkStatus();
 }
@@ -240,20 +292,33 @@ absl::Status ApplyTokenizerConfig(const std::string& path,
 absl::StatusOr<Vocabulary> VocabularyFromHfTokenizerJson(
     const hf::BpeTokenizerJson& json, const std::string& source) {
   Vocabulary vocabulary;
-  vocabulary.model = TokenizerModel::kByteLevelBpe;
-  KVJIT_ASSIGN_OR_RETURN(std::vector<SplitRule> rules,
-                         SplitRulesOf(json, source));
-  if (std::optional<PreTokenizer> known = KnownPreTokenizerOf(rules)) {
-    vocabulary.pre_tokenizer = *known;
+  if (HasByteLevelStep(json)) {
+    vocabulary.model = TokenizerModel::kByteLevelBpe;
+    KVJIT_ASSIGN_OR_RETURN(std::vector<SplitRule> rules, ByteLevelSplitRulesOf(json));
+    if (std::optional<PreTokenizer> known = KnownPreTokenizerOf(rules)) {
+      vocabulary.pre_tokenizer = *known;
+    } else {
+      vocabulary.split_rules = std::move(rules);
+    }
   } else {
-    vocabulary.split_rules = std::move(rules);
+    vocabulary.model = TokenizerModel::kCharacterBpe;
+    KVJIT_RETURN_IF_ERROR(ReadCharacterPipeline(json, source, vocabulary));
   }
-  for (hf::Normalizer normalizer : json.normalizers) {
-    vocabulary.normalizations.push_back(NormalizationOf(normalizer));
-  }
+  vocabulary.normalizer = json.normalizers;
   vocabulary.ignore_merges = json.ignore_merges;
   KVJIT_RETURN_IF_ERROR(ReadTokens(json, source, vocabulary));
   vocabulary.merges = json.merges;
+  for (const hf::AddedToken& added : json.added_tokens) {
+    if (added.lstrip || added.rstrip || added.single_word || added.normalized) {
+      vocabulary.added_token_options.push_back(
+          AddedTokenOptions{static_cast<int32_t>(added.id), added.lstrip, added.rstrip,
+                            added.single_word, added.normalized});
+    }
+  }
+  if (!json.unk_token.empty()) {
+    vocabulary.unknown_id = static_cast<int32_t>(json.vocab.at(json.unk_token));
+  }
+  KVJIT_RETURN_IF_ERROR(ApplyPostProcessor(json, source, vocabulary));
   if (absl::Status status = ValidateVocabulary(vocabulary); !status.ok()) {
     return WithSource(source, status);
   }

@@ -9,8 +9,10 @@ namespace kvjit::kvx {
 // runtimes refuse an elementwise step opcode they do not know, so a new one
 // needs no bump; 8: KvAttentionParams.softcap, which a runtime of 7 would
 // ignore; 9: Weight.layout, whose interleaved bytes a runtime of 8 would
-// read as GGUF rows).
-inline constexpr uint32_t kSchemaVersion = 9;
+// read as GGUF rows; 10: Tokenizer's tokenizer.json pipeline (normalizer,
+// split_rules, metaspace, decoder, added_token_options, the CharacterBpe
+// kind), which a runtime of 9 would ignore and tokenize differently).
+inline constexpr uint32_t kSchemaVersion = 10;
 
 }  // namespace kvjit::kvx
 

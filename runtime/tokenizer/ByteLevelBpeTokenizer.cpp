@@ -9,8 +9,7 @@
 namespace kvjit::tokenizer {
 
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(Vocabulary vocabulary)
-    : Tokenizer(std::move(vocabulary)),
-      normalizer_(this->vocabulary().normalizations) {}
+    : Tokenizer(std::move(vocabulary)) {}
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> ByteLevelBpeTokenizer::Create(
     Vocabulary vocabulary) {
@@ -39,17 +38,9 @@ int32_t ByteLevelBpeTokenizer::MergeRank(std::string_view left,
 }
 
 absl::Status ByteLevelBpeTokenizer::EncodePlainText(
-    std::string_view text, bool follows_special,
-    std::vector<int32_t>* ids) const {
-  std::string normalized;
-  if (!normalizer_.empty()) {
-    absl::StatusOr<std::string> result = normalizer_.Normalize(text);
-    if (!result.ok()) return result.status();
-    normalized = std::move(*result);
-    text = normalized;
-  }
+    const PlainText& plain, std::vector<int32_t>* ids) const {
   absl::StatusOr<std::vector<std::string_view>> words =
-      word_splitter_->Split(text);
+      word_splitter_->Split(plain.text);
   if (!words.ok()) return words.status();
   for (std::string_view word : *words) {
     if (absl::Status status = EncodeWord(alphabet_.Encode(word), ids);

@@ -12,13 +12,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/tokenizer/ByteLevelAlphabet.h"
-#include "runtime/tokenizer/TextNormalizer.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/WordSplitter.h"
 
 namespace kvjit::tokenizer {
 
-// GPT-2's byte-level BPE (GGUF "gpt2"): the vocabulary's normalizations apply,
+// GPT-2's byte-level BPE (GGUF "gpt2"): after the vocabulary's normalizer,
 // the pre-tokenizer's split rules cut the text into words, each word's bytes
 // are spelled in GPT-2's byte alphabet, and within a word the adjacent pair
 // with the best-ranked merge joins first.
@@ -32,7 +31,7 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
  private:
   explicit ByteLevelBpeTokenizer(Vocabulary vocabulary);
 
-  absl::Status EncodePlainText(std::string_view text, bool follows_special,
+  absl::Status EncodePlainText(const PlainText& plain,
                                std::vector<int32_t>* ids) const override;
   // `word` is spelled in the byte alphabet.
   absl::Status EncodeWord(std::string_view word,
@@ -41,7 +40,6 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   int32_t MergeRank(std::string_view left, std::string_view right) const;
 
   ByteLevelAlphabet alphabet_;
-  TextNormalizer normalizer_;
   std::unique_ptr<WordSplitter> word_splitter_;
   // Keys view the vocabulary's merges.
   absl::flat_hash_map<std::pair<std::string_view, std::string_view>, int32_t>

@@ -1,35 +1,150 @@
 #include "runtime/tokenizer/ExecutableTokenizer.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 
 namespace kvjit::tokenizer {
+namespace {
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromExecutable(
-    const kvx::Executable& executable) {
-  const kvx::Tokenizer* table = executable.tokenizer();
-  if (table == nullptr || table->tokens() == nullptr) {
-    return absl::InvalidArgumentError("the executable carries no tokenizer");
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+// The names ParsePreTokenizer reads back.
+const char* PreTokenizerName(PreTokenizer pre_tokenizer) {
+  switch (pre_tokenizer) {
+    case PreTokenizer::kGpt2: return "gpt2";
+    case PreTokenizer::kLlama3: return "llama3";
+    case PreTokenizer::kSmolLm: return "smollm";
+    case PreTokenizer::kQwen2: return "qwen2";
   }
-  tokenizer::Vocabulary vocabulary;
-  vocabulary.model = table->kind() == kvx::TokenizerKind::ByteLevelBpe
-                         ? tokenizer::TokenizerModel::kByteLevelBpe
-                         : tokenizer::TokenizerModel::kSentencePiece;
-  if (table->pre_tokenizer() != nullptr && table->pre_tokenizer()->size() > 0) {
-    KVJIT_ASSIGN_OR_RETURN(vocabulary.pre_tokenizer,
-                           tokenizer::ParsePreTokenizer(table->pre_tokenizer()->string_view()));
+  return "gpt2";
+}
+
+kvx::TokenizerKind KindOf(TokenizerModel model) {
+  switch (model) {
+    case TokenizerModel::kSentencePiece: return kvx::TokenizerKind::SentencePiece;
+    case TokenizerModel::kByteLevelBpe: return kvx::TokenizerKind::ByteLevelBpe;
+    case TokenizerModel::kCharacterBpe: return kvx::TokenizerKind::CharacterBpe;
   }
-  for (const flatbuffers::String* token : *table->tokens()) vocabulary.tokens.push_back(token->str());
-  if (table->token_types() != nullptr) {
-    for (int32_t type : *table->token_types()) {
-      vocabulary.token_types.push_back(static_cast<tokenizer::TokenType>(type));
+  return kvx::TokenizerKind::SentencePiece;
+}
+
+absl::StatusOr<TokenizerModel> ModelOf(kvx::TokenizerKind kind) {
+  switch (kind) {
+    case kvx::TokenizerKind::SentencePiece: return TokenizerModel::kSentencePiece;
+    case kvx::TokenizerKind::ByteLevelBpe: return TokenizerModel::kByteLevelBpe;
+    case kvx::TokenizerKind::CharacterBpe: return TokenizerModel::kCharacterBpe;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the executable's tokenizer is of kind ", static_cast<int>(kind),
+      ", which this runtime does not know; recompile the model"));
+}
+
+// The enums below are listed in the same order on both sides, so a cast
+// carries them; the static_asserts keep the orders together.
+static_assert(static_cast<int>(kvx::NormalizerKind::Strip) ==
+              static_cast<int>(NormalizerKind::kStrip));
+static_assert(static_cast<int>(kvx::SplitBehavior::Contiguous) ==
+              static_cast<int>(SplitBehavior::kContiguous));
+static_assert(static_cast<int>(kvx::PrependScheme::Never) ==
+              static_cast<int>(PrependScheme::kNever));
+static_assert(static_cast<int>(kvx::DecoderKind::Metaspace) ==
+              static_cast<int>(DecoderKind::kMetaspace));
+
+std::string StringOf(const flatbuffers::String* text) {
+  return text == nullptr ? std::string() : text->str();
+}
+
+}  // namespace
+
+Offset<kvx::Tokenizer> WriteTokenizerTable(FlatBufferBuilder& builder,
+                                           const Vocabulary& vocabulary,
+                                           const std::string& chat_template) {
+  std::vector<Offset<flatbuffers::String>> tokens;
+  tokens.reserve(vocabulary.tokens.size());
+  for (const std::string& token : vocabulary.tokens) tokens.push_back(builder.CreateString(token));
+  std::vector<int32_t> token_types;
+  token_types.reserve(vocabulary.token_types.size());
+  for (TokenType type : vocabulary.token_types) token_types.push_back(static_cast<int32_t>(type));
+  // "left right", as GGUF's tokenizer.ggml.merges spells them: byte-level
+  // alphabets spell a space as another character and SentencePiece's pieces
+  // hold U+2581 instead, so the first space splits the pair.
+  std::vector<Offset<flatbuffers::String>> merges;
+  merges.reserve(vocabulary.merges.size());
+  for (const auto& [left, right] : vocabulary.merges) {
+    merges.push_back(builder.CreateString(absl::StrCat(left, " ", right)));
+  }
+  std::vector<Offset<kvx::NormalizerStep>> normalizer;
+  for (const NormalizerStep& step : vocabulary.normalizer) {
+    normalizer.push_back(kvx::CreateNormalizerStepDirect(
+        builder, static_cast<kvx::NormalizerKind>(step.kind), step.pattern.c_str(),
+        step.pattern_is_regex, step.content.c_str(), step.strip_left, step.strip_right));
+  }
+  std::vector<Offset<kvx::SplitRule>> split_rules;
+  if (vocabulary.split_rules.has_value()) {
+    for (const SplitRule& rule : *vocabulary.split_rules) {
+      split_rules.push_back(kvx::CreateSplitRuleDirect(
+          builder, rule.pattern.c_str(), rule.pattern_is_literal,
+          static_cast<kvx::SplitBehavior>(rule.behavior), rule.invert));
     }
   }
-  if (table->scores() != nullptr) {
-    vocabulary.scores.assign(table->scores()->begin(), table->scores()->end());
+  Offset<kvx::Metaspace> metaspace;
+  if (vocabulary.metaspace.has_value()) {
+    metaspace = kvx::CreateMetaspaceDirect(
+        builder, vocabulary.metaspace->replacement.c_str(),
+        static_cast<kvx::PrependScheme>(vocabulary.metaspace->prepend_scheme),
+        vocabulary.metaspace->split);
   }
-  if (table->merges() != nullptr) {
-    for (const flatbuffers::String* merge : *table->merges()) {
+  std::vector<Offset<kvx::DecoderStep>> decoder;
+  for (const DecoderStep& step : vocabulary.decoder) {
+    decoder.push_back(kvx::CreateDecoderStepDirect(
+        builder, static_cast<kvx::DecoderKind>(step.kind), step.pattern.c_str(),
+        step.content.c_str(), step.strip_start, step.strip_stop,
+        static_cast<kvx::PrependScheme>(step.prepend_scheme)));
+  }
+  std::vector<Offset<kvx::AddedTokenOptions>> added_token_options;
+  for (const AddedTokenOptions& options : vocabulary.added_token_options) {
+    added_token_options.push_back(kvx::CreateAddedTokenOptions(
+        builder, options.id, options.lstrip, options.rstrip, options.single_word,
+        options.normalized));
+  }
+  const bool byte_level = vocabulary.model == TokenizerModel::kByteLevelBpe;
+  return kvx::CreateTokenizerDirect(
+      builder, KindOf(vocabulary.model),
+      byte_level ? PreTokenizerName(vocabulary.pre_tokenizer) : nullptr, &tokens,
+      &vocabulary.scores, &token_types, &merges, vocabulary.bos_id, vocabulary.eos_id,
+      vocabulary.end_of_turn_id, vocabulary.unknown_id, vocabulary.padding_id,
+      vocabulary.add_bos_token, vocabulary.add_eos_token, vocabulary.add_space_prefix,
+      chat_template.c_str(), vocabulary.space_prefix_once, &normalizer,
+      vocabulary.split_rules.has_value() ? &split_rules : nullptr, metaspace,
+      &decoder, &added_token_options, vocabulary.ignore_merges, vocabulary.byte_fallback,
+      vocabulary.fuse_unk);
+}
+
+absl::StatusOr<Vocabulary> VocabularyFromTable(const kvx::Tokenizer& table) {
+  if (table.tokens() == nullptr) {
+    return absl::InvalidArgumentError("the executable's tokenizer has no tokens");
+  }
+  Vocabulary vocabulary;
+  KVJIT_ASSIGN_OR_RETURN(vocabulary.model, ModelOf(table.kind()));
+  if (table.pre_tokenizer() != nullptr && table.pre_tokenizer()->size() > 0) {
+    KVJIT_ASSIGN_OR_RETURN(vocabulary.pre_tokenizer,
+                           ParsePreTokenizer(table.pre_tokenizer()->string_view()));
+  }
+  for (const flatbuffers::String* token : *table.tokens()) vocabulary.tokens.push_back(token->str());
+  if (table.token_types() != nullptr) {
+    for (int32_t type : *table.token_types()) {
+      vocabulary.token_types.push_back(static_cast<TokenType>(type));
+    }
+  }
+  if (table.scores() != nullptr) {
+    vocabulary.scores.assign(table.scores()->begin(), table.scores()->end());
+  }
+  if (table.merges() != nullptr) {
+    for (const flatbuffers::String* merge : *table.merges()) {
       const std::string pair = merge->str();
       const size_t space = pair.find(' ');
       if (space == std::string::npos) {
@@ -39,16 +154,63 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromExecutable(
       vocabulary.merges.emplace_back(pair.substr(0, space), pair.substr(space + 1));
     }
   }
-  vocabulary.bos_id = table->bos_id();
-  vocabulary.eos_id = table->eos_id();
-  vocabulary.end_of_turn_id = table->eot_id();
-  vocabulary.unknown_id = table->unk_id();
-  vocabulary.padding_id = table->pad_id();
-  vocabulary.add_bos_token = table->add_bos();
-  vocabulary.add_eos_token = table->add_eos();
-  vocabulary.add_space_prefix = table->add_space_prefix();
-  vocabulary.space_prefix_once = table->space_prefix_once();
-  return tokenizer::CreateTokenizer(std::move(vocabulary));
+  if (table.normalizer() != nullptr) {
+    for (const kvx::NormalizerStep* step : *table.normalizer()) {
+      vocabulary.normalizer.push_back(NormalizerStep{
+          static_cast<NormalizerKind>(step->kind()), StringOf(step->pattern()),
+          step->pattern_is_regex(), StringOf(step->content()), step->strip_left(),
+          step->strip_right()});
+    }
+  }
+  if (table.split_rules() != nullptr) {
+    std::vector<SplitRule> rules;
+    for (const kvx::SplitRule* rule : *table.split_rules()) {
+      rules.push_back(SplitRule{StringOf(rule->pattern()), rule->pattern_is_literal(),
+                                static_cast<SplitBehavior>(rule->behavior()), rule->invert()});
+    }
+    vocabulary.split_rules = std::move(rules);
+  }
+  if (const kvx::Metaspace* metaspace = table.metaspace()) {
+    vocabulary.metaspace = Metaspace{StringOf(metaspace->replacement()),
+                                     static_cast<PrependScheme>(metaspace->prepend_scheme()),
+                                     metaspace->split()};
+  }
+  if (table.decoder() != nullptr) {
+    for (const kvx::DecoderStep* step : *table.decoder()) {
+      vocabulary.decoder.push_back(DecoderStep{
+          static_cast<DecoderKind>(step->kind()), StringOf(step->pattern()),
+          StringOf(step->content()), step->strip_start(), step->strip_stop(),
+          static_cast<PrependScheme>(step->prepend_scheme())});
+    }
+  }
+  if (table.added_token_options() != nullptr) {
+    for (const kvx::AddedTokenOptions* options : *table.added_token_options()) {
+      vocabulary.added_token_options.push_back(
+          AddedTokenOptions{options->id(), options->lstrip(), options->rstrip(),
+                            options->single_word(), options->normalized()});
+    }
+  }
+  vocabulary.bos_id = table.bos_id();
+  vocabulary.eos_id = table.eos_id();
+  vocabulary.end_of_turn_id = table.eot_id();
+  vocabulary.unknown_id = table.unk_id();
+  vocabulary.padding_id = table.pad_id();
+  vocabulary.add_bos_token = table.add_bos();
+  vocabulary.add_eos_token = table.add_eos();
+  vocabulary.add_space_prefix = table.add_space_prefix();
+  vocabulary.space_prefix_once = table.space_prefix_once();
+  vocabulary.ignore_merges = table.ignore_merges();
+  vocabulary.byte_fallback = table.byte_fallback();
+  vocabulary.fuse_unk = table.fuse_unk();
+  return vocabulary;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromExecutable(
+    const kvx::Executable& executable) {
+  const kvx::Tokenizer* table = executable.tokenizer();
+  if (table == nullptr) return absl::InvalidArgumentError("the executable carries no tokenizer");
+  KVJIT_ASSIGN_OR_RETURN(Vocabulary vocabulary, VocabularyFromTable(*table));
+  return CreateTokenizer(std::move(vocabulary));
 }
 
 }  // namespace kvjit::tokenizer

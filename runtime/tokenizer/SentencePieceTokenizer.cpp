@@ -99,11 +99,10 @@ absl::Status SentencePieceTokenizer::AppendByteFallback(
 }
 
 absl::Status SentencePieceTokenizer::EncodePlainText(
-    std::string_view text, bool follows_special,
-    std::vector<int32_t>* ids) const {
+    const PlainText& plain, std::vector<int32_t>* ids) const {
   std::string escaped =
-      follows_special && vocabulary().add_space_prefix ? " " : "";
-  escaped += text;
+      plain.follows_special && vocabulary().add_space_prefix ? " " : "";
+  escaped += plain.text;
   escaped = absl::StrReplaceAll(escaped, {{" ", kSpaceMarker}});
   const auto piece_score = [this](std::string_view joined, std::string_view,
                                   std::string_view) -> std::optional<double> {

@@ -28,7 +28,7 @@ class SentencePieceTokenizer final : public Tokenizer {
  private:
   explicit SentencePieceTokenizer(Vocabulary vocabulary);
 
-  absl::Status EncodePlainText(std::string_view text, bool follows_special,
+  absl::Status EncodePlainText(const PlainText& plain,
                                std::vector<int32_t>* ids) const override;
 
   // The id of the piece that merging may produce, or kNoToken: only normal

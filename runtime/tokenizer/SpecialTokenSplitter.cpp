@@ -2,19 +2,121 @@
 
 #include <algorithm>
 
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
+#include "absl/container/flat_hash_map.h"
+
 namespace kvjit::tokenizer {
+namespace {
+
+// A character of Rust's Unicode \w, which tokenizers' single_word tests.
+bool IsWordCharacter(UChar32 c) {
+  return u_hasBinaryProperty(c, UCHAR_ALPHABETIC) ||
+         (U_GET_GC_MASK(c) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) !=
+             0 ||
+         u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL);
+}
+
+const uint8_t* Bytes(std::string_view text) {
+  return reinterpret_cast<const uint8_t*>(text.data());
+}
+
+bool EndsWithWordCharacter(std::string_view text) {
+  if (text.empty()) return false;
+  int32_t end = static_cast<int32_t>(text.size());
+  UChar32 c;
+  U8_PREV(Bytes(text), 0, end, c);
+  return c >= 0 && IsWordCharacter(c);
+}
+
+bool StartsWithWordCharacter(std::string_view text) {
+  if (text.empty()) return false;
+  int32_t start = 0;
+  UChar32 c;
+  U8_NEXT(Bytes(text), start, static_cast<int32_t>(text.size()), c);
+  return c >= 0 && IsWordCharacter(c);
+}
+
+// Where the whitespace that ends `text` starts.
+size_t TrailingWhitespaceStart(std::string_view text) {
+  int32_t end = static_cast<int32_t>(text.size());
+  while (end > 0) {
+    int32_t previous = end;
+    UChar32 c;
+    U8_PREV(Bytes(text), 0, previous, c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    end = previous;
+  }
+  return static_cast<size_t>(end);
+}
+
+// How many bytes of whitespace start `text`.
+size_t LeadingWhitespaceLength(std::string_view text) {
+  const int32_t length = static_cast<int32_t>(text.size());
+  int32_t start = 0;
+  while (start < length) {
+    int32_t next = start;
+    UChar32 c;
+    U8_NEXT(Bytes(text), next, length, c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    start = next;
+  }
+  return static_cast<size_t>(start);
+}
+
+}  // namespace
 
 SpecialTokenSplitter::SpecialTokenSplitter(const Vocabulary& vocabulary) {
+  // Spelling a token as itself cannot fail.
+  AddCandidates(vocabulary, /*normalized=*/false,
+                [](std::string_view text) -> absl::StatusOr<std::string> {
+                  return std::string(text);
+                })
+      .IgnoreError();
+}
+
+absl::StatusOr<SpecialTokenSplitter> SpecialTokenSplitter::ForNormalizedTokens(
+    const Vocabulary& vocabulary, const TextNormalizer& normalizer) {
+  SpecialTokenSplitter splitter;
+  absl::Status status = splitter.AddCandidates(
+      vocabulary, /*normalized=*/true,
+      [&normalizer](std::string_view text) { return normalizer.Normalize(text); });
+  if (!status.ok()) return status;
+  return splitter;
+}
+
+absl::Status SpecialTokenSplitter::AddCandidates(
+    const Vocabulary& vocabulary, bool normalized,
+    absl::FunctionRef<absl::StatusOr<std::string>(std::string_view)> spell) {
+  absl::flat_hash_map<int32_t, AddedTokenOptions> options_by_id;
+  for (const AddedTokenOptions& options : vocabulary.added_token_options) {
+    options_by_id[options.id] = options;
+  }
   for (size_t id = 0; id < vocabulary.tokens.size(); ++id) {
-    const std::string& text = vocabulary.tokens[id];
+    const std::string& token = vocabulary.tokens[id];
     const TokenType type = vocabulary.token_types[id];
-    if (text.empty()) continue;
+    if (token.empty()) continue;
     if (type != TokenType::kUserDefined && type != TokenType::kControl &&
         type != TokenType::kUnknown) {
       continue;
     }
+    AddedTokenOptions options;
+    options.id = static_cast<int32_t>(id);
+    if (auto found = options_by_id.find(options.id);
+        found != options_by_id.end()) {
+      options = found->second;
+    }
+    if (options.normalized != normalized) continue;
+    absl::StatusOr<std::string> spelled = spell(token);
+    if (!spelled.ok()) return spelled.status();
+    std::string_view text = token;
+    if (*spelled != token) text = spellings_.emplace_back(*std::move(spelled));
+    if (text.empty()) continue;
     candidates_by_first_byte_[static_cast<unsigned char>(text[0])].push_back(
-        {text, static_cast<int32_t>(id), type != TokenType::kUserDefined});
+        {text, static_cast<int32_t>(id), type != TokenType::kUserDefined,
+         options});
+    ++candidate_count_;
   }
   for (auto& candidates : candidates_by_first_byte_) {
     std::stable_sort(candidates.begin(), candidates.end(),
@@ -22,6 +124,7 @@ SpecialTokenSplitter::SpecialTokenSplitter(const Vocabulary& vocabulary) {
                        return a.text.size() > b.text.size();
                      });
   }
+  return absl::OkStatus();
 }
 
 std::vector<TextFragment> SpecialTokenSplitter::Split(
@@ -44,12 +147,29 @@ std::vector<TextFragment> SpecialTokenSplitter::Split(
       ++position;
       continue;
     }
-    if (position > plain_start) {
-      fragments.push_back({text.substr(plain_start, position - plain_start)});
+    size_t start = position;
+    size_t stop = position + match->text.size();
+    // Like tokenizers, a match passed over is not searched again for a
+    // shorter token inside it.
+    position = stop;
+    if (match->options.single_word &&
+        (EndsWithWordCharacter(text.substr(0, start)) ||
+         StartsWithWordCharacter(text.substr(stop)))) {
+      continue;
     }
-    fragments.push_back({match->text, match->id});
-    position += match->text.size();
-    plain_start = position;
+    if (match->options.lstrip) {
+      start = std::max(TrailingWhitespaceStart(text.substr(0, start)),
+                       plain_start);
+    }
+    if (match->options.rstrip) {
+      stop += LeadingWhitespaceLength(text.substr(stop));
+    }
+    if (start > plain_start) {
+      fragments.push_back({text.substr(plain_start, start - plain_start)});
+    }
+    fragments.push_back({text.substr(start, stop - start), match->id});
+    position = stop;
+    plain_start = stop;
   }
   if (plain_start < text.size())
     fragments.push_back({text.substr(plain_start)});

@@ -3,9 +3,14 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "runtime/tokenizer/TextNormalizer.h"
 #include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
@@ -20,10 +25,23 @@ struct TextFragment {
 // Finds the text of special tokens in input so that it becomes that token
 // rather than being tokenized piece by piece. User-defined tokens are always
 // found (they are literal additions to the vocabulary); control and unknown
-// tokens only when the caller trusts the input to contain them.
+// tokens only when the caller trusts the input to contain them. A token's
+// AddedTokenOptions apply as Hugging Face's tokenizers applies them: lstrip
+// and rstrip take the whitespace beside it into its fragment, single_word
+// passes over a match that a word character touches.
 class SpecialTokenSplitter {
  public:
+  // Finds the tokens that are looked for in the text as given: those whose
+  // AddedTokenOptions::normalized is false (or that have no options).
   explicit SpecialTokenSplitter(const Vocabulary& vocabulary);
+
+  // Finds the tokens that are looked for in normalized text, spelled as
+  // `normalizer` rewrites them (a normalizer that prepends U+2581 looks for
+  // "hello" as "\u2581hello").
+  static absl::StatusOr<SpecialTokenSplitter> ForNormalizedTokens(
+      const Vocabulary& vocabulary, const TextNormalizer& normalizer);
+
+  bool empty() const { return candidate_count_ == 0; }
 
   // Scans left to right, taking the longest special token starting at each
   // position. Views point into `text` and the vocabulary.
@@ -31,13 +49,24 @@ class SpecialTokenSplitter {
                                   bool parse_special) const;
 
  private:
+  SpecialTokenSplitter() = default;
+  // Adds the added tokens whose AddedTokenOptions::normalized equals
+  // `normalized`, spelled as `spell` gives them.
+  absl::Status AddCandidates(
+      const Vocabulary& vocabulary, bool normalized,
+      absl::FunctionRef<absl::StatusOr<std::string>(std::string_view)> spell);
+
   struct Candidate {
     std::string_view text;
     int32_t id;
     bool needs_parse_special;
+    AddedTokenOptions options;
   };
   // Candidates by their first byte, longest first.
   std::array<std::vector<Candidate>, 256> candidates_by_first_byte_;
+  size_t candidate_count_ = 0;
+  // Spellings that are not the vocabulary's own; a deque keeps them in place.
+  std::deque<std::string> spellings_;
 };
 
 }  // namespace kvjit::tokenizer

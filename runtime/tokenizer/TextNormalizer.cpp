@@ -4,34 +4,38 @@
 
 #include <unicode/locid.h>
 #include <unicode/normalizer2.h>
+#include <unicode/uniset.h>
 #include <unicode/stringpiece.h>
+#include <unicode/uchar.h>
 #include <unicode/unistr.h>
+#include <unicode/utf8.h>
 #include <unicode/utypes.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {
 
-absl::StatusOr<const icu::Normalizer2*> NormalizerOf(Normalization form) {
+absl::StatusOr<const icu::Normalizer2*> NormalizerOf(NormalizerKind form) {
   UErrorCode error = U_ZERO_ERROR;
   const icu::Normalizer2* normalizer = nullptr;
   switch (form) {
-    case Normalization::kNfc:
+    case NormalizerKind::kNfc:
       normalizer = icu::Normalizer2::getNFCInstance(error);
       break;
-    case Normalization::kNfd:
+    case NormalizerKind::kNfd:
       normalizer = icu::Normalizer2::getNFDInstance(error);
       break;
-    case Normalization::kNfkc:
+    case NormalizerKind::kNfkc:
       normalizer = icu::Normalizer2::getNFKCInstance(error);
       break;
-    case Normalization::kNfkd:
+    case NormalizerKind::kNfkd:
       normalizer = icu::Normalizer2::getNFKDInstance(error);
       break;
-    case Normalization::kLowercase:
-      // Not a normalization form: Normalize lowercases without one.
+    default:
       break;
   }
   if (U_FAILURE(error) || normalizer == nullptr) {
@@ -41,26 +45,35 @@ absl::StatusOr<const icu::Normalizer2*> NormalizerOf(Normalization form) {
   return normalizer;
 }
 
-}  // namespace
+// Hugging Face's tokenizers normalizes with tables of Unicode 9.0: a
+// character assigned later is neither decomposed nor reordered there, so it
+// is left alone here too.
+const icu::UnicodeSet& UnicodeNineCharacters() {
+  static const icu::UnicodeSet* const characters = [] {
+    UErrorCode error = U_ZERO_ERROR;
+    auto* set = new icu::UnicodeSet(icu::UnicodeString(u"[:age=9.0:]"), error);
+    set->freeze();
+    return set;
+  }();
+  return *characters;
+}
 
-TextNormalizer::TextNormalizer(std::vector<Normalization> steps)
-    : steps_(std::move(steps)) {}
-
-absl::StatusOr<std::string> TextNormalizer::Normalize(
-    std::string_view text) const {
+absl::StatusOr<std::string> NormalizeForm(NormalizerKind form,
+                                          std::string_view text) {
   icu::UnicodeString unicode = icu::UnicodeString::fromUTF8(
       icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
-  for (Normalization step : steps_) {
-    if (step == Normalization::kLowercase) {
-      // The root locale lowercases as Rust's str::to_lowercase, which
-      // Hugging Face's Lowercase uses: full mappings, no language rules.
-      unicode.toLower(icu::Locale::getRoot());
-      continue;
-    }
-    absl::StatusOr<const icu::Normalizer2*> normalizer = NormalizerOf(step);
+  if (form == NormalizerKind::kLowercase) {
+    // The root locale lowercases as Rust's str::to_lowercase, which Hugging
+    // Face's Lowercase uses: full mappings, no language rules.
+    unicode.toLower(icu::Locale::getRoot());
+  } else {
+    absl::StatusOr<const icu::Normalizer2*> normalizer = NormalizerOf(form);
     if (!normalizer.ok()) return normalizer.status();
+    const icu::FilteredNormalizer2 filtered(**normalizer, UnicodeNineCharacters());
     UErrorCode error = U_ZERO_ERROR;
-    unicode = (*normalizer)->normalize(unicode, error);
+    icu::UnicodeString normalized;
+    filtered.normalize(unicode, normalized, error);
+    unicode = std::move(normalized);
     if (U_FAILURE(error)) {
       return absl::InternalError(absl::StrCat(
           "tokenizer: Unicode normalization failed: ", u_errorName(error)));
@@ -68,6 +81,135 @@ absl::StatusOr<std::string> TextNormalizer::Normalize(
   }
   std::string normalized;
   unicode.toUTF8String(normalized);
+  return normalized;
+}
+
+// `text` without the Unicode whitespace (Rust's char::is_whitespace) at the
+// ends asked for.
+std::string_view StripWhitespace(std::string_view text, bool left,
+                                 bool right) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  const int32_t length = static_cast<int32_t>(text.size());
+  int32_t start = 0;
+  while (left && start < length) {
+    int32_t next = start;
+    UChar32 c;
+    U8_NEXT(bytes, next, length, c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    start = next;
+  }
+  int32_t end = length;
+  while (right && end > start) {
+    int32_t previous = end;
+    UChar32 c;
+    U8_PREV(bytes, start, previous, c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    end = previous;
+  }
+  return text.substr(start, end - start);
+}
+
+std::string Pcre2ErrorMessage(int error_code) {
+  PCRE2_UCHAR buffer[256];
+  if (pcre2_get_error_message(error_code, buffer, sizeof(buffer)) < 0) {
+    return absl::StrCat("PCRE2 error ", error_code);
+  }
+  return reinterpret_cast<const char*>(buffer);
+}
+
+}  // namespace
+
+absl::StatusOr<TextNormalizer> TextNormalizer::Create(
+    std::vector<NormalizerStep> specs) {
+  std::vector<Step> steps;
+  steps.reserve(specs.size());
+  for (NormalizerStep& spec : specs) {
+    Step step{std::move(spec), nullptr};
+    if (step.spec.kind == NormalizerKind::kReplace &&
+        step.spec.pattern_is_regex) {
+      int error_code = 0;
+      PCRE2_SIZE error_offset = 0;
+      pcre2_code* code = pcre2_compile(
+          reinterpret_cast<PCRE2_SPTR>(step.spec.pattern.data()),
+          step.spec.pattern.size(), PCRE2_UTF | PCRE2_UCP, &error_code,
+          &error_offset, nullptr);
+      if (code == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tokenizer: the Replace normalizer's regex '", step.spec.pattern,
+            "' does not compile at offset ", error_offset, ": ",
+            Pcre2ErrorMessage(error_code)));
+      }
+      step.regex = std::shared_ptr<pcre2_code>(code, CodeDeleter());
+    }
+    steps.push_back(std::move(step));
+  }
+  return TextNormalizer(std::move(steps));
+}
+
+absl::StatusOr<std::string> TextNormalizer::ReplaceMatches(
+    const Step& step, std::string_view text) const {
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> match_data(
+      pcre2_match_data_create_from_pattern(step.regex.get(), nullptr),
+      pcre2_match_data_free);
+  std::string replaced;
+  size_t copied = 0;
+  size_t position = 0;
+  while (position <= text.size()) {
+    const int result = pcre2_match(
+        step.regex.get(), reinterpret_cast<PCRE2_SPTR>(text.data()),
+        text.size(), position, PCRE2_NO_UTF_CHECK, match_data.get(), nullptr);
+    if (result == PCRE2_ERROR_NOMATCH) break;
+    if (result < 0) {
+      return absl::InternalError(
+          absl::StrCat("tokenizer: the Replace normalizer's regex failed: ",
+                       Pcre2ErrorMessage(result)));
+    }
+    const PCRE2_SIZE* bounds = pcre2_get_ovector_pointer(match_data.get());
+    replaced.append(text.substr(copied, bounds[0] - copied));
+    replaced += step.spec.content;
+    copied = bounds[1];
+    // An empty match moves on by a character, as Rust's regex iterators do.
+    position = bounds[1] > bounds[0]
+                   ? bounds[1]
+                   : bounds[1] + (bounds[1] < text.size()
+                                      ? Utf8SequenceLength(static_cast<unsigned char>(text[bounds[1]]))
+                                      : 1);
+  }
+  replaced.append(text.substr(copied));
+  return replaced;
+}
+
+absl::StatusOr<std::string> TextNormalizer::Normalize(
+    std::string_view text) const {
+  std::string normalized(text);
+  for (const Step& step : steps_) {
+    switch (step.spec.kind) {
+      case NormalizerKind::kPrepend:
+        if (!normalized.empty()) normalized.insert(0, step.spec.content);
+        break;
+      case NormalizerKind::kReplace:
+        if (step.regex != nullptr) {
+          absl::StatusOr<std::string> replaced =
+              ReplaceMatches(step, normalized);
+          if (!replaced.ok()) return replaced.status();
+          normalized = *std::move(replaced);
+        } else if (!step.spec.pattern.empty()) {
+          normalized = absl::StrReplaceAll(
+              normalized, {{step.spec.pattern, step.spec.content}});
+        }
+        break;
+      case NormalizerKind::kStrip:
+        normalized = std::string(StripWhitespace(
+            normalized, step.spec.strip_left, step.spec.strip_right));
+        break;
+      default: {
+        absl::StatusOr<std::string> formed =
+            NormalizeForm(step.spec.kind, normalized);
+        if (!formed.ok()) return formed.status();
+        normalized = *std::move(formed);
+      }
+    }
+  }
   return normalized;
 }
 

@@ -1,6 +1,7 @@
 #ifndef KVJIT_RUNTIME_TOKENIZER_TEXTNORMALIZER_H
 #define KVJIT_RUNTIME_TOKENIZER_TEXTNORMALIZER_H
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -8,13 +9,22 @@
 #include "absl/status/statusor.h"
 #include "runtime/tokenizer/Vocabulary.h"
 
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
+#include <pcre2.h>
+
 namespace kvjit::tokenizer {
 
-// Applies a tokenizer.json's normalizers (Unicode normalization forms and
-// lowercasing, through ICU) to text before it is cut into words.
+// Applies a tokenizer.json's normalizer steps, in order, to text before it is
+// cut into words: Unicode normalization forms and lowercasing through ICU,
+// Prepend, Replace (literal or PCRE2 regex) and Strip as Hugging Face's
+// tokenizers library does them.
 class TextNormalizer {
  public:
-  explicit TextNormalizer(std::vector<Normalization> steps);
+  // Fails on a Replace regex PCRE2 cannot compile.
+  static absl::StatusOr<TextNormalizer> Create(
+      std::vector<NormalizerStep> steps);
 
   bool empty() const { return steps_.empty(); }
 
@@ -22,7 +32,22 @@ class TextNormalizer {
   absl::StatusOr<std::string> Normalize(std::string_view text) const;
 
  private:
-  std::vector<Normalization> steps_;
+  struct CodeDeleter {
+    void operator()(pcre2_code* code) const { pcre2_code_free(code); }
+  };
+  struct Step {
+    NormalizerStep spec;
+    // kReplace with a regex only.
+    std::shared_ptr<pcre2_code> regex;
+  };
+
+  explicit TextNormalizer(std::vector<Step> steps)
+      : steps_(std::move(steps)) {}
+
+  absl::StatusOr<std::string> ReplaceMatches(const Step& step,
+                                             std::string_view text) const;
+
+  std::vector<Step> steps_;
 };
 
 }  // namespace kvjit::tokenizer

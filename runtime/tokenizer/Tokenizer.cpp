@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "runtime/tokenizer/ByteLevelBpeTokenizer.h"
+#include "runtime/tokenizer/CharacterBpeTokenizer.h"
 #include "runtime/tokenizer/SentencePieceTokenizer.h"
 #include "runtime/tokenizer/Utf8.h"
 
@@ -37,6 +38,14 @@ Tokenizer::Tokenizer(Vocabulary vocabulary)
   }
 }
 
+std::string_view Tokenizer::DecodedSpelling(int32_t id) const {
+  if (auto spelled = normalized_spellings_.find(id);
+      spelled != normalized_spellings_.end()) {
+    return spelled->second;
+  }
+  return vocabulary_.tokens[id];
+}
+
 int32_t Tokenizer::FindToken(std::string_view text) const {
   auto it = id_by_text_.find(text);
   return it == id_by_text_.end() ? kNoToken : it->second;
@@ -62,8 +71,9 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(
       follows_special = !prefix_once;
       continue;
     }
-    if (absl::Status status =
-            EncodePlainText(fragment.text, follows_special, &ids);
+    const PlainText plain{fragment.text, fragment.text.data() == text.data(),
+                          follows_special, parse_special};
+    if (absl::Status status = EncodeBetweenAddedTokens(plain, &ids);
         !status.ok()) {
       return status;
     }
@@ -71,6 +81,49 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(
   }
   if (add_special && vocabulary_.add_eos_token) ids.push_back(eos_id());
   return ids;
+}
+
+absl::Status Tokenizer::BuildNormalizer() {
+  absl::StatusOr<TextNormalizer> normalizer =
+      TextNormalizer::Create(vocabulary_.normalizer);
+  if (!normalizer.ok()) return normalizer.status();
+  normalizer_.emplace(*std::move(normalizer));
+  absl::StatusOr<SpecialTokenSplitter> splitter =
+      SpecialTokenSplitter::ForNormalizedTokens(vocabulary_, *normalizer_);
+  if (!splitter.ok()) return splitter.status();
+  normalized_token_splitter_.emplace(*std::move(splitter));
+  for (const AddedTokenOptions& options : vocabulary_.added_token_options) {
+    if (!options.normalized || !IsValidId(options.id)) continue;
+    absl::StatusOr<std::string> spelled =
+        normalizer_->Normalize(vocabulary_.tokens[options.id]);
+    if (!spelled.ok()) return spelled.status();
+    normalized_spellings_[options.id] = *std::move(spelled);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Tokenizer::EncodeBetweenAddedTokens(
+    const PlainText& plain, std::vector<int32_t>* ids) const {
+  if (normalizer_->empty() && normalized_token_splitter_->empty()) {
+    return EncodePlainText(plain, ids);
+  }
+  absl::StatusOr<std::string> normalized = normalizer_->Normalize(plain.text);
+  if (!normalized.ok()) return normalized.status();
+  for (const TextFragment& fragment :
+       normalized_token_splitter_->Split(*normalized, plain.parse_special)) {
+    if (fragment.special_id != kNoToken) {
+      ids->push_back(fragment.special_id);
+      continue;
+    }
+    const bool starts_text = fragment.text.data() == normalized->data();
+    const PlainText part{fragment.text, plain.starts_input && starts_text,
+                         plain.follows_special && starts_text,
+                         plain.parse_special};
+    if (absl::Status status = EncodePlainText(part, ids); !status.ok()) {
+      return status;
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string Tokenizer::Decode(absl::Span<const int32_t> ids) const {
@@ -95,13 +148,24 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> CreateTokenizer(
   if (absl::Status status = ValidateVocabulary(vocabulary); !status.ok()) {
     return status;
   }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      absl::InternalError("tokenizer: unknown tokenizer model");
   switch (vocabulary.model) {
     case TokenizerModel::kSentencePiece:
-      return SentencePieceTokenizer::Create(std::move(vocabulary));
+      tokenizer = SentencePieceTokenizer::Create(std::move(vocabulary));
+      break;
     case TokenizerModel::kByteLevelBpe:
-      return ByteLevelBpeTokenizer::Create(std::move(vocabulary));
+      tokenizer = ByteLevelBpeTokenizer::Create(std::move(vocabulary));
+      break;
+    case TokenizerModel::kCharacterBpe:
+      tokenizer = CharacterBpeTokenizer::Create(std::move(vocabulary));
+      break;
   }
-  return absl::InternalError("tokenizer: unknown tokenizer model");
+  if (!tokenizer.ok()) return tokenizer.status();
+  if (absl::Status status = (*tokenizer)->BuildNormalizer(); !status.ok()) {
+    return status;
+  }
+  return tokenizer;
 }
 
 }  // namespace kvjit::tokenizer

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/tokenizer/SpecialTokenSplitter.h"
+#include "runtime/tokenizer/TextNormalizer.h"
 #include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
@@ -38,7 +40,7 @@ class Tokenizer {
   // the vocabulary, add nothing; the space a SentencePiece vocabulary puts in
   // front of the text is removed again. Bytes are returned as they are, even
   // where the ids split a UTF-8 character.
-  std::string Decode(absl::Span<const int32_t> ids) const;
+  virtual std::string Decode(absl::Span<const int32_t> ids) const;
 
   // The bytes one token stands for, under the rules of Decode, without
   // removing any leading space.
@@ -59,12 +61,25 @@ class Tokenizer {
  protected:
   explicit Tokenizer(Vocabulary vocabulary);
 
-  // Appends the tokens of `text`, which holds no special token.
-  // `follows_special` is true when `text` starts the input or follows a
-  // special token.
-  virtual absl::Status EncodePlainText(std::string_view text,
-                                       bool follows_special,
+  // A stretch of input between special tokens.
+  struct PlainText {
+    std::string_view text;
+    // `text` is where the input starts.
+    bool starts_input = false;
+    // `text` starts the input or follows a special token.
+    bool follows_special = false;
+    // As Encode was asked.
+    bool parse_special = false;
+  };
+
+  // Appends the tokens of `plain`, which the vocabulary's normalizer has
+  // rewritten and which holds no added token.
+  virtual absl::Status EncodePlainText(const PlainText& plain,
                                        std::vector<int32_t>* ids) const = 0;
+
+  // The text of token `id` as decoding sees it: a normalized added token's
+  // content as the normalizer rewrites it, as tokenizers gives it.
+  std::string_view DecodedSpelling(int32_t id) const;
 
   // The id of the token spelled exactly `text`, or kNoToken.
   int32_t FindToken(std::string_view text) const;
@@ -72,10 +87,24 @@ class Tokenizer {
   bool IsValidId(int32_t id) const { return id >= 0 && id < vocab_size(); }
 
  private:
+  friend absl::StatusOr<std::unique_ptr<Tokenizer>> CreateTokenizer(
+      Vocabulary vocabulary);
+
+  // Builds what may fail to build: the normalizer (its regexes) and what
+  // finds the added tokens it rewrites.
+  absl::Status BuildNormalizer();
+  // Normalizes a stretch of input between the added tokens found in the text
+  // as given, and encodes it around those found in the normalized text.
+  absl::Status EncodeBetweenAddedTokens(const PlainText& plain,
+                                        std::vector<int32_t>* ids) const;
+
   Vocabulary vocabulary_;
   absl::flat_hash_map<std::string_view, int32_t> id_by_text_;
   absl::flat_hash_set<int32_t> end_of_generation_ids_;
   SpecialTokenSplitter special_token_splitter_;
+  std::optional<TextNormalizer> normalizer_;
+  std::optional<SpecialTokenSplitter> normalized_token_splitter_;
+  absl::flat_hash_map<int32_t, std::string> normalized_spellings_;
 };
 
 // Validates `vocabulary` and builds the tokenizer its model names.

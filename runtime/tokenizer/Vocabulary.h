@@ -26,6 +26,10 @@ enum class TokenType : uint8_t {
 enum class TokenizerModel {
   kSentencePiece,  // GGUF "llama": score-ordered merges over characters.
   kByteLevelBpe,   // GGUF "gpt2": ranked merges over GPT-2's byte alphabet.
+  // tokenizer.json's BPE model without a ByteLevel step (the files of
+  // SentencePiece-born families): ranked merges over Unicode characters,
+  // characters outside the vocabulary spelled with <0xXX> tokens.
+  kCharacterBpe,
 };
 
 // The regexes that cut text into words before byte-level BPE merges them.
@@ -63,9 +67,81 @@ struct SplitRule {
   }
 };
 
-// The Unicode normalizations tokenizer.json normalizers apply before
-// pre-tokenization.
-enum class Normalization { kNfc, kNfd, kNfkc, kNfkd, kLowercase };
+// One step of tokenizer.json's normalizer, which rewrites each stretch of
+// text between added tokens before it is cut into words.
+enum class NormalizerKind {
+  kNfc, kNfd, kNfkc, kNfkd,  // Unicode normalization forms
+  kLowercase,
+  kPrepend,  // `content` before a non-empty text
+  kReplace,  // every match of `pattern` becomes `content`
+  kStrip,    // Unicode whitespace off the start and/or end
+};
+
+struct NormalizerStep {
+  NormalizerKind kind = NormalizerKind::kNfc;
+  // kReplace: literal text, or a PCRE2 regex where pattern_is_regex.
+  std::string pattern;
+  bool pattern_is_regex = false;
+  std::string content;
+  bool strip_left = false;
+  bool strip_right = false;
+
+  bool operator==(const NormalizerStep& other) const {
+    return kind == other.kind && pattern == other.pattern &&
+           pattern_is_regex == other.pattern_is_regex &&
+           content == other.content && strip_left == other.strip_left &&
+           strip_right == other.strip_right;
+  }
+};
+
+// Where Metaspace puts its replacement before a piece of text.
+enum class PrependScheme {
+  kFirst,   // before the text that starts the input only
+  kAlways,  // before every piece
+  kNever,
+};
+
+// tokenizer.json's Metaspace pre-tokenizer: spaces become `replacement`
+// (U+2581), which is also prepended as `prepend_scheme` says to a piece that
+// does not already start with it; with `split`, each replacement starts a
+// new word.
+struct Metaspace {
+  std::string replacement = "\xE2\x96\x81";  // U+2581
+  PrependScheme prepend_scheme = PrependScheme::kAlways;
+  bool split = true;
+};
+
+// One step of tokenizer.json's decoder, which turns the tokens of a text
+// back into it.
+enum class DecoderKind {
+  kReplace,       // in each token, `pattern` (literal) becomes `content`
+  kByteFallback,  // <0xXX> tokens become their bytes; bytes that are not
+                  // UTF-8 become U+FFFD each
+  kFuse,          // the tokens become one
+  kStrip,         // up to strip_start / strip_stop `content` characters off
+                  // each token's start / end
+  kMetaspace,     // U+2581 becomes a space, dropped in the first token
+                  // unless prepend_scheme is kNever
+};
+
+struct DecoderStep {
+  DecoderKind kind = DecoderKind::kFuse;
+  std::string pattern;
+  std::string content;
+  uint32_t strip_start = 0;
+  uint32_t strip_stop = 0;
+  PrependScheme prepend_scheme = PrependScheme::kAlways;
+};
+
+// How an added token of tokenizer.json is found in text. Tokens not listed
+// match exactly where they occur, in the text as given.
+struct AddedTokenOptions {
+  int32_t id = 0;
+  bool lstrip = false;       // takes the whitespace before it too
+  bool rstrip = false;       // takes the whitespace after it too
+  bool single_word = false;  // not where a word character touches it
+  bool normalized = false;   // found in the normalized text instead
+};
 
 // Marks a special token (BOS, EOS, ...) that the vocabulary lacks.
 inline constexpr int32_t kNoToken = -1;
@@ -75,15 +151,27 @@ struct Vocabulary {
   TokenizerModel model = TokenizerModel::kSentencePiece;
   // Used by byte-level BPE only.
   PreTokenizer pre_tokenizer = PreTokenizer::kGpt2;
-  // Byte-level BPE only: where set (by a tokenizer.json whose pre-tokenizer is
-  // none of PreTokenizer's), these rules cut text instead of pre_tokenizer's.
+  // Where set (by a tokenizer.json whose pre-tokenizer is none of
+  // PreTokenizer's), these rules cut text instead of pre_tokenizer's.
   std::optional<std::vector<SplitRule>> split_rules;
-  // Applied in order to the text between special tokens before it is cut.
-  std::vector<Normalization> normalizations;
-  // Byte-level BPE only: a word that is itself a token is taken whole, even
-  // where the merges would not build it (Llama 3; tokenizer.json's
+  // Character BPE only: cuts the words split_rules left, after them.
+  std::optional<Metaspace> metaspace;
+  // BPE only: applied in order to the text between added tokens before it
+  // is cut.
+  std::vector<NormalizerStep> normalizer;
+  // Character BPE only: turns tokens back into text; empty joins the tokens
+  // with spaces, as tokenizer.json without a decoder does.
+  std::vector<DecoderStep> decoder;
+  std::vector<AddedTokenOptions> added_token_options;
+  // BPE only: a word that is itself a token is taken whole, even where the
+  // merges would not build it (Llama 3; tokenizer.json's
   // model.ignore_merges).
   bool ignore_merges = false;
+  // Character BPE only: a character outside the vocabulary becomes its
+  // <0xXX> byte tokens where all exist (else the unknown token), and
+  // neighbouring unknown characters become one unknown token with fuse_unk.
+  bool byte_fallback = false;
+  bool fuse_unk = false;
 
   std::vector<std::string> tokens;
   // Same length as `tokens`.

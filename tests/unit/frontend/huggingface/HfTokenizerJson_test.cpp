@@ -92,9 +92,87 @@ TEST(HfTokenizerJsonTest, ParsesDigitsSplitVariantsAndNormalizers) {
   EXPECT_EQ(split.behavior, SplitBehavior::kMergedWithNext);
   EXPECT_TRUE(split.invert);
   EXPECT_TRUE(tokenizer->pre_tokenizer_steps[2].use_regex);
-  EXPECT_THAT(tokenizer->normalizers,
-              ElementsAre(Normalizer::kNfc, Normalizer::kNfkd, Normalizer::kLowercase));
+  ASSERT_EQ(tokenizer->normalizers.size(), 3u);
+  EXPECT_EQ(tokenizer->normalizers[0].kind, tokenizer::NormalizerKind::kNfc);
+  EXPECT_EQ(tokenizer->normalizers[1].kind, tokenizer::NormalizerKind::kNfkd);
+  EXPECT_EQ(tokenizer->normalizers[2].kind, tokenizer::NormalizerKind::kLowercase);
   EXPECT_TRUE(tokenizer->ignore_merges);
+}
+
+// The pipeline transformers' LlamaConverter writes (legacy form), with the
+// Metaspace, Strip and regex Replace forms beside it.
+TEST(HfTokenizerJsonTest, ParsesTheSentencePiecePipeline) {
+  nlohmann::json json = nlohmann::json::parse(kTokenizerJson);
+  json["normalizer"] = nlohmann::json::parse(R"({"type": "Sequence", "normalizers": [
+    {"type": "Strip", "strip_left": false, "strip_right": true},
+    {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+    {"type": "Prepend", "prepend": "\u2581"},
+    {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})");
+  json["pre_tokenizer"] = nlohmann::json::parse(
+      R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false})");
+  json["decoder"] = nlohmann::json::parse(R"({"type": "Sequence", "decoders": [
+    {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+    {"type": "ByteFallback"}, {"type": "Fuse"},
+    {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+    {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": false}]})");
+  json["post_processor"] = nlohmann::json::parse(R"({"type": "TemplateProcessing",
+    "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+               {"Sequence": {"id": "A", "type_id": 0}}],
+    "pair": [],
+    "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [7],
+                                             "tokens": ["<|begin_of_text|>"]}}})");
+  json["model"]["byte_fallback"] = true;
+  json["model"]["fuse_unk"] = true;
+  json["model"]["unk_token"] = "a";
+  json["added_tokens"][1] = nlohmann::json::parse(
+      R"({"id": 8, "content": "<|tool|>", "lstrip": true, "rstrip": true, "single_word": true,
+          "normalized": false, "special": false})");
+  absl::StatusOr<BpeTokenizerJson> tokenizer = ParseBpeTokenizerJson(json.dump());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+
+  using tokenizer::DecoderKind;
+  using tokenizer::NormalizerKind;
+  ASSERT_EQ(tokenizer->normalizers.size(), 4u);
+  EXPECT_EQ(tokenizer->normalizers[0].kind, NormalizerKind::kStrip);
+  EXPECT_FALSE(tokenizer->normalizers[0].strip_left);
+  EXPECT_TRUE(tokenizer->normalizers[0].strip_right);
+  EXPECT_EQ(tokenizer->normalizers[1].kind, NormalizerKind::kReplace);
+  EXPECT_TRUE(tokenizer->normalizers[1].pattern_is_regex);
+  EXPECT_EQ(tokenizer->normalizers[2].kind, NormalizerKind::kPrepend);
+  EXPECT_EQ(tokenizer->normalizers[2].content, "\xE2\x96\x81");
+  EXPECT_EQ(tokenizer->normalizers[3].pattern, " ");
+  EXPECT_FALSE(tokenizer->normalizers[3].pattern_is_regex);
+
+  ASSERT_EQ(tokenizer->pre_tokenizer_steps.size(), 1u);
+  const PreTokenizerStep& metaspace = tokenizer->pre_tokenizer_steps[0];
+  EXPECT_EQ(metaspace.kind, PreTokenizerStep::Kind::kMetaspace);
+  EXPECT_EQ(metaspace.metaspace.prepend_scheme, tokenizer::PrependScheme::kFirst);
+  EXPECT_FALSE(metaspace.metaspace.split);
+
+  ASSERT_EQ(tokenizer->decoder_steps.size(), 5u);
+  EXPECT_EQ(tokenizer->decoder_steps[0].kind, DecoderKind::kReplace);
+  EXPECT_EQ(tokenizer->decoder_steps[0].content, " ");
+  EXPECT_EQ(tokenizer->decoder_steps[1].kind, DecoderKind::kByteFallback);
+  EXPECT_EQ(tokenizer->decoder_steps[2].kind, DecoderKind::kFuse);
+  EXPECT_EQ(tokenizer->decoder_steps[3].kind, DecoderKind::kStrip);
+  EXPECT_EQ(tokenizer->decoder_steps[3].strip_start, 1u);
+  EXPECT_EQ(tokenizer->decoder_steps[3].strip_stop, 0u);
+  EXPECT_EQ(tokenizer->decoder_steps[4].kind, DecoderKind::kMetaspace);
+  // add_prefix_space false, as older files write it, prepends never.
+  EXPECT_EQ(tokenizer->decoder_steps[4].prepend_scheme, tokenizer::PrependScheme::kNever);
+
+  ASSERT_TRUE(tokenizer->post_processor.has_value());
+  EXPECT_THAT(tokenizer->post_processor->prefix_ids, ElementsAre(7));
+  EXPECT_TRUE(tokenizer->post_processor->suffix_ids.empty());
+  EXPECT_TRUE(tokenizer->byte_fallback);
+  EXPECT_TRUE(tokenizer->fuse_unk);
+  EXPECT_EQ(tokenizer->unk_token, "a");
+
+  const AddedToken& tool = tokenizer->added_tokens[1];
+  EXPECT_TRUE(tool.lstrip && tool.rstrip && tool.single_word);
+  EXPECT_FALSE(tool.normalized);
+  // Without "normalized", a token that is not special is normalized.
+  EXPECT_TRUE(ParseBpeTokenizerJson(kTokenizerJson)->added_tokens[1].normalized);
 }
 
 TEST(HfTokenizerJsonTest, ByteLevelAloneUsesGpt2Regex) {
@@ -189,11 +267,47 @@ INSTANTIATE_TEST_SUITE_P(
         BadTokenizerCase{"ByteLevelWithPrefixSpace",
                          R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": true}})",
                          "pre_tokenizer: ByteLevel with add_prefix_space true is not supported"},
-        BadTokenizerCase{"Metaspace",
+        BadTokenizerCase{"MetaspaceWithoutReplacement",
                          R"({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
                              {"type": "Digits"}, {"type": "Metaspace"}]}})",
-                         "pre_tokenizer.pretokenizers[1]: pre-tokenizer type 'Metaspace' is not "
+                         "pre_tokenizer.pretokenizers[1].replacement must be a string, got "
+                         "nothing"},
+        BadTokenizerCase{"MetaspaceWithUnknownScheme",
+                         R"({"pre_tokenizer": {"type": "Metaspace", "replacement": "_",
+                             "prepend_scheme": "sometimes"}})",
+                         "pre_tokenizer.prepend_scheme must be first, always or never, got "
+                         "\"sometimes\""},
+        BadTokenizerCase{"UnknownPreTokenizer",
+                         R"({"pre_tokenizer": {"type": "Whitespace"}})",
+                         "pre_tokenizer: pre-tokenizer type 'Whitespace' is not supported"},
+        BadTokenizerCase{"UnknownDecoder",
+                         R"({"decoder": {"type": "Sequence", "decoders": [
+                             {"type": "Fuse"}, {"type": "WordPiece"}]}})",
+                         "decoder.decoders[1]: decoder type 'WordPiece' is not supported"},
+        BadTokenizerCase{"RegexReplaceDecoder",
+                         R"({"decoder": {"type": "Replace", "pattern": {"Regex": "_+"},
+                             "content": " "}})",
+                         "decoder: a Replace decoder with a Regex pattern is not supported"},
+        BadTokenizerCase{"NegativeStrip",
+                         R"({"decoder": {"type": "Strip", "content": " ", "start": -1}})",
+                         "decoder.start"},
+        BadTokenizerCase{"UnknownPostProcessor",
+                         R"({"post_processor": {"type": "RobertaProcessing"}})",
+                         "post_processor: post-processor type 'RobertaProcessing' is not "
                          "supported"},
+        BadTokenizerCase{"TemplateOfAnUnknownToken",
+                         R"({"post_processor": {"type": "TemplateProcessing",
+                             "single": [{"SpecialToken": {"id": "<x>", "type_id": 0}},
+                                        {"Sequence": {"id": "A", "type_id": 0}}],
+                             "special_tokens": {}}})",
+                         "post_processor.special_tokens['<x>'].ids must be a list of ids"},
+        BadTokenizerCase{"BpeDropout", R"({"model": {"dropout": 0.1}})",
+                         "model.dropout 0.1 is not supported: BPE dropout samples"},
+        BadTokenizerCase{"ContinuingSubwordPrefix",
+                         R"({"model": {"continuing_subword_prefix": "##"}})",
+                         "model.continuing_subword_prefix \"##\" is not supported"},
+        BadTokenizerCase{"UnkTokenNotInVocab", R"({"model": {"unk_token": "<unk>"}})",
+                         "model.unk_token must be null or a token of the vocab, got \"<unk>\""},
         BadTokenizerCase{"UnknownNormalizer",
                          R"({"normalizer": {"type": "Sequence", "normalizers": [
                              {"type": "NFC"}, {"type": "StripAccents"}]}})",
@@ -206,10 +320,10 @@ INSTANTIATE_TEST_SUITE_P(
                          "normalizer.normalizers must be a list"},
         BadTokenizerCase{"IgnoreMergesNotBool", R"({"model": {"ignore_merges": "no"}})",
                          "model.ignore_merges must be true or false"},
-        BadTokenizerCase{"AddedTokenWithLstrip",
+        BadTokenizerCase{"AddedTokenWithStringLstrip",
                          R"({"added_tokens": [{"id": 7, "content": "<|begin_of_text|>",
-                             "lstrip": true}]})",
-                         "added_tokens[0].lstrip true is not supported"}),
+                             "lstrip": "yes"}]})",
+                         "added_tokens[0].lstrip must be true or false"}),
     [](const ::testing::TestParamInfo<BadTokenizerCase>& info) { return info.param.test_name; });
 
 }  // namespace

@@ -153,12 +153,12 @@ TEST(HfTokenizerDirectory, NamesFileAndJsonPathOfAnUnknownNormalizer) {
   nlohmann::json json = nlohmann::json::parse(json_text);
   json["normalizer"] = nlohmann::json::parse(
       R"({"type": "Sequence", "normalizers": [{"type": "NFC"},
-          {"type": "Replace", "pattern": {"String": " "}, "content": "_"}]})");
+          {"type": "Precompiled", "precompiled_charsmap": "AAAA"}]})");
   TempDir directory;
   directory.WriteFile("tokenizer.json", json.dump());
   EXPECT_THAT(ErrorMessage(LoadTokenizerFromHfDirectory(directory.path())),
               HasSubstr("/tokenizer.json: normalizer.normalizers[1]: "
-                        "normalizer type 'Replace' is not supported"));
+                        "normalizer type 'Precompiled' is not supported"));
 }
 
 TEST(HfTokenizerDirectory, NamesFileAndJsonPathOfAnUnknownPreTokenizer) {

@@ -193,18 +193,75 @@ TEST(VocabularyFromHfTokenizerJson, CarriesNormalizersAndIgnoreMerges) {
             {"type": "NFKC"}, {"type": "Lowercase"}]},
           "model": {"ignore_merges": true}})"));
   ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
-  EXPECT_THAT(vocabulary->normalizations,
-              ElementsAre(Normalization::kNfkc, Normalization::kLowercase));
+  ASSERT_EQ(vocabulary->normalizer.size(), 2u);
+  EXPECT_EQ(vocabulary->normalizer[0].kind, NormalizerKind::kNfkc);
+  EXPECT_EQ(vocabulary->normalizer[1].kind, NormalizerKind::kLowercase);
   EXPECT_TRUE(vocabulary->ignore_merges);
 }
 
-TEST(VocabularyFromHfTokenizerJson, RefusesATokenizerThatIsNotByteLevel) {
+TEST(VocabularyFromHfTokenizerJson, MakesCharacterBpeOfATokenizerWithoutByteLevel) {
   absl::StatusOr<Vocabulary> vocabulary = VocabularyWithPreTokenizer(
-      R"({"type": "Split", "pattern": {"Regex": "\\s+"}})");
+      R"({"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": "\\s+"}},
+            {"type": "Metaspace", "replacement": "_", "prepend_scheme": "never",
+             "split": false}]})");
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  EXPECT_EQ(vocabulary->model, TokenizerModel::kCharacterBpe);
+  ASSERT_TRUE(vocabulary->split_rules.has_value());
+  EXPECT_THAT(*vocabulary->split_rules, ElementsAre(SplitRule{"\\s+"}));
+  ASSERT_TRUE(vocabulary->metaspace.has_value());
+  EXPECT_EQ(vocabulary->metaspace->replacement, "_");
+  EXPECT_EQ(vocabulary->metaspace->prepend_scheme, PrependScheme::kNever);
+  EXPECT_FALSE(vocabulary->metaspace->split);
+}
+
+TEST(VocabularyFromHfTokenizerJson, RefusesStepsAfterMetaspace) {
+  absl::StatusOr<Vocabulary> vocabulary = VocabularyWithPreTokenizer(
+      R"({"type": "Sequence", "pretokenizers": [
+            {"type": "Metaspace", "replacement": "_"}, {"type": "Digits"}]})");
   EXPECT_EQ(vocabulary.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(ErrorMessage(vocabulary),
-              HasSubstr("tokenizer.json: pre_tokenizer has no ByteLevel step; "
-                        "only byte-level BPE is supported"));
+              HasSubstr("tokenizer.json: pre_tokenizer.pretokenizers[1]: steps after "
+                        "Metaspace are not supported"));
+}
+
+TEST(VocabularyFromHfTokenizerJson, RefusesAByteLevelDecoderWithoutAByteLevelPreTokenizer) {
+  absl::StatusOr<Vocabulary> vocabulary = VocabularyOf(PatchedTokenizerJson(
+      R"({"pre_tokenizer": null, "decoder": {"type": "ByteLevel"}})"));
+  EXPECT_EQ(vocabulary.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(ErrorMessage(vocabulary),
+              HasSubstr("tokenizer.json: decoder: a ByteLevel decoder needs a ByteLevel "
+                        "pre-tokenizer"));
+}
+
+TEST(VocabularyFromHfTokenizerJson, TakesBosAndEosFromTheTemplate) {
+  absl::StatusOr<Vocabulary> vocabulary = VocabularyOf(PatchedTokenizerJson(
+      R"({"post_processor": {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}},
+                       {"SpecialToken": {"id": "<|end|>", "type_id": 0}}],
+            "special_tokens": {
+              "<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [7],
+                                    "tokens": ["<|begin_of_text|>"]},
+              "<|end|>": {"id": "<|end|>", "ids": [9], "tokens": ["<|end|>"]}}}})"));
+  ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+  EXPECT_EQ(vocabulary->bos_id, 7);
+  EXPECT_TRUE(vocabulary->add_bos_token);
+  EXPECT_EQ(vocabulary->eos_id, 9);
+  EXPECT_TRUE(vocabulary->add_eos_token);
+}
+
+TEST(VocabularyFromHfTokenizerJson, RefusesATemplateOfTwoTokensBeforeTheText) {
+  absl::StatusOr<Vocabulary> vocabulary = VocabularyOf(PatchedTokenizerJson(
+      R"({"post_processor": {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [7, 9],
+                                                     "tokens": ["<|begin_of_text|>", "<|end|>"]}}}})"));
+  EXPECT_EQ(vocabulary.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(ErrorMessage(vocabulary),
+              HasSubstr("tokenizer.json: post_processor: TemplateProcessing puts 2 tokens "
+                        "before the text"));
 }
 
 TEST(VocabularyFromHfTokenizerJson, NamesTheMissingIdOfAHole) {
