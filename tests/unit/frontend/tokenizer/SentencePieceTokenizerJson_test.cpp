@@ -104,20 +104,28 @@ INSTANTIATE_TEST_SUITE_P(
                       "metaspace_never", "normalizers", "unk_no_fallback", "unk_unfused",
                       "ignore_merges", "added_flags", "added_flags_legacy"));
 
-// The legacy (Prepend/Replace) file of a model tokenizes as the model's GGUF
-// vocabulary does: llama.cpp, like Prepend, puts a space before every
-// stretch of text between special tokens.
-TEST(SentencePieceTokenizerJsonGguf, LegacyFormEqualsTheGgufVocabularyOfTheSameModel) {
-  const nlohmann::json cases =
-      nlohmann::json::parse(ReadDataFile("hf_tokenizers/sp_llama_legacy.cases.json"));
-  absl::StatusOr<Vocabulary> json_vocabulary = VocabularyOfVariant("llama_legacy");
+struct GgufPair {
+  const char* variant;
+  const char* model;
+};
+
+class SentencePieceTokenizerJsonGguf : public ::testing::TestWithParam<GgufPair> {};
+
+// A model's tokenizer.json tokenizes as its GGUF vocabulary does: llama.cpp,
+// like the legacy form's Prepend, puts a space before every stretch of text
+// between special tokens (Gemma's puts none).
+TEST_P(SentencePieceTokenizerJsonGguf, EqualsTheGgufVocabularyOfTheSameModel) {
+  const nlohmann::json cases = nlohmann::json::parse(
+      ReadDataFile(std::string("hf_tokenizers/sp_") + GetParam().variant + ".cases.json"));
+  absl::StatusOr<Vocabulary> json_vocabulary = VocabularyOfVariant(GetParam().variant);
   ASSERT_TRUE(json_vocabulary.ok()) << json_vocabulary.status();
   absl::StatusOr<std::unique_ptr<Tokenizer>> from_json = CreateTokenizer(*std::move(json_vocabulary));
   ASSERT_TRUE(from_json.ok()) << from_json.status();
   // What llama.cpp's converter writes for this model: its pieces, scores
   // and types, the prefix before each stretch of text.
-  const std::string model_bytes = ReadDataFile("sentencepiece/llama_style.model");
-  absl::StatusOr<Vocabulary> gguf_vocabulary = ParseSentencePieceModel(model_bytes, "llama_style");
+  const std::string model_bytes =
+      ReadDataFile(std::string("sentencepiece/") + GetParam().model + ".model");
+  absl::StatusOr<Vocabulary> gguf_vocabulary = ParseSentencePieceModel(model_bytes, GetParam().model);
   ASSERT_TRUE(gguf_vocabulary.ok()) << gguf_vocabulary.status();
   gguf_vocabulary->space_prefix_once = false;
   absl::StatusOr<std::unique_ptr<Tokenizer>> from_gguf = ThroughExecutable(*gguf_vocabulary);
@@ -133,8 +141,15 @@ TEST(SentencePieceTokenizerJsonGguf, LegacyFormEqualsTheGgufVocabularyOfTheSameM
                     << Listed(*gguf_ids);
     }
   }
-  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(mismatches, 0) << "of " << cases["texts"].size() << " texts";
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, SentencePieceTokenizerJsonGguf,
+                         ::testing::Values(GgufPair{"llama_legacy", "llama_style"},
+                                           GgufPair{"gemma", "gemma_style"}),
+                         [](const ::testing::TestParamInfo<GgufPair>& info) {
+                           return std::string(info.param.variant);
+                         });
 
 }  // namespace
 }  // namespace kvjit::tokenizer
