@@ -84,6 +84,12 @@ absl::Status ValidateVocabulary(const Vocabulary& vocabulary) {
       return status;
     }
   }
+  for (const AddedTokenOptions& options : vocabulary.added_token_options) {
+    if (absl::Status status = CheckSpecialId(vocabulary, options.id, "added");
+        !status.ok()) {
+      return status;
+    }
+  }
   if (vocabulary.add_bos_token && vocabulary.bos_id == kNoToken) {
     return absl::InvalidArgumentError(
         "tokenizer: add_bos_token is set but there is no BOS token");

@@ -21,6 +21,7 @@
 #include "tests/unit/frontend/tokenizer/TokenizerJsonOf.h"
 #include "tests/unit/frontend/huggingface/SafetensorsTestFiles.h"
 #include "tests/unit/frontend/tokenizer/ConformanceCases.h"
+#include "tests/unit/frontend/tokenizer/ThroughExecutable.h"
 
 namespace kvjit::tokenizer {
 namespace {
@@ -52,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromJsonText(
   absl::StatusOr<Vocabulary> vocabulary =
       VocabularyFromHfTokenizerJson(*json, source);
   if (!vocabulary.ok()) return vocabulary.status();
-  return CreateTokenizer(*std::move(vocabulary));
+  return TokenizerThroughExecutable(*vocabulary);
 }
 
 // Encodes every corpus text as `tokenizers` does (every added token found,

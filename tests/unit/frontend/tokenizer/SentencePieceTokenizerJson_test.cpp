@@ -14,16 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "flatbuffers/flatbuffers.h"
 #include "frontend/huggingface/HfTokenizerJson.h"
 #include "frontend/tokenizer/HfVocabulary.h"
 #include "frontend/tokenizer/SentencePieceModelFile.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "runtime/tokenizer/ExecutableTokenizer.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/frontend/tokenizer/ConformanceCases.h"
+#include "tests/unit/frontend/tokenizer/ThroughExecutable.h"
 
 namespace kvjit::tokenizer {
 namespace {
@@ -35,17 +34,6 @@ std::string ReadDataFile(const std::string& relative) {
   std::string text;
   if (path.empty() || !ReadFile(path, &text)) ADD_FAILURE() << "cannot read tests/data/" << relative;
   return text;
-}
-
-// `vocabulary` written into a Tokenizer table and read back, as an
-// executable carries it.
-absl::StatusOr<std::unique_ptr<Tokenizer>> ThroughExecutable(const Vocabulary& vocabulary) {
-  flatbuffers::FlatBufferBuilder builder;
-  builder.Finish(WriteTokenizerTable(builder, vocabulary, ""));
-  const auto* table = flatbuffers::GetRoot<kvx::Tokenizer>(builder.GetBufferPointer());
-  absl::StatusOr<Vocabulary> read = VocabularyFromTable(*table);
-  if (!read.ok()) return read.status();
-  return CreateTokenizer(*std::move(read));
 }
 
 absl::StatusOr<Vocabulary> VocabularyOfVariant(const std::string& name) {
@@ -67,7 +55,7 @@ TEST_P(SentencePieceTokenizerJson, EncodesAndDecodesTheCorpusAsTokenizersDoes) {
   absl::StatusOr<Vocabulary> vocabulary = VocabularyOfVariant(GetParam());
   ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
   EXPECT_EQ(vocabulary->model, TokenizerModel::kCharacterBpe);
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = ThroughExecutable(*vocabulary);
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = TokenizerThroughExecutable(*vocabulary);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   const auto& texts = cases["texts"];
   ASSERT_GE(texts.size(), 1000u);
@@ -128,7 +116,7 @@ TEST_P(SentencePieceTokenizerJsonGguf, EqualsTheGgufVocabularyOfTheSameModel) {
   absl::StatusOr<Vocabulary> gguf_vocabulary = ParseSentencePieceModel(model_bytes, GetParam().model);
   ASSERT_TRUE(gguf_vocabulary.ok()) << gguf_vocabulary.status();
   gguf_vocabulary->space_prefix_once = false;
-  absl::StatusOr<std::unique_ptr<Tokenizer>> from_gguf = ThroughExecutable(*gguf_vocabulary);
+  absl::StatusOr<std::unique_ptr<Tokenizer>> from_gguf = TokenizerThroughExecutable(*gguf_vocabulary);
   ASSERT_TRUE(from_gguf.ok()) << from_gguf.status();
   int mismatches = 0;
   for (const auto& entry : cases["texts"]) {

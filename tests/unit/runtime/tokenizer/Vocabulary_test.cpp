@@ -63,6 +63,13 @@ TEST(Vocabulary, RejectsInconsistentVocabularies) {
   EXPECT_THAT(ErrorOf(merges), HasSubstr("needs merges"));
   merges.merges = {{"a", ""}};
   EXPECT_THAT(ErrorOf(merges), HasSubstr("merge 0"));
+
+  // Options of the last token are fine; one past it is refused.
+  Vocabulary options = TwoTokens();
+  options.added_token_options = {AddedTokenOptions{1}};
+  EXPECT_TRUE(ValidateVocabulary(options).ok());
+  options.added_token_options = {AddedTokenOptions{2}};
+  EXPECT_THAT(ErrorOf(options), HasSubstr("added token id 2 is outside the vocabulary of 2"));
 }
 
 }  // namespace
