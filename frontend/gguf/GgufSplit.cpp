@@ -75,6 +75,12 @@ absl::Status CheckPart(const GgufFile& part, uint64_t index, uint64_t count) {
 
 }  // namespace
 
+std::optional<std::string> SplitPrefix(const std::string& path) {
+  std::optional<SplitName> name = ParseSplitName(path);
+  if (!name.has_value()) return std::nullopt;
+  return name->prefix;
+}
+
 std::optional<std::vector<std::string>> SplitPartPaths(const std::string& path) {
   std::optional<SplitName> name = ParseSplitName(path);
   if (!name) return std::nullopt;

@@ -24,6 +24,10 @@ inline constexpr absl::string_view kSplitTensorsCountKey = "split.tensors.count"
 // (PREFIX-NNNNN-of-MMMMM.gguf), in order; none where the name is not one.
 std::optional<std::vector<std::string>> SplitPartPaths(const std::string& path);
 
+// PREFIX (with its directory) of a path named like a split's part; none
+// where the name is not one.
+std::optional<std::string> SplitPrefix(const std::string& path);
+
 // A model in one GGUF file or in the parts of a split. Any part may be
 // named: the others are found beside it by name, and each is checked to
 // belong (split.no, split.count, the tensor count) before use.

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -21,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "frontend/gguf/GgufSplit.h"
 #include "nlohmann/json.hpp"
 #include "runtime/core/ProcessStats.h"
 #include "runtime/core/StatusMacros.h"
@@ -126,10 +128,13 @@ std::string LlamaCppSettings(int64_t n_batch) {
                       " --n-ubatch ", ubatch > 0 ? ubatch : n_batch);
 }
 
+// llama.cpp loads a split GGUF from its first part, so that is the part it
+// is given whichever part kvjit was.
 std::string LlamaCppCommand(const std::string& subcommand, const std::string& model) {
+  std::optional<std::vector<std::string>> parts = gguf::SplitPartPaths(model);
   return absl::StrCat(absl::GetFlag(FLAGS_llamacpp_python), " ",
                       ShellQuoted(absl::GetFlag(FLAGS_llamacpp_script)), " ", subcommand, " ",
-                      ShellQuoted(model));
+                      ShellQuoted(parts.has_value() ? parts->front() : model));
 }
 
 // Checks that a measurement holds every figure the tables print.

@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "frontend/gguf/GgufSplit.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/Executable.h"
 #include "tools/kvjit/ChatModel.h"
@@ -52,7 +54,12 @@ ABSL_FLAG(bool, no_webui, false, "answer / with 404 instead of the chat page");
 namespace kvjit::cli {
 namespace {
 
+// The file's or directory's name; a split GGUF's name without the part
+// number, whichever part was named.
 std::string DefaultModelName(const std::string& model_or_kvx) {
+  if (std::optional<std::string> prefix = gguf::SplitPrefix(model_or_kvx)) {
+    return std::filesystem::path(*prefix).filename().string();
+  }
   std::filesystem::path path(model_or_kvx);
   if (!path.has_filename()) path = path.parent_path();
   return path.stem().string();

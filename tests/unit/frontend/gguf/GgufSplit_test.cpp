@@ -199,5 +199,13 @@ TEST(SplitPartPaths, ListsEveryPartOfAGgufSplitName) {
   EXPECT_FALSE(SplitPartPaths("m-0001-of-0003.gguf").has_value());
 }
 
+// What `kvjit serve` names a split model, whichever part it is given.
+TEST(SplitPrefix, IsTheNameBeforeThePartNumber) {
+  EXPECT_EQ(SplitPrefix("/d/Model-Q4_K_M-00003-of-00003.gguf"), "/d/Model-Q4_K_M");
+  EXPECT_EQ(SplitPrefix("m-00001-of-00001.gguf"), "m");
+  EXPECT_FALSE(SplitPrefix("model.gguf").has_value());
+  EXPECT_FALSE(SplitPrefix("m-00004-of-00003.gguf").has_value());
+}
+
 }  // namespace
 }  // namespace kvjit::gguf
