@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "frontend/model/GgufModel.h"
@@ -63,6 +64,17 @@ absl::StatusOr<std::string> LoadChatTemplate(const ModelFile& model) {
     KVJIT_ASSIGN_OR_RETURN(absl::string_view chat_template,
                            model.gguf()->GetString("tokenizer.chat_template"));
     return std::string(chat_template);
+  }
+  // transformers (4.47 on, and 5) saves the template as chat_template.jinja
+  // beside tokenizer_config.json, and reads it in preference to the field.
+  const std::string jinja_path = model.path + "/chat_template.jinja";
+  if (std::ifstream jinja_file(jinja_path, std::ios::binary); jinja_file) {
+    std::string chat_template((std::istreambuf_iterator<char>(jinja_file)),
+                              std::istreambuf_iterator<char>());
+    if (jinja_file.bad()) {
+      return absl::DataLossError(absl::StrCat(jinja_path, ": cannot be read"));
+    }
+    return chat_template;
   }
   const std::string config_path = model.path + "/tokenizer_config.json";
   std::ifstream config_file(config_path);

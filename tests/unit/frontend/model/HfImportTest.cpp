@@ -254,6 +254,11 @@ TEST_F(HfImportTest, ChatTemplateComesFromTokenizerConfig) {
   ASSERT_FALSE(several.ok());
   EXPECT_THAT(std::string(several.status().message()),
               HasSubstr("chat_template is not a single template string"));
+  // transformers 5 writes the template to chat_template.jinja, which wins.
+  dir.WriteFile("chat_template.jinja", "{{ bos_token }}{% for m in messages %}\n{% endfor %}");
+  auto from_jinja = LoadChatTemplate(*model);
+  ASSERT_TRUE(from_jinja.ok()) << from_jinja.status();
+  EXPECT_EQ(*from_jinja, "{{ bos_token }}{% for m in messages %}\n{% endfor %}");
 }
 
 TEST_F(HfImportTest, CanonicalNames) {
