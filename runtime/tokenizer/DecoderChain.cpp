@@ -12,29 +12,6 @@ namespace {
 
 constexpr char kReplacementCharacter[] = "\xEF\xBF\xBD";  // U+FFFD
 
-// The byte a "<0xXX>" token stands for (either case of hex digit).
-std::optional<uint8_t> ByteOfToken(const std::string& token) {
-  if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 ||
-      token[5] != '>') {
-    return std::nullopt;
-  }
-  int value = 0;
-  for (char digit : token.substr(3, 2)) {
-    int nibble;
-    if (digit >= '0' && digit <= '9') {
-      nibble = digit - '0';
-    } else if (digit >= 'A' && digit <= 'F') {
-      nibble = digit - 'A' + 10;
-    } else if (digit >= 'a' && digit <= 'f') {
-      nibble = digit - 'a' + 10;
-    } else {
-      return std::nullopt;
-    }
-    value = value * 16 + nibble;
-  }
-  return static_cast<uint8_t>(value);
-}
-
 std::vector<std::string> FallBackToBytes(std::vector<std::string> tokens) {
   std::vector<std::string> decoded;
   std::string pending_bytes;
@@ -50,7 +27,7 @@ std::vector<std::string> FallBackToBytes(std::vector<std::string> tokens) {
     pending_bytes.clear();
   };
   for (std::string& token : tokens) {
-    if (std::optional<uint8_t> byte = ByteOfToken(token)) {
+    if (std::optional<uint8_t> byte = ParseByteToken(token)) {
       pending_bytes.push_back(static_cast<char>(*byte));
       continue;
     }
@@ -138,7 +115,7 @@ std::string DecoderChain::DecodeContinuation(std::string token) const {
         token = absl::StrReplaceAll(token, {{step.pattern, step.content}});
         break;
       case DecoderKind::kByteFallback:
-        if (std::optional<uint8_t> byte = ByteOfToken(token)) {
+        if (std::optional<uint8_t> byte = ParseByteToken(token)) {
           token.assign(1, static_cast<char>(*byte));
         }
         break;

@@ -18,6 +18,27 @@ absl::Status CheckSpecialId(const Vocabulary& vocabulary, int32_t id,
 
 }  // namespace
 
+std::optional<uint8_t> ParseByteToken(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') {
+    return std::nullopt;
+  }
+  int value = 0;
+  for (char digit : text.substr(3, 2)) {
+    int nibble;
+    if (digit >= '0' && digit <= '9') {
+      nibble = digit - '0';
+    } else if (digit >= 'A' && digit <= 'F') {
+      nibble = digit - 'A' + 10;
+    } else if (digit >= 'a' && digit <= 'f') {
+      nibble = digit - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    value = value * 16 + nibble;
+  }
+  return static_cast<uint8_t>(value);
+}
+
 absl::StatusOr<TokenizerModel> ParseTokenizerModel(std::string_view name) {
   if (name == "llama") return TokenizerModel::kSentencePiece;
   if (name == "gpt2") return TokenizerModel::kByteLevelBpe;

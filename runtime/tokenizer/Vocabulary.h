@@ -208,6 +208,10 @@ absl::StatusOr<TokenizerModel> ParseTokenizerModel(std::string_view name);
 // Reads GGUF's tokenizer.ggml.pre value for a byte-level BPE vocabulary.
 absl::StatusOr<PreTokenizer> ParsePreTokenizer(std::string_view name);
 
+// The byte a "<0xXX>" token stands for (hex digits of either case), as
+// SentencePiece's byte pieces and tokenizers' ByteFallback spell them.
+std::optional<uint8_t> ParseByteToken(std::string_view text);
+
 // Checks the invariants the tokenizers rely on: sizes agree, special ids lie
 // inside the vocabulary, merges name non-empty halves.
 absl::Status ValidateVocabulary(const Vocabulary& vocabulary);

@@ -29,15 +29,21 @@ import sentencepiece as spm
 from hf_tokenizer_cases import corpus
 
 
-def train(out_path):
+def license_sentences():
+    """The non-empty lines of the license texts every Debian machine has, the
+    training text of the test models."""
     sentences = []
     for path in sorted(glob.glob("/usr/share/common-licenses/*")):
         if os.path.isfile(path):
             with open(path, encoding="utf-8", errors="replace") as f:
                 sentences.extend(line.rstrip("\n") for line in f if line.strip())
+    return sentences
+
+
+def train(out_path):
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=model, model_type="bpe",
+        sentence_iterator=iter(license_sentences()), model_writer=model, model_type="bpe",
         vocab_size=1200, byte_fallback=True, split_digits=True,
         normalization_rule_name="identity", remove_extra_whitespaces=False,
         add_dummy_prefix=True, allow_whitespace_only_pieces=True,

@@ -73,7 +73,6 @@ to words, spaces and newlines, and 100 that are whole vocabulary pieces.
 """
 
 import argparse
-import glob
 import importlib
 import io
 import json
@@ -88,6 +87,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers
 from tokenizers import pre_tokenizers
 
 from hf_tokenizer_cases import WORDS, corpus
+from sentencepiece_cases import license_sentences
 
 TOKENIZERS_VERSION = "0.23.3"
 TRANSFORMERS_VERSION = "5.0.0"
@@ -128,14 +128,9 @@ def transformers_converters():
 
 
 def train_gemma_style(out_path):
-    sentences = []
-    for path in sorted(glob.glob("/usr/share/common-licenses/*")):
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                sentences.extend(line.rstrip("\n") for line in f if line.strip())
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=model, model_type="bpe",
+        sentence_iterator=iter(license_sentences()), model_writer=model, model_type="bpe",
         vocab_size=1200, byte_fallback=True, split_digits=True,
         normalization_rule_name="identity", remove_extra_whitespaces=False,
         add_dummy_prefix=False, allow_whitespace_only_pieces=True,
