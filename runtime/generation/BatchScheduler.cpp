@@ -242,7 +242,8 @@ absl::StatusOr<StepInputs> BatchScheduler::PackStep(const std::vector<Sequence*>
     const int64_t first = sequence->cached_tokens;
     KVJIT_RETURN_IF_ERROR(builder.AddSequence(
         sequence->id, absl::MakeConstSpan(sequence->history).subspan(first, sequence->step_tokens),
-        first, /*wants_logits=*/sequence->step_tokens == sequence->uncached_tokens()));
+        first,
+        sequence->step_tokens == sequence->uncached_tokens() ? StepLogits::kLast : StepLogits::kNone));
   }
   return std::move(builder).Finish();
 }

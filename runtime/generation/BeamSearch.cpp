@@ -212,7 +212,7 @@ absl::Status BeamSearchRun::Prefill() {
     KVJIT_RETURN_IF_ERROR(RunPendingCopies());
     StepBuilder builder(blocks_);
     KVJIT_RETURN_IF_ERROR(builder.AddSequence(
-        sequence, absl::MakeConstSpan(prompt_).subspan(done, count), done, /*wants_logits=*/true));
+        sequence, absl::MakeConstSpan(prompt_).subspan(done, count), done, StepLogits::kLast));
     KVJIT_ASSIGN_OR_RETURN(logits, runner_.Run(std::move(builder).Finish()));
     KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks_, sequence, runner_.attention_window()));
     done += count;
@@ -242,7 +242,7 @@ absl::Status BeamSearchRun::DecodeStep() {
       const int64_t position = prompt_tokens + static_cast<int64_t>(beam.tokens.size()) - 1;
       KVJIT_RETURN_IF_ERROR(builder.AddSequence(beam.sequence,
                                                 absl::MakeConstSpan(&beam.tokens.back(), 1),
-                                                position, /*wants_logits=*/true));
+                                                position, StepLogits::kLast));
     }
     KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits,
                            runner_.Run(std::move(builder).Finish()));

@@ -1,9 +1,11 @@
 #include "runtime/generation/Generator.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/generation/NgramLookup.h"
 #include "runtime/generation/RequestValidation.h"
 #include "runtime/generation/StepBuilder.h"
 
@@ -20,15 +22,13 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 absl::StatusOr<absl::Span<const float>> Generator::Step(kv::KvBlockManager& blocks,
                                                         const int32_t* tokens, int64_t position,
-                                                        int64_t count) {
+                                                        int64_t count, StepLogits logits) {
   KVJIT_RETURN_IF_ERROR(blocks.Reserve(kSequence, count));
   StepBuilder builder(blocks);
-  KVJIT_RETURN_IF_ERROR(builder.AddSequence(kSequence, absl::MakeConstSpan(tokens, count), position,
-                                            /*wants_logits=*/true));
+  KVJIT_RETURN_IF_ERROR(
+      builder.AddSequence(kSequence, absl::MakeConstSpan(tokens, count), position, logits));
   const StepInputs inputs = std::move(builder).Finish();
-  KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner_.Run(inputs));
-  KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks, kSequence, runner_.attention_window()));
-  return logits;
+  return runner_.Run(inputs);
 }
 
 absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>& prompt,
@@ -41,42 +41,86 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   KVJIT_ASSIGN_OR_RETURN(max_new_tokens,
                          ValidateRequest("the request", prompt, max_new_tokens,
                                          {runner_.vocab_size(), context_length_}));
+  if (speculation_.draft_tokens > 0 && params.temperature != 0.0f) {
+    return absl::UnimplementedError(absl::StrCat(
+        "speculative decoding verifies drafts for greedy decoding (temperature 0) only; "
+        "temperature ",
+        params.temperature, " needs rejection sampling, which is not built yet"));
+  }
   KVJIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(params));
   KVJIT_ASSIGN_OR_RETURN(kv::KvBlockManager blocks,
                          kv::KvBlockManager::Create(static_cast<int32_t>(runner_.num_blocks()),
                                                     static_cast<int32_t>(runner_.block_size())));
 
   GenerationResult result;
-  result.metrics.prompt_tokens = prompt_tokens;
+  GenerationMetrics& m = result.metrics;
+  m.prompt_tokens = prompt_tokens;
   std::vector<int32_t> history = prompt;
   const auto start = std::chrono::steady_clock::now();
   absl::Span<const float> logits;
   for (int64_t done = 0; done < prompt_tokens;) {
     const int64_t count = std::min(runner_.max_tokens_per_step(), prompt_tokens - done);
-    KVJIT_ASSIGN_OR_RETURN(logits, Step(blocks, prompt.data() + done, done, count));
+    KVJIT_ASSIGN_OR_RETURN(logits,
+                           Step(blocks, prompt.data() + done, done, count, StepLogits::kLast));
+    KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks, kSequence, runner_.attention_window()));
     done += count;
   }
   const double prefill_s = SecondsSince(start);
   auto decode_start = std::chrono::steady_clock::now();
-  for (int64_t step = 0; step < max_new_tokens; ++step) {
-    if (on_logits) on_logits(logits);
-    const int32_t next = sampler.Sample(logits, history);
+  // Samples from one row of logits; false once generation is over.
+  const auto take = [&](absl::Span<const float> row) {
+    if (on_logits) on_logits(row);
+    const int32_t next = sampler.Sample(row, history);
     result.tokens.push_back(next);
     history.push_back(next);
-    if (step == 0) {
-      result.metrics.time_to_first_token_s = SecondsSince(start);
+    if (result.tokens.size() == 1) {
+      m.time_to_first_token_s = SecondsSince(start);
       decode_start = std::chrono::steady_clock::now();
     }
-    if (!on_token(next) || step + 1 == max_new_tokens) break;
-    KVJIT_ASSIGN_OR_RETURN(
-        logits, Step(blocks, &history.back(), static_cast<int64_t>(history.size()) - 1, 1));
+    return on_token(next) && static_cast<int64_t>(result.tokens.size()) < max_new_tokens;
+  };
+  const int64_t vocab = runner_.vocab_size();
+  bool going = take(logits);
+  while (going) {
+    // The newest token is not in the cache yet; drafts follow it in the same
+    // step, as many as the request and the context leave room for.
+    const int64_t position = static_cast<int64_t>(history.size()) - 1;
+    const int64_t room = std::min({speculation_.draft_tokens,
+                                   max_new_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
+                                   context_length_ - position - 1,
+                                   runner_.max_tokens_per_step() - 1});
+    std::vector<int32_t> step_tokens{history.back()};
+    if (room > 0) {
+      const std::vector<int32_t> drafts = ProposeByNgramLookup(
+          history, speculation_.min_ngram, speculation_.max_ngram, room);
+      step_tokens.insert(step_tokens.end(), drafts.begin(), drafts.end());
+    }
+    const int64_t drafted = static_cast<int64_t>(step_tokens.size()) - 1;
+    KVJIT_ASSIGN_OR_RETURN(logits, Step(blocks, step_tokens.data(), position, drafted + 1,
+                                        drafted > 0 ? StepLogits::kEvery : StepLogits::kLast));
+    // Row j is the model's distribution after step_tokens[0..j]: its choice
+    // keeps draft j when the two agree, and otherwise replaces it.
+    int64_t accepted = 0;
+    for (int64_t row = 0; row <= drafted && going; ++row) {
+      going = take(logits.subspan(row * vocab, vocab));
+      if (row == drafted || history.back() != step_tokens[row + 1]) break;
+      ++accepted;
+    }
+    if (drafted > 0) {
+      m.drafted_tokens += drafted;
+      m.accepted_tokens += accepted;
+      ++m.verify_steps;
+      // The rejected drafts' keys and values go; the cache ends where the
+      // newest token, not yet in it, starts.
+      KVJIT_RETURN_IF_ERROR(blocks.Truncate(kSequence, position + 1 + accepted));
+    }
+    KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks, kSequence, runner_.attention_window()));
   }
   const double decode_s = SecondsSince(decode_start);
-  GenerationMetrics& m = result.metrics;
   m.generated_tokens = static_cast<int64_t>(result.tokens.size());
-  const int64_t decode_steps = m.generated_tokens - 1;
-  m.time_per_output_token_s = decode_steps > 0 ? decode_s / decode_steps : 0;
-  m.decode_tokens_per_s = decode_steps > 0 ? decode_steps / decode_s : 0;
+  const int64_t decoded = m.generated_tokens - 1;
+  m.time_per_output_token_s = decoded > 0 ? decode_s / decoded : 0;
+  m.decode_tokens_per_s = decoded > 0 ? decoded / decode_s : 0;
   m.prefill_tokens_per_s = prefill_s > 0 ? prompt_tokens / prefill_s : 0;
   m.peak_kv_blocks = blocks.counters().peak_blocks_in_use;
   m.kv_blocks_released_by_window = blocks.counters().window_released_blocks;

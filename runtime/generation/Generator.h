@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/generation/StepBuilder.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
 
@@ -23,6 +24,23 @@ struct GenerationMetrics {
   int64_t kv_blocks_total = 0;
   // Blocks given back while the sliding attention window moved past them.
   int64_t kv_blocks_released_by_window = 0;
+  // Speculative decoding: tokens drafted, drafted tokens the target model
+  // agreed with, and the steps that verified drafts.
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
+  int64_t verify_steps = 0;
+};
+
+// Speculative decoding by n-gram prompt lookup (NgramLookup.h): each decode
+// step also feeds up to `draft_tokens` tokens the lookup proposes, and the
+// target model's own choice at each of them decides how many are kept.
+// Greedy decoding only: its output is token for token that of decoding
+// without drafts.
+struct SpeculativeDecoding {
+  // 0 turns speculation off.
+  int64_t draft_tokens = 0;
+  int64_t min_ngram = 2;
+  int64_t max_ngram = 3;
 };
 
 struct GenerationResult {
@@ -32,17 +50,20 @@ struct GenerationResult {
 
 // Generates for one request over a paged cache: the prompt in chunks of at
 // most the program's tokens per step (chunked prefill), then one token per
-// decode step, each sampled from the step's logits.
+// decode step, each sampled from the step's logits (with speculation, one
+// or more per step).
 class Generator {
  public:
-  Generator(StepRunner& runner, int64_t context_length)
-      : runner_(runner), context_length_(context_length) {}
+  Generator(StepRunner& runner, int64_t context_length,
+            SpeculativeDecoding speculation = SpeculativeDecoding())
+      : runner_(runner), context_length_(context_length), speculation_(speculation) {}
 
   // `on_token` sees each new token as soon as it is sampled and returns
   // whether to go on (false once a stop condition holds); `on_logits`, where
   // given, the logits each token is sampled from. A prompt that does
   // not fit the context with room for one more token, or a cache too small
-  // for the request, is an error naming the sizes.
+  // for the request, is an error naming the sizes; so is speculation with
+  // sampling that is not greedy (rejection sampling is not built yet).
   absl::StatusOr<GenerationResult> Generate(const std::vector<int32_t>& prompt,
                                             const sampling::SamplingParams& params,
                                             int64_t max_new_tokens,
@@ -52,12 +73,13 @@ class Generator {
 
  private:
   // Runs one step over `count` new tokens of the request, the first at
-  // `position`; returns the logits of the last of them.
+  // `position`; returns the logits `logits` asks for, row after row.
   absl::StatusOr<absl::Span<const float>> Step(kv::KvBlockManager& blocks, const int32_t* tokens,
-                                               int64_t position, int64_t count);
+                                               int64_t position, int64_t count, StepLogits logits);
 
   StepRunner& runner_;
   int64_t context_length_;
+  SpeculativeDecoding speculation_;
 };
 
 }  // namespace kvjit::runtime

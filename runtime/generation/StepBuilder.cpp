@@ -8,7 +8,7 @@
 namespace kvjit::runtime {
 
 absl::Status StepBuilder::AddSequence(kv::SequenceId sequence, absl::Span<const int32_t> tokens,
-                                      int64_t first, bool wants_logits) {
+                                      int64_t first, StepLogits logits) {
   const kv::BlockTable* table = blocks_.FindSequence(sequence);
   if (table == nullptr) {
     return absl::NotFoundError(absl::StrCat("sequence ", sequence, " has no KV blocks"));
@@ -27,7 +27,13 @@ absl::Status StepBuilder::AddSequence(kv::SequenceId sequence, absl::Span<const 
   const int32_t last_row = static_cast<int32_t>(step_tokens.size() - 1);
   seq_starts.push_back(last_row + 1);
   inputs_[StepInput::ContextLens].push_back(static_cast<int32_t>(first + count));
-  if (wants_logits) inputs_[StepInput::LogitsRows].push_back(last_row);
+  if (logits == StepLogits::kEvery) {
+    for (int32_t row = last_row + 1 - static_cast<int32_t>(count); row <= last_row; ++row) {
+      inputs_[StepInput::LogitsRows].push_back(row);
+    }
+  } else if (logits == StepLogits::kLast) {
+    inputs_[StepInput::LogitsRows].push_back(last_row);
+  }
   tables_.push_back(table);
   inputs_.max_blocks = std::max<int64_t>(inputs_.max_blocks, table->blocks.size());
   return absl::OkStatus();

@@ -10,6 +10,13 @@
 
 namespace kvjit::runtime {
 
+// Which of a sequence's new tokens a step computes logits for.
+enum class StepLogits {
+  kNone,
+  kLast,   // the distribution of the token after them
+  kEvery,  // one row per token, in order (speculative decoding's verification)
+};
+
 // Packs sequences' new tokens into one step's inputs, in the step contract's
 // layout, from the slots and block tables the KV manager holds for them.
 class StepBuilder {
@@ -17,9 +24,9 @@ class StepBuilder {
   explicit StepBuilder(const kv::KvBlockManager& blocks) : blocks_(blocks) {}
 
   // Adds `tokens`, the sequence's tokens from position `first` on, whose
-  // slots must be reserved; `wants_logits` asks for the last one's logits.
+  // slots must be reserved, with the logits rows `logits` asks for.
   absl::Status AddSequence(kv::SequenceId sequence, absl::Span<const int32_t> tokens,
-                           int64_t first, bool wants_logits);
+                           int64_t first, StepLogits logits);
 
   // The step, block tables padded to the longest; a step where no sequence
   // wants logits asks for the last token's row (the runner computes at least

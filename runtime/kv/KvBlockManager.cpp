@@ -163,6 +163,37 @@ absl::Status KvBlockManager::Free(SequenceId sequence) {
   return absl::OkStatus();
 }
 
+absl::Status KvBlockManager::Truncate(SequenceId sequence, int64_t num_tokens) {
+  auto found = tables_.find(sequence);
+  if (found == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat("cannot truncate KV sequence ", sequence, ": no such sequence"));
+  }
+  BlockTable& table = found->second;
+  if (num_tokens < 0 || num_tokens > table.num_tokens) {
+    return absl::OutOfRangeError(absl::StrCat("cannot truncate KV sequence ", sequence, " to ", num_tokens,
+                                              " tokens: it holds ", table.num_tokens));
+  }
+  const int64_t fixed_tokens = std::max(table.num_hashed_blocks, table.num_released_blocks) * block_size_;
+  if (num_tokens < fixed_tokens) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot truncate KV sequence ", sequence, " to ", num_tokens, " tokens: its first ", fixed_tokens,
+        " are in blocks the prefix cache knows or the attention window released"));
+  }
+  const size_t kept_blocks = static_cast<size_t>((num_tokens + block_size_ - 1) / block_size_);
+  // Last to first, as Free gives them back.
+  while (table.blocks.size() > kept_blocks) {
+    KVJIT_RETURN_IF_ERROR(pool_.Release(table.blocks.back()));
+    table.blocks.pop_back();
+  }
+  table.num_tokens = num_tokens;
+  pending_copies_.erase(std::remove_if(pending_copies_.begin(), pending_copies_.end(),
+                                       [&](const BlockCopy& copy) {
+                                         return pool_.ReferenceCount(copy.destination) == 0;
+                                       }),
+                        pending_copies_.end());
+  return absl::OkStatus();
+}
+
 absl::Status KvBlockManager::ReleaseBlocksBefore(SequenceId sequence, int64_t position) {
   auto found = tables_.find(sequence);
   if (found == tables_.end()) {

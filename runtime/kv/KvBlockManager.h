@@ -151,6 +151,15 @@ class KvBlockManager {
   // evicted), and queued copies into them are dropped.
   absl::Status Free(SequenceId sequence);
 
+  // Cuts `sequence` back to its first `num_tokens` tokens (speculative
+  // decoding's rejected drafts): blocks wholly past them are given back,
+  // one reference each, and a shared last block left partly filled is
+  // copied on the next Reserve as any shared block is. Tokens the prefix
+  // cache knows (CacheFullBlocks) or that lie in blocks released behind
+  // the attention window cannot be cut: that, a count past the sequence's
+  // length or a negative one is an error naming the sequence.
+  absl::Status Truncate(SequenceId sequence, int64_t num_tokens);
+
   // Gives back `sequence`'s blocks that lie wholly before `position` (no
   // later step reads them: the model's sliding attention window has moved
   // past them), one reference each, so that a block other sequences still

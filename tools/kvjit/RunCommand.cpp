@@ -50,8 +50,40 @@ ABSL_FLAG(std::string, early_stopping, "false",
           "the best live beam cannot beat them at its current length) or never (once no live "
           "beam can beat them at any length)");
 
+ABSL_FLAG(std::string, speculative, "",
+          "speculative decoding's draft: ngram (prompt lookup: what followed the latest earlier "
+          "occurrence of the text's last --ngram_max..1 tokens); greedy decoding (--temperature 0) "
+          "only, its output token for token that without it");
+ABSL_FLAG(int, draft_tokens, 3, "--speculative: tokens drafted per step");
+ABSL_FLAG(int, ngram_max, 3, "--speculative ngram: the longest suffix looked up");
+ABSL_FLAG(int, ngram_min, 2, "--speculative ngram: the shortest suffix that may propose a draft");
+
 namespace kvjit::cli {
 namespace {
+
+// --speculative and its settings; draft models are not built yet, which
+// their names say rather than being taken for another draft.
+absl::StatusOr<runtime::SpeculativeDecoding> SpeculationFromFlags() {
+  runtime::SpeculativeDecoding speculation;
+  const std::string draft = absl::GetFlag(FLAGS_speculative);
+  if (draft.empty()) return speculation;
+  if (draft != "ngram") {
+    return absl::UnimplementedError(absl::StrCat(
+        "--speculative ", draft, ": only ngram (prompt lookup) is built; draft executables "
+        "(draft:FILE) and layer-skipping drafts (layers:K) are not yet"));
+  }
+  if (absl::GetFlag(FLAGS_draft_tokens) < 1 || absl::GetFlag(FLAGS_ngram_min) < 1 ||
+      absl::GetFlag(FLAGS_ngram_max) < absl::GetFlag(FLAGS_ngram_min)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--draft_tokens ", absl::GetFlag(FLAGS_draft_tokens), " and --ngram_min ",
+        absl::GetFlag(FLAGS_ngram_min), " must be at least 1 and --ngram_max ",
+        absl::GetFlag(FLAGS_ngram_max), " at least --ngram_min"));
+  }
+  speculation.draft_tokens = absl::GetFlag(FLAGS_draft_tokens);
+  speculation.min_ngram = absl::GetFlag(FLAGS_ngram_min);
+  speculation.max_ngram = absl::GetFlag(FLAGS_ngram_max);
+  return speculation;
+}
 
 // The KV pool's blocks for a run of `sequences` sequences forked from
 // `prompt_tokens` tokens, each generating up to `new_tokens`: what they can
@@ -145,7 +177,15 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
         " leaves no room to generate"));
   }
   const bool beam_search = absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1;
-  const int64_t new_tokens = std::min<int64_t>(absl::GetFlag(FLAGS_n), context_length - prompt_tokens);
+  KVJIT_ASSIGN_OR_RETURN(const runtime::SpeculativeDecoding speculation, SpeculationFromFlags());
+  if (speculation.draft_tokens > 0 && (beam_search || absl::GetFlag(FLAGS_samples) != 1)) {
+    return absl::UnimplementedError(
+        "--speculative decodes one sequence; beam search and --samples do not speculate yet");
+  }
+  // Drafts the target rejects sit in the cache until the step that
+  // verified them is done.
+  const int64_t new_tokens =
+      std::min<int64_t>(absl::GetFlag(FLAGS_n) + speculation.draft_tokens, context_length - prompt_tokens);
   const int64_t sequences = beam_search ? absl::GetFlag(FLAGS_beams) : absl::GetFlag(FLAGS_samples);
   KVJIT_ASSIGN_OR_RETURN(
       int64_t blocks, KvPoolBlocks(layout, prompt_tokens, new_tokens, std::max<int64_t>(sequences, 1),
@@ -193,7 +233,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   }
 
   tokenizer::StreamingDecoder decoder(*tokenizer);
-  runtime::Generator generator(*runner, context_length);
+  runtime::Generator generator(*runner, context_length, speculation);
   KVJIT_ASSIGN_OR_RETURN(
       runtime::GenerationResult result,
       generator.Generate(prompt_ids, params, absl::GetFlag(FLAGS_n), [&](int32_t token) {
@@ -229,6 +269,18 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                    static_cast<long long>(window));
     }
     std::fputs("\n", stderr);
+    if (speculation.draft_tokens > 0) {
+      std::fprintf(stderr,
+                   "speculative ngram: %lld drafted, %lld accepted (%.1f%%) in %lld verify steps, "
+                   "%.2f tokens per decode step\n",
+                   static_cast<long long>(m.drafted_tokens), static_cast<long long>(m.accepted_tokens),
+                   m.drafted_tokens > 0 ? 100.0 * m.accepted_tokens / m.drafted_tokens : 0.0,
+                   static_cast<long long>(m.verify_steps),
+                   m.generated_tokens > 1
+                       ? static_cast<double>(m.generated_tokens - 1) /
+                             static_cast<double>(m.generated_tokens - 1 - m.accepted_tokens)
+                       : 0.0);
+    }
     PrintStartupPhases(phases, stderr);
     PrintMemoryReport(MeasureMemory(*executable, *runner, tokenizer_heap), stderr);
   }

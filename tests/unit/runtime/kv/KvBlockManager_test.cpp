@@ -769,5 +769,53 @@ TEST(KvBlockManagerWindowTest, PrefixCachingStopsAtReleasedBlocks) {
   EXPECT_EQ(manager.MatchPrefix(tokens).num_tokens, 4);
 }
 
+TEST(KvBlockManagerTest, TruncateGivesBackTheBlocksPastTheNewEnd) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 10).ok());  // 3 blocks
+  ASSERT_EQ(manager.num_free_blocks(), 5);
+  // At a block boundary the next block goes; one token into a block keeps it.
+  ASSERT_TRUE(manager.Truncate(1, 8).ok());
+  EXPECT_EQ(TokensOf(manager, 1), 8);
+  EXPECT_EQ(BlocksOf(manager, 1).size(), 2u);
+  EXPECT_EQ(manager.num_free_blocks(), 6);
+  ASSERT_TRUE(manager.Truncate(1, 5).ok());
+  EXPECT_EQ(BlocksOf(manager, 1).size(), 2u);
+  // The sequence grows again from its new end.
+  ASSERT_TRUE(manager.Reserve(1, 4).ok());
+  EXPECT_EQ(TokensOf(manager, 1), 9);
+  EXPECT_EQ(BlocksOf(manager, 1).size(), 3u);
+  // Its whole length and nothing are both fine.
+  EXPECT_TRUE(manager.Truncate(1, 9).ok());
+  EXPECT_TRUE(manager.Truncate(1, 0).ok());
+  EXPECT_EQ(manager.num_free_blocks(), 8);
+}
+
+TEST(KvBlockManagerTest, TruncateLeavesASharedBlockToItsOtherHolders) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());
+  ASSERT_TRUE(manager.Fork(1, 2).ok());
+  const std::vector<BlockId> shared = BlocksOf(manager, 1);
+  ASSERT_TRUE(manager.Truncate(2, 3).ok());
+  EXPECT_EQ(manager.ReferenceCount(shared[1]), 1);
+  EXPECT_EQ(manager.ReferenceCount(shared[0]), 2);
+  // Writing after the cut into the still-shared first block copies it.
+  ASSERT_TRUE(manager.Reserve(2, 1).ok());
+  EXPECT_THAT(manager.TakePendingCopies(), testing::SizeIs(1));
+  EXPECT_EQ(BlocksOf(manager, 1), shared);
+}
+
+TEST(KvBlockManagerTest, TruncateRefusesWhatItCannotCut) {
+  KvBlockManager manager = MakeManager(8, 4);
+  ASSERT_TRUE(manager.Reserve(1, 6).ok());
+  EXPECT_THAT(std::string(manager.Truncate(1, 7).message()),
+              HasSubstr("cannot truncate KV sequence 1 to 7 tokens: it holds 6"));
+  EXPECT_EQ(manager.Truncate(1, -1).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(manager.Truncate(9, 0).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(manager.CacheFullBlocks(1, std::vector<int32_t>{1, 2, 3, 4}).ok());
+  EXPECT_TRUE(manager.Truncate(1, 4).ok());
+  EXPECT_THAT(std::string(manager.Truncate(1, 3).message()),
+              HasSubstr("its first 4 are in blocks the prefix cache knows"));
+}
+
 }  // namespace
 }  // namespace kvjit::kv
