@@ -80,6 +80,13 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     return on_token(next) && static_cast<int64_t>(result.tokens.size()) < max_new_tokens;
   };
   const int64_t vocab = runner_.vocab_size();
+  // A verify step costs more than a one-token step (on a CPU nearly in
+  // proportion to its tokens), so after drafts the model rejected outright
+  // the lookup rests for a number of steps that doubles with each such
+  // failure in a row, up to kMaxRest; a draft it takes ends the rest.
+  constexpr int64_t kMaxRest = 16;
+  int64_t rest = 0;
+  int64_t next_rest = 1;
   bool going = take(logits);
   while (going) {
     // The newest token is not in the cache yet; drafts follow it in the same
@@ -90,7 +97,9 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
                                    context_length_ - position - 1,
                                    runner_.max_tokens_per_step() - 1});
     std::vector<int32_t> step_tokens{history.back()};
-    if (room > 0) {
+    if (rest > 0) {
+      --rest;
+    } else if (room > 0) {
       const std::vector<int32_t> drafts = ProposeByNgramLookup(
           history, speculation_.min_ngram, speculation_.max_ngram, room);
       step_tokens.insert(step_tokens.end(), drafts.begin(), drafts.end());
@@ -110,6 +119,12 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
       m.drafted_tokens += drafted;
       m.accepted_tokens += accepted;
       ++m.verify_steps;
+      if (accepted == 0) {
+        rest = next_rest;
+        next_rest = std::min(2 * next_rest, kMaxRest);
+      } else {
+        next_rest = 1;
+      }
       // The rejected drafts' keys and values go; the cache ends where the
       // newest token, not yet in it, starts.
       KVJIT_RETURN_IF_ERROR(blocks.Truncate(kSequence, position + 1 + accepted));

@@ -100,7 +100,9 @@ TEST(SpeculativeDecodingTest, Stories260KGreedyIsUnchanged) {
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/32, /*threads=*/2);
   ASSERT_TRUE(runner.ok()) << runner.status();
-  ExpectSameWithAndWithoutDrafts(**runner, 256, RepeatingPrompt(512, 9, 40), 96, Drafts::kSomeTaken);
+  // "Once upon a time": the story the model tells repeats itself within 200
+  // tokens, and the lookup finds it.
+  ExpectSameWithAndWithoutDrafts(**runner, 256, {1, 403, 407, 261, 378}, 200, Drafts::kSomeTaken);
 }
 
 TEST(SpeculativeDecodingTest, SmolLM2GreedyIsUnchanged) {
