@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
@@ -41,12 +42,6 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   KVJIT_ASSIGN_OR_RETURN(max_new_tokens,
                          ValidateRequest("the request", prompt, max_new_tokens,
                                          {runner_.vocab_size(), context_length_}));
-  if (speculation_.draft_tokens > 0 && params.temperature != 0.0f) {
-    return absl::UnimplementedError(absl::StrCat(
-        "speculative decoding verifies drafts for greedy decoding (temperature 0) only; "
-        "temperature ",
-        params.temperature, " needs rejection sampling, which is not built yet"));
-  }
   KVJIT_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::Create(params));
   KVJIT_ASSIGN_OR_RETURN(kv::KvBlockManager blocks,
                          kv::KvBlockManager::Create(static_cast<int32_t>(runner_.num_blocks()),
@@ -67,10 +62,12 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   }
   const double prefill_s = SecondsSince(start);
   auto decode_start = std::chrono::steady_clock::now();
-  // Samples from one row of logits; false once generation is over.
-  const auto take = [&](absl::Span<const float> row) {
+  // Samples from one row of logits, verifying `draft` where there is one;
+  // false once generation is over.
+  const auto take = [&](absl::Span<const float> row, std::optional<int32_t> draft) {
     if (on_logits) on_logits(row);
-    const int32_t next = sampler.Sample(row, history);
+    const int32_t next = draft.has_value() ? sampler.SampleAgainstDraft(row, history, *draft)
+                                           : sampler.Sample(row, history);
     result.tokens.push_back(next);
     history.push_back(next);
     if (result.tokens.size() == 1) {
@@ -87,7 +84,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   constexpr int64_t kMaxRest = 16;
   int64_t rest = 0;
   int64_t next_rest = 1;
-  bool going = take(logits);
+  bool going = take(logits, std::nullopt);
   while (going) {
     // The newest token is not in the cache yet; drafts follow it in the same
     // step, as many as the request and the context leave room for.
@@ -111,7 +108,9 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     // keeps draft j when the two agree, and otherwise replaces it.
     int64_t accepted = 0;
     for (int64_t row = 0; row <= drafted && going; ++row) {
-      going = take(logits.subspan(row * vocab, vocab));
+      const std::optional<int32_t> draft =
+          row < drafted ? std::optional<int32_t>(step_tokens[row + 1]) : std::nullopt;
+      going = take(logits.subspan(row * vocab, vocab), draft);
       if (row == drafted || history.back() != step_tokens[row + 1]) break;
       ++accepted;
     }

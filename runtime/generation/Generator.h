@@ -34,8 +34,10 @@ struct GenerationMetrics {
 // Speculative decoding by n-gram prompt lookup (NgramLookup.h): each decode
 // step also feeds up to `draft_tokens` tokens the lookup proposes, and the
 // target model's own choice at each of them decides how many are kept.
-// Greedy decoding only: its output is token for token that of decoding
-// without drafts.
+// Greedy output is token for token that of decoding without drafts; sampled
+// output is verified by rejection sampling (Sampler::SampleAgainstDraft), so
+// its distribution is the model's, though a seed gives other text than it
+// does without drafts.
 struct SpeculativeDecoding {
   // 0 turns speculation off.
   int64_t draft_tokens = 0;
@@ -62,8 +64,7 @@ class Generator {
   // whether to go on (false once a stop condition holds); `on_logits`, where
   // given, the logits each token is sampled from. A prompt that does
   // not fit the context with room for one more token, or a cache too small
-  // for the request, is an error naming the sizes; so is speculation with
-  // sampling that is not greedy (rejection sampling is not built yet).
+  // for the request, is an error naming the sizes.
   absl::StatusOr<GenerationResult> Generate(const std::vector<int32_t>& prompt,
                                             const sampling::SamplingParams& params,
                                             int64_t max_new_tokens,

@@ -114,7 +114,8 @@ int32_t Sampler::Draw() {
   return last_possible;
 }
 
-int32_t Sampler::Sample(absl::Span<const float> logits, absl::Span<const int32_t> previous_tokens) {
+std::optional<int32_t> Sampler::PrepareDraw(absl::Span<const float> logits,
+                                            absl::Span<const int32_t> previous_tokens) {
   const int32_t vocab_size = static_cast<int32_t>(logits.size());
   scores_.assign(logits.begin(), logits.end());
   for (float& score : scores_) {
@@ -157,6 +158,34 @@ int32_t Sampler::Sample(absl::Span<const float> logits, absl::Span<const int32_t
   }
   if (params_.top_p < 1.0f) KeepTopP();
   if (params_.min_p > 0.0f) KeepMinP();
+  return std::nullopt;
+}
+
+int32_t Sampler::Sample(absl::Span<const float> logits, absl::Span<const int32_t> previous_tokens) {
+  if (std::optional<int32_t> fixed = PrepareDraw(logits, previous_tokens)) return *fixed;
+  return Draw();
+}
+
+int32_t Sampler::SampleAgainstDraft(absl::Span<const float> logits,
+                                    absl::Span<const int32_t> previous_tokens, int32_t draft) {
+  if (std::optional<int32_t> fixed = PrepareDraw(logits, previous_tokens)) return *fixed;
+  double total = 0;
+  double draft_weight = 0;
+  size_t draft_index = candidates_.size();
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    total += weights_[i];
+    if (candidates_[i] == draft) {
+      draft_weight = weights_[i];
+      draft_index = i;
+    }
+  }
+  if (NextUniform() * total < draft_weight) return draft;
+  if (draft_index < candidates_.size()) {
+    candidates_.erase(candidates_.begin() + draft_index);
+    weights_.erase(weights_.begin() + draft_index);
+  }
+  // Only rounding leaves nothing else to draw: the draft held all the weight.
+  if (candidates_.empty()) return draft;
   return Draw();
 }
 

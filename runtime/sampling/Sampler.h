@@ -2,6 +2,7 @@
 #define KVJIT_RUNTIME_SAMPLING_SAMPLER_H_
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -55,11 +56,25 @@ class Sampler {
   // a finite logit the lowest id is returned.
   int32_t Sample(absl::Span<const float> logits, absl::Span<const int32_t> previous_tokens);
 
+  // Speculative decoding's verification of a draft token proposed with
+  // certainty (n-gram lookup's: the draft distribution q is one-hot): keeps
+  // `draft` with probability p(draft) under this sampler's pipeline, and
+  // otherwise draws from p without `draft`, renormalized (Leviathan et al.'s
+  // norm(max(0, p - q))), so the token returned is distributed as Sample's.
+  // Greedy decoding returns what Sample returns. One PRNG output when the
+  // draft is kept, two when not.
+  int32_t SampleAgainstDraft(absl::Span<const float> logits,
+                             absl::Span<const int32_t> previous_tokens, int32_t draft);
+
   const SamplingParams& params() const { return params_; }
 
  private:
   explicit Sampler(const SamplingParams& params) : params_(params), random_(params.seed) {}
 
+  // Fills candidates_ and weights_ for a draw, or returns the token that
+  // needs none (greedy decoding, or no finite logit).
+  std::optional<int32_t> PrepareDraw(absl::Span<const float> logits,
+                                     absl::Span<const int32_t> previous_tokens);
   // A uniform draw in [0, 1) from the top 53 bits of one PRNG output.
   double NextUniform();
   void ApplyPenalties(absl::Span<const int32_t> previous_tokens);

@@ -52,8 +52,8 @@ ABSL_FLAG(std::string, early_stopping, "false",
 
 ABSL_FLAG(std::string, speculative, "",
           "speculative decoding's draft: ngram (prompt lookup: what followed the latest earlier "
-          "occurrence of the text's last --ngram_max..1 tokens); greedy decoding (--temperature 0) "
-          "only, its output token for token that without it");
+          "occurrence of the text's last --ngram_max..--ngram_min tokens); greedy output is token "
+          "for token that without it, sampled output is verified by rejection sampling");
 ABSL_FLAG(int, draft_tokens, 3, "--speculative: tokens drafted per step");
 ABSL_FLAG(int, ngram_max, 3, "--speculative ngram: the longest suffix looked up");
 ABSL_FLAG(int, ngram_min, 2, "--speculative ngram: the shortest suffix that may propose a draft");

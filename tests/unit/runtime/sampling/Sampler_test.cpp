@@ -260,5 +260,75 @@ TEST(SamplerTest, TemperatureSharpensTheDistribution) {
   EXPECT_NEAR(first, 0.9 * kDraws, 5 * 42);
 }
 
+// Speculative decoding's rejection sampling against a one-hot draft: over
+// many seeds the tokens fall as Sample's distribution says, whether the
+// draft is the likeliest token, an unlikely one, or one top-k has dropped.
+// Pearson's chi-square with 3 degrees of freedom stays under 16.27 (p =
+// 0.001); the seeds are fixed, so the test cannot flicker.
+double ChiSquare(const std::vector<int>& counts, const std::vector<double>& probabilities, int draws) {
+  double statistic = 0;
+  for (size_t token = 0; token < counts.size(); ++token) {
+    const double expected = probabilities[token] * draws;
+    if (expected == 0) {
+      EXPECT_EQ(counts[token], 0) << "token " << token << " has probability 0";
+      continue;
+    }
+    statistic += (counts[token] - expected) * (counts[token] - expected) / expected;
+  }
+  return statistic;
+}
+
+TEST(SamplerTest, RejectionSamplingAgainstADraftKeepsTheDistribution) {
+  const std::vector<float> logits = {1.0f, 0.5f, 0.0f, -1.0f};
+  double total = 0;
+  std::vector<double> p;
+  for (float logit : logits) total += std::exp(static_cast<double>(logit));
+  for (float logit : logits) p.push_back(std::exp(static_cast<double>(logit)) / total);
+  constexpr int kDraws = 20000;
+  for (int32_t draft : {0, 3}) {
+    std::vector<int> counts(4, 0);
+    int kept = 0;
+    for (int seed = 0; seed < kDraws; ++seed) {
+      SamplingParams params;
+      params.seed = static_cast<uint64_t>(seed);
+      absl::StatusOr<Sampler> sampler = Sampler::Create(params);
+      ASSERT_TRUE(sampler.ok());
+      const int32_t token = sampler->SampleAgainstDraft(logits, {}, draft);
+      ++counts[token];
+      kept += token == draft;
+    }
+    EXPECT_LT(ChiSquare(counts, p, kDraws), 16.27) << "draft " << draft;
+    // The draft comes out as often as the model picks it, no more.
+    EXPECT_NEAR(static_cast<double>(kept) / kDraws, p[draft], 0.01) << "draft " << draft;
+  }
+  // With top-k 2 the draft 3 is never kept, and the two kept tokens share
+  // everything.
+  std::vector<int> counts(4, 0);
+  for (int seed = 0; seed < kDraws; ++seed) {
+    SamplingParams params;
+    params.seed = static_cast<uint64_t>(seed);
+    params.top_k = 2;
+    absl::StatusOr<Sampler> sampler = Sampler::Create(params);
+    ASSERT_TRUE(sampler.ok());
+    ++counts[sampler->SampleAgainstDraft(logits, {}, 3)];
+  }
+  const double top_two = p[0] + p[1];
+  // Two tokens can come out: one degree of freedom, 10.83 at p = 0.001.
+  EXPECT_LT(ChiSquare(counts, {p[0] / top_two, p[1] / top_two, 0, 0}, kDraws), 10.83);
+}
+
+TEST(SamplerTest, GreedyVerificationPicksWhatSamplePicks) {
+  SamplingParams params;
+  params.temperature = 0;
+  params.repetition_penalty = 1.3f;
+  absl::StatusOr<Sampler> sampler = Sampler::Create(params);
+  ASSERT_TRUE(sampler.ok());
+  const std::vector<float> logits = {2.0f, 2.5f, 1.0f};
+  const std::vector<int32_t> seen = {1};
+  for (int32_t draft : {0, 1, 2}) {
+    EXPECT_EQ(sampler->SampleAgainstDraft(logits, seen, draft), sampler->Sample(logits, seen));
+  }
+}
+
 }  // namespace
 }  // namespace kvjit::sampling
