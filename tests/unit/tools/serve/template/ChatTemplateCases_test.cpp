@@ -1,8 +1,10 @@
 // Every case of tests/data/chat_templates/cases.json (written by
 // tools/scripts/chat_template_cases.py with Python's jinja2, as Hugging
-// Face's apply_chat_template renders) renders byte for byte the same here,
+// Face's apply_chat_template renders; among its templates the published ones
+// of tests/data/chat_templates/real/) renders byte for byte the same here,
 // or fails as jinja2 failed; and mutated templates never crash.
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -21,6 +23,13 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+std::string ReadBytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  return bytes.str();
+}
+
 Json LoadCases() {
   const std::string path = testing::TestDataPath("chat_templates/cases.json");
   EXPECT_FALSE(path.empty()) << "tests/data/chat_templates/cases.json is missing";
@@ -36,6 +45,18 @@ const Json& Cases() {
   return *cases;
 }
 
+// What jinja2 rendered with: the template's variables (its model's special
+// tokens; tools=None and documents=None, as apply_chat_template passes them),
+// then the context's own members over them.
+Json CaseContext(const Json& document, const std::string& template_name, const std::string& context_name) {
+  Json context = Json::object();
+  if (document.contains("template_variables") && document["template_variables"].contains(template_name)) {
+    context = document["template_variables"][template_name];
+  }
+  for (const auto& [key, value] : document["contexts"][context_name].items()) context[key] = value;
+  return context;
+}
+
 TEST(ChatTemplateCases, RenderAsJinja2Does) {
   const Json& document = Cases();
   ASSERT_TRUE(document.is_object());
@@ -45,8 +66,9 @@ TEST(ChatTemplateCases, RenderAsJinja2Does) {
   for (const Json& test_case : document["cases"]) {
     const std::string name = test_case["name"].get<std::string>();
     SCOPED_TRACE(name);
-    const std::string source = document["templates"][test_case["template"].get<std::string>()].get<std::string>();
-    const Json& context = document["contexts"][test_case["context"].get<std::string>()];
+    const std::string template_name = test_case["template"].get<std::string>();
+    const std::string source = document["templates"][template_name].get<std::string>();
+    const Json context = CaseContext(document, template_name, test_case["context"].get<std::string>());
     absl::StatusOr<std::string> output;
     absl::StatusOr<ChatTemplate> parsed = ChatTemplate::Parse(source);
     if (parsed.ok()) {
@@ -78,11 +100,37 @@ TEST(ChatTemplateCases, RenderAsJinja2Does) {
       EXPECT_TRUE(absl::StartsWith(ours, absl::StrCat("line ", error["line"].get<int>(), ": ")))
           << name << ": jinja2 says line " << error["line"] << " (" << message << "); we say " << ours;
     }
-    if (type == "UndefinedError") EXPECT_TRUE(absl::StrContains(ours, message)) << name << ": " << ours;
+    if (type == "UndefinedError") {
+      EXPECT_TRUE(absl::StrContains(ours, message)) << name << ": " << ours;
+    }
     ++failed_as_expected;
   }
-  EXPECT_GT(rendered, 250);
-  EXPECT_GT(failed_as_expected, 40);
+  EXPECT_GT(rendered, 350);
+  EXPECT_GT(failed_as_expected, 100);
+}
+
+// The published templates the cases render are the files of
+// tests/data/chat_templates/real/ byte for byte (a regenerated cases.json or
+// an edited file cannot drift apart unseen), and every file there is used.
+TEST(ChatTemplateCases, PublishedTemplatesAreTheFilesBytes) {
+  const Json& document = Cases();
+  ASSERT_TRUE(document.is_object());
+  const std::string readme = testing::TestDataPath("chat_templates/real/README.md");
+  ASSERT_FALSE(readme.empty()) << "tests/data/chat_templates/real/ is missing";
+  int published = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(readme).parent_path())) {
+    if (entry.path().extension() != ".jinja") continue;
+    const std::string name = "real/" + entry.path().stem().string();
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(document["templates"].contains(name)) << name << " is not in cases.json";
+    EXPECT_EQ(document["templates"][name].get<std::string>(), ReadBytes(entry.path().string()));
+    EXPECT_TRUE(document["template_variables"].contains(name));
+    ++published;
+  }
+  int in_cases = 0;
+  for (const auto& [name, source] : document["templates"].items()) in_cases += absl::StartsWith(name, "real/");
+  EXPECT_EQ(published, in_cases);
+  EXPECT_GE(published, 10);
 }
 
 // Random edits of the corpus's templates (deleting, duplicating and
