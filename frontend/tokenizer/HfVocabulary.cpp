@@ -281,6 +281,13 @@ absl::Status ApplyPostProcessor(const hf::BpeTokenizerJson& json, const std::str
           " the text; one (BOS before, EOS after) is supported"));
     }
     if (ids->empty()) continue;
+    // Checked before the cast to 32 bits, which would wrap an id such as
+    // 4294967297 onto token 1.
+    if (ids->front() >= static_cast<int64_t>(vocabulary.tokens.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": post_processor: TemplateProcessing puts token id ", ids->front(), " ",
+          side, " the text, outside the vocabulary of ", vocabulary.tokens.size(), " tokens"));
+    }
     *id = static_cast<int32_t>(ids->front());
     *add = true;
   }

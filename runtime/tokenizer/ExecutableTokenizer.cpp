@@ -69,40 +69,44 @@ Offset<kvx::Tokenizer> WriteTokenizerTable(FlatBufferBuilder& builder,
   std::vector<int32_t> token_types;
   token_types.reserve(vocabulary.token_types.size());
   for (TokenType type : vocabulary.token_types) token_types.push_back(static_cast<int32_t>(type));
-  // "left right", as GGUF's tokenizer.ggml.merges spells them: byte-level
-  // alphabets spell a space as another character and SentencePiece's pieces
-  // hold U+2581 instead, so the first space splits the pair.
-  std::vector<Offset<flatbuffers::String>> merges;
-  merges.reserve(vocabulary.merges.size());
+  std::vector<Offset<flatbuffers::String>> merge_lefts;
+  std::vector<Offset<flatbuffers::String>> merge_rights;
+  merge_lefts.reserve(vocabulary.merges.size());
+  merge_rights.reserve(vocabulary.merges.size());
   for (const auto& [left, right] : vocabulary.merges) {
-    merges.push_back(builder.CreateString(absl::StrCat(left, " ", right)));
+    merge_lefts.push_back(builder.CreateString(left));
+    merge_rights.push_back(builder.CreateString(right));
   }
+  // Strings go in with their length, not as C strings: a tokenizer.json may
+  // spell U+0000 ("\u0000") in a pattern, a replacement or a content, which
+  // c_str() would cut short.
   std::vector<Offset<kvx::NormalizerStep>> normalizer;
   for (const NormalizerStep& step : vocabulary.normalizer) {
-    normalizer.push_back(kvx::CreateNormalizerStepDirect(
-        builder, static_cast<kvx::NormalizerKind>(step.kind), step.pattern.c_str(),
-        step.pattern_is_regex, step.content.c_str(), step.strip_left, step.strip_right));
+    normalizer.push_back(kvx::CreateNormalizerStep(
+        builder, static_cast<kvx::NormalizerKind>(step.kind), builder.CreateString(step.pattern),
+        step.pattern_is_regex, builder.CreateString(step.content), step.strip_left,
+        step.strip_right));
   }
   std::vector<Offset<kvx::SplitRule>> split_rules;
   if (vocabulary.split_rules.has_value()) {
     for (const SplitRule& rule : *vocabulary.split_rules) {
-      split_rules.push_back(kvx::CreateSplitRuleDirect(
-          builder, rule.pattern.c_str(), rule.pattern_is_literal,
+      split_rules.push_back(kvx::CreateSplitRule(
+          builder, builder.CreateString(rule.pattern), rule.pattern_is_literal,
           static_cast<kvx::SplitBehavior>(rule.behavior), rule.invert));
     }
   }
   Offset<kvx::Metaspace> metaspace;
   if (vocabulary.metaspace.has_value()) {
-    metaspace = kvx::CreateMetaspaceDirect(
-        builder, vocabulary.metaspace->replacement.c_str(),
+    metaspace = kvx::CreateMetaspace(
+        builder, builder.CreateString(vocabulary.metaspace->replacement),
         static_cast<kvx::PrependScheme>(vocabulary.metaspace->prepend_scheme),
         vocabulary.metaspace->split);
   }
   std::vector<Offset<kvx::DecoderStep>> decoder;
   for (const DecoderStep& step : vocabulary.decoder) {
-    decoder.push_back(kvx::CreateDecoderStepDirect(
-        builder, static_cast<kvx::DecoderKind>(step.kind), step.pattern.c_str(),
-        step.content.c_str(), step.strip_start, step.strip_stop,
+    decoder.push_back(kvx::CreateDecoderStep(
+        builder, static_cast<kvx::DecoderKind>(step.kind), builder.CreateString(step.pattern),
+        builder.CreateString(step.content), step.strip_start, step.strip_stop,
         static_cast<kvx::PrependScheme>(step.prepend_scheme)));
   }
   std::vector<Offset<kvx::AddedTokenOptions>> added_token_options;
@@ -112,16 +116,30 @@ Offset<kvx::Tokenizer> WriteTokenizerTable(FlatBufferBuilder& builder,
         options.normalized));
   }
   const bool byte_level = vocabulary.model == TokenizerModel::kByteLevelBpe;
-  return kvx::CreateTokenizerDirect(
-      builder, KindOf(vocabulary.model),
-      byte_level ? PreTokenizerName(vocabulary.pre_tokenizer) : nullptr, &tokens,
-      &vocabulary.scores, &token_types, &merges, vocabulary.bos_id, vocabulary.eos_id,
+  const auto pre_tokenizer =
+      byte_level ? builder.CreateString(PreTokenizerName(vocabulary.pre_tokenizer))
+                 : Offset<flatbuffers::String>();
+  const auto tokens_vector = builder.CreateVector(tokens);
+  const auto scores_vector = builder.CreateVector(vocabulary.scores);
+  const auto token_types_vector = builder.CreateVector(token_types);
+  const auto merge_lefts_vector = builder.CreateVector(merge_lefts);
+  const auto merge_rights_vector = builder.CreateVector(merge_rights);
+  const auto chat_template_string = builder.CreateString(chat_template);
+  const auto normalizer_vector = builder.CreateVector(normalizer);
+  const auto split_rules_vector = vocabulary.split_rules.has_value()
+                                      ? builder.CreateVector(split_rules)
+                                      : Offset<flatbuffers::Vector<Offset<kvx::SplitRule>>>();
+  const auto decoder_vector = builder.CreateVector(decoder);
+  const auto added_token_options_vector = builder.CreateVector(added_token_options);
+  return kvx::CreateTokenizer(
+      builder, KindOf(vocabulary.model), pre_tokenizer, tokens_vector, scores_vector,
+      token_types_vector, vocabulary.bos_id, vocabulary.eos_id,
       vocabulary.end_of_turn_id, vocabulary.unknown_id, vocabulary.padding_id,
       vocabulary.add_bos_token, vocabulary.add_eos_token, vocabulary.add_space_prefix,
-      chat_template.c_str(), vocabulary.space_prefix_once, &normalizer,
-      vocabulary.split_rules.has_value() ? &split_rules : nullptr, metaspace,
-      &decoder, &added_token_options, vocabulary.ignore_merges, vocabulary.byte_fallback,
-      vocabulary.fuse_unk);
+      chat_template_string, vocabulary.space_prefix_once, normalizer_vector,
+      split_rules_vector, metaspace, decoder_vector, added_token_options_vector,
+      vocabulary.ignore_merges, vocabulary.byte_fallback, vocabulary.fuse_unk,
+      merge_lefts_vector, merge_rights_vector);
 }
 
 absl::StatusOr<Vocabulary> VocabularyFromTable(const kvx::Tokenizer& table) {
@@ -143,15 +161,19 @@ absl::StatusOr<Vocabulary> VocabularyFromTable(const kvx::Tokenizer& table) {
   if (table.scores() != nullptr) {
     vocabulary.scores.assign(table.scores()->begin(), table.scores()->end());
   }
-  if (table.merges() != nullptr) {
-    for (const flatbuffers::String* merge : *table.merges()) {
-      const std::string pair = merge->str();
-      const size_t space = pair.find(' ');
-      if (space == std::string::npos) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the executable's tokenizer has a merge without a space: '", pair, "'"));
-      }
-      vocabulary.merges.emplace_back(pair.substr(0, space), pair.substr(space + 1));
+  if (table.merge_lefts() != nullptr || table.merge_rights() != nullptr) {
+    if (table.merge_lefts() == nullptr || table.merge_rights() == nullptr ||
+        table.merge_lefts()->size() != table.merge_rights()->size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the executable's tokenizer has ",
+          table.merge_lefts() == nullptr ? 0 : table.merge_lefts()->size(), " left and ",
+          table.merge_rights() == nullptr ? 0 : table.merge_rights()->size(),
+          " right merge pieces; they must pair up"));
+    }
+    vocabulary.merges.reserve(table.merge_lefts()->size());
+    for (flatbuffers::uoffset_t i = 0; i < table.merge_lefts()->size(); ++i) {
+      vocabulary.merges.emplace_back(table.merge_lefts()->Get(i)->str(),
+                                     table.merge_rights()->Get(i)->str());
     }
   }
   if (table.normalizer() != nullptr) {

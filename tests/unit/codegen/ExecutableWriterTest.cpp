@@ -473,8 +473,10 @@ TEST_F(ExecutableWriterTest, TinyShardedCheckpoint) {
   const kvx::Tokenizer* tokens = executable.tokenizer();
   EXPECT_EQ(tokens->kind(), kvx::TokenizerKind::ByteLevelBpe);
   EXPECT_EQ(tokens->pre_tokenizer()->str(), "qwen2");
-  ASSERT_EQ(tokens->merges()->size(), 2u);
-  EXPECT_EQ(tokens->merges()->Get(1)->str(), "AB C");
+  ASSERT_EQ(tokens->merge_lefts()->size(), 2u);
+  ASSERT_EQ(tokens->merge_rights()->size(), 2u);
+  EXPECT_EQ(tokens->merge_lefts()->Get(1)->str(), "AB");
+  EXPECT_EQ(tokens->merge_rights()->Get(1)->str(), "C");
   EXPECT_EQ(tokens->token_types()->Get(39), 3);
   EXPECT_EQ(tokens->eot_id(), 39);
   EXPECT_EQ(tokens->chat_template()->str(), "{{ messages }}");

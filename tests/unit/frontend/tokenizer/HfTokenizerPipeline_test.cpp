@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "frontend/gguf/GgufFile.h"
 #include "frontend/huggingface/HfTokenizerJson.h"
@@ -174,6 +175,57 @@ TEST(HfTokenizerDirectory, NamesFileAndJsonPathOfAnUnknownPreTokenizer) {
   EXPECT_THAT(ErrorMessage(LoadTokenizerFromHfDirectory(directory.path())),
               HasSubstr("/tokenizer.json: pre_tokenizer.pretokenizers[0]: "
                         "pre-tokenizer type 'Punctuation' is not supported"));
+}
+
+// Tokenizer.json files that once encoded or decoded differently after the
+// trip through an executable (caught by tests/fuzz/tokenizer_json_fuzzer,
+// whose corpus/tokenizer_json holds them as seeds): U+0000 in Metaspace's
+// replacement, a Replace normalizer's pattern and a Replace decoder's
+// pattern, which the table cut short, and merges of pieces with a space.
+constexpr char kCharacterBpeVocab[] =
+    R"("vocab": {"<unk>": 0, "a": 1, "b": 2, " ": 3, "\u2581": 4, "\u0000": 5,
+                 "a ": 6, "a b": 7, "x": 8})";
+struct ThroughExecutableCase {
+  const char* step;
+  const char* merges;
+};
+constexpr ThroughExecutableCase kThroughExecutableCases[] = {
+    {R"("pre_tokenizer": {"type": "Metaspace", "replacement": "\u0000",
+                          "prepend_scheme": "always", "split": true})",
+     "[]"},
+    {R"("normalizer": {"type": "Replace", "pattern": {"String": "a\u0000"}, "content": "b"})",
+     "[]"},
+    {R"("normalizer": {"type": "Replace", "pattern": {"String": "a"}, "content": "b\u0000"})",
+     "[]"},
+    {R"("decoder": {"type": "Replace", "pattern": {"String": "a\u0000"}, "content": "x"})", "[]"},
+    {R"("decoder": null)", R"([["a", " "], ["a ", "b"]])"},
+};
+
+TEST(HfTokenizerThroughExecutable, EncodesAndDecodesAsTheFileDoes) {
+  for (const ThroughExecutableCase& test_case : kThroughExecutableCases) {
+    SCOPED_TRACE(test_case.step);
+    const std::string json_text = absl::StrCat(
+        "{", test_case.step, R"(, "model": {"type": "BPE", "unk_token": "<unk>", )",
+        kCharacterBpeVocab, R"(, "merges": )", test_case.merges, "}}");
+    absl::StatusOr<hf::BpeTokenizerJson> json = hf::ParseBpeTokenizerJson(json_text);
+    ASSERT_TRUE(json.ok()) << json.status();
+    absl::StatusOr<Vocabulary> vocabulary =
+        VocabularyFromHfTokenizerJson(*json, "tokenizer.json");
+    ASSERT_TRUE(vocabulary.ok()) << vocabulary.status();
+    absl::StatusOr<std::unique_ptr<Tokenizer>> direct = CreateTokenizer(*vocabulary);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    absl::StatusOr<std::unique_ptr<Tokenizer>> carried = TokenizerThroughExecutable(*vocabulary);
+    ASSERT_TRUE(carried.ok()) << carried.status();
+    using namespace std::string_literals;
+    for (const std::string& text : {"a b"s, "ab a"s, "b a\0a"s, "a\0 b\0"s}) {
+      absl::StatusOr<std::vector<int32_t>> expected = (*direct)->Encode(text, false, false);
+      absl::StatusOr<std::vector<int32_t>> ids = (*carried)->Encode(text, false, false);
+      ASSERT_TRUE(expected.ok()) << expected.status();
+      ASSERT_TRUE(ids.ok()) << ids.status();
+      EXPECT_EQ(*ids, *expected) << "text \"" << text << "\"";
+      EXPECT_EQ((*carried)->Decode(*ids), (*direct)->Decode(*ids)) << "text \"" << text << "\"";
+    }
+  }
 }
 
 }  // namespace

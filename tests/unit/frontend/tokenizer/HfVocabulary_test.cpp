@@ -264,6 +264,21 @@ TEST(VocabularyFromHfTokenizerJson, RefusesATemplateOfTwoTokensBeforeTheText) {
                         "before the text"));
 }
 
+// An id past 32 bits once wrapped onto a token (4294967297 became 1).
+TEST(VocabularyFromHfTokenizerJson, RefusesATemplateTokenOutsideTheVocabulary) {
+  absl::StatusOr<Vocabulary> vocabulary = VocabularyOf(PatchedTokenizerJson(
+      R"({"post_processor": {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>",
+                                                     "ids": [4294967297],
+                                                     "tokens": ["<|begin_of_text|>"]}}}})"));
+  EXPECT_EQ(vocabulary.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ErrorMessage(vocabulary),
+              HasSubstr("tokenizer.json: post_processor: TemplateProcessing puts token id "
+                        "4294967297 before the text, outside the vocabulary of 10 tokens"));
+}
+
 TEST(VocabularyFromHfTokenizerJson, NamesTheMissingIdOfAHole) {
   absl::StatusOr<Vocabulary> vocabulary = VocabularyOf(PatchedTokenizerJson(
       R"({"added_tokens": [{"id": 12, "content": "<x>"}]})"));

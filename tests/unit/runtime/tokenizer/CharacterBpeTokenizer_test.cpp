@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/tokenizer/ExecutableTokenizer.h"
 #include "runtime/tokenizer/StreamingDecoder.h"
 
 namespace kvjit::tokenizer {
@@ -17,6 +19,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 constexpr char kMeta[] = "\xE2\x96\x81";  // U+2581
 
@@ -49,6 +52,13 @@ std::unique_ptr<Tokenizer> Create(Vocabulary vocabulary) {
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = CreateTokenizer(std::move(vocabulary));
   EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
   return tokenizer.ok() ? *std::move(tokenizer) : nullptr;
+}
+
+// `vocabulary` written as an executable's Tokenizer table and read back.
+absl::StatusOr<Vocabulary> ThroughTable(const Vocabulary& vocabulary) {
+  flatbuffers::FlatBufferBuilder builder;
+  builder.Finish(WriteTokenizerTable(builder, vocabulary, ""));
+  return VocabularyFromTable(*flatbuffers::GetRoot<kvx::Tokenizer>(builder.GetBufferPointer()));
 }
 
 std::vector<int32_t> Encode(const Tokenizer& tokenizer, const std::string& text) {
@@ -131,6 +141,59 @@ TEST(CharacterBpeTokenizer, AddedTokenOptionsTakeWhitespaceAndWholeWords) {
   auto tokenizer = Create(vocabulary);
   EXPECT_THAT(Encode(*tokenizer, "ab  <l>  ab"), ElementsAre(6, 10, 6));
   EXPECT_THAT(Encode(*tokenizer, "a b"), ElementsAre(4, 2, 4, 11));
+}
+
+// Caught by tests/fuzz/tokenizer_json_fuzzer's trip through an executable:
+// the table took these strings as C strings, so a tokenizer.json's "\u0000"
+// cut them short.
+TEST(CharacterBpeTokenizer, KeepsStringsWithNulThroughAnExecutable) {
+  using namespace std::string_literals;
+  Vocabulary vocabulary = LegacyVocabulary();
+  vocabulary.normalizer.push_back(
+      NormalizerStep{NormalizerKind::kReplace, "a\0b"s, false, "c\0"s});
+  vocabulary.split_rules = std::vector<SplitRule>{SplitRule{"\0a"s, true}};
+  vocabulary.metaspace = Metaspace{"\0"s, PrependScheme::kAlways, true};
+  vocabulary.decoder.push_back(DecoderStep{DecoderKind::kReplace, "a\0"s, "\0b"s});
+  absl::StatusOr<Vocabulary> read = ThroughTable(vocabulary);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->normalizer, vocabulary.normalizer);
+  EXPECT_EQ(read->split_rules, vocabulary.split_rules);
+  ASSERT_TRUE(read->metaspace.has_value());
+  EXPECT_EQ(read->metaspace->replacement, "\0"s);
+  ASSERT_EQ(read->decoder.size(), vocabulary.decoder.size());
+  EXPECT_EQ(read->decoder.back().pattern, "a\0"s);
+  EXPECT_EQ(read->decoder.back().content, "\0b"s);
+}
+
+// Caught by tests/fuzz/tokenizer_json_fuzzer's trip through an executable:
+// merges travelled as "left right", and a piece of tokenizer.json's
+// ["left", "right"] form may hold a space; they now travel as pairs.
+TEST(CharacterBpeTokenizer, KeepsMergesOfPiecesWithSpacesThroughAnExecutable) {
+  Vocabulary vocabulary;
+  vocabulary.model = TokenizerModel::kCharacterBpe;
+  vocabulary.tokens = {"<unk>", "a", " ", "b", "a ", "a b"};
+  vocabulary.token_types.assign(vocabulary.tokens.size(), TokenType::kNormal);
+  vocabulary.token_types[0] = TokenType::kUnknown;
+  vocabulary.unknown_id = 0;
+  vocabulary.merges = {{"a", " "}, {"a ", "b"}};
+  absl::StatusOr<Vocabulary> read = ThroughTable(vocabulary);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(read->merges, ElementsAre(Pair("a", " "), Pair("a ", "b")));
+  auto tokenizer = Create(*std::move(read));
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_THAT(Encode(*tokenizer, "a b"), ElementsAre(5));
+}
+
+TEST(CharacterBpeTokenizer, KeepsAMergeThatSpacesWouldSplitTwoWays) {
+  Vocabulary vocabulary;
+  vocabulary.model = TokenizerModel::kCharacterBpe;
+  // "a b c" is ("a", "b c") joined as "ab c", or ("a b", "c") as "a bc".
+  vocabulary.tokens = {"a", "b c", "ab c", "a b", "c", "a bc"};
+  vocabulary.token_types.assign(vocabulary.tokens.size(), TokenType::kNormal);
+  vocabulary.merges = {{"a", "b c"}, {"a b", "c"}};
+  absl::StatusOr<Vocabulary> read = ThroughTable(vocabulary);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(read->merges, ElementsAre(Pair("a", "b c"), Pair("a b", "c")));
 }
 
 }  // namespace

@@ -173,16 +173,14 @@ TEST(SentencePieceTokenizer, ThePrefixGoesOncePerTextOrOncePerRun) {
 TEST(SentencePieceTokenizer, AnExecutableCarriesWhereThePrefixGoes) {
   for (bool once : {false, true}) {
     Vocabulary vocabulary = TinyVocabulary();
+    vocabulary.bos_id = kBos;
+    vocabulary.eos_id = kEos;
+    vocabulary.unknown_id = kUnk;
+    vocabulary.add_bos_token = false;
+    vocabulary.add_space_prefix = true;
+    vocabulary.space_prefix_once = once;
     flatbuffers::FlatBufferBuilder builder;
-    std::vector<std::string> tokens = vocabulary.tokens;
-    std::vector<int32_t> types;
-    for (TokenType type : vocabulary.token_types) types.push_back(static_cast<int32_t>(type));
-    std::vector<flatbuffers::Offset<flatbuffers::String>> strings;
-    for (const std::string& token : tokens) strings.push_back(builder.CreateString(token));
-    auto table = kvx::CreateTokenizerDirect(
-        builder, kvx::TokenizerKind::SentencePiece, nullptr, &strings, &vocabulary.scores,
-        &types, nullptr, kBos, kEos, -1, kUnk, -1, /*add_bos=*/false, /*add_eos=*/false,
-        /*add_space_prefix=*/true, nullptr, /*space_prefix_once=*/once);
+    auto table = WriteTokenizerTable(builder, vocabulary, "");
     kvx::ExecutableBuilder executable(builder);
     executable.add_tokenizer(table);
     builder.Finish(executable.Finish());
