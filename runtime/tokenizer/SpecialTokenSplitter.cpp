@@ -113,18 +113,29 @@ absl::Status SpecialTokenSplitter::AddCandidates(
     std::string_view text = token;
     if (*spelled != token) text = spellings_.emplace_back(*std::move(spelled));
     if (text.empty()) continue;
-    candidates_by_first_byte_[static_cast<unsigned char>(text[0])].push_back(
-        {text, static_cast<int32_t>(id), type != TokenType::kUserDefined,
-         options});
-    ++candidate_count_;
-  }
-  for (auto& candidates : candidates_by_first_byte_) {
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const Candidate& a, const Candidate& b) {
-                       return a.text.size() > b.text.size();
-                     });
+    candidates_.push_back({text, static_cast<int32_t>(id),
+                           type != TokenType::kUserDefined, options});
+    Insert(static_cast<int32_t>(candidates_.size() - 1));
   }
   return absl::OkStatus();
+}
+
+void SpecialTokenSplitter::Insert(int32_t candidate_index) {
+  const Candidate& candidate = candidates_[candidate_index];
+  int32_t node = 0;
+  for (char byte : candidate.text) {
+    auto [edge, added] = edges_.try_emplace(
+        EdgeKey(node, static_cast<unsigned char>(byte)),
+        static_cast<int32_t>(nodes_.size()));
+    if (added) nodes_.emplace_back();
+    node = edge->second;
+  }
+  // Candidates arrive by id, so the first of a text keeps its place.
+  TrieNode& end = nodes_[node];
+  if (end.any_candidate < 0) end.any_candidate = candidate_index;
+  if (end.plain_candidate < 0 && !candidate.needs_parse_special) {
+    end.plain_candidate = candidate_index;
+  }
 }
 
 std::vector<TextFragment> SpecialTokenSplitter::Split(
@@ -133,15 +144,16 @@ std::vector<TextFragment> SpecialTokenSplitter::Split(
   size_t plain_start = 0;
   size_t position = 0;
   while (position < text.size()) {
+    // The longest candidate that starts here.
     const Candidate* match = nullptr;
-    for (const Candidate& candidate :
-         candidates_by_first_byte_[static_cast<unsigned char>(
-             text[position])]) {
-      if (candidate.needs_parse_special && !parse_special) continue;
-      if (text.compare(position, candidate.text.size(), candidate.text) == 0) {
-        match = &candidate;
-        break;
-      }
+    int32_t node = 0;
+    for (size_t at = position; at < text.size(); ++at) {
+      auto edge = edges_.find(EdgeKey(node, static_cast<unsigned char>(text[at])));
+      if (edge == edges_.end()) break;
+      node = edge->second;
+      const int32_t found = parse_special ? nodes_[node].any_candidate
+                                          : nodes_[node].plain_candidate;
+      if (found >= 0) match = &candidates_[found];
     }
     if (match == nullptr) {
       ++position;

@@ -1,13 +1,13 @@
 #ifndef KVJIT_RUNTIME_TOKENIZER_SPECIALTOKENSPLITTER_H
 #define KVJIT_RUNTIME_TOKENIZER_SPECIALTOKENSPLITTER_H
 
-#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "runtime/tokenizer/TextNormalizer.h"
@@ -41,7 +41,7 @@ class SpecialTokenSplitter {
   static absl::StatusOr<SpecialTokenSplitter> ForNormalizedTokens(
       const Vocabulary& vocabulary, const TextNormalizer& normalizer);
 
-  bool empty() const { return candidate_count_ == 0; }
+  bool empty() const { return candidates_.empty(); }
 
   // Scans left to right, taking the longest special token starting at each
   // position. Views point into `text` and the vocabulary.
@@ -62,9 +62,23 @@ class SpecialTokenSplitter {
     bool needs_parse_special;
     AddedTokenOptions options;
   };
-  // Candidates by their first byte, longest first.
-  std::array<std::vector<Candidate>, 256> candidates_by_first_byte_;
-  size_t candidate_count_ = 0;
+  // A byte trie of the candidates' texts, so that finding the longest token
+  // at a position costs that token's length, however many tokens share its
+  // first bytes (Gemma has thousands of "<unused...>"). A node ending a text
+  // names the candidate found there: the lowest id among those of that
+  // text, and among those found without parse_special.
+  struct TrieNode {
+    int32_t any_candidate = -1;
+    int32_t plain_candidate = -1;
+  };
+  static uint64_t EdgeKey(int32_t node, unsigned char byte) {
+    return (static_cast<uint64_t>(node) << 8) | byte;
+  }
+  void Insert(int32_t candidate_index);
+
+  std::vector<Candidate> candidates_;
+  std::vector<TrieNode> nodes_{TrieNode()};
+  absl::flat_hash_map<uint64_t, int32_t> edges_;
   // Spellings that are not the vocabulary's own; a deque keeps them in place.
   std::deque<std::string> spellings_;
 };
