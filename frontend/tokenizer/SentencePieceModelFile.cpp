@@ -6,8 +6,10 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {
@@ -163,6 +165,11 @@ absl::Status ReadPiece(absl::string_view bytes, const std::string& where, Vocabu
       KVJIT_ASSIGN_OR_RETURN(type, PieceType(field.varint, reader));
     }
   }
+  // SentencePiece itself refuses a model with such a piece.
+  if (piece.empty()) return reader.Error("the piece is empty");
+  if (absl::Status utf8 = CheckUtf8(piece); !utf8.ok()) {
+    return reader.Error(absl::StrCat("the piece is not UTF-8: ", utf8.message()));
+  }
   vocabulary.tokens.push_back(std::move(piece));
   vocabulary.scores.push_back(score);
   vocabulary.token_types.push_back(type);
@@ -261,6 +268,15 @@ absl::StatusOr<Vocabulary> ParseSentencePieceModel(absl::string_view bytes,
   if (vocabulary.tokens.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": no pieces: not a SentencePiece model file"));
+  }
+  absl::flat_hash_map<absl::string_view, size_t> index_of_piece;
+  for (size_t i = 0; i < vocabulary.tokens.size(); ++i) {
+    auto [first, added] = index_of_piece.try_emplace(vocabulary.tokens[i], i);
+    if (!added) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": pieces[", i, "] '",
+                                                     vocabulary.tokens[i], "' repeats pieces[",
+                                                     first->second, "]"));
+    }
   }
   if (trainer.model_type != trainer_spec::kModelTypeBpe) {
     return absl::UnimplementedError(absl::StrCat(

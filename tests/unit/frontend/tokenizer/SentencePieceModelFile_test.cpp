@@ -117,9 +117,11 @@ std::string LengthDelimited(uint32_t field, const std::string& bytes) {
 std::string VarintField(uint32_t field, uint64_t value) { return Varint(field << 3) + Varint(value); }
 
 std::string HandMadeModel(uint64_t model_type, const std::string& normalizer_name,
-                          bool remove_extra_whitespaces) {
+                          bool remove_extra_whitespaces,
+                          const std::vector<std::string>& piece_texts = {"<unk>", "<s>", "</s>",
+                                                                         "a"}) {
   std::string pieces;
-  for (const char* piece : {"<unk>", "<s>", "</s>", "a"}) {
+  for (const std::string& piece : piece_texts) {
     pieces += LengthDelimited(1, LengthDelimited(1, piece));
   }
   const std::string trainer = VarintField(3, model_type) + VarintField(35, 1);
@@ -146,6 +148,29 @@ TEST(SentencePieceModelFile, WhatItDoesNotRunIsRefusedNamingTheField) {
   EXPECT_THAT(ParseSentencePieceModel(HandMadeModel(2, "identity", true), "m.model")
                   .status().message(),
               HasSubstr("m.model: normalizer_spec.remove_extra_whitespaces is true"));
+}
+
+// Found by tests/fuzz/sentencepiece_model_fuzzer: pieces SentencePiece
+// itself refuses were taken (the first of two equal pieces won).
+TEST(SentencePieceModelFile, PiecesSentencePieceRefusesAreRefusedNamingThem) {
+  EXPECT_THAT(ParseSentencePieceModel(HandMadeModel(2, "identity", false,
+                                                    {"<unk>", "<s>", "</s>", "a", "b", "a"}),
+                                      "m.model")
+                  .status().message(),
+              HasSubstr("m.model: pieces[5] 'a' repeats pieces[3]"));
+  EXPECT_THAT(ParseSentencePieceModel(HandMadeModel(2, "identity", false, {"<unk>", "<s>", "</s>", ""}),
+                                      "m.model")
+                  .status().message(),
+              HasSubstr("m.model: pieces[3]: the piece is empty"));
+  EXPECT_THAT(ParseSentencePieceModel(
+                  HandMadeModel(2, "identity", false, {"<unk>", "<s>", "</s>", "\xC3"}), "m.model")
+                  .status().message(),
+              HasSubstr("m.model: pieces[3]: the piece is not UTF-8"));
+  // The same pieces all different and whole read.
+  EXPECT_TRUE(ParseSentencePieceModel(
+                  HandMadeModel(2, "identity", false, {"<unk>", "<s>", "</s>", "a", "b", "\xC3\xA9"}),
+                  "m.model")
+                  .ok());
 }
 
 TEST(SentencePieceModelFile, BrokenBytesAreRefusedWithWhereTheyBreak) {
