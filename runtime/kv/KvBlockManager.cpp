@@ -153,6 +153,11 @@ absl::Status KvBlockManager::Free(SequenceId sequence) {
   for (auto block = table.blocks.rbegin(); block != table.blocks.rend(); ++block) {
     if (*block != kReleasedBlock) KVJIT_RETURN_IF_ERROR(pool_.Release(*block));
   }
+  DropCopiesIntoFreeBlocks();
+  return absl::OkStatus();
+}
+
+void KvBlockManager::DropCopiesIntoFreeBlocks() {
   // A copy still queued into a block nobody holds now would write into
   // whatever sequence gets that block next.
   pending_copies_.erase(std::remove_if(pending_copies_.begin(), pending_copies_.end(),
@@ -160,7 +165,6 @@ absl::Status KvBlockManager::Free(SequenceId sequence) {
                                          return pool_.ReferenceCount(copy.destination) == 0;
                                        }),
                         pending_copies_.end());
-  return absl::OkStatus();
 }
 
 absl::Status KvBlockManager::Truncate(SequenceId sequence, int64_t num_tokens) {
@@ -186,11 +190,7 @@ absl::Status KvBlockManager::Truncate(SequenceId sequence, int64_t num_tokens) {
     table.blocks.pop_back();
   }
   table.num_tokens = num_tokens;
-  pending_copies_.erase(std::remove_if(pending_copies_.begin(), pending_copies_.end(),
-                                       [&](const BlockCopy& copy) {
-                                         return pool_.ReferenceCount(copy.destination) == 0;
-                                       }),
-                        pending_copies_.end());
+  DropCopiesIntoFreeBlocks();
   return absl::OkStatus();
 }
 

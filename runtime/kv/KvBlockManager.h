@@ -222,6 +222,8 @@ class KvBlockManager {
   bool BlockHolds(BlockId block, absl::Span<const int32_t> tokens) const;
   // Drops what the prefix cache knew of a block Allocate handed out anew.
   void ForgetContents(BlockId block);
+  // Drops queued copies into blocks Free or Truncate gave back to the pool.
+  void DropCopiesIntoFreeBlocks();
 
   // Blocks Reserve takes for `new_tokens` more tokens after `table`,
   // counting the private copy of a shared, partly filled last block.
