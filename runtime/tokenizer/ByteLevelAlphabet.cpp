@@ -38,8 +38,7 @@ std::string ByteLevelAlphabet::Decode(std::string_view spelled) const {
   size_t offset = 0;
   while (offset < spelled.size()) {
     const auto lead = static_cast<unsigned char>(spelled[offset]);
-    size_t length = Utf8SequenceLength(lead);
-    if (length > spelled.size() - offset) length = spelled.size() - offset;
+    const size_t length = CharacterLengthAt(spelled, offset);
     uint32_t code_point = kCodePointLimit;
     if (length == 1 && lead < 0x80) {
       code_point = lead;

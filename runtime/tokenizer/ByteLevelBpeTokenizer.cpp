@@ -74,9 +74,7 @@ absl::Status ByteLevelBpeTokenizer::EncodeWord(
     // Only a vocabulary whose merges build tokens it lacks gets here; fall
     // back to the tokens of the piece's characters.
     for (size_t start = 0; start < piece.size();) {
-      size_t length =
-          Utf8SequenceLength(static_cast<unsigned char>(piece[start]));
-      if (length > piece.size() - start) length = piece.size() - start;
+      const size_t length = CharacterLengthAt(piece, start);
       int32_t id = FindToken(piece.substr(start, length));
       if (id == kNoToken) id = vocabulary().unknown_id;
       if (id == kNoToken) {

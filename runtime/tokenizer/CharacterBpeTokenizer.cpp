@@ -134,10 +134,8 @@ absl::StatusOr<std::vector<int32_t>> CharacterBpeTokenizer::InitialSymbols(
     unknown_pending = false;
   };
   for (size_t start = 0; start < word.size();) {
-    size_t length = Utf8SequenceLength(static_cast<unsigned char>(word[start]));
-    if (length > word.size() - start) length = word.size() - start;
-    const std::string_view character = word.substr(start, length);
-    start += length;
+    const std::string_view character = word.substr(start, CharacterLengthAt(word, start));
+    start += character.size();
     if (const int32_t id = FindToken(character); id != kNoToken) {
       flush_unknown();
       symbols.push_back(id);

@@ -42,8 +42,7 @@ std::vector<std::string> FallBackToBytes(std::vector<std::string> tokens) {
 std::vector<std::string_view> Characters(std::string_view text) {
   std::vector<std::string_view> characters;
   for (size_t at = 0; at < text.size();) {
-    size_t length = Utf8SequenceLength(static_cast<unsigned char>(text[at]));
-    if (length > text.size() - at) length = text.size() - at;
+    const size_t length = CharacterLengthAt(text, at);
     characters.push_back(text.substr(at, length));
     at += length;
   }

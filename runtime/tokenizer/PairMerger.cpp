@@ -36,8 +36,7 @@ std::vector<std::string_view> MergePairs(std::string_view text,
                                          MergePriority priority) {
   std::vector<Piece> pieces;
   for (size_t start = 0; start < text.size();) {
-    size_t length = Utf8SequenceLength(static_cast<unsigned char>(text[start]));
-    if (length > text.size() - start) length = text.size() - start;
+    const size_t length = CharacterLengthAt(text, start);
     const int index = static_cast<int>(pieces.size());
     pieces.push_back({start, length, index - 1, index + 1});
     start += length;

@@ -6,6 +6,7 @@
 #include <unicode/utf8.h>
 
 #include "absl/container/flat_hash_map.h"
+#include "runtime/tokenizer/Utf8.h"
 
 namespace kvjit::tokenizer {
 namespace {
@@ -36,33 +37,6 @@ bool StartsWithWordCharacter(std::string_view text) {
   UChar32 c;
   U8_NEXT(Bytes(text), start, static_cast<int32_t>(text.size()), c);
   return c >= 0 && IsWordCharacter(c);
-}
-
-// Where the whitespace that ends `text` starts.
-size_t TrailingWhitespaceStart(std::string_view text) {
-  int32_t end = static_cast<int32_t>(text.size());
-  while (end > 0) {
-    int32_t previous = end;
-    UChar32 c;
-    U8_PREV(Bytes(text), 0, previous, c);
-    if (c < 0 || !u_isUWhiteSpace(c)) break;
-    end = previous;
-  }
-  return static_cast<size_t>(end);
-}
-
-// How many bytes of whitespace start `text`.
-size_t LeadingWhitespaceLength(std::string_view text) {
-  const int32_t length = static_cast<int32_t>(text.size());
-  int32_t start = 0;
-  while (start < length) {
-    int32_t next = start;
-    UChar32 c;
-    U8_NEXT(Bytes(text), next, length, c);
-    if (c < 0 || !u_isUWhiteSpace(c)) break;
-    start = next;
-  }
-  return static_cast<size_t>(start);
 }
 
 }  // namespace

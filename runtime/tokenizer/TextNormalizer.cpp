@@ -1,14 +1,13 @@
 #include "runtime/tokenizer/TextNormalizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uniset.h>
 #include <unicode/stringpiece.h>
-#include <unicode/uchar.h>
 #include <unicode/unistr.h>
-#include <unicode/utf8.h>
 #include <unicode/utypes.h>
 
 #include "absl/status/status.h"
@@ -84,39 +83,6 @@ absl::StatusOr<std::string> NormalizeForm(NormalizerKind form,
   return normalized;
 }
 
-// `text` without the Unicode whitespace (Rust's char::is_whitespace) at the
-// ends asked for.
-std::string_view StripWhitespace(std::string_view text, bool left,
-                                 bool right) {
-  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
-  const int32_t length = static_cast<int32_t>(text.size());
-  int32_t start = 0;
-  while (left && start < length) {
-    int32_t next = start;
-    UChar32 c;
-    U8_NEXT(bytes, next, length, c);
-    if (c < 0 || !u_isUWhiteSpace(c)) break;
-    start = next;
-  }
-  int32_t end = length;
-  while (right && end > start) {
-    int32_t previous = end;
-    UChar32 c;
-    U8_PREV(bytes, start, previous, c);
-    if (c < 0 || !u_isUWhiteSpace(c)) break;
-    end = previous;
-  }
-  return text.substr(start, end - start);
-}
-
-std::string Pcre2ErrorMessage(int error_code) {
-  PCRE2_UCHAR buffer[256];
-  if (pcre2_get_error_message(error_code, buffer, sizeof(buffer)) < 0) {
-    return absl::StrCat("PCRE2 error ", error_code);
-  }
-  return reinterpret_cast<const char*>(buffer);
-}
-
 }  // namespace
 
 absl::StatusOr<TextNormalizer> TextNormalizer::Create(
@@ -127,19 +93,11 @@ absl::StatusOr<TextNormalizer> TextNormalizer::Create(
     Step step{std::move(spec), nullptr};
     if (step.spec.kind == NormalizerKind::kReplace &&
         step.spec.pattern_is_regex) {
-      int error_code = 0;
-      PCRE2_SIZE error_offset = 0;
-      pcre2_code* code = pcre2_compile(
-          reinterpret_cast<PCRE2_SPTR>(step.spec.pattern.data()),
-          step.spec.pattern.size(), PCRE2_UTF | PCRE2_UCP, &error_code,
-          &error_offset, nullptr);
-      if (code == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tokenizer: the Replace normalizer's regex '", step.spec.pattern,
-            "' does not compile at offset ", error_offset, ": ",
-            Pcre2ErrorMessage(error_code)));
-      }
-      step.regex = std::shared_ptr<pcre2_code>(code, CodeDeleter());
+      absl::StatusOr<Pcre2Regex> regex = CompilePcre2(
+          step.spec.pattern, PCRE2_UTF | PCRE2_UCP,
+          absl::StrCat("the Replace normalizer's regex '", step.spec.pattern, "'"));
+      if (!regex.ok()) return regex.status();
+      step.regex = *std::move(regex);
     }
     steps.push_back(std::move(step));
   }
@@ -148,9 +106,8 @@ absl::StatusOr<TextNormalizer> TextNormalizer::Create(
 
 absl::StatusOr<std::string> TextNormalizer::ReplaceMatches(
     const Step& step, std::string_view text) const {
-  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> match_data(
-      pcre2_match_data_create_from_pattern(step.regex.get(), nullptr),
-      pcre2_match_data_free);
+  Pcre2MatchData match_data(
+      pcre2_match_data_create_from_pattern(step.regex.get(), nullptr));
   std::string replaced;
   size_t copied = 0;
   size_t position = 0;
@@ -171,9 +128,7 @@ absl::StatusOr<std::string> TextNormalizer::ReplaceMatches(
     // An empty match moves on by a character, as Rust's regex iterators do.
     position = bounds[1] > bounds[0]
                    ? bounds[1]
-                   : bounds[1] + (bounds[1] < text.size()
-                                      ? Utf8SequenceLength(static_cast<unsigned char>(text[bounds[1]]))
-                                      : 1);
+                   : bounds[1] + (bounds[1] < text.size() ? CharacterLengthAt(text, bounds[1]) : 1);
   }
   replaced.append(text.substr(copied));
   return replaced;
@@ -198,10 +153,14 @@ absl::StatusOr<std::string> TextNormalizer::Normalize(
               normalized, {{step.spec.pattern, step.spec.content}});
         }
         break;
-      case NormalizerKind::kStrip:
-        normalized = std::string(StripWhitespace(
-            normalized, step.spec.strip_left, step.spec.strip_right));
+      case NormalizerKind::kStrip: {
+        const size_t start = step.spec.strip_left ? LeadingWhitespaceLength(normalized) : 0;
+        const size_t end = step.spec.strip_right
+                               ? std::max(start, TrailingWhitespaceStart(normalized))
+                               : normalized.size();
+        normalized = normalized.substr(start, end - start);
         break;
+      }
       default: {
         absl::StatusOr<std::string> formed =
             NormalizeForm(step.spec.kind, normalized);

@@ -7,12 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/tokenizer/Pcre2Regex.h"
 #include "runtime/tokenizer/Vocabulary.h"
-
-#ifndef PCRE2_CODE_UNIT_WIDTH
-#define PCRE2_CODE_UNIT_WIDTH 8
-#endif
-#include <pcre2.h>
 
 namespace kvjit::tokenizer {
 
@@ -32,13 +28,10 @@ class TextNormalizer {
   absl::StatusOr<std::string> Normalize(std::string_view text) const;
 
  private:
-  struct CodeDeleter {
-    void operator()(pcre2_code* code) const { pcre2_code_free(code); }
-  };
   struct Step {
     NormalizerStep spec;
     // kReplace with a regex only.
-    std::shared_ptr<pcre2_code> regex;
+    Pcre2Regex regex;
   };
 
   explicit TextNormalizer(std::vector<Step> steps)

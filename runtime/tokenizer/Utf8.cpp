@@ -1,5 +1,10 @@
 #include "runtime/tokenizer/Utf8.h"
 
+#include <algorithm>
+
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace kvjit::tokenizer {
@@ -36,6 +41,37 @@ size_t Utf8SequenceLength(unsigned char lead) {
   if (lead >= 0xE0 && lead <= 0xEF) return 3;
   if (lead >= 0xF0 && lead <= 0xF4) return 4;
   return 1;
+}
+
+size_t CharacterLengthAt(std::string_view text, size_t at) {
+  return std::min(Utf8SequenceLength(static_cast<unsigned char>(text[at])), text.size() - at);
+}
+
+size_t LeadingWhitespaceLength(std::string_view text) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  const int32_t length = static_cast<int32_t>(text.size());
+  int32_t start = 0;
+  while (start < length) {
+    int32_t next = start;
+    UChar32 c;
+    U8_NEXT(bytes, next, length, c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    start = next;
+  }
+  return static_cast<size_t>(start);
+}
+
+size_t TrailingWhitespaceStart(std::string_view text) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  int32_t end = static_cast<int32_t>(text.size());
+  while (end > 0) {
+    int32_t previous = end;
+    UChar32 c;
+    U8_PREV(bytes, 0, previous, c);
+    if (c < 0 || !u_isUWhiteSpace(c)) break;
+    end = previous;
+  }
+  return static_cast<size_t>(end);
 }
 
 absl::Status CheckUtf8(std::string_view text) {

@@ -14,6 +14,16 @@ namespace kvjit::tokenizer {
 // cannot start one, so that scanning always advances.
 size_t Utf8SequenceLength(unsigned char lead);
 
+// The bytes of the character that starts at `at` in `text`, by its lead
+// byte, cut short at the text's end.
+size_t CharacterLengthAt(std::string_view text, size_t at);
+
+// How many bytes of Unicode whitespace (White_Space: Rust's
+// char::is_whitespace, which tokenizers' Strip and lstrip/rstrip use) start
+// `text`, and where the whitespace that ends it starts.
+size_t LeadingWhitespaceLength(std::string_view text);
+size_t TrailingWhitespaceStart(std::string_view text);
+
 // OK when `text` is well-formed UTF-8 (no overlong forms, surrogates or code
 // points above U+10FFFF); otherwise an error naming the first bad byte offset.
 absl::Status CheckUtf8(std::string_view text);

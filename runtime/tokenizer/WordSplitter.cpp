@@ -40,18 +40,6 @@ std::string ToPcre2Pattern(std::string_view pattern) {
   return pcre2_pattern;
 }
 
-std::string Pcre2ErrorMessage(int error_code) {
-  PCRE2_UCHAR buffer[256];
-  if (pcre2_get_error_message(error_code, buffer, sizeof(buffer)) < 0) {
-    return absl::StrCat("PCRE2 error ", error_code);
-  }
-  return reinterpret_cast<const char*>(buffer);
-}
-
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
-};
-
 }  // namespace
 
 std::vector<std::string_view> PreTokenizerPatterns(PreTokenizer pre_tokenizer) {
@@ -93,20 +81,10 @@ absl::StatusOr<std::unique_ptr<WordSplitter>> WordSplitter::Create(
     // character classes anyway.
     const uint32_t options =
         PCRE2_UTF | (rule.pattern_is_literal ? PCRE2_LITERAL : PCRE2_UCP);
-    int error_code = 0;
-    PCRE2_SIZE error_offset = 0;
-    Regex regex(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
-                              pattern.size(), options, &error_code,
-                              &error_offset, nullptr));
-    if (regex == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tokenizer: pre-tokenizer pattern \"", rule.pattern,
-          "\" does not compile at offset ", error_offset, ": ",
-          Pcre2ErrorMessage(error_code)));
-    }
-    // JIT is only faster, not required: without it PCRE2 interprets.
-    pcre2_jit_compile(regex.get(), PCRE2_JIT_COMPLETE);
-    compiled.push_back(CompiledRule{std::move(regex), rule.behavior, rule.invert});
+    absl::StatusOr<Pcre2Regex> regex = CompilePcre2(
+        pattern, options, absl::StrCat("pre-tokenizer pattern \"", rule.pattern, "\""));
+    if (!regex.ok()) return regex.status();
+    compiled.push_back(CompiledRule{*std::move(regex), rule.behavior, rule.invert});
   }
   return std::unique_ptr<WordSplitter>(new WordSplitter(std::move(compiled)));
 }
@@ -116,7 +94,7 @@ absl::StatusOr<std::vector<std::string_view>> WordSplitter::Split(
   std::vector<std::string_view> pieces;
   if (!text.empty()) pieces.push_back(text);
   for (const CompiledRule& rule : rules_) {
-    std::unique_ptr<pcre2_match_data, MatchDataDeleter> match_data(
+    Pcre2MatchData match_data(
         pcre2_match_data_create_from_pattern(rule.regex.get(), nullptr));
     if (match_data == nullptr) {
       return absl::ResourceExhaustedError(

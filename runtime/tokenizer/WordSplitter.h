@@ -7,12 +7,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "runtime/tokenizer/Pcre2Regex.h"
 #include "runtime/tokenizer/Vocabulary.h"
-
-#ifndef PCRE2_CODE_UNIT_WIDTH
-#define PCRE2_CODE_UNIT_WIDTH 8
-#endif
-#include <pcre2.h>
 
 namespace kvjit::tokenizer {
 
@@ -39,13 +35,8 @@ class WordSplitter {
       std::string_view text) const;
 
  private:
-  struct CodeDeleter {
-    void operator()(pcre2_code* code) const { pcre2_code_free(code); }
-  };
-  using Regex = std::unique_ptr<pcre2_code, CodeDeleter>;
-
   struct CompiledRule {
-    Regex regex;
+    Pcre2Regex regex;
     SplitBehavior behavior;
     bool invert;
   };

@@ -41,5 +41,24 @@ TEST(Utf8, FindsTheIncompleteTail) {
   EXPECT_EQ(IncompleteUtf8SuffixLength("\xF0\x9F\xA6\x99"), 0u);
 }
 
+TEST(Utf8Test, CharacterLengthAtStopsAtTheTextsEnd) {
+  const std::string text = "a\xC3\xA9\xE2\x96";  // a, é, and a cut-short U+2581
+  EXPECT_EQ(CharacterLengthAt(text, 0), 1u);
+  EXPECT_EQ(CharacterLengthAt(text, 1), 2u);
+  EXPECT_EQ(CharacterLengthAt(text, 3), 2u);  // three by its lead, two left
+  EXPECT_EQ(CharacterLengthAt(text, 4), 1u);  // a stray continuation byte
+}
+
+TEST(Utf8Test, FindsUnicodeWhitespaceAtEitherEnd) {
+  // U+00A0 and U+3000 are White_Space; U+200B (zero width space) is not.
+  const std::string text = " \xC2\xA0x\xE2\x80\x8B\xE3\x80\x80\t";
+  EXPECT_EQ(LeadingWhitespaceLength(text), 3u);
+  EXPECT_EQ(TrailingWhitespaceStart(text), 7u);
+  EXPECT_EQ(LeadingWhitespaceLength(" \t\n"), 3u);
+  EXPECT_EQ(TrailingWhitespaceStart(" \t\n"), 0u);
+  EXPECT_EQ(LeadingWhitespaceLength(""), 0u);
+  EXPECT_EQ(TrailingWhitespaceStart("x"), 1u);
+}
+
 }  // namespace
 }  // namespace kvjit::tokenizer
