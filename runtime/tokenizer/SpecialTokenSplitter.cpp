@@ -42,27 +42,20 @@ bool StartsWithWordCharacter(std::string_view text) {
 }  // namespace
 
 SpecialTokenSplitter::SpecialTokenSplitter(const Vocabulary& vocabulary) {
-  // Spelling a token as itself cannot fail.
-  AddCandidates(vocabulary, /*normalized=*/false,
-                [](std::string_view text) -> absl::StatusOr<std::string> {
-                  return std::string(text);
-                })
-      .IgnoreError();
+  AddCandidates(vocabulary, /*normalized=*/false, {});
 }
 
-absl::StatusOr<SpecialTokenSplitter> SpecialTokenSplitter::ForNormalizedTokens(
-    const Vocabulary& vocabulary, const TextNormalizer& normalizer) {
+SpecialTokenSplitter SpecialTokenSplitter::ForNormalizedTokens(
+    const Vocabulary& vocabulary,
+    const absl::flat_hash_map<int32_t, std::string>& spelling_by_id) {
   SpecialTokenSplitter splitter;
-  absl::Status status = splitter.AddCandidates(
-      vocabulary, /*normalized=*/true,
-      [&normalizer](std::string_view text) { return normalizer.Normalize(text); });
-  if (!status.ok()) return status;
+  splitter.AddCandidates(vocabulary, /*normalized=*/true, spelling_by_id);
   return splitter;
 }
 
-absl::Status SpecialTokenSplitter::AddCandidates(
+void SpecialTokenSplitter::AddCandidates(
     const Vocabulary& vocabulary, bool normalized,
-    absl::FunctionRef<absl::StatusOr<std::string>(std::string_view)> spell) {
+    const absl::flat_hash_map<int32_t, std::string>& spelling_by_id) {
   absl::flat_hash_map<int32_t, AddedTokenOptions> options_by_id;
   for (const AddedTokenOptions& options : vocabulary.added_token_options) {
     options_by_id[options.id] = options;
@@ -82,16 +75,16 @@ absl::Status SpecialTokenSplitter::AddCandidates(
       options = found->second;
     }
     if (options.normalized != normalized) continue;
-    absl::StatusOr<std::string> spelled = spell(token);
-    if (!spelled.ok()) return spelled.status();
     std::string_view text = token;
-    if (*spelled != token) text = spellings_.emplace_back(*std::move(spelled));
+    if (auto spelled = spelling_by_id.find(options.id);
+        spelled != spelling_by_id.end() && spelled->second != token) {
+      text = spellings_.emplace_back(spelled->second);
+    }
     if (text.empty()) continue;
     candidates_.push_back({text, static_cast<int32_t>(id),
                            type != TokenType::kUserDefined, options});
     Insert(static_cast<int32_t>(candidates_.size() - 1));
   }
-  return absl::OkStatus();
 }
 
 void SpecialTokenSplitter::Insert(int32_t candidate_index) {

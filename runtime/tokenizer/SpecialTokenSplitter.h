@@ -8,9 +8,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/functional/function_ref.h"
-#include "absl/status/statusor.h"
-#include "runtime/tokenizer/TextNormalizer.h"
 #include "runtime/tokenizer/Vocabulary.h"
 
 namespace kvjit::tokenizer {
@@ -36,10 +33,11 @@ class SpecialTokenSplitter {
   explicit SpecialTokenSplitter(const Vocabulary& vocabulary);
 
   // Finds the tokens that are looked for in normalized text, spelled as
-  // `normalizer` rewrites them (a normalizer that prepends U+2581 looks for
-  // "hello" as "\u2581hello").
-  static absl::StatusOr<SpecialTokenSplitter> ForNormalizedTokens(
-      const Vocabulary& vocabulary, const TextNormalizer& normalizer);
+  // `spelling_by_id` says, the normalizer's rewriting of each (a normalizer
+  // that prepends U+2581 looks for "hello" as "\u2581hello").
+  static SpecialTokenSplitter ForNormalizedTokens(
+      const Vocabulary& vocabulary,
+      const absl::flat_hash_map<int32_t, std::string>& spelling_by_id);
 
   bool empty() const { return candidates_.empty(); }
 
@@ -51,10 +49,9 @@ class SpecialTokenSplitter {
  private:
   SpecialTokenSplitter() = default;
   // Adds the added tokens whose AddedTokenOptions::normalized equals
-  // `normalized`, spelled as `spell` gives them.
-  absl::Status AddCandidates(
-      const Vocabulary& vocabulary, bool normalized,
-      absl::FunctionRef<absl::StatusOr<std::string>(std::string_view)> spell);
+  // `normalized`, spelled as `spelling_by_id` gives them where it has them.
+  void AddCandidates(const Vocabulary& vocabulary, bool normalized,
+                     const absl::flat_hash_map<int32_t, std::string>& spelling_by_id);
 
   struct Candidate {
     std::string_view text;

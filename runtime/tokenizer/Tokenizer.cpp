@@ -88,10 +88,6 @@ absl::Status Tokenizer::BuildNormalizer() {
       TextNormalizer::Create(vocabulary_.normalizer);
   if (!normalizer.ok()) return normalizer.status();
   normalizer_.emplace(*std::move(normalizer));
-  absl::StatusOr<SpecialTokenSplitter> splitter =
-      SpecialTokenSplitter::ForNormalizedTokens(vocabulary_, *normalizer_);
-  if (!splitter.ok()) return splitter.status();
-  normalized_token_splitter_.emplace(*std::move(splitter));
   for (const AddedTokenOptions& options : vocabulary_.added_token_options) {
     if (!options.normalized || !IsValidId(options.id)) continue;
     absl::StatusOr<std::string> spelled =
@@ -99,6 +95,8 @@ absl::Status Tokenizer::BuildNormalizer() {
     if (!spelled.ok()) return spelled.status();
     normalized_spellings_[options.id] = *std::move(spelled);
   }
+  normalized_token_splitter_.emplace(
+      SpecialTokenSplitter::ForNormalizedTokens(vocabulary_, normalized_spellings_));
   return absl::OkStatus();
 }
 
