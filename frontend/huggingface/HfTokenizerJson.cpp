@@ -148,6 +148,25 @@ absl::StatusOr<std::string> ReadStepType(const nlohmann::json& step, const std::
   return type->get<std::string>();
 }
 
+// A Sequence step's members, under `list_field`, each read by `read` with
+// its JSON path, one level deeper.
+using StepReader = absl::Status (*)(const nlohmann::json& step, const std::string& where,
+                                    int depth, BpeTokenizerJson& tokenizer);
+absl::Status ReadSequence(const nlohmann::json& step, const char* list_field,
+                          const std::string& where, int depth, BpeTokenizerJson& tokenizer,
+                          StepReader read) {
+  const nlohmann::json* steps = FindField(step, list_field);
+  if (steps == nullptr || !steps->is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ".", list_field, " must be a list"));
+  }
+  for (size_t i = 0; i < steps->size(); ++i) {
+    absl::Status status =
+        read((*steps)[i], absl::StrCat(where, ".", list_field, "[", i, "]"), depth + 1, tokenizer);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadString(const nlohmann::json& step, const char* field,
                                        const std::string& where) {
   const nlohmann::json* value = FindField(step, field);
@@ -267,16 +286,7 @@ absl::Status ReadPreTokenizer(const nlohmann::json& step, const std::string& whe
   absl::StatusOr<std::string> type_name = ReadStepType(step, where, depth);
   if (!type_name.ok()) return type_name.status();
   if (*type_name == "Sequence") {
-    const nlohmann::json* steps = FindField(step, "pretokenizers");
-    if (steps == nullptr || !steps->is_array()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".pretokenizers must be a list"));
-    }
-    for (size_t i = 0; i < steps->size(); ++i) {
-      absl::Status status = ReadPreTokenizer(
-          (*steps)[i], absl::StrCat(where, ".pretokenizers[", i, "]"), depth + 1, tokenizer);
-      if (!status.ok()) return status;
-    }
-    return absl::OkStatus();
+    return ReadSequence(step, "pretokenizers", where, depth, tokenizer, ReadPreTokenizer);
   }
   PreTokenizerStep parsed;
   parsed.where = where;
@@ -320,16 +330,7 @@ absl::Status ReadNormalizer(const nlohmann::json& step, const std::string& where
   absl::StatusOr<std::string> type_name = ReadStepType(step, where, depth);
   if (!type_name.ok()) return type_name.status();
   if (*type_name == "Sequence") {
-    const nlohmann::json* steps = FindField(step, "normalizers");
-    if (steps == nullptr || !steps->is_array()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".normalizers must be a list"));
-    }
-    for (size_t i = 0; i < steps->size(); ++i) {
-      absl::Status status = ReadNormalizer(
-          (*steps)[i], absl::StrCat(where, ".normalizers[", i, "]"), depth + 1, tokenizer);
-      if (!status.ok()) return status;
-    }
-    return absl::OkStatus();
+    return ReadSequence(step, "normalizers", where, depth, tokenizer, ReadNormalizer);
   }
   using tokenizer::NormalizerKind;
   static constexpr std::pair<const char*, NormalizerKind> kForms[] = {
@@ -386,16 +387,7 @@ absl::Status ReadDecoder(const nlohmann::json& step, const std::string& where, i
   using tokenizer::DecoderKind;
   tokenizer::DecoderStep parsed;
   if (*type_name == "Sequence") {
-    const nlohmann::json* steps = FindField(step, "decoders");
-    if (steps == nullptr || !steps->is_array()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".decoders must be a list"));
-    }
-    for (size_t i = 0; i < steps->size(); ++i) {
-      absl::Status status = ReadDecoder((*steps)[i], absl::StrCat(where, ".decoders[", i, "]"),
-                                        depth + 1, tokenizer);
-      if (!status.ok()) return status;
-    }
-    return absl::OkStatus();
+    return ReadSequence(step, "decoders", where, depth, tokenizer, ReadDecoder);
   }
   if (*type_name == "ByteLevel") {
     tokenizer.byte_level_decoder = true;
@@ -510,16 +502,7 @@ absl::Status ReadPostProcessor(const nlohmann::json& step, const std::string& wh
   absl::StatusOr<std::string> type_name = ReadStepType(step, where, depth);
   if (!type_name.ok()) return type_name.status();
   if (*type_name == "Sequence") {
-    const nlohmann::json* steps = FindField(step, "processors");
-    if (steps == nullptr || !steps->is_array()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ".processors must be a list"));
-    }
-    for (size_t i = 0; i < steps->size(); ++i) {
-      absl::Status status = ReadPostProcessor(
-          (*steps)[i], absl::StrCat(where, ".processors[", i, "]"), depth + 1, tokenizer);
-      if (!status.ok()) return status;
-    }
-    return absl::OkStatus();
+    return ReadSequence(step, "processors", where, depth, tokenizer, ReadPostProcessor);
   }
   // ByteLevel's post-processing trims offsets only, which ids do not carry.
   if (*type_name == "ByteLevel") return absl::OkStatus();
