@@ -22,6 +22,7 @@
 #include "runtime/core/BuildInfo.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/OpTable.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/SchemaVersion.h"
 #include "runtime/schema/StepContract.h"
 #include "runtime/schema/kvx_generated.h"
@@ -55,14 +56,6 @@ std::string Describe(mlir::Type type) {
 
 kvx::RopeStyle ToKvxRopeStyle(model::RopeStyle style) {
   return style == model::RopeStyle::kNeox ? kvx::RopeStyle::NeoX : kvx::RopeStyle::Interleaved;
-}
-
-absl::StatusOr<kvx::StorageType> CacheElementStorage(mlir::Type element_type) {
-  if (element_type.isF32()) return kvx::StorageType::F32;
-  if (element_type.isF16()) return kvx::StorageType::F16;
-  if (element_type.isBF16()) return kvx::StorageType::BF16;
-  return absl::UnimplementedError(absl::StrCat("a KV cache of ", Describe(element_type),
-                                               " has no executable encoding"));
 }
 
 // A step-function value as the program sees it: where it lives and its shape,
@@ -368,14 +361,15 @@ class ExecutableBuilder final : public InstructionEmitter {
       return absl::InvalidArgumentError(absl::StrCat("function @", step.getSymName().str(),
                                                      " has no ", kKvLayoutAttrName.str()));
     }
-    KVJIT_ASSIGN_OR_RETURN(kvx::StorageType element, CacheElementStorage(cache.getElementType()));
     return kvx::CreateKvLayout(
         fbb_, static_cast<uint32_t>(cache.getLayers()), static_cast<uint32_t>(cache.getKvHeads()),
         static_cast<uint32_t>(cache.getHeadDim()), static_cast<uint32_t>(layout.getBlockSize()),
-        element, static_cast<uint64_t>(layout.getBlockBytes()),
+        kv::CacheFormat(layout.getKeyType()).type, static_cast<uint64_t>(layout.getBlockBytes()),
         static_cast<uint64_t>(layout.getLayerStrideBytes()),
         static_cast<uint64_t>(layout.getValueOffsetBytes()),
-        static_cast<uint64_t>(layout.getSlotStrideBytes()), static_cast<uint64_t>(layout.getBlocks()));
+        static_cast<uint64_t>(layout.getKeySlotStrideBytes()),
+        static_cast<uint64_t>(layout.getBlocks()), kv::CacheFormat(layout.getValueType()).type,
+        static_cast<uint64_t>(layout.getValueSlotStrideBytes()));
   }
 
   Offset<kvx::ModelConfig> AddModelConfig() {

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "passes/Passes.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/StepContract.h"
 
 namespace kvjit {
@@ -70,13 +71,16 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
     }
   }
 
-  mlir::FailureOr<mlir::Type> CacheElementType(mlir::func::FuncOp function) {
-    mlir::Builder builder(&getContext());
-    if (cacheElementType == "f32") return builder.getF32Type();
-    if (cacheElementType == "f16") return builder.getF16Type();
-    if (cacheElementType == "bf16") return builder.getBF16Type();
-    return function.emitError() << "cache-dtype must be f32, f16 or bf16, got '"
-                                << cacheElementType << "'";
+  // `name` as a cache element type, or `fallback` where `name` is empty.
+  mlir::FailureOr<kv::CacheElement> CacheElement(mlir::func::FuncOp function, llvm::StringRef option,
+                                                 llvm::StringRef name, kv::CacheElement fallback) {
+    if (name.empty()) return fallback;
+    std::optional<kv::CacheElement> element = kv::symbolizeCacheElement(name);
+    if (!element) {
+      return function.emitError() << option << " must be one of " << kvx::kKvCacheFormatNames
+                                  << ", got '" << name << "'";
+    }
+    return *element;
   }
 
   mlir::LogicalResult Convert(mlir::func::FuncOp function) {
@@ -110,11 +114,19 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
     if (key_type.isDynamicDim(1) || key_type.isDynamicDim(2)) {
       return layers.front().emitOpError() << "needs static kv_heads and head_dim, got " << key_type;
     }
-    mlir::FailureOr<mlir::Type> element = CacheElementType(function);
-    if (mlir::failed(element)) return mlir::failure();
-    auto cache_type = kv::CacheType::get(&getContext(), static_cast<int64_t>(layers.size()),
-                                         key_type.getDimSize(1), key_type.getDimSize(2),
-                                         blockSize, *element);
+    mlir::FailureOr<kv::CacheElement> both =
+        CacheElement(function, "cache-dtype", cacheElementType, kv::CacheElement::f32);
+    if (mlir::failed(both)) return mlir::failure();
+    mlir::FailureOr<kv::CacheElement> keys =
+        CacheElement(function, "cache-dtype-k", keyElementType, *both);
+    mlir::FailureOr<kv::CacheElement> values =
+        CacheElement(function, "cache-dtype-v", valueElementType, *both);
+    if (mlir::failed(keys) || mlir::failed(values)) return mlir::failure();
+    auto cache_type = kv::CacheType::getChecked(
+        [&] { return function.emitError(); }, &getContext(), static_cast<int64_t>(layers.size()),
+        key_type.getDimSize(1), key_type.getDimSize(2), static_cast<int64_t>(blockSize), *keys,
+        *values);
+    if (!cache_type) return mlir::failure();
 
     mlir::Block& body = function.getBody().front();
     mlir::Location loc = function.getLoc();

@@ -112,14 +112,21 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
     computed only for `logits_rows`: a `tfm.gather_rows` moves up past the
     final such ops. One function thus serves prefill, chunked prefill and
     decode for any mix of sequences. A function with attention that is not
-    causal, or with no attention, gets a diagnostic.
+    causal, or with no attention, gets a diagnostic. The cache stores keys
+    and values as `cache-dtype` says, or each apart as `cache-dtype-k` and
+    `cache-dtype-v` (llama.cpp's `-ctk`/`-ctv`); the types stored in blocks
+    of 32 (q8_0, q4_0, f8_e4m3) need head_dim a multiple of 32.
   }];
   let dependentDialects = ["::kvjit::tfm::TfmDialect", "::kvjit::kv::KvDialect"];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
            "tokens per KV-cache block">,
     Option<"cacheElementType", "cache-dtype", "std::string", /*default=*/"\"f32\"",
-           "element type of the cache: f32, f16 or bf16">,
+           "how the cache stores keys and values: f32, f16, bf16, q8_0, q4_0 or f8_e4m3">,
+    Option<"keyElementType", "cache-dtype-k", "std::string", /*default=*/"\"\"",
+           "how the cache stores keys, where not as cache-dtype says">,
+    Option<"valueElementType", "cache-dtype-v", "std::string", /*default=*/"\"\"",
+           "how the cache stores values, where not as cache-dtype says">,
   ];
 }
 

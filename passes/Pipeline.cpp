@@ -103,6 +103,8 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
   InsertKvCacheOptions cache;
   cache.blockSize = options.blockSize;
   cache.cacheElementType = options.cacheElementType;
+  cache.keyElementType = options.keyElementType;
+  cache.valueElementType = options.valueElementType;
   pm.addPass(createInsertKvCache(cache));
   pm.addPass(createFuseElementwise());
   PlanMemoryOptions plan;
@@ -118,6 +120,8 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
                                                       " cpu=" + options.weightLayoutCpu.getValue() + "}," : "") +
          "insert-kv-cache{block-size=" + std::to_string(options.blockSize.getValue()) +
          " cache-dtype=" + options.cacheElementType.getValue() +
+         (options.keyElementType.empty() ? "" : " cache-dtype-k=" + options.keyElementType.getValue()) +
+         (options.valueElementType.empty() ? "" : " cache-dtype-v=" + options.valueElementType.getValue()) +
          "},fuse-elementwise,plan-memory{max-tokens-per-step=" +
          std::to_string(options.maxTokensPerStep.getValue()) +
          " kv-memory-mib=" + std::to_string(options.kvMemoryMib.getValue()) + "}";

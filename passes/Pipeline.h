@@ -20,8 +20,15 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
   Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("tokens per KV-cache block"),
                             llvm::cl::init(16)};
   Option<std::string> cacheElementType{
-      *this, "cache-dtype", llvm::cl::desc("element type of the KV cache: f32, f16 or bf16"),
+      *this, "cache-dtype",
+      llvm::cl::desc("how the KV cache stores keys and values: f32, f16, bf16, q8_0, q4_0 or f8_e4m3"),
       llvm::cl::init("f32")};
+  Option<std::string> keyElementType{
+      *this, "cache-dtype-k", llvm::cl::desc("how the KV cache stores keys, where not as cache-dtype says"),
+      llvm::cl::init("")};
+  Option<std::string> valueElementType{
+      *this, "cache-dtype-v",
+      llvm::cl::desc("how the KV cache stores values, where not as cache-dtype says"), llvm::cl::init("")};
   Option<int64_t> maxTokensPerStep{
       *this, "max-tokens-per-step",
       llvm::cl::desc("tokens one step may carry; sizes the activation arena"), llvm::cl::init(512)};

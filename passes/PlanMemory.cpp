@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "passes/MemoryPlanChecker.h"
 #include "passes/Passes.h"
+#include "runtime/schema/KvCacheFormat.h"
 
 namespace kvjit {
 #define GEN_PASS_DEF_PLANMEMORY
@@ -53,12 +54,14 @@ struct ArenaPlan {
 // The paged KV pool's layout, row-major [block][layer][K, V][slot][kv_head][head_dim].
 struct KvLayout {
   int64_t block_size;
-  int64_t slot_stride_bytes;
+  int64_t key_slot_stride_bytes;
+  int64_t value_slot_stride_bytes;
   int64_t value_offset_bytes;
   int64_t layer_stride_bytes;
   int64_t block_bytes;
   int64_t blocks;
-  mlir::Type element_type;
+  kv::CacheElement key_type;
+  kv::CacheElement value_type;
 };
 
 // Every activation of `body` with its live range. Walking the ops forward,
@@ -201,13 +204,25 @@ mlir::FailureOr<std::optional<KvLayout>> PlanKvLayout(mlir::func::FuncOp func,
                             << " KV caches; a step function reads one pool";
   }
   kv::CacheType cache = caches.front();
-  const int64_t element_bytes = (cache.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-  std::optional<int64_t> slot_stride = llvm::checkedMul(cache.getKvHeads(), cache.getHeadDim());
-  if (slot_stride) slot_stride = llvm::checkedMul(*slot_stride, element_bytes);
+  auto slot_bytes = [&](kv::CacheElement element) -> std::optional<int64_t> {
+    std::optional<uint64_t> bytes =
+        kvx::KvSlotBytes(kv::CacheFormat(element), static_cast<uint64_t>(cache.getKvHeads()),
+                         static_cast<uint64_t>(cache.getHeadDim()));
+    if (!bytes || *bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(*bytes);
+  };
+  // The cache type's verifier holds head_dim to whole blocks, so only an
+  // overflow leaves a size unknown.
+  std::optional<int64_t> key_slot = slot_bytes(cache.getKeyType());
+  std::optional<int64_t> value_slot = slot_bytes(cache.getValueType());
   std::optional<int64_t> value_offset =
-      slot_stride ? llvm::checkedMul(*slot_stride, cache.getBlockSize()) : std::nullopt;
+      key_slot ? llvm::checkedMul(*key_slot, cache.getBlockSize()) : std::nullopt;
+  std::optional<int64_t> values =
+      value_slot ? llvm::checkedMul(*value_slot, cache.getBlockSize()) : std::nullopt;
   std::optional<int64_t> layer_stride =
-      value_offset ? llvm::checkedMul(*value_offset, int64_t{2}) : std::nullopt;
+      value_offset && values ? llvm::checkedAdd(*value_offset, *values) : std::nullopt;
   std::optional<int64_t> block_bytes =
       layer_stride ? llvm::checkedMul(*layer_stride, cache.getLayers()) : std::nullopt;
   if (!block_bytes) {
@@ -219,21 +234,24 @@ mlir::FailureOr<std::optional<KvLayout>> PlanKvLayout(mlir::func::FuncOp func,
     return func.emitError() << "function @" << func.getSymName() << ": the KV budget of "
                             << kv_memory_mib << " MiB (" << kv_memory_bytes
                             << " bytes) does not hold one cache block of " << *block_bytes
-                            << " bytes (2 x " << cache.getLayers() << " layers x "
-                            << cache.getKvHeads() << " kv_heads x " << cache.getHeadDim()
-                            << " head_dim x " << cache.getBlockSize() << " block_size x "
-                            << element_bytes << " bytes); raise kv-memory-mib";
+                            << " bytes (" << cache.getLayers() << " layers x "
+                            << cache.getBlockSize() << " block_size x (" << *key_slot
+                            << " bytes of " << kv::stringifyCacheElement(cache.getKeyType())
+                            << " keys + " << *value_slot << " bytes of "
+                            << kv::stringifyCacheElement(cache.getValueType())
+                            << " values per slot)); raise kv-memory-mib";
   }
-  return std::optional<KvLayout>(KvLayout{cache.getBlockSize(), *slot_stride, *value_offset,
-                                          *layer_stride, *block_bytes, blocks,
-                                          cache.getElementType()});
+  return std::optional<KvLayout>(KvLayout{cache.getBlockSize(), *key_slot, *value_slot,
+                                          *value_offset, *layer_stride, *block_bytes, blocks,
+                                          cache.getKeyType(), cache.getValueType()});
 }
 
 void RecordKvLayout(mlir::func::FuncOp func, const KvLayout& layout) {
   func->setAttr(kKvLayoutAttrName,
-                kv::LayoutAttr::get(func.getContext(), layout.block_size, layout.element_type,
-                                    layout.block_bytes, layout.blocks, layout.layer_stride_bytes,
-                                    layout.value_offset_bytes, layout.slot_stride_bytes));
+                kv::LayoutAttr::get(func.getContext(), layout.block_size, layout.key_type,
+                                    layout.value_type, layout.block_bytes, layout.blocks,
+                                    layout.layer_stride_bytes, layout.value_offset_bytes,
+                                    layout.key_slot_stride_bytes, layout.value_slot_stride_bytes));
 }
 
 void EmitReport(mlir::func::FuncOp func, const ArenaPlan& plan,
@@ -249,8 +267,10 @@ void EmitReport(mlir::func::FuncOp func, const ArenaPlan& plan,
          << llvm::formatv("{0:F2}", reuse).str() << "x, for " << max_tokens
          << " tokens per step";
   if (kv_layout) {
-    remark << "\n  kv cache: " << kv_layout->block_bytes << " bytes per block of "
-           << kv_layout->block_size << " tokens, " << kv_layout->blocks << " blocks ("
+    remark << "\n  kv cache: " << kv::stringifyCacheElement(kv_layout->key_type) << " keys, "
+           << kv::stringifyCacheElement(kv_layout->value_type) << " values, "
+           << kv_layout->block_bytes << " bytes per block of " << kv_layout->block_size
+           << " tokens, " << kv_layout->blocks << " blocks ("
            << kv_layout->blocks * kv_layout->block_size << " tokens) in " << kv_memory_mib
            << " MiB";
   } else {

@@ -335,7 +335,7 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
   const int64_t tile_rows = std::max<int64_t>(1, 32 / group);
   const int64_t tile_keys = std::clamp<int64_t>(4096 / head_dim, 1, 64);
 
-  const std::string element_name = layout.element_type() == kvx::StorageType::F32 ? "f32" : "f16";
+  const std::string element_name = layout.key_type() == kvx::StorageType::F32 ? "f32" : "f16";
   const std::string common =
       Fill(kCommonConstants, {{"POOL_CONSTANTS", pool_constants},
                               {"HEADS", absl::StrCat(heads)},

@@ -146,25 +146,26 @@ absl::StatusOr<const kvx::Weight*> WeightOf(const EmitContext& context, int inpu
 }
 
 absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout) {
-  if (layout.element_type() != kvx::StorageType::F32 &&
-      layout.element_type() != kvx::StorageType::F16) {
-    return absl::UnimplementedError(
-        absl::StrCat("the CUDA kernels keep the KV cache in f32 or f16, not ",
-                     kvx::EnumNameStorageType(layout.element_type())));
+  if (layout.key_type() != layout.value_type() ||
+      (layout.key_type() != kvx::StorageType::F32 && layout.key_type() != kvx::StorageType::F16)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "the CUDA kernels keep the KV cache's keys and values both in f32 or both in f16, not ",
+        kvx::EnumNameStorageType(layout.key_type()), " keys and ",
+        kvx::EnumNameStorageType(layout.value_type()), " values"));
   }
-  const int element_bytes = layout.element_type() == kvx::StorageType::F32 ? 4 : 2;
+  const int element_bytes = layout.key_type() == kvx::StorageType::F32 ? 4 : 2;
   return absl::StrCat(
       "  [[maybe_unused]] constexpr int kKvHeads = ", layout.num_kv_heads(), ";\n",
       "  [[maybe_unused]] constexpr int kHeadDim = ", layout.head_dim(), ";\n",
       "  [[maybe_unused]] constexpr int kBlockSize = ", layout.block_size(), ";\n",
       "  [[maybe_unused]] constexpr uint64_t kBlockBytes = ", layout.bytes_per_block(), "ull;\n",
-      "  [[maybe_unused]] constexpr uint64_t kSlotStride = ", layout.slot_stride_bytes(), "ull;\n",
+      "  [[maybe_unused]] constexpr uint64_t kSlotStride = ", layout.key_slot_stride_bytes(), "ull;\n",
       "  [[maybe_unused]] constexpr uint64_t kValueOffset = ", layout.value_offset_bytes(),
       "ull;\n", "  [[maybe_unused]] constexpr int kElementBytes = ", element_bytes, ";\n");
 }
 
 std::string KvElementFunctions(const kvx::KvLayout& layout) {
-  if (layout.element_type() == kvx::StorageType::F32) {
+  if (layout.key_type() == kvx::StorageType::F32) {
     return R"cuda(KVJIT_DEVICE float KVJIT_KERNEL_load_kv(const uint8_t* row, int d) {
   return reinterpret_cast<const float*>(row)[d];
 }

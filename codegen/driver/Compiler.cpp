@@ -19,6 +19,7 @@
 #include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ParamBinding.h"
+#include "ir/Kv/KvTypes.h"
 #include "ir/Tfm/TfmOps.h"
 #include "ir/Tfm/TfmStorage.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,6 +33,7 @@
 #include "runtime/cpu/CpuIsa.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/quant/StorageType.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "passes/registration/KvjitRegistration.h"
 
 #if KVJIT_HAVE_CUDA
@@ -275,10 +277,20 @@ absl::Status CheckOptions(const CompileOptions& options) {
         "--target cuda: this kvjit was built without the CUDA toolkit (NVRTC was not found at "
         "configure time); install CUDA and reconfigure, or compile for --target cpu");
   }
-  if (options.cache_dtype != "f32" && options.cache_dtype != "f16") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the ", for_cuda ? "CUDA" : "CPU",
-                     " backend keeps the KV cache in f32 or f16, not '", options.cache_dtype, "'"));
+  for (const auto& [flag, name] : {std::pair{"--cache_dtype", options.cache_dtype},
+                                   std::pair{"--cache_dtype_k", options.cache_dtype_k},
+                                   std::pair{"--cache_dtype_v", options.cache_dtype_v}}) {
+    if (name.empty() && flag != std::string_view("--cache_dtype")) continue;
+    const kvx::KvCacheFormat* format = kvx::FindKvCacheFormat(std::string_view(name));
+    if (format == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " must be one of ",
+                                                     kvx::kKvCacheFormatNames, ", got '", name, "'"));
+    }
+    if (for_cuda && format->type != kvx::StorageType::F32 && format->type != kvx::StorageType::F16) {
+      return absl::UnimplementedError(absl::StrCat(
+          "--target cuda: the CUDA backend keeps the KV cache in f32 or f16; ", flag, "=", name,
+          " runs on the CPU backend (--target cpu) only"));
+    }
   }
   return absl::OkStatus();
 }
@@ -296,6 +308,8 @@ absl::StatusOr<int64_t> BuildPipeline(mlir::ModuleOp module, const std::string& 
   KvjitPipelineOptions defaults;
   defaults.blockSize = options.block_size;
   defaults.cacheElementType = options.cache_dtype;
+  defaults.keyElementType = options.cache_dtype_k;
+  defaults.valueElementType = options.cache_dtype_v;
   defaults.maxTokensPerStep = options.max_tokens_per_step;
   defaults.kvMemoryMib = options.kv_memory_mib;
   // The CUDA kernels read GGUF's rows.
@@ -354,14 +368,14 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
           absl::StrCat(source, ": the pipeline failed:\n", diagnostics.errors()));
     }
   }
-  if (kv::CacheType cache = StepCache(module);
-      cache && !cache.getElementType().isF32() && !cache.getElementType().isF16()) {
-    std::string element;
-    llvm::raw_string_ostream stream(element);
-    stream << cache.getElementType();
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": the pipeline keeps the KV cache in ", element,
-        "; the backends keep it in f32 or f16 (insert-kv-cache{cache-dtype=f32|f16})"));
+  if (kv::CacheType cache = StepCache(module); cache && options.target == "cuda") {
+    for (kv::CacheElement element : {cache.getKeyType(), cache.getValueType()}) {
+      if (element != kv::CacheElement::f32 && element != kv::CacheElement::f16) {
+        return absl::UnimplementedError(absl::StrCat(
+            source, ": the pipeline keeps the KV cache in ", kv::stringifyCacheElement(element).str(),
+            "; the CUDA backend keeps it in f32 or f16 (insert-kv-cache{cache-dtype=f32|f16})"));
+      }
+    }
   }
   Progress(progress, "  %s (%.2f s)\n", DescribePlan(module).c_str(), SecondsSince(start));
   Progress(progress, "  %s\n", DescribeWeightLayouts(module).c_str());
@@ -394,6 +408,14 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
     start = Clock::now();
   }
 #endif
+  if (verifier != nullptr) {
+    const Clock::time_point adopting = Clock::now();
+    KVJIT_RETURN_IF_ERROR(verifier->AdoptCacheRounding(module));
+    if (verifier->reference_description() != "the imported IR") {
+      Progress(progress, "  the logits to match: %s (%.2f s)\n", verifier->reference_description().c_str(),
+               SecondsSince(adopting));
+    }
+  }
   Progress(progress, "writing %s…\n", output_path.c_str());
   if (verifier != nullptr) {
     KVJIT_RETURN_IF_ERROR(WriteVerifiedExecutable(executable, output_path, sidecar,

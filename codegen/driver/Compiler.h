@@ -29,7 +29,12 @@ enum class Verification {
 struct CompileOptions {
   std::string target = "cpu";  // or "cuda": the CPU program plus its CUDA kernels
   int64_t block_size = 16;
+  // How the KV cache stores keys and values (runtime/schema/KvCacheFormat.h);
+  // cache_dtype_k and cache_dtype_v, where not empty, choose keys' and
+  // values' apart.
   std::string cache_dtype = "f32";
+  std::string cache_dtype_k;
+  std::string cache_dtype_v;
   // The CPU ISA the default pipeline's choose-weight-layouts chooses layouts
   // for: "host" (this machine's best, as the runtime picks it), avx512vnni,
   // avx2, portable, or "none" to leave the pass out; the CUDA target never

@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
+#include "passes/Pipeline.h"
+#include "ir/Kv/KvTypes.h"
 #include "codegen/cuda/emulation/EmulatedStepRunner.h"
 #include "codegen/cuda/emulation/HostKernels.h"
 #include "runtime/core/BuildConfig.h"
@@ -116,9 +118,52 @@ void EquivalenceChecker::CheckAfterEachPass(mlir::PassManager& pm) {
       [this](const std::string& pass, mlir::ModuleOp module) { CheckPass(pass, module); }));
 }
 
+std::vector<float> EquivalenceChecker::ExpectedRows(size_t s) const {
+  if (!cache_rounded_steps_.empty()) return cache_rounded_steps_[s];
+  return RowsOfStep(expected_, schedule_.steps[s]);
+}
+
+namespace {
+
+// Whether a cache of `element` rounds more than f16 does.
+bool RoundsMoreThanHalf(kv::CacheElement element) {
+  return element != kv::CacheElement::f32 && element != kv::CacheElement::f16;
+}
+
+}  // namespace
+
+absl::Status EquivalenceChecker::AdoptCacheRounding(mlir::ModuleOp module) {
+  kv::CacheType cache = StepCache(module);
+  if (!cache_rounded_steps_.empty() || !cache ||
+      (!RoundsMoreThanHalf(cache.getKeyType()) && !RoundsMoreThanHalf(cache.getValueType()))) {
+    return absl::OkStatus();
+  }
+  reference::ReferenceEvaluator evaluator(module, weights_);
+  reference::RefKvCache rounding(config_.num_layers, config_.num_kv_heads, config_.head_dim, block_size_,
+                                 schedule_.num_blocks, cache.getKeyType(), cache.getValueType());
+  evaluator.set_cache(&rounding);
+  std::vector<std::vector<float>> steps;
+  for (const ScheduledStep& step : schedule_.steps) {
+    KVJIT_ASSIGN_OR_RETURN(reference::RefTensor logits, EvaluateStep(evaluator, kStepFunctionName, step));
+    steps.push_back(std::move(logits.values));
+  }
+  cache_rounded_steps_ = std::move(steps);
+  tolerance_ = WithCacheRounding(tolerance_, cache.getKeyType(), cache.getValueType());
+  reference_description_ = absl::StrCat(
+      "the step IR over a reference cache of ", kv::stringifyCacheElement(cache.getKeyType()).str(), " keys and ",
+      kv::stringifyCacheElement(cache.getValueType()).str(), " values");
+  return absl::OkStatus();
+}
+
 void EquivalenceChecker::CheckPass(const std::string& pass_name, mlir::ModuleOp module) {
   if (!pass_evaluation_status_.ok()) return;
   if (!pass_reports_.empty() && !pass_reports_.back().passed()) return;
+  if (absl::Status adopted = AdoptCacheRounding(module); !adopted.ok()) {
+    pass_evaluation_status_ = absl::Status(
+        adopted.code(), absl::StrCat("the reference evaluator cannot evaluate the IR after ", pass_name,
+                                     " over its cache's rounding: ", adopted.message()));
+    return;
+  }
   absl::StatusOr<EquivalenceReport> report =
       EvaluateModule(absl::StrCat("the IR after ", pass_name), module);
   if (!report.ok()) {
@@ -138,15 +183,16 @@ absl::StatusOr<EquivalenceReport> EquivalenceChecker::EvaluateModule(const std::
   report.subject = subject;
   reference::ReferenceEvaluator evaluator(module, weights_);
   const std::vector<ScheduledStep>& steps = schedule_.steps;
-  if (module.lookupSymbol<mlir::func::FuncOp>(kStepFunctionName)) {
+  if (kv::CacheType step_cache = StepCache(module)) {
     reference::RefKvCache cache(config_.num_layers, config_.num_kv_heads, config_.head_dim,
-                                block_size_, schedule_.num_blocks);
+                                block_size_, schedule_.num_blocks, step_cache.getKeyType(),
+                                step_cache.getValueType());
     evaluator.set_cache(&cache);
     for (size_t s = 0; s < steps.size(); ++s) {
       KVJIT_ASSIGN_OR_RETURN(reference::RefTensor logits,
                              EvaluateStep(evaluator, kStepFunctionName, steps[s]));
       report.steps.push_back(CompareStep(steps[s], static_cast<int>(s + 1), logits.values,
-                                         RowsOfStep(expected_, steps[s]), tolerance_));
+                                         ExpectedRows(s), tolerance_));
     }
   } else {
     // Before insert-kv-cache: the whole-sequence function, each step's rows
@@ -155,8 +201,7 @@ absl::StatusOr<EquivalenceReport> EquivalenceChecker::EvaluateModule(const std::
                            EvaluateSequences(evaluator, model::kForwardFunctionName, schedule_));
     for (size_t s = 0; s < steps.size(); ++s) {
       report.steps.push_back(CompareStep(steps[s], static_cast<int>(s + 1),
-                                         RowsOfStep(logits, steps[s]),
-                                         RowsOfStep(expected_, steps[s]), tolerance_));
+                                         RowsOfStep(logits, steps[s]), ExpectedRows(s), tolerance_));
     }
   }
   report.seconds = SecondsSince(start);
@@ -168,7 +213,8 @@ absl::StatusOr<EquivalenceReport> EquivalenceChecker::CheckProgram(runtime::Step
                                                           const LogitTolerance& tolerance) const {
   const Clock::time_point start = Clock::now();
   EquivalenceReport report;
-  report.subject = subject;
+  report.subject = cache_rounded_steps_.empty() ? subject
+                                                : absl::StrCat(subject, " against ", reference_description_);
   const std::vector<ScheduledStep>& steps = schedule_.steps;
   for (size_t s = 0; s < steps.size(); ++s) {
     absl::StatusOr<absl::Span<const float>> logits = runner.Run(steps[s].inputs);
@@ -177,8 +223,7 @@ absl::StatusOr<EquivalenceReport> EquivalenceChecker::CheckProgram(runtime::Step
                           absl::StrCat("step ", s + 1, " (", steps[s].description, ") of ",
                                        subject, ": ", logits.status().message()));
     }
-    report.steps.push_back(CompareStep(steps[s], static_cast<int>(s + 1), *logits,
-                                       RowsOfStep(expected_, steps[s]), tolerance));
+    report.steps.push_back(CompareStep(steps[s], static_cast<int>(s + 1), *logits, ExpectedRows(s), tolerance));
   }
   report.seconds = SecondsSince(start);
   return report;

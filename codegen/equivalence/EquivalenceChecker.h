@@ -78,6 +78,17 @@ class EquivalenceChecker {
   // An error where the reference evaluator could not evaluate a pass's IR.
   const absl::Status& pass_evaluation_status() const { return pass_evaluation_status_; }
 
+  // Where `module`'s step function keeps its KV cache in a type that rounds
+  // more than f16 (bf16, q8_0, q4_0, f8_e4m3): from here on the logits to
+  // match are the reference evaluation of that step function over a cache
+  // that rounds as its type does, not the imported IR's, whose distance from
+  // them is the cache type's cost (kvjit perplexity measures it) rather than
+  // a compiler error. Once only; a module with an f32 or f16 cache changes
+  // nothing. The per-pass checks adopt the first such IR themselves.
+  absl::Status AdoptCacheRounding(mlir::ModuleOp module);
+  // What the logits are checked against, for reports.
+  const std::string& reference_description() const { return reference_description_; }
+
   // Runs `executable`'s CPU step program on the steps with `threads` threads.
   absl::StatusOr<EquivalenceReport> CheckCpuProgram(const runtime::Executable& executable,
                                                      int threads) const;
@@ -118,6 +129,12 @@ class EquivalenceChecker {
   EquivalenceSchedule schedule_;
   // The imported IR's logits, [length, vocab] per sequence.
   std::vector<reference::RefTensor> expected_;
+  // Each step's logits from the step function over a rounding cache, once
+  // AdoptCacheRounding has made them the ones to match.
+  std::vector<std::vector<float>> cache_rounded_steps_;
+  std::string reference_description_ = "the imported IR";
+  // The logits step s must match.
+  std::vector<float> ExpectedRows(size_t s) const;
   double reference_seconds_ = 0;
   std::vector<EquivalenceReport> pass_reports_;
   absl::Status pass_evaluation_status_;

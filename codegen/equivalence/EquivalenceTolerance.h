@@ -6,6 +6,7 @@
 
 #include "absl/types/span.h"
 #include "codegen/equivalence/EquivalenceSchedule.h"
+#include "ir/Kv/KvAttrs.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace kvjit::codegen {
@@ -31,6 +32,14 @@ LogitTolerance ToleranceFor(mlir::ModuleOp imported);
 // prefill GEMMs' f16 operands (stories260K's worst row under the host
 // emulation: 6.4e-4 of the range; docs/numerics.md).
 LogitTolerance CudaToleranceFor(mlir::ModuleOp imported);
+
+// `tolerance` for a program whose KV cache stores keys as `keys` and values
+// as `values`, compared with the reference over a cache that rounds as they
+// do: a q4_0 cache's 16 levels per block turn the program's small
+// differences upstream (8-bit activations) into whole steps of a block's
+// range, so it widens the bound; the other types leave it as it is.
+LogitTolerance WithCacheRounding(const LogitTolerance& tolerance, kv::CacheElement keys,
+                                 kv::CacheElement values);
 
 // One step's comparison.
 struct StepCheck {

@@ -5,6 +5,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Types.h"
 
+#include "ir/Kv/KvEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "ir/Kv/KvAttrs.h.inc"
 

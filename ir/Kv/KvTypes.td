@@ -2,6 +2,7 @@
 #define KVJIT_IR_KV_KVTYPES_TD
 
 include "ir/Kv/KvDialect.td"
+include "ir/Kv/KvAttrs.td"
 include "mlir/IR/AttrTypeBase.td"
 
 def Kv_CacheType : TypeDef<Kv_Dialect, "Cache"> {
@@ -9,11 +10,19 @@ def Kv_CacheType : TypeDef<Kv_Dialect, "Cache"> {
   let summary = "a paged K/V pool for every layer of a model";
   let description = [{
     Blocks of `block_size` token slots; each slot holds, for every layer,
-    the K and the V of `kv_heads` heads of `head_dim` elements of
-    `element_type`. Its byte layout is plan-memory's decision.
+    the K and the V of `kv_heads` heads of `head_dim` elements, the keys
+    stored as `key_type` and the values as `value_type` (a type in blocks
+    of 32, q8_0, q4_0 or f8_e4m3, needs head_dim a multiple of 32). Its
+    byte layout is plan-memory's decision.
+
+    ```mlir
+    !kv.cache<layers = 30, kv_heads = 3, head_dim = 64, block_size = 16,
+              key_type = q8_0, value_type = q8_0>
+    ```
   }];
   let parameters = (ins "int64_t":$layers, "int64_t":$kv_heads, "int64_t":$head_dim,
-                        "int64_t":$block_size, "::mlir::Type":$element_type);
+                        "int64_t":$block_size, EnumParameter<Kv_CacheElement>:$key_type,
+                        EnumParameter<Kv_CacheElement>:$value_type);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

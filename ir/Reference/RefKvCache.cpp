@@ -4,17 +4,20 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "ir/Reference/RefCacheRounding.h"
 #include "ir/Reference/RefKernels.h"
 
 namespace kvjit::reference {
 
 RefKvCache::RefKvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size,
-                       int64_t num_blocks)
+                       int64_t num_blocks, kv::CacheElement key_type, kv::CacheElement value_type)
     : layers_(layers),
       kv_heads_(kv_heads),
       head_dim_(head_dim),
       block_size_(block_size),
       num_blocks_(num_blocks),
+      key_type_(key_type),
+      value_type_(value_type),
       keys_(num_blocks * block_size * layers * kv_heads * head_dim, 0.0f),
       values_(keys_.size(), 0.0f) {}
 
@@ -36,8 +39,12 @@ absl::Status RefKvCache::Write(int64_t layer, const RefTensor& key, const RefTen
     }
     for (int64_t h = 0; h < kv_heads_; ++h) {
       const int64_t source = (t * kv_heads_ + h) * head_dim_;
-      std::copy_n(key.values.begin() + source, head_dim_, keys_.begin() + Offset(slot, layer, h));
-      std::copy_n(value.values.begin() + source, head_dim_, values_.begin() + Offset(slot, layer, h));
+      float* key_row = keys_.data() + Offset(slot, layer, h);
+      float* value_row = values_.data() + Offset(slot, layer, h);
+      std::copy_n(key.values.begin() + source, head_dim_, key_row);
+      std::copy_n(value.values.begin() + source, head_dim_, value_row);
+      RoundAsCacheStores(key_type_, key_row, head_dim_);
+      RoundAsCacheStores(value_type_, value_row, head_dim_);
     }
   }
   return absl::OkStatus();

@@ -17,12 +17,9 @@ CpuStepRunner::CpuStepRunner(const Executable& executable, int64_t num_blocks, i
 absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Executable& executable,
                                                                      int64_t num_blocks,
                                                                      int threads) {
+  // The loader admitted only KvCacheFormat.h's key and value types, each of
+  // which the CPU kernels store and read.
   const kvx::KvLayout& kv = executable.kv_layout();
-  if (kv.element_type() != kvx::StorageType::F32 && kv.element_type() != kvx::StorageType::F16) {
-    return absl::UnimplementedError(absl::StrCat(
-        executable.path(), ": the CPU backend keeps the KV cache in f32 or f16, not ",
-        kvx::EnumNameStorageType(kv.element_type())));
-  }
   if (num_blocks <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("the KV pool needs at least one block, got ",
                                                    num_blocks));
@@ -31,8 +28,7 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
   // know, and every known one has a kernel (CpuKernelTable.cpp checks it).
   std::unique_ptr<CpuStepRunner> runner(new CpuStepRunner(executable, num_blocks, threads));
   runner->kv_layout_ = {kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(),
-                        kv.element_type() == kvx::StorageType::F32 ? cpu::KvElementType::kF32
-                                                                   : cpu::KvElementType::kF16};
+                        kv.key_type(), kv.value_type()};
   if (static_cast<uint64_t>(runner->kv_layout_.BlockBytes()) != kv.bytes_per_block()) {
     return absl::InvalidArgumentError(absl::StrCat(
         executable.path(), ": kv_layout.bytes_per_block is ", kv.bytes_per_block(),

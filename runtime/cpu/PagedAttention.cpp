@@ -11,6 +11,7 @@
 #include "runtime/cpu/FastExp.h"
 #include "runtime/cpu/FloatDot.h"
 #include "runtime/cpu/HalfDot.h"
+#include "runtime/cpu/KvCacheRows.h"
 
 namespace kvjit::cpu {
 namespace {
@@ -30,16 +31,39 @@ absl::Status CheckLayout(absl::string_view kernel, const PagedKvLayout& layout, 
 
 // Where one kv head's cache of one sequence lies.
 struct HeadCache {
-  const uint8_t* layer_base;  // the pool, advanced to the layer and the kv head
+  const uint8_t* layer_base;  // the pool, advanced to the layer
   const int32_t* block_table;
   const PagedKvLayout* layout;
+  int64_t key_offset;    // the kv head's keys within a slot's, in bytes
+  int64_t value_offset;  // and its values within a slot's
 
-  const uint8_t* Key(int64_t position) const {
-    return layer_base + block_table[position / layout->block_size] * layout->BlockBytes() +
-           position % layout->block_size * layout->SlotStride();
+  const uint8_t* Block(int64_t position) const {
+    return layer_base + block_table[position / layout->block_size] * layout->BlockBytes();
   }
-  const uint8_t* Value(int64_t position) const { return Key(position) + layout->ValueOffset(); }
+  const uint8_t* Key(int64_t position) const {
+    return Block(position) + position % layout->block_size * layout->KeySlotStride() + key_offset;
+  }
+  const uint8_t* Value(int64_t position) const {
+    return Block(position) + layout->ValueOffset() +
+           position % layout->block_size * layout->ValueSlotStride() + value_offset;
+  }
 };
+
+// `count` consecutive f32 rows of head_dim elements, `stride` bytes apart.
+struct FloatRows {
+  const uint8_t* data;
+  int64_t stride;
+};
+
+// The keys (or values) of `count` consecutive slots of one block from
+// `first`, stored as `type` `slot_stride` bytes apart: in place for f32,
+// else converted into `scratch` (count x head_dim floats).
+FloatRows AsFloatRows(kvx::StorageType type, const uint8_t* first, int64_t slot_stride, int64_t count,
+                      int64_t head_dim, float* scratch) {
+  if (type == kvx::StorageType::F32) return {first, slot_stride};
+  for (int64_t r = 0; r < count; ++r) LoadKvRow(type, first + r * slot_stride, head_dim, scratch + r * head_dim);
+  return {reinterpret_cast<const uint8_t*>(scratch), head_dim * static_cast<int64_t>(sizeof(float))};
+}
 
 // The most query heads of one group attended together (f32 cache): their
 // scores and sums stay in the thread's cache, and longer groups (multi-query
@@ -55,6 +79,7 @@ struct HeadScratch {
   std::vector<float> weights;
   int64_t weights_stride;
   std::vector<float> lanes;  // [HalfDotLanes, head_dim] (f16) or [heads, head_dim] (f32): the weighted sums of values
+  std::vector<float> rows;   // [block_size, head_dim]: a run of keys or values converted to f32
 };
 
 // The first cached position the query at `position` reads.
@@ -119,7 +144,7 @@ void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, i
   float max = -std::numeric_limits<float>::infinity();
   const int64_t block_size = cache.layout->block_size;
   ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
-    HalfDotRows(order, cache.Key(first), cache.layout->SlotStride(), count, scratch.query.data(), head_dim,
+    HalfDotRows(order, cache.Key(first), cache.layout->KeySlotStride(), count, scratch.query.data(), head_dim,
                 weights.At(first));
   });
   for (int64_t j = 0; j < visible; ++j) visible_weights[j] *= scale;
@@ -143,15 +168,15 @@ void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, i
   const int lanes = HalfDotLanes(order);
   std::fill(scratch.lanes.begin(), scratch.lanes.begin() + lanes * head_dim, 0.0f);
   ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
-    HalfAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, weights.At(first), head_dim,
+    HalfAxpyRows(cache.Value(first), cache.layout->ValueSlotStride(), count, weights.At(first), head_dim,
                  scratch.lanes.data(), lanes, first);
   });
   FoldHalfDotLaneRows(order, scratch.lanes.data(), head_dim, out);
 }
 
 // The query heads [0, heads) of one kv head's group (queries and outputs
-// head_dim apart) over the cached positions begin..end-1 of an f32 cache
-// (see PagedAttention.h), each as it would be alone: all scores, their
+// head_dim apart) over the cached positions begin..end-1 of a cache other
+// than f16's, its keys and values as f32 (see PagedAttention.h), each as it would be alone: all scores, their
 // maximum, FastExp of each score's distance to it, the denominator over
 // lanes of eight by position, and the weighted sum of values in key order,
 // divided by the denominator at the end. The heads read each key and value
@@ -164,9 +189,11 @@ void AttendFloatHeads(const float* queries, int64_t heads, const HeadCache& cach
   // Head h's row starts `stride` floats after head h - 1's, so a position's
   // weight is at the same offset in every row.
   const LaneAlignedWeights first_head(scratch.weights.data(), begin, end);
-  ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
-    FloatDotRows(cache.Key(first), cache.layout->SlotStride(), count, queries, heads, head_dim, scale,
-                 first_head.At(first), stride);
+  const PagedKvLayout& layout = *cache.layout;
+  ForEachBlockRun(begin, end, layout.block_size, [&](int64_t first, int64_t count) {
+    const FloatRows keys =
+        AsFloatRows(layout.key_type, cache.Key(first), layout.KeySlotStride(), count, head_dim, scratch.rows.data());
+    FloatDotRows(keys.data, keys.stride, count, queries, heads, head_dim, scale, first_head.At(first), stride);
   });
   float inverses[kMaxGroupedHeads];
   for (int64_t h = 0; h < heads; ++h) {
@@ -187,9 +214,10 @@ void AttendFloatHeads(const float* queries, int64_t heads, const HeadCache& cach
   }
   float* sums = scratch.lanes.data();
   std::fill(sums, sums + heads * head_dim, 0.0f);
-  ForEachBlockRun(begin, end, cache.layout->block_size, [&](int64_t first, int64_t count) {
-    FloatAxpyRows(cache.Value(first), cache.layout->SlotStride(), count, first_head.At(first), stride, heads,
-                  head_dim, sums);
+  ForEachBlockRun(begin, end, layout.block_size, [&](int64_t first, int64_t count) {
+    const FloatRows values = AsFloatRows(layout.value_type, cache.Value(first), layout.ValueSlotStride(), count,
+                                         head_dim, scratch.rows.data());
+    FloatAxpyRows(values.data, values.stride, count, first_head.At(first), stride, heads, head_dim, sums);
   });
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t d = 0; d < head_dim; ++d) out[h * head_dim + d] = sums[h * head_dim + d] * inverses[h];
@@ -269,18 +297,11 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
     for (int64_t t = begin; t < end; ++t) {
       const int64_t block = slot_mapping[t] / layout.block_size;
       const int64_t offset = slot_mapping[t] % layout.block_size;
-      uint8_t* key_slot =
-          kv_pool + block * layout.BlockBytes() + layer * layout.LayerStride() + offset * layout.SlotStride();
-      uint8_t* value_slot = key_slot + layout.ValueOffset();
-      const float* key_row = key + t * row_elements;
-      const float* value_row = value + t * row_elements;
-      if (layout.element_type == KvElementType::kF32) {
-        std::memcpy(key_slot, key_row, static_cast<size_t>(row_elements) * sizeof(float));
-        std::memcpy(value_slot, value_row, static_cast<size_t>(row_elements) * sizeof(float));
-        continue;
-      }
-      StoreHalfRow(key_row, key_slot, row_elements);
-      StoreHalfRow(value_row, value_slot, row_elements);
+      uint8_t* layer_base = kv_pool + block * layout.BlockBytes() + layer * layout.LayerStride();
+      StoreKvRow(layout.key_type, key + t * row_elements, row_elements,
+                 layer_base + offset * layout.KeySlotStride());
+      StoreKvRow(layout.value_type, value + t * row_elements, row_elements,
+                 layer_base + layout.ValueOffset() + offset * layout.ValueSlotStride());
     }
   });
   return absl::OkStatus();
@@ -313,7 +334,9 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
 
   const int64_t head_dim = layout.head_dim;
   const int64_t group = heads / layout.kv_heads;
-  const bool half = layout.element_type == KvElementType::kF16;
+  // f16 keys and values follow llama.cpp's arithmetic; every other cache
+  // takes the f32 path over its f32 values.
+  const bool half = layout.key_type == kvx::StorageType::F16 && layout.value_type == kvx::StorageType::F16;
   int64_t max_context = 0;
   for (int64_t s = 0; s < batch.num_sequences; ++s) max_context = std::max<int64_t>(max_context, batch.context_lens[s]);
   // A work item is one query head of one token: a decode step of a GQA model
@@ -327,13 +350,16 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
     const int64_t lane_rows = std::max<int64_t>(HalfDotLanes(HalfDotOrder::kVecDot), grouped_heads);
     HeadScratch scratch{std::vector<float>(static_cast<size_t>(head_dim)),
                         std::vector<float>(static_cast<size_t>(grouped_heads * weights_stride)), weights_stride,
-                        std::vector<float>(static_cast<size_t>(lane_rows * head_dim))};
+                        std::vector<float>(static_cast<size_t>(lane_rows * head_dim)),
+                        std::vector<float>(half ? 0 : static_cast<size_t>(layout.block_size * head_dim))};
     for (int64_t item = begin, items = 1; item < end; item += items) {
       const int64_t t = item / heads;
       const int64_t kv_head = item % heads / group;
       const int32_t sequence = sequence_of_token[t];
-      const HeadCache cache{kv_pool + layer * layout.LayerStride() + kv_head * head_dim * layout.ElementBytes(),
-                            batch.block_tables + sequence * batch.max_blocks_per_sequence, &layout};
+      const HeadCache cache{kv_pool + layer * layout.LayerStride(),
+                            batch.block_tables + sequence * batch.max_blocks_per_sequence, &layout,
+                            KvRowBytes(layout.key_type, kv_head * head_dim),
+                            KvRowBytes(layout.value_type, kv_head * head_dim)};
       const int64_t row = item * head_dim;
       const int64_t first = FirstVisible(batch.positions[t], window);
       const int64_t last = static_cast<int64_t>(batch.positions[t]) + 1;

@@ -4,33 +4,35 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/cpu/KvCacheRows.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/schema/kvx_generated.h"
 
 namespace kvjit::cpu {
 
-enum class KvElementType { kF32, kF16 };
-
 // The paged KV pool: one allocation of `num_blocks` blocks, each holding
 // block_size token slots for every layer. Within a block the order is
-// [layer][K, then V][slot in block][kv_head][head_dim], i.e. for block b,
-// layer l, slot s, kv head g:
-//   K: base + b * BlockBytes() + l * LayerStride() + s * SlotStride() + g * head_dim * elem
-//   V: the same + ValueOffset()
-// This is the layout the compiler's plan-memory pass fixes: a block is
-// 2 x layers x kv_heads x head_dim x block_size elements. A slot's K (or V)
-// for all heads is contiguous, so writing a token touches two runs per
-// layer, and one block's keys for one layer are one contiguous run.
+// [layer][keys, then values][slot in block][kv_head][head_dim], i.e. for
+// block b, layer l, slot s, kv head g:
+//   K: base + b * BlockBytes() + l * LayerStride() + s * KeySlotStride() + KvRowBytes(key_type, g * head_dim)
+//   V: base + b * BlockBytes() + l * LayerStride() + ValueOffset() + s * ValueSlotStride()
+//      + KvRowBytes(value_type, g * head_dim)
+// This is the layout the compiler's plan-memory pass fixes, keys and values
+// each stored as their type (runtime/schema/KvCacheFormat.h) says. A slot's
+// K (or V) for all heads is contiguous, so writing a token touches two runs
+// per layer, and one block's keys for one layer are one contiguous run.
 struct PagedKvLayout {
   int64_t layers = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
   int64_t block_size = 0;
-  KvElementType element_type = KvElementType::kF16;
+  kvx::StorageType key_type = kvx::StorageType::F16;
+  kvx::StorageType value_type = kvx::StorageType::F16;
 
-  int64_t ElementBytes() const { return element_type == KvElementType::kF32 ? 4 : 2; }
-  int64_t SlotStride() const { return kv_heads * head_dim * ElementBytes(); }
-  int64_t ValueOffset() const { return block_size * SlotStride(); }
-  int64_t LayerStride() const { return 2 * ValueOffset(); }
+  int64_t KeySlotStride() const { return KvRowBytes(key_type, kv_heads * head_dim); }
+  int64_t ValueSlotStride() const { return KvRowBytes(value_type, kv_heads * head_dim); }
+  int64_t ValueOffset() const { return block_size * KeySlotStride(); }
+  int64_t LayerStride() const { return ValueOffset() + block_size * ValueSlotStride(); }
   int64_t BlockBytes() const { return layers * LayerStride(); }
 };
 
@@ -46,8 +48,9 @@ struct PagedAttentionBatch {
 };
 
 // Stores each token's key and value ([tokens, kv_heads, head_dim] f32) in its
-// cache slot (slot_mapping[t] = block * block_size + offset) of `layer`,
-// rounding to f16 (nearest even) for f16 pools. Slots must lie in the pool.
+// cache slot (slot_mapping[t] = block * block_size + offset) of `layer`, as
+// the layout's key and value types store them (StoreKvRow). Slots must lie
+// in the pool.
 absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const int32_t* slot_mapping,
                      const PagedKvLayout& layout, int64_t layer, uint8_t* kv_pool, int64_t num_blocks,
                      ThreadPool& pool);
@@ -65,16 +68,19 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // `softcap` (Gemma 2) caps each scaled score s at softcap · tanh(s / softcap)
 // before the softmax; 0 leaves the scores as they are.
 //
-// The arithmetic depends on the cache's element type:
+// The arithmetic depends on the cache's element types:
 //
-// f32: for each (token, head), in two passes over the keys: score_j =
+// f32, and every pair of key and value types but f16 and f16: for each
+// (token, head), in two passes over the keys: score_j =
 // scale * dot(q, k_j) (FloatDot.h's 8-lane order), max = the largest score,
 // e_j = FastExp(score_j - max), the denominator sums e_j in 8 lanes by
 // position (lane j % 8, folded by LaneSum), out = (sum over j in key order
 // of e_j * v_j) * (1 / denominator), all in f32 with separate multiplies
-// and adds.
+// and adds. Keys and values stored otherwise than as f32 take part as their
+// f32 values (LoadKvRow), read a block's run at a time: the result is the
+// f32 cache's for a cache holding those values.
 //
-// f16: exactly what llama.cpp's CPU backend computes (AVX2 build, no flash
+// f16 keys and values: exactly what llama.cpp's CPU backend computes (AVX2 build, no flash
 // attention), bit for bit. Each step of a quantized model re-quantizes its
 // activations to 8 bits, which turns a 1-ulp difference anywhere into
 // different logits, often a different greedy token; an f16 cache is what
@@ -91,9 +97,9 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // Either way the result depends on that token's query, its sequence's cache
 // and (f16) its sequence's row count alone, not on the rest of the batch or
 // the thread count. Work is split over (token, query head) pairs; each head
-// reads its kv head's rows in place, and with an f32 cache the heads of one
-// kv head's group that a thread holds (up to 8 at a time) read them once
-// together, each head's arithmetic unchanged.
+// reads its kv head's rows in place, and but for an f16 cache the heads of
+// one kv head's group that a thread holds (up to 8 at a time) read (and
+// convert) them once together, each head's arithmetic unchanged.
 //
 // Every index is checked before any work: seq_starts must run from 0 to
 // tokens without decreasing, each position must be below its sequence's

@@ -8,6 +8,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/exec/OpTable.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/SchemaVersion.h"
 #include "runtime/schema/WeightLayout.h"
 
@@ -109,14 +110,27 @@ absl::Status Executable::Verify() {
   if (root_->program()->max_tokens() == 0) return invalid("field 'program.max_tokens' is zero");
   // The runtime's kernels address the pool with these strides; a layout they
   // do not describe must not load.
-  const uint64_t element = kv.element_type() == kvx::StorageType::F32 ? 4 : 2;
-  const uint64_t slot_stride = uint64_t{kv.num_kv_heads()} * kv.head_dim() * element;
-  const uint64_t value_offset = slot_stride * kv.block_size();
-  if (kv.slot_stride_bytes() != slot_stride || kv.value_offset_bytes() != value_offset ||
-      kv.layer_stride_bytes() != 2 * value_offset ||
-      kv.bytes_per_block() != 2 * value_offset * kv.num_layers()) {
-    return invalid("kv_layout's strides are not the [layer][K, V][slot][head][dim] layout this "
-                   "runtime reads");
+  const kvx::KvCacheFormat* key_format = kvx::FindKvCacheFormat(kv.key_type());
+  const kvx::KvCacheFormat* value_format = kvx::FindKvCacheFormat(kv.value_type());
+  if (key_format == nullptr || value_format == nullptr) {
+    return invalid(absl::StrCat("kv_layout keeps keys as ", kvx::EnumNameStorageType(kv.key_type()),
+                                " and values as ", kvx::EnumNameStorageType(kv.value_type()),
+                                "; a KV cache holds ", kvx::kKvCacheFormatNames));
+  }
+  const std::optional<uint64_t> key_slot = kvx::KvSlotBytes(*key_format, kv.num_kv_heads(), kv.head_dim());
+  const std::optional<uint64_t> value_slot =
+      kvx::KvSlotBytes(*value_format, kv.num_kv_heads(), kv.head_dim());
+  if (!key_slot || !value_slot) {
+    return invalid(absl::StrCat("kv_layout's head_dim ", kv.head_dim(), " is not a whole number of ",
+                                key_slot ? value_format->name : key_format->name, " blocks"));
+  }
+  const uint64_t value_offset = *key_slot * kv.block_size();
+  const uint64_t layer_stride = value_offset + *value_slot * kv.block_size();
+  if (kv.key_slot_stride_bytes() != *key_slot || kv.value_slot_stride_bytes() != *value_slot ||
+      kv.value_offset_bytes() != value_offset || kv.layer_stride_bytes() != layer_stride ||
+      kv.bytes_per_block() != layer_stride * kv.num_layers()) {
+    return invalid("kv_layout's strides are not the [layer][keys, values][slot][head][dim] layout "
+                   "this runtime reads");
   }
   if (root_->config()->vocab_size() == 0) return invalid("field 'config.vocab_size' is zero");
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/exec/ElementwiseOpTable.h"
 #include "runtime/ops/RowOps.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/OpOperands.h"
 
 namespace kvjit::runtime {
@@ -37,12 +38,19 @@ bool SameElementCount(const kvx::TensorRef& a, const kvx::TensorRef& b) {
 
 // ---- Costs ----
 
-// Bytes of one token's keys (or values) in the cache, all KV heads.
-int64_t KvRowBytes(const kvx::Executable& executable) {
+// Bytes of one token's keys and values in the cache, all KV heads, as the
+// layout's types store them.
+int64_t KvSlotBytes(const kvx::Executable& executable) {
   const kvx::KvLayout* kv = executable.kv_layout();
   if (kv == nullptr) return 0;
-  const int64_t element = kv->element_type() == kvx::StorageType::F32 ? 4 : 2;
-  return int64_t{kv->num_kv_heads()} * kv->head_dim() * element;
+  uint64_t bytes = 0;
+  for (kvx::StorageType type : {kv->key_type(), kv->value_type()}) {
+    const kvx::KvCacheFormat* format = kvx::FindKvCacheFormat(type);
+    const std::optional<uint64_t> slot =
+        format ? kvx::KvSlotBytes(*format, kv->num_kv_heads(), kv->head_dim()) : std::nullopt;
+    bytes += slot.value_or(0);
+  }
+  return static_cast<int64_t>(bytes);
 }
 
 void NoFlops(const OpCostContext&, InstructionCost&) {}
@@ -149,7 +157,7 @@ absl::Status VerifyKvWrite(const OpCheckContext& context) {
 }
 
 void CostKvWrite(const OpCostContext& context, InstructionCost& cost) {
-  cost.kv_bytes = 2 * context.sizes.tokens * KvRowBytes(context.executable);
+  cost.kv_bytes = context.sizes.tokens * KvSlotBytes(context.executable);
 }
 
 // KvAttention: in query, positions, seq_starts, context_lens, block_tables →
@@ -171,7 +179,7 @@ void CostKvAttention(const OpCostContext& context, InstructionCost& cost) {
   const kvx::TensorRef& query = kvx::InputOf(context.instruction, kvx::KvAttentionOperand::Query);
   const int64_t heads = Extent(query, 1, context.sizes);
   const int64_t head_dim = Extent(query, 2, context.sizes);
-  cost.kv_bytes = 2 * context.attention.cached_tokens * KvRowBytes(context.executable);
+  cost.kv_bytes = context.attention.cached_tokens * KvSlotBytes(context.executable);
   cost.flops = heads * context.attention.query_key_pairs * (4 * head_dim + 3) +
                context.sizes.tokens * heads * head_dim;
 }

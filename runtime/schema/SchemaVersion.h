@@ -11,8 +11,10 @@ namespace kvjit::kvx {
 // ignore; 9: Weight.layout, whose interleaved bytes a runtime of 8 would
 // read as GGUF rows; 10: Tokenizer's tokenizer.json pipeline (normalizer,
 // split_rules, metaspace, decoder, added_token_options, the CharacterBpe
-// kind), which a runtime of 9 would ignore and tokenize differently).
-inline constexpr uint32_t kSchemaVersion = 10;
+// kind), which a runtime of 9 would ignore and tokenize differently; 11:
+// KvLayout's value_type and value_slot_stride_bytes, a cache whose values a
+// runtime of 10 would read as keys).
+inline constexpr uint32_t kSchemaVersion = 11;
 
 }  // namespace kvjit::kvx
 

@@ -31,6 +31,7 @@
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/profile/StepProfiler.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "tools/kvjit/BenchProfile.h"
 #include "tools/kvjit/BenchStatistics.h"
 #include "tools/kvjit/CompileOnTheFly.h"
@@ -48,7 +49,8 @@ ABSL_FLAG(int, runs, 5,
           "interleaved runs of each engine (kvjit f32, kvjit f16, llama.cpp, kvjit f32, ...), "
           "each after one warm-up; the report keeps every run and gives the median and range");
 ABSL_FLAG(std::string, bench_cache_dtypes, "f32,f16",
-          "the KV cache types kvjit runs with, each compiled from MODEL; a .kvx runs with its own");
+          "the KV cache types kvjit runs with, each compiled from MODEL (K/V, e.g. q8_0/f16, names "
+          "keys' and values' apart); a .kvx runs with its own");
 ABSL_FLAG(int64_t, requests, 1,
           "concurrent requests; above 1, a load run through the in-flight batching scheduler: "
           "every request submitted at once, each of --prompt_tokens made-up tokens and "
@@ -158,14 +160,19 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> KvjitExecutable
   if (absl::EndsWith(model_or_kvx, ".kvx")) {
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> executable,
                            runtime::Executable::Load(model_or_kvx, LoadOptionsFromFlags()));
-    const bool f16 = executable->kv_layout().element_type() == kvx::StorageType::F16;
-    executables.emplace_back(f16 ? "kvjit f16" : "kvjit f32", model_or_kvx);
+    const kvx::KvLayout& kv = executable->kv_layout();
+    executables.emplace_back(absl::StrCat("kvjit ", kvx::KvCacheTypesName(kv.key_type(), kv.value_type())),
+                             model_or_kvx);
     return executables;
   }
   for (absl::string_view dtype :
        absl::StrSplit(absl::GetFlag(FLAGS_bench_cache_dtypes), ',', absl::SkipEmpty())) {
     codegen::CompileOptions options = CompileOptionsFromFlags();
-    options.cache_dtype = std::string(dtype);
+    // "K/V" names the keys' and the values' types apart.
+    const std::vector<std::string> types = absl::StrSplit(dtype, absl::MaxSplits('/', 1));
+    options.cache_dtype = types[0];
+    options.cache_dtype_k = types.size() > 1 ? types[0] : "";
+    options.cache_dtype_v = types.size() > 1 ? types[1] : "";
     KVJIT_ASSIGN_OR_RETURN(std::string path, ExecutablePathFor(model_or_kvx, options));
     executables.emplace_back(absl::StrCat("kvjit ", dtype), path);
   }
@@ -311,7 +318,8 @@ absl::Status AddProfiles(const std::vector<EngineProfile>& profiles,
 
 // What a kvjit measurement ran with, beside its figures.
 nlohmann::json KvjitSettings(const runtime::Executable& executable) {
-  return {{"kv_cache", kvx::EnumNameStorageType(executable.kv_layout().element_type())},
+  return {{"kv_cache", kvx::KvCacheTypesName(executable.kv_layout().key_type(),
+                                             executable.kv_layout().value_type())},
           {"kv_block_tokens", executable.kv_layout().block_size()},
           {"threads", absl::GetFlag(FLAGS_bench_threads)},
           {"device", DeviceFromFlags(executable)}};

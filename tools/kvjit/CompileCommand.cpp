@@ -62,7 +62,7 @@ ABSL_FLAG(std::string, pipeline, "",
                        "input IR is past are not run again. Default: ",
                        kvjit::KvjitPipelineText(kvjit::KvjitPipelineOptions()),
                        " (choose-weight-layouts for --cpu_isa, which --target cuda leaves out), its "
-                       "options from --block_size, --cache_dtype, --max_tokens_per_step "
+                       "options from --block_size, --cache_dtype(_k, _v), --max_tokens_per_step "
                        "and --kv_memory_mib"));
 ABSL_FLAG(std::vector<std::string>, load_pass_plugin, {},
           "pass plugins to load before reading --pipeline (shared libraries with "
@@ -76,7 +76,8 @@ namespace {
 absl::Status CheckPipelineFlags() {
   if (absl::GetFlag(FLAGS_pipeline).empty()) return absl::OkStatus();
   for (const char* flag :
-       {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "cpu_isa", "cpu_model"}) {
+       {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step",
+        "kv_memory_mib", "cpu_isa", "cpu_model"}) {
     const absl::CommandLineFlag* reflection = absl::FindCommandLineFlag(flag);
     if (reflection->CurrentValue() != reflection->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "frontend/model/ModelFile.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "tools/kvjit/CompilerCommands.h"
 
 ABSL_FLAG(bool, metadata, false, "also list every metadata key and value of the file");
@@ -79,13 +80,23 @@ absl::Status RunInspect(const std::vector<std::string>& arguments) {
               static_cast<unsigned long long>(weight_bytes), HumanBytes(weight_bytes).c_str(),
               absl::StrJoin(storage_summary, ", ").c_str());
 
-  for (auto [dtype, bytes] : {std::pair<const char*, uint64_t>{"f16", 2}, {"f32", 4}}) {
-    const uint64_t per_token = c.KvCacheBytesPerToken(bytes);
-    std::printf("kv cache %s  %llu bytes/token = 2 x %lld layers x %lld kv_heads x %lld head_dim "
-                "x %llu B; 2048 tokens: %s\n",
-                dtype, static_cast<unsigned long long>(per_token),
-                static_cast<long long>(c.num_layers), static_cast<long long>(c.num_kv_heads),
-                static_cast<long long>(c.head_dim), static_cast<unsigned long long>(bytes),
+  // The seed formula, 2 x layers x kv_heads x head_dim x bytes per element,
+  // for each cache type (--cache_dtype); the blocked ones' bytes per element
+  // count their scales.
+  for (const kvx::KvCacheFormat& format : kvx::kKvCacheFormats) {
+    const std::optional<uint64_t> slot = kvx::KvSlotBytes(format, c.num_kv_heads, c.head_dim);
+    if (!slot) {
+      std::printf("kv cache %-7s n/a: head_dim %lld is not a multiple of its %lld-element blocks\n",
+                  format.name, static_cast<long long>(c.head_dim),
+                  static_cast<long long>(format.elements_per_block));
+      continue;
+    }
+    const uint64_t per_token = 2 * static_cast<uint64_t>(c.num_layers) * *slot;
+    std::printf("kv cache %-7s %llu bytes/token = 2 x %lld layers x %lld kv_heads x %lld head_dim x "
+                "%.4g B; 2048 tokens: %s\n",
+                format.name, static_cast<unsigned long long>(per_token), static_cast<long long>(c.num_layers),
+                static_cast<long long>(c.num_kv_heads), static_cast<long long>(c.head_dim),
+                static_cast<double>(format.bytes_per_block) / static_cast<double>(format.elements_per_block),
                 HumanBytes(static_cast<double>(per_token) * 2048).c_str());
   }
 

@@ -21,6 +21,7 @@
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/StopChecker.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/tokenizer/ExecutableTokenizer.h"
 #include "runtime/tokenizer/StreamingDecoder.h"
 #include "tools/kvjit/CompileOnTheFly.h"
@@ -269,6 +270,11 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                    static_cast<long long>(window));
     }
     std::fputs("\n", stderr);
+    const uint64_t kv_bytes_per_token = layout.bytes_per_block() / layout.block_size();
+    std::fprintf(stderr, "KV cache %s: %llu bytes/token (2048 tokens: %.1f MiB)\n",
+                 kvx::KvCacheTypesName(layout.key_type(), layout.value_type()).c_str(),
+                 static_cast<unsigned long long>(kv_bytes_per_token),
+                 static_cast<double>(kv_bytes_per_token) * 2048 / (1 << 20));
     if (speculation.draft_tokens > 0) {
       std::fprintf(stderr,
                    "speculative ngram: %lld drafted, %lld accepted (%.1f%%) in %lld verify steps, "
@@ -296,7 +302,7 @@ Subcommand RunCommand() {
           "MODEL_OR_KVX -p PROMPT [-n N] [--temperature T [--samples N] | --beams K [--num_return N]] "
           "[--chat] [--stats] [--device cpu|cuda]",
           "tools/kvjit/RunCommand.cpp", RunRun,
-          {"p", "n", "block_size", "cache_dtype", "max_tokens_per_step", "max_batch_tokens", "samples",
+          {"p", "n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step", "max_batch_tokens", "samples",
            "device", "verify_weights", "threads", "kv_pool_mib", "chat_template", "temperature",
            "top_k", "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}};
 }

@@ -21,6 +21,7 @@
 #include "frontend/gguf/GgufSplit.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/Executable.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "tools/kvjit/ChatModel.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/Subcommand.h"
@@ -139,10 +140,13 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
   KVJIT_ASSIGN_OR_RETURN(int port, server.Bind());
   std::fprintf(
       stderr,
-      "kvjit serve: %s, context %lld tokens, %lld KV blocks of %lld tokens, %lld tokens "
-      "per step, chat in %s, %s\n",
+      "kvjit serve: %s, context %lld tokens, %lld KV blocks of %lld tokens (%s cache, %llu "
+      "bytes/token), %lld tokens per step, chat in %s, %s\n",
       options.model_name.c_str(), static_cast<long long>(scheduler_options.context_length),
       static_cast<long long>(runner->num_blocks()), static_cast<long long>(runner->block_size()),
+      kvx::KvCacheTypesName(executable->kv_layout().key_type(), executable->kv_layout().value_type()).c_str(),
+      static_cast<unsigned long long>(executable->kv_layout().bytes_per_block() /
+                                      executable->kv_layout().block_size()),
       static_cast<long long>(scheduler_options.max_batch_tokens), codec.chat_format().c_str(),
       options.api_key.empty() ? "no API key" : "API key required");
   std::printf("kvjit serve: listening on http://%s:%d\n", options.host.c_str(), port);
@@ -162,7 +166,7 @@ Subcommand ServeCommand() {
           "MODEL_OR_KVX [--host 127.0.0.1] [--port 8000] [--api_key KEY] [--max_batch_tokens N] "
           "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda] [--no_webui]",
           "tools/kvjit/ServeCommand.cpp", RunServe,
-          {"block_size", "cache_dtype", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
+          {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
            "device", "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template"}};
 }
 

@@ -13,7 +13,11 @@ ABSL_FLAG(std::string, o, "-", "the output file ('-' for stdout where the comman
 ABSL_FLAG(std::string, p, "", "the prompt");
 ABSL_FLAG(int, n, 32, "the most tokens to generate");
 ABSL_FLAG(int64_t, block_size, 16, "tokens per KV-cache block");
-ABSL_FLAG(std::string, cache_dtype, "f32", "element type of the KV cache: f32 or f16");
+ABSL_FLAG(std::string, cache_dtype, "f32",
+          "how the KV cache stores keys and values: f32, f16, bf16, q8_0, q4_0 or f8_e4m3 (the "
+          "CUDA backend: f32 or f16)");
+ABSL_FLAG(std::string, cache_dtype_k, "", "how the KV cache stores keys, where not as --cache_dtype says");
+ABSL_FLAG(std::string, cache_dtype_v, "", "how the KV cache stores values, where not as --cache_dtype says");
 ABSL_FLAG(int64_t, max_tokens_per_step, 512,
           "tokens one step may carry; sizes the activation arena");
 ABSL_FLAG(int64_t, kv_memory_mib, 1024,
@@ -57,6 +61,8 @@ codegen::CompileOptions CompileOptionsFromFlags() {
   codegen::CompileOptions options;
   options.block_size = absl::GetFlag(FLAGS_block_size);
   options.cache_dtype = absl::GetFlag(FLAGS_cache_dtype);
+  options.cache_dtype_k = absl::GetFlag(FLAGS_cache_dtype_k);
+  options.cache_dtype_v = absl::GetFlag(FLAGS_cache_dtype_v);
   options.max_tokens_per_step = absl::GetFlag(FLAGS_max_tokens_per_step);
   options.kv_memory_mib = absl::GetFlag(FLAGS_kv_memory_mib);
   // A model compiled on the fly for --device cuda needs its kernels.

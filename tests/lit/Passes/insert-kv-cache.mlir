@@ -5,7 +5,7 @@ tfm.param @out : tensor<40x16xf32> storage <f32>
 
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[TOKENS:[^:]*]]: tensor<?xi32>, %[[POS:[^:]*]]: tensor<?xi32>, %[[STARTS:[^:]*]]: tensor<?xi32>, %[[LENS:[^:]*]]: tensor<?xi32>, %[[SLOTS:[^:]*]]: tensor<?xi32>, %[[TABLES:[^:]*]]: tensor<?x?xi32>, %[[ROWS:[^:]*]]: tensor<?xi32>,
-// CHECK-SAME: %[[CACHE:[^:]*]]: !kv.cache<layers = 2, kv_heads = 2, head_dim = 4, block_size = 16, element_type = f16>) -> tensor<?x40xf32>
+// CHECK-SAME: %[[CACHE:[^:]*]]: !kv.cache<layers = 2, kv_heads = 2, head_dim = 4, block_size = 16, key_type = f16, value_type = f16>) -> tensor<?x40xf32>
 // CHECK-SAME: attributes {kv.step_function}
 func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x40xf32> {
   %x = "test.source"(%tokens) : (tensor<?xi32>) -> tensor<?x4x4xf32>

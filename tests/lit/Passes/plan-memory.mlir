@@ -96,17 +96,17 @@ func.func @region_use(%x: tensor<4x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf3
 // One block holds every layer's K and V for 16 tokens:
 // 2 × 2 layers × 4 kv_heads × 8 head_dim × 16 slots × 2 bytes (f16) = 4096,
 // and a 1 MiB budget holds 256 of them.
-!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f16>
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, key_type = f16, value_type = f16>
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: kernel.arena = #kernel.arena<bytes = 2048, naive_bytes = 2048, max_tokens = 8, alignment = 256>
-// CHECK-SAME: kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>
+// CHECK-SAME: kv.layout = #kv.layout<block_size = 16, key_type = f16, value_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, key_slot_stride_bytes = 64, value_slot_stride_bytes = 64>
 // CHECK: kv.write
 // CHECK-NOT: kernel.arena_offsets
 // CHECK-SAME: !kv.cache
 // CHECK: kv.attention {{.*}} {kernel.arena_offsets = array<i64: 0>
 // REPORT: remark: memory plan of @step
 // REPORT-NEXT: activations: 1 values in an arena of 2048 bytes, naive sum 2048 bytes, reuse 1.00x, for 8 tokens per step
-// REPORT-NEXT: kv cache: 4096 bytes per block of 16 tokens, 256 blocks (4096 tokens) in 1 MiB
+// REPORT-NEXT: kv cache: f16 keys, f16 values, 4096 bytes per block of 16 tokens, 256 blocks (4096 tokens) in 1 MiB
 func.func @step(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>,
                 %positions: tensor<?xi32>, %seq_starts: tensor<?xi32>,
                 %context_lens: tensor<?xi32>, %slots: tensor<?xi32>,
@@ -114,6 +114,26 @@ func.func @step(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf
   kv.write %k, %v into %cache[0] at %slots : tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<?xi32>, !cache
   %o = kv.attention %q, %cache[0] positions %positions seq_starts %seq_starts context_lens %context_lens block_tables %tables {scale = 0.353553385 : f32} : (tensor<?x8x8xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x8xf32>
   return %o : tensor<?x8x8xf32>
+}
+
+// -----
+
+// Keys and values each sized by their type (runtime/schema/KvCacheFormat.h):
+// a slot's q8_0 keys are 4 kv_heads x 1 block of 34 bytes = 136, its f16
+// values 4 x 32 x 2 = 256; a layer is 16 x 136 + 16 x 256 = 6272 bytes, a
+// block 2 layers of them = 12544, and 1 MiB holds 83.
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 32, block_size = 16, key_type = q8_0, value_type = f16>
+// CHECK-LABEL: func.func @mixed_types
+// CHECK-SAME: kv.layout = #kv.layout<block_size = 16, key_type = q8_0, value_type = f16, block_bytes = 12544, blocks = 83, layer_stride_bytes = 6272, value_offset_bytes = 2176, key_slot_stride_bytes = 136, value_slot_stride_bytes = 256>
+// REPORT: remark: memory plan of @mixed_types
+// REPORT: kv cache: q8_0 keys, f16 values, 12544 bytes per block of 16 tokens, 83 blocks (1328 tokens) in 1 MiB
+func.func @mixed_types(%q: tensor<?x8x32xf32>, %k: tensor<?x4x32xf32>, %v: tensor<?x4x32xf32>,
+                       %positions: tensor<?xi32>, %seq_starts: tensor<?xi32>,
+                       %context_lens: tensor<?xi32>, %slots: tensor<?xi32>,
+                       %tables: tensor<?x?xi32>, %cache: !cache) -> tensor<?x8x32xf32> {
+  kv.write %k, %v into %cache[0] at %slots : tensor<?x4x32xf32>, tensor<?x4x32xf32>, tensor<?xi32>, !cache
+  %o = kv.attention %q, %cache[0] positions %positions seq_starts %seq_starts context_lens %context_lens block_tables %tables {scale = 0.176776695 : f32} : (tensor<?x8x32xf32>, !cache, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x8x32xf32>
+  return %o : tensor<?x8x32xf32>
 }
 
 // -----

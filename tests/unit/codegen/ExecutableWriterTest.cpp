@@ -214,9 +214,11 @@ void ExpectWellFormed(const kvx::Executable& executable, const model::ModelConfi
   EXPECT_EQ(kv->num_kv_heads(), config.num_kv_heads);
   EXPECT_EQ(kv->head_dim(), config.head_dim);
   EXPECT_EQ(kv->block_size(), 16u);
-  EXPECT_EQ(kv->element_type(), kvx::StorageType::F32);
+  EXPECT_EQ(kv->key_type(), kvx::StorageType::F32);
+  EXPECT_EQ(kv->value_type(), kvx::StorageType::F32);
   EXPECT_EQ(kv->bytes_per_block(), 2 * config.num_layers * slot_bytes * 16);
-  EXPECT_EQ(kv->slot_stride_bytes(), slot_bytes);
+  EXPECT_EQ(kv->key_slot_stride_bytes(), slot_bytes);
+  EXPECT_EQ(kv->value_slot_stride_bytes(), slot_bytes);
   EXPECT_EQ(kv->value_offset_bytes(), slot_bytes * 16);
   EXPECT_EQ(kv->layer_stride_bytes(), 2 * slot_bytes * 16);
   EXPECT_EQ(kv->default_blocks(), (uint64_t{8} << 20) / kv->bytes_per_block());
@@ -506,7 +508,7 @@ std::string StepFunction(const std::string& body) {
     func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>, %seq_starts: tensor<?xi32>,
                     %context_lens: tensor<?xi32>, %slot_mapping: tensor<?xi32>,
                     %block_tables: tensor<?x?xi32>, %logits_rows: tensor<?xi32>,
-                    %cache: !kv.cache<layers = 2, kv_heads = 2, head_dim = 4, block_size = 16, element_type = f32>)
+                    %cache: !kv.cache<layers = 2, kv_heads = 2, head_dim = 4, block_size = 16, key_type = f32, value_type = f32>)
         -> tensor<?x16xf32> attributes {kv.step_function} {
       %table = tfm.weight @token_embd.weight : tensor<40x16xf32>
       %x = tfm.embedding %table, %tokens : (tensor<40x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>

@@ -94,8 +94,8 @@ TEST_F(PlanMemoryTest, Stories260KForwardGetsASoundPlanWithReuse) {
   // planned from the model's real dimensions.
   const model::ModelConfig& config = model->config;
   auto cache = kv::CacheType::get(&context_, config.num_layers, config.num_kv_heads,
-                                  config.head_dim, /*block_size=*/16,
-                                  mlir::Float16Type::get(&context_));
+                                  config.head_dim, /*block_size=*/16, kv::CacheElement::f16,
+                                  kv::CacheElement::f16);
   forward.insertArgument(forward.getNumArguments(), cache, {}, forward.getLoc());
 
   ASSERT_TRUE(mlir::succeeded(Plan(**module, PlanMemoryOptions{})));
@@ -335,7 +335,7 @@ TEST_F(BrokenPlanTest, RejectsAFunctionThatWasNeverPlanned) {
 
 TEST_F(PlanMemoryTest, ReportStatesReuseAndKvBlocks) {
   auto module = Parse(R"mlir(
-    !cache = !kv.cache<layers = 2, kv_heads = 2, head_dim = 4, block_size = 16, element_type = f32>
+    !cache = !kv.cache<layers = 2, kv_heads = 2, head_dim = 4, block_size = 16, key_type = f32, value_type = f32>
     func.func @step(%x: tensor<?x8xf32>, %cache: !cache) -> tensor<?x8xf32> {
       %a = tfm.silu %x : tensor<?x8xf32>
       %b = tfm.silu %a : tensor<?x8xf32>

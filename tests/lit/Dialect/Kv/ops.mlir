@@ -1,10 +1,10 @@
 // RUN: kvjit-opt %s --split-input-file | FileCheck %s
 // RUN: kvjit-opt %s --split-input-file --mlir-print-op-generic | kvjit-opt --split-input-file | FileCheck %s
 
-!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, key_type = f32, value_type = f32>
 
 // CHECK-LABEL: func.func @write_then_attend
-// CHECK-SAME: !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+// CHECK-SAME: !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, key_type = f32, value_type = f32>
 func.func @write_then_attend(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: tensor<?x4x8xf32>,
                              %positions: tensor<?xi32>, %seq_starts: tensor<?xi32>,
                              %context_lens: tensor<?xi32>, %slots: tensor<?xi32>,
@@ -18,7 +18,7 @@ func.func @write_then_attend(%q: tensor<?x8x8xf32>, %k: tensor<?x4x8xf32>, %v: t
 
 // -----
 
-!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, element_type = f32>
+!cache = !kv.cache<layers = 2, kv_heads = 4, head_dim = 8, block_size = 16, key_type = f32, value_type = f32>
 
 // CHECK-LABEL: func.func @softcapped
 func.func @softcapped(%q: tensor<?x8x8xf32>, %positions: tensor<?xi32>, %tables: tensor<?x?xi32>,
@@ -32,7 +32,7 @@ func.func @softcapped(%q: tensor<?x8x8xf32>, %positions: tensor<?xi32>, %tables:
 
 // plan-memory's KV layout, typed: it prints as it parses.
 // CHECK-LABEL: func.func @laid_out
-// CHECK-SAME: kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>
-func.func @laid_out() attributes {kv.layout = #kv.layout<block_size = 16, element_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, slot_stride_bytes = 64>} {
+// CHECK-SAME: kv.layout = #kv.layout<block_size = 16, key_type = f16, value_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, key_slot_stride_bytes = 64, value_slot_stride_bytes = 64>
+func.func @laid_out() attributes {kv.layout = #kv.layout<block_size = 16, key_type = f16, value_type = f16, block_bytes = 4096, blocks = 256, layer_stride_bytes = 2048, value_offset_bytes = 1024, key_slot_stride_bytes = 64, value_slot_stride_bytes = 64>} {
   return
 }

@@ -38,7 +38,7 @@ check(llama["summary"][figure]["median"] == expected_median, f"llama.cpp's media
 settings = llama["settings"]
 check(settings == {"n_batch": n_batch, "n_ubatch": n_batch, "n_threads": 1, "flash_attn": "on",
                    "kv_cache_type": "f16"}, f"llama.cpp settings {settings}")
-for engine, cache in (("kvjit f32", "F32"), ("kvjit f16", "F16")):
+for engine, cache in (("kvjit f32", "f32"), ("kvjit f16", "f16")):
     kvjit = next(e for e in report["engines"] if e["engine"] == engine)
     check(kvjit["settings"]["kv_cache"] == cache, f"{engine} settings {kvjit['settings']}")
     ratio = report["median_ratios"][f"{engine} / llama.cpp"][figure]

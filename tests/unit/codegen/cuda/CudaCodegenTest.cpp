@@ -172,7 +172,7 @@ TEST(CudaCodegenTest, CacheOfAnotherElementTypeIsNamed) {
   ASSERT_FALSE(module.ok());
   EXPECT_EQ(module.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(module.status().message(), HasSubstr("(KvWrite)"));
-  EXPECT_THAT(module.status().message(), HasSubstr("f32 or f16, not BF16"));
+  EXPECT_THAT(module.status().message(), HasSubstr("both in f32 or both in f16, not BF16 keys and BF16 values"));
 }
 
 TEST(CudaCodegenTest, CopyInPlaceLaunchesNothing) {
@@ -188,7 +188,8 @@ TEST(CudaCodegenTest, CopyInPlaceLaunchesNothing) {
   std::vector<flatbuffers::Offset<kvx::Instruction>> instructions = {
       kvx::CreateInstructionDirect(b, kvx::OpCode::Copy, &inputs, &outputs)};
   auto program = kvx::CreateProgramDirect(b, &instructions, out, 4096, 8);
-  auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4);
+  auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4,
+                                kvx::StorageType::F32, 32);
   std::vector<flatbuffers::Offset<kvx::Weight>> weights;
   auto root = kvx::CreateExecutableDirect(b, 0, nullptr, kvx::CreateModelConfigDirect(b), 0,
                                           nullptr, &weights, kv, program);

@@ -57,7 +57,8 @@ TEST_F(CudaCompileTest, WritesALoadableExecutableWithItsCudaModule) {
   EXPECT_GT(cuda->cubin()->size(), 0u);
   EXPECT_THAT(cuda->ptx()->str(), HasSubstr(".target sm_80"));
   EXPECT_THAT(cuda->source()->str(), HasSubstr("struct LaunchArgs"));
-  EXPECT_EQ((*loaded)->kv_layout().element_type(), kvx::StorageType::F16);
+  EXPECT_EQ((*loaded)->kv_layout().key_type(), kvx::StorageType::F16);
+  EXPECT_EQ((*loaded)->kv_layout().value_type(), kvx::StorageType::F16);
   // NVRTC's output went to the cache the environment names.
   EXPECT_FALSE(std::filesystem::is_empty(directory_ / "nvrtc"));
 }

@@ -379,8 +379,7 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
   const kvx::KvLayout& kv = *executable.kv_layout();
   const int64_t heads = attention.inputs()->Get(0)->shape()->Get(1)->size();
   const cpu::PagedKvLayout layout = {
-      kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(),
-      cache == kvx::StorageType::F32 ? cpu::KvElementType::kF32 : cpu::KvElementType::kF16};
+      kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(), cache, cache};
   ASSERT_EQ(static_cast<uint64_t>(layout.BlockBytes()), kv.bytes_per_block());
   constexpr int64_t kBlocks = 32;
   std::vector<float> cpu_pool(kBlocks * kv.bytes_per_block() / sizeof(float), 0.0f);

@@ -149,7 +149,7 @@ class SyntheticBuilder {
     const uint64_t slot_stride = kKvHeads * kHeadDim * element;
     const uint64_t value_offset = slot_stride * kBlockSize;
     auto kv = kvx::CreateKvLayout(fbb_, 2, kKvHeads, kHeadDim, kBlockSize, cache, 4 * value_offset,
-                                  2 * value_offset, value_offset, slot_stride, 16);
+                                  2 * value_offset, value_offset, slot_stride, 16, cache, slot_stride);
     auto config = kvx::CreateModelConfigDirect(fbb_, "llama", "synthetic", kFeatures);
     auto root =
         kvx::CreateExecutableDirect(fbb_, 0, nullptr, config, 0, nullptr, &weights_, kv, program);

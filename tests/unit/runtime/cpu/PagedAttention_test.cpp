@@ -48,14 +48,14 @@ struct Cache {
   std::vector<std::vector<float>> keys, values;
 };
 
-float AsStored(float v, KvElementType type) {
-  return type == KvElementType::kF16 ? quant::HalfToFloat(quant::FloatToHalf(v)) : v;
+float AsStored(float v, kvx::StorageType type) {
+  return type == kvx::StorageType::F16 ? quant::HalfToFloat(quant::FloatToHalf(v)) : v;
 }
 
 // Fills the cache through WriteKv with blocks handed out in a scrambled order.
-Cache BuildCache(KvElementType type, uint32_t seed) {
+Cache BuildCache(kvx::StorageType type, uint32_t seed) {
   Cache cache;
-  cache.layout = PagedKvLayout{kLayers, kKvHeads, kHeadDim, kBlockSize, type};
+  cache.layout = PagedKvLayout{kLayers, kKvHeads, kHeadDim, kBlockSize, type, type};
   cache.pool.assign(static_cast<size_t>(kPoolBlocks * cache.layout.BlockBytes()), 0xAB);
   std::mt19937 rng(seed);
   std::vector<int32_t> free_blocks(kPoolBlocks);
@@ -152,7 +152,7 @@ std::vector<double> NaiveAttention(const Cache& cache, const Step& step, const s
         const int64_t g = h / (kHeads / kKvHeads);
         std::vector<float> q(step.query.begin() + (t * kHeads + h) * kHeadDim,
                              step.query.begin() + (t * kHeads + h + 1) * kHeadDim);
-        for (float& x : q) x = AsStored(x, cache.layout.element_type);  // an f16 cache's query is f16 too
+        for (float& x : q) x = AsStored(x, cache.layout.key_type);  // an f16 cache's query is f16 too
         std::vector<double> scores(visible);
         double max = -INFINITY;
         const int32_t first = FirstKey(step.positions[t], window);
@@ -313,7 +313,7 @@ const std::vector<size_t> kAllSequences = {0, 1, 2, 3};
 // bits for either batch. The swapped orders give other bits, so the test
 // tells the two apart (kHeadDim = 40 also exercises ggml_vec_dot_f16's tail).
 TEST(PagedAttentionF16Test, FollowsGgmlsOrderForDecodeAndPrefill) {
-  const Cache cache = BuildCache(KvElementType::kF16, 4);
+  const Cache cache = BuildCache(kvx::StorageType::F16, 4);
   const Step step = MakeStep(cache, kAllSequences, 300);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const std::vector<float> out = Attend(cache, step, scale, 2);
@@ -331,7 +331,7 @@ TEST(PagedAttentionF16Test, FollowsGgmlsOrderForDecodeAndPrefill) {
 // starts keys off a lane boundary, for thread counts whose chunks split a kv
 // head's group of query heads (attended together) at different heads.
 TEST(PagedAttentionF32Test, FollowsTheDocumentedOrder) {
-  const Cache cache = BuildCache(KvElementType::kF32, 10);
+  const Cache cache = BuildCache(kvx::StorageType::F32, 10);
   const Step step = MakeStep(cache, kAllSequences, 1000);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   for (int threads : {1, 2, 3, 4}) {
@@ -348,7 +348,7 @@ TEST(PagedAttentionF32Test, FollowsTheDocumentedOrder) {
 // only query head of its kv head, in a query of kKvHeads heads.
 TEST(PagedAttentionF32Test, LargeGroupsGiveEachHeadItsBitsAlone) {
   constexpr int64_t kWideHeads = 10 * kKvHeads;
-  const Cache cache = BuildCache(KvElementType::kF32, 11);
+  const Cache cache = BuildCache(kvx::StorageType::F32, 11);
   const Step step = MakeStep(cache, kAllSequences, 1100);
   const PagedAttentionBatch batch = step.Batch(cache.max_blocks);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
@@ -384,7 +384,7 @@ TEST(PagedAttentionF32Test, LargeGroupsGiveEachHeadItsBitsAlone) {
   }
 }
 
-class PagedAttentionTest : public ::testing::TestWithParam<KvElementType> {};
+class PagedAttentionTest : public ::testing::TestWithParam<kvx::StorageType> {};
 
 // The f32 online softmax rounds a few times per key; with <= 70 keys of
 // N(0, 1) values the output error stays far below 2e-5 (values are O(1)).
@@ -396,7 +396,7 @@ TEST_P(PagedAttentionTest, MatchesContiguousNaiveAttention) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const std::vector<float> out = Attend(cache, step, scale, 3);
   const std::vector<double> expected = NaiveAttention(cache, step, kAllSequences, scale);
-  const double tolerance = GetParam() == KvElementType::kF32 ? 2e-5 : 1e-3;
+  const double tolerance = GetParam() == kvx::StorageType::F32 ? 2e-5 : 1e-3;
   EXPECT_TRUE(AllClose(out, expected, Absolute(tolerance)));
 }
 
@@ -423,7 +423,7 @@ TEST_P(PagedAttentionTest, SlidingWindowMatchesNaiveAttentionOverTheWindow) {
   const Step step = MakeStep(cache, kAllSequences, 500);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const std::vector<float> out = Attend(cache, step, scale, 2, kWindow);
-  const double tolerance = GetParam() == KvElementType::kF32 ? 2e-5 : 1e-3;
+  const double tolerance = GetParam() == kvx::StorageType::F32 ? 2e-5 : 1e-3;
   EXPECT_TRUE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale, kWindow), Absolute(tolerance)));
   // The window matters: over the whole context the long sequences differ.
   EXPECT_FALSE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale), Absolute(1e-2)));
@@ -448,7 +448,7 @@ TEST_P(PagedAttentionTest, SlidingWindowReadsNoBlockBeforeTheWindow) {
 }
 
 TEST(PagedAttentionF16Test, SlidingWindowFollowsGgmlsMaskedRow) {
-  const Cache cache = BuildCache(KvElementType::kF16, 7);
+  const Cache cache = BuildCache(kvx::StorageType::F16, 7);
   const Step step = MakeStep(cache, kAllSequences, 700);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   EXPECT_TRUE(AllEqual(Attend(cache, step, scale, 2, kWindow),
@@ -465,14 +465,14 @@ TEST_P(PagedAttentionTest, SoftcapMatchesNaiveAttentionOfCappedScores) {
   const Step step = MakeStep(cache, kAllSequences, 800);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   const std::vector<float> out = Attend(cache, step, scale, 2, kWindow, kSoftcap);
-  const double tolerance = GetParam() == KvElementType::kF32 ? 2e-5 : 1e-3;
+  const double tolerance = GetParam() == kvx::StorageType::F32 ? 2e-5 : 1e-3;
   EXPECT_TRUE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale, kWindow, kSoftcap),
                        Absolute(tolerance)));
   EXPECT_FALSE(AllClose(out, NaiveAttention(cache, step, kAllSequences, scale, kWindow), Absolute(1e-2)));
 }
 
 TEST(PagedAttentionF16Test, SoftcapFollowsGgmlsScaleTanhScale) {
-  const Cache cache = BuildCache(KvElementType::kF16, 9);
+  const Cache cache = BuildCache(kvx::StorageType::F16, 9);
   const Step step = MakeStep(cache, kAllSequences, 900);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   EXPECT_TRUE(AllEqual(Attend(cache, step, scale, 2, /*window=*/0, kSoftcap),
@@ -480,20 +480,21 @@ TEST(PagedAttentionF16Test, SoftcapFollowsGgmlsScaleTanhScale) {
                            cache, step, kAllSequences, scale, [](int32_t rows) { return rows == 1; }, 0, kSoftcap)));
 }
 
-INSTANTIATE_TEST_SUITE_P(F32AndF16, PagedAttentionTest, ::testing::Values(KvElementType::kF32, KvElementType::kF16),
-                         [](const ::testing::TestParamInfo<KvElementType>& info) {
-                           return info.param == KvElementType::kF32 ? "f32" : "f16";
+INSTANTIATE_TEST_SUITE_P(F32AndF16, PagedAttentionTest, ::testing::Values(kvx::StorageType::F32, kvx::StorageType::F16),
+                         [](const ::testing::TestParamInfo<kvx::StorageType>& info) {
+                           return info.param == kvx::StorageType::F32 ? "f32" : "f16";
                          });
 
 // The documented layout, computed here from its definition, not from the
 // header's helpers: block b, layer l, K then V, slot s, kv head g.
 TEST(WriteKvTest, StoresAtTheDocumentedOffsetsAndNowhereElse) {
-  const PagedKvLayout layout{kLayers, kKvHeads, kHeadDim, kBlockSize, KvElementType::kF32};
+  const PagedKvLayout layout{kLayers, kKvHeads, kHeadDim, kBlockSize, kvx::StorageType::F32, kvx::StorageType::F32};
   const int64_t elem = 4;
   EXPECT_EQ(layout.BlockBytes(), 2 * kLayers * kKvHeads * kHeadDim * kBlockSize * elem);
   EXPECT_EQ(layout.LayerStride(), 2 * kBlockSize * kKvHeads * kHeadDim * elem);
   EXPECT_EQ(layout.ValueOffset(), kBlockSize * kKvHeads * kHeadDim * elem);
-  EXPECT_EQ(layout.SlotStride(), kKvHeads * kHeadDim * elem);
+  EXPECT_EQ(layout.KeySlotStride(), kKvHeads * kHeadDim * elem);
+  EXPECT_EQ(layout.ValueSlotStride(), kKvHeads * kHeadDim * elem);
 
   std::vector<uint8_t> pool_bytes(static_cast<size_t>(4 * layout.BlockBytes()), 0);
   std::vector<float> key(kKvHeads * kHeadDim), value(key.size());
@@ -518,7 +519,7 @@ TEST(WriteKvTest, StoresAtTheDocumentedOffsetsAndNowhereElse) {
 }
 
 TEST(WriteKvTest, RoundsToNearestEvenHalf) {
-  const PagedKvLayout layout{1, 1, 2, 4, KvElementType::kF16};
+  const PagedKvLayout layout{1, 1, 2, 4, kvx::StorageType::F16, kvx::StorageType::F16};
   std::vector<uint8_t> pool_bytes(static_cast<size_t>(layout.BlockBytes()));
   const float key[2] = {1.0f + 1.0f / 4096, 3.14159f}, value[2] = {-2.0f, 65504.0f};
   const int32_t slot = 0;
@@ -531,7 +532,7 @@ TEST(WriteKvTest, RoundsToNearestEvenHalf) {
 }
 
 TEST(PagedAttentionErrors, RejectsBadMetadataBeforeReadingTheCache) {
-  const Cache cache = BuildCache(KvElementType::kF32, 3);
+  const Cache cache = BuildCache(kvx::StorageType::F32, 3);
   const float scale = 0.1f;
   std::vector<float> out(6 * kHeads * kHeadDim);
   ThreadPool pool(1);

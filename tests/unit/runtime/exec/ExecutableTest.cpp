@@ -161,7 +161,8 @@ class ExecutableTest : public ::testing::Test {
     }
     auto config = kvx::CreateModelConfig(b, b.CreateString("llama"), 0, /*vocab_size=*/4);
     // 1 layer, 1 KV head of 8 f32, blocks of 16: slot 32 B, V at 512 B, block 1024 B.
-    auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4);
+    auto kv = kvx::CreateKvLayout(b, 1, 1, 8, 16, kvx::StorageType::F32, 1024, 1024, 512, 32, 4,
+                                  kvx::StorageType::F32, 32);
     flatbuffers::Offset<kvx::CudaModule> cuda = knobs.cuda ? knobs.cuda(b) : 0;
     auto root = kvx::CreateExecutable(b, knobs.schema_version, 0, config, 0,
                                       b.CreateVector({file}), b.CreateVector(weights), kv, program,

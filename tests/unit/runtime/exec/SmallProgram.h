@@ -78,7 +78,8 @@ inline std::vector<uint8_t> SmallProgram() {
           kvx::CreateKvAttentionParams(fbb, /*layer=*/0, /*scale=*/0.25f).Union())};
   auto logits = arena(0, {kvx::Dim(kvx::DimKind::LogitsRows, 0), stat(kHidden)});
   auto program = kvx::CreateProgramDirect(fbb, &instructions, logits);
-  auto kv_layout = kvx::CreateKvLayout(fbb, 1, kKvHeads, kHeadDim, 16, kvx::StorageType::F16);
+  auto kv_layout = kvx::CreateKvLayout(fbb, 1, kKvHeads, kHeadDim, 16, kvx::StorageType::F16, 0, 0, 0, 0, 0,
+                                       kvx::StorageType::F16);
   fbb.Finish(kvx::CreateExecutable(fbb, 0, 0, 0, 0, 0, fbb.CreateVector(weights), kv_layout, program));
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
