@@ -169,7 +169,8 @@ absl::Status LogitsFileReader::CheckSameRun(const LogitsFileShape& shape,
   const auto differ = [&](const std::string& difference) {
     return absl::FailedPreconditionError(absl::StrCat(
         path_, " was saved ", difference,
-        ": compare runs of the same model over the same text with the same --ctx and --chunks"));
+        ": compare runs of the same model over the same text with the same --ctx, and no more "
+        "--chunks"));
   };
   if (shape.vocab != shape_.vocab) {
     return differ(absl::StrCat("with a vocabulary of ", shape_.vocab, "; this model has ", shape.vocab));
@@ -178,7 +179,7 @@ absl::Status LogitsFileReader::CheckSameRun(const LogitsFileShape& shape,
     return differ(absl::StrCat("with --ctx ", shape_.ctx, " (scored from position ", shape_.first,
                                "); this run has --ctx ", shape.ctx, " (from ", shape.first, ")"));
   }
-  if (shape.chunks != shape_.chunks) {
+  if (shape.chunks > shape_.chunks) {
     return differ(absl::StrCat("over ", shape_.chunks, " chunks; this run evaluates ", shape.chunks));
   }
   const auto mismatch =

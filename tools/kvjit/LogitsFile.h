@@ -102,8 +102,8 @@ class LogitsFileReader {
   const LogitsFileShape& shape() const { return shape_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
 
-  // Whether a run of `shape` over `tokens` evaluates what the file saved;
-  // the error names the file and the first difference.
+  // Whether a run of `shape` over `tokens` evaluates what the file saved,
+  // or its first chunks; the error names the file and the first difference.
   absl::Status CheckSameRun(const LogitsFileShape& shape, absl::Span<const int32_t> tokens) const;
 
   absl::StatusOr<SavedRow> Row(int64_t index) const;

@@ -33,8 +33,8 @@ ABSL_FLAG(std::string, save_logits, "",
           "write every scored token's distribution to this file, for a later --kl_divergence");
 ABSL_FLAG(std::string, kl_divergence, "",
           "compare this run's distributions with those --save_logits wrote to this file (the same "
-          "model's vocabulary over the same text, --ctx and --chunks): KL divergence, top-token "
-          "agreement and both perplexities");
+          "model's vocabulary over the same text and --ctx; its first --chunks where fewer): KL "
+          "divergence, top-token agreement and both perplexities");
 
 namespace kvjit::cli {
 namespace {

@@ -163,11 +163,16 @@ TEST(LogitsFileTest, AnotherRunIsRefusedNamingTheDifference) {
   other_vocab.vocab = 7;
   EXPECT_THAT(reader->CheckSameRun(other_vocab, kTokens).message(),
               HasSubstr(path + " was saved with a vocabulary of 5; this model has 7"));
+  // A run of the first chunks compares with theirs.
   LogitsFileShape fewer_chunks = kShape;
   fewer_chunks.chunks = 1;
-  EXPECT_THAT(
-      reader->CheckSameRun(fewer_chunks, absl::MakeConstSpan(kTokens).subspan(0, 6)).message(),
-      HasSubstr(path + " was saved over 2 chunks; this run evaluates 1"));
+  EXPECT_TRUE(reader->CheckSameRun(fewer_chunks, absl::MakeConstSpan(kTokens).subspan(0, 6)).ok());
+  LogitsFileShape more_chunks = kShape;
+  more_chunks.chunks = 3;
+  std::vector<int32_t> longer = kTokens;
+  longer.insert(longer.end(), kTokens.begin(), kTokens.begin() + 6);
+  EXPECT_THAT(reader->CheckSameRun(more_chunks, longer).message(),
+              HasSubstr(path + " was saved over 2 chunks; this run evaluates 3"));
   LogitsFileShape other_ctx = kShape;
   other_ctx.ctx = 4;
   other_ctx.first = 2;
