@@ -39,13 +39,17 @@ ABSL_FLAG(std::string, kl_divergence, "",
 namespace kvjit::cli {
 namespace {
 
+// The text file's contents but for one newline at its end, which
+// llama.cpp's -f drops: the two tools then count the same tokens.
 absl::StatusOr<std::string> ReadText(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("-f TEXT names the text file to evaluate");
   std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
+  std::stringstream contents;
+  contents << file.rdbuf();
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot read the text file"));
-  return text.str();
+  std::string text = contents.str();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
 }
 
 // The text's tokens as llama.cpp's perplexity tool takes them: control
