@@ -6,6 +6,7 @@ namespace kvjit::cli {
 Subcommand RunCommand();
 Subcommand ChatCommand();
 Subcommand BenchCommand();
+Subcommand PerplexityCommand();
 Subcommand ServeCommand();
 Subcommand BenchServeCommand();
 Subcommand TemplateCommand();
@@ -14,7 +15,7 @@ Subcommand TemplateCommand();
 const std::vector<Subcommand>& AllSubcommands() {
   static const std::vector<Subcommand> commands = [] {
     std::vector<Subcommand> all = {RunCommand(), ChatCommand(), ServeCommand(), BenchCommand(),
-                                   BenchServeCommand(), TemplateCommand()};
+                                   BenchServeCommand(), PerplexityCommand(), TemplateCommand()};
     for (const Subcommand& command : CompilerCommandDescriptions()) all.push_back(command);
     return all;
   }();
