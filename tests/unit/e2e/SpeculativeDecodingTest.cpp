@@ -4,7 +4,8 @@
 // step-invariant with the f32 cache), and the rejected drafts' cache slots
 // are cut away before the next step. Checked on stories260K, SmolLM2, and a
 // random Mistral-like model whose 32-position sliding window releases blocks
-// while drafts come and go. (With the f16 cache a verify step's attention
+// while drafts come and go; on SmolLM2 also with a q8_0 cache, which
+// attention reads through the f32 path. (With the f16 cache a verify step's attention
 // rounds otherwise than a one-token step's: the logits differ in their last
 // bits, docs/speculative-decoding.md.)
 
@@ -108,6 +109,16 @@ TEST(SpeculativeDecodingTest, SmolLM2GreedyIsUnchanged) {
   const std::string path = testing::DownloadedModelPath("SmolLM2-135M-Instruct.Q4_1.gguf");
   if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run tools/scripts/fetch_model.sh";
   auto executable = testing::CompileForComparison(path, "f32");
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/16, /*threads=*/2);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  ExpectSameWithAndWithoutDrafts(**runner, 512, RepeatingPrompt(49152, 13, 60), 48, Drafts::kSomeTaken);
+}
+
+TEST(SpeculativeDecodingTest, SmolLM2WithAQ8CacheGreedyIsUnchanged) {
+  const std::string path = testing::DownloadedModelPath("SmolLM2-135M-Instruct.Q4_1.gguf");
+  if (path.empty()) GTEST_SKIP() << "SmolLM2 not found: run tools/scripts/fetch_model.sh";
+  auto executable = testing::CompileForComparison(path, "q8_0");
   ASSERT_TRUE(executable.ok()) << executable.status();
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/16, /*threads=*/2);
   ASSERT_TRUE(runner.ok()) << runner.status();
