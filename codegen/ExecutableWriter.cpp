@@ -369,7 +369,8 @@ class ExecutableBuilder final : public InstructionEmitter {
         static_cast<uint64_t>(layout.getValueOffsetBytes()),
         static_cast<uint64_t>(layout.getKeySlotStrideBytes()),
         static_cast<uint64_t>(layout.getBlocks()), kv::CacheFormat(layout.getValueType()).type,
-        static_cast<uint64_t>(layout.getValueSlotStrideBytes()));
+        static_cast<uint64_t>(layout.getValueSlotStrideBytes()),
+        static_cast<uint32_t>(cache.getKeyRotation()), static_cast<uint32_t>(cache.getValueRotation()));
   }
 
   Offset<kvx::ModelConfig> AddModelConfig() {

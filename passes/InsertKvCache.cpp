@@ -122,10 +122,18 @@ struct InsertKvCachePass : impl::InsertKvCacheBase<InsertKvCachePass> {
     mlir::FailureOr<kv::CacheElement> values =
         CacheElement(function, "cache-dtype-v", valueElementType, *both);
     if (mlir::failed(keys) || mlir::failed(values)) return mlir::failure();
+    if (rotation != "auto" && rotation != "none") {
+      return function.emitError() << "rotation must be auto or none, got '" << rotation << "'";
+    }
+    const int64_t head_dim = key_type.getDimSize(2);
+    auto rotation_of = [&](kv::CacheElement element, int64_t block) -> int64_t {
+      return rotation == "auto" && kvx::IsBlockQuantized(kv::CacheFormat(element).type) ? block : 0;
+    };
     auto cache_type = kv::CacheType::getChecked(
         [&] { return function.emitError(); }, &getContext(), static_cast<int64_t>(layers.size()),
-        key_type.getDimSize(1), key_type.getDimSize(2), static_cast<int64_t>(blockSize), *keys,
-        *values);
+        key_type.getDimSize(1), head_dim, static_cast<int64_t>(blockSize), *keys, *values,
+        rotation_of(*keys, kvx::KeyRotationBlock(head_dim)),
+        rotation_of(*values, kvx::ValueRotationBlock(head_dim)));
     if (!cache_type) return mlir::failure();
 
     mlir::Block& body = function.getBody().front();

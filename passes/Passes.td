@@ -115,7 +115,11 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
     causal, or with no attention, gets a diagnostic. The cache stores keys
     and values as `cache-dtype` says, or each apart as `cache-dtype-k` and
     `cache-dtype-v` (llama.cpp's `-ctk`/`-ctv`); the types stored in blocks
-    of 32 (q8_0, q4_0, f8_e4m3) need head_dim a multiple of 32.
+    of 32 (q8_0, q4_0, f8_e4m3) need head_dim a multiple of 32. With
+    `rotation=auto` such keys (values) are stored rotated by a
+    Walsh-Hadamard matrix where head_dim is a multiple of 64 (the keys by
+    the largest power of two dividing it, the values by 64), as llama.cpp
+    rotates its quantized caches; `rotation=none` stores them as they are.
   }];
   let dependentDialects = ["::kvjit::tfm::TfmDialect", "::kvjit::kv::KvDialect"];
   let options = [
@@ -127,6 +131,9 @@ def InsertKvCache : Pass<"insert-kv-cache", "::mlir::ModuleOp"> {
            "how the cache stores keys, where not as cache-dtype says">,
     Option<"valueElementType", "cache-dtype-v", "std::string", /*default=*/"\"\"",
            "how the cache stores values, where not as cache-dtype says">,
+    Option<"rotation", "rotation", "std::string", /*default=*/"\"auto\"",
+           "auto: rotate quantized keys and values by a Walsh-Hadamard matrix where head_dim is a "
+           "multiple of 64, as llama.cpp does; none: store them as they are">,
   ];
 }
 

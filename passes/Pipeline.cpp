@@ -105,6 +105,7 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
   cache.cacheElementType = options.cacheElementType;
   cache.keyElementType = options.keyElementType;
   cache.valueElementType = options.valueElementType;
+  cache.rotation = options.cacheRotation;
   pm.addPass(createInsertKvCache(cache));
   pm.addPass(createFuseElementwise());
   PlanMemoryOptions plan;
@@ -122,6 +123,7 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
          " cache-dtype=" + options.cacheElementType.getValue() +
          (options.keyElementType.empty() ? "" : " cache-dtype-k=" + options.keyElementType.getValue()) +
          (options.valueElementType.empty() ? "" : " cache-dtype-v=" + options.valueElementType.getValue()) +
+         (options.cacheRotation.getValue() == "auto" ? "" : " rotation=" + options.cacheRotation.getValue()) +
          "},fuse-elementwise,plan-memory{max-tokens-per-step=" +
          std::to_string(options.maxTokensPerStep.getValue()) +
          " kv-memory-mib=" + std::to_string(options.kvMemoryMib.getValue()) + "}";

@@ -29,6 +29,11 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
   Option<std::string> valueElementType{
       *this, "cache-dtype-v",
       llvm::cl::desc("how the KV cache stores values, where not as cache-dtype says"), llvm::cl::init("")};
+  Option<std::string> cacheRotation{
+      *this, "cache-rotation",
+      llvm::cl::desc("auto: quantized keys and values rotated by a Walsh-Hadamard matrix where head_dim "
+                     "is a multiple of 64; none: as they are"),
+      llvm::cl::init("auto")};
   Option<int64_t> maxTokensPerStep{
       *this, "max-tokens-per-step",
       llvm::cl::desc("tokens one step may carry; sizes the activation arena"), llvm::cl::init(512)};

@@ -153,6 +153,11 @@ absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout) {
         kvx::EnumNameStorageType(layout.key_type()), " keys and ",
         kvx::EnumNameStorageType(layout.value_type()), " values"));
   }
+  if (layout.key_rotation() != 0 || layout.value_rotation() != 0) {
+    return absl::UnimplementedError(absl::StrCat("the CUDA kernels keep the KV cache unrotated, not rotated in blocks of ",
+                                                 layout.key_rotation(), " (keys) and ", layout.value_rotation(),
+                                                 " (values)"));
+  }
   const int element_bytes = layout.key_type() == kvx::StorageType::F32 ? 4 : 2;
   return absl::StrCat(
       "  [[maybe_unused]] constexpr int kKvHeads = ", layout.num_kv_heads(), ";\n",

@@ -277,6 +277,10 @@ absl::Status CheckOptions(const CompileOptions& options) {
         "--target cuda: this kvjit was built without the CUDA toolkit (NVRTC was not found at "
         "configure time); install CUDA and reconfigure, or compile for --target cpu");
   }
+  if (options.cache_rotation != "auto" && options.cache_rotation != "none") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cache_rotation must be auto or none, got '", options.cache_rotation, "'"));
+  }
   for (const auto& [flag, name] : {std::pair{"--cache_dtype", options.cache_dtype},
                                    std::pair{"--cache_dtype_k", options.cache_dtype_k},
                                    std::pair{"--cache_dtype_v", options.cache_dtype_v}}) {
@@ -310,6 +314,7 @@ absl::StatusOr<int64_t> BuildPipeline(mlir::ModuleOp module, const std::string& 
   defaults.cacheElementType = options.cache_dtype;
   defaults.keyElementType = options.cache_dtype_k;
   defaults.valueElementType = options.cache_dtype_v;
+  defaults.cacheRotation = options.cache_rotation;
   defaults.maxTokensPerStep = options.max_tokens_per_step;
   defaults.kvMemoryMib = options.kv_memory_mib;
   // The CUDA kernels read GGUF's rows.

@@ -35,6 +35,9 @@ struct CompileOptions {
   std::string cache_dtype = "f32";
   std::string cache_dtype_k;
   std::string cache_dtype_v;
+  // "auto": quantized keys and values stored rotated (insert-kv-cache's
+  // rotation option); "none".
+  std::string cache_rotation = "auto";
   // The CPU ISA the default pipeline's choose-weight-layouts chooses layouts
   // for: "host" (this machine's best, as the runtime picks it), avx512vnni,
   // avx2, portable, or "none" to leave the pass out; the CUDA target never

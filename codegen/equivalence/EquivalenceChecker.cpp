@@ -140,7 +140,8 @@ absl::Status EquivalenceChecker::AdoptCacheRounding(mlir::ModuleOp module) {
   }
   reference::ReferenceEvaluator evaluator(module, weights_);
   reference::RefKvCache rounding(config_.num_layers, config_.num_kv_heads, config_.head_dim, block_size_,
-                                 schedule_.num_blocks, cache.getKeyType(), cache.getValueType());
+                                 schedule_.num_blocks, cache.getKeyType(), cache.getValueType(),
+                                 cache.getKeyRotation(), cache.getValueRotation());
   evaluator.set_cache(&rounding);
   std::vector<std::vector<float>> steps;
   for (const ScheduledStep& step : schedule_.steps) {
@@ -149,9 +150,13 @@ absl::Status EquivalenceChecker::AdoptCacheRounding(mlir::ModuleOp module) {
   }
   cache_rounded_steps_ = std::move(steps);
   tolerance_ = WithCacheRounding(tolerance_, cache.getKeyType(), cache.getValueType());
+  auto rotated = [](int64_t rotation) {
+    return rotation > 0 ? absl::StrCat(" rotated in blocks of ", rotation) : std::string();
+  };
   reference_description_ = absl::StrCat(
-      "the step IR over a reference cache of ", kv::stringifyCacheElement(cache.getKeyType()).str(), " keys and ",
-      kv::stringifyCacheElement(cache.getValueType()).str(), " values");
+      "the step IR over a reference cache of ", kv::stringifyCacheElement(cache.getKeyType()).str(), " keys",
+      rotated(cache.getKeyRotation()), " and ", kv::stringifyCacheElement(cache.getValueType()).str(), " values",
+      rotated(cache.getValueRotation()));
   return absl::OkStatus();
 }
 
@@ -186,7 +191,8 @@ absl::StatusOr<EquivalenceReport> EquivalenceChecker::EvaluateModule(const std::
   if (kv::CacheType step_cache = StepCache(module)) {
     reference::RefKvCache cache(config_.num_layers, config_.num_kv_heads, config_.head_dim,
                                 block_size_, schedule_.num_blocks, step_cache.getKeyType(),
-                                step_cache.getValueType());
+                                step_cache.getValueType(), step_cache.getKeyRotation(),
+                                step_cache.getValueRotation());
     evaluator.set_cache(&cache);
     for (size_t s = 0; s < steps.size(); ++s) {
       KVJIT_ASSIGN_OR_RETURN(reference::RefTensor logits,

@@ -55,7 +55,8 @@ mlir::LogicalResult LayoutAttr::verify(llvm::function_ref<mlir::InFlightDiagnost
 mlir::LogicalResult CacheType::verify(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
                                       int64_t layers, int64_t kv_heads, int64_t head_dim,
                                       int64_t block_size, CacheElement key_type,
-                                      CacheElement value_type) {
+                                      CacheElement value_type, int64_t key_rotation,
+                                      int64_t value_rotation) {
   if (layers <= 0 || kv_heads <= 0 || head_dim <= 0 || block_size <= 0) {
     return emitError() << "cache dimensions must be positive";
   }
@@ -66,6 +67,12 @@ mlir::LogicalResult CacheType::verify(llvm::function_ref<mlir::InFlightDiagnosti
                          << " stores each head in blocks of " << block
                          << " elements; head_dim " << head_dim << " is not a multiple of "
                          << block;
+    }
+  }
+  for (auto [role, rotation] : {std::pair{"key", key_rotation}, std::pair{"value", value_rotation}}) {
+    if (!kvx::IsValidRotation(rotation, head_dim)) {
+      return emitError() << "a " << role << " rotation must be 0 or a power of two dividing head_dim "
+                         << head_dim << ", got " << rotation;
     }
   }
   return mlir::success();

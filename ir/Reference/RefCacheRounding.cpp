@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "runtime/quant/Half.h"
 
@@ -76,6 +77,21 @@ void RoundE4m3Block(float* block) {
 }
 
 }  // namespace
+
+void RotateAsCacheStores(float* head_row, int64_t head_dim, int64_t block) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(block));
+  std::vector<double> rotated(static_cast<size_t>(block));
+  for (int64_t b = 0; b < head_dim; b += block) {
+    for (int64_t i = 0; i < block; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < block; ++j) {
+        sum += (__builtin_popcountll(static_cast<uint64_t>(i & j)) % 2 ? -1.0 : 1.0) * head_row[b + j];
+      }
+      rotated[i] = sum * scale;
+    }
+    for (int64_t i = 0; i < block; ++i) head_row[b + i] = static_cast<float>(rotated[i]);
+  }
+}
 
 void RoundAsCacheStores(kv::CacheElement element, float* head_row, int64_t head_dim) {
   switch (element) {

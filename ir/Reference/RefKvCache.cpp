@@ -10,7 +10,8 @@
 namespace kvjit::reference {
 
 RefKvCache::RefKvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size,
-                       int64_t num_blocks, kv::CacheElement key_type, kv::CacheElement value_type)
+                       int64_t num_blocks, kv::CacheElement key_type, kv::CacheElement value_type,
+                       int64_t key_rotation, int64_t value_rotation)
     : layers_(layers),
       kv_heads_(kv_heads),
       head_dim_(head_dim),
@@ -18,6 +19,8 @@ RefKvCache::RefKvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, int64
       num_blocks_(num_blocks),
       key_type_(key_type),
       value_type_(value_type),
+      key_rotation_(key_rotation),
+      value_rotation_(value_rotation),
       keys_(num_blocks * block_size * layers * kv_heads * head_dim, 0.0f),
       values_(keys_.size(), 0.0f) {}
 
@@ -43,6 +46,8 @@ absl::Status RefKvCache::Write(int64_t layer, const RefTensor& key, const RefTen
       float* value_row = values_.data() + Offset(slot, layer, h);
       std::copy_n(key.values.begin() + source, head_dim_, key_row);
       std::copy_n(value.values.begin() + source, head_dim_, value_row);
+      if (key_rotation_ > 0) RotateAsCacheStores(key_row, head_dim_, key_rotation_);
+      if (value_rotation_ > 0) RotateAsCacheStores(value_row, head_dim_, value_rotation_);
       RoundAsCacheStores(key_type_, key_row, head_dim_);
       RoundAsCacheStores(value_type_, value_row, head_dim_);
     }
@@ -105,7 +110,9 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
       }
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t kv = h / group;
-        const float* q = &query.values[(t * heads + h) * head_dim_];
+        std::vector<float> q(query.values.begin() + (t * heads + h) * head_dim_,
+                             query.values.begin() + (t * heads + h + 1) * head_dim_);
+        if (key_rotation_ > 0) RotateAsCacheStores(q.data(), head_dim_, key_rotation_);
         double max_score = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < keys; ++j) {
           const float* k = &keys_[Offset(slots[j], layer, kv)];
@@ -124,6 +131,7 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
           }
           o[e] = static_cast<float>(acc);
         }
+        if (value_rotation_ > 0) RotateAsCacheStores(o, head_dim_, value_rotation_);
       }
     }
   }

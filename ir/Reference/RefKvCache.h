@@ -12,12 +12,15 @@ namespace kvjit::reference {
 
 // The reference semantics of the paged cache: a pool of blocks of
 // `block_size` slots; each slot holds K and V for every layer and KV head,
-// each rounded as a cache of `key_type` (`value_type`) stores it.
+// each rounded as a cache of `key_type` (`value_type`) stores it, after the
+// rotation of `key_rotation` (`value_rotation`) elements where nonzero, which
+// attention then applies to the queries (its output).
 class RefKvCache {
  public:
   RefKvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size,
              int64_t num_blocks, kv::CacheElement key_type = kv::CacheElement::f32,
-             kv::CacheElement value_type = kv::CacheElement::f32);
+             kv::CacheElement value_type = kv::CacheElement::f32, int64_t key_rotation = 0,
+             int64_t value_rotation = 0);
 
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return num_blocks_; }
@@ -41,6 +44,7 @@ class RefKvCache {
 
   int64_t layers_, kv_heads_, head_dim_, block_size_, num_blocks_;
   kv::CacheElement key_type_, value_type_;
+  int64_t key_rotation_, value_rotation_;
   std::vector<float> keys_;
   std::vector<float> values_;
 };

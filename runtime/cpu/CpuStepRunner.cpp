@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
   // know, and every known one has a kernel (CpuKernelTable.cpp checks it).
   std::unique_ptr<CpuStepRunner> runner(new CpuStepRunner(executable, num_blocks, threads));
   runner->kv_layout_ = {kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(),
-                        kv.key_type(), kv.value_type()};
+                        kv.key_type(),   kv.value_type(), kv.key_rotation(), kv.value_rotation()};
   if (static_cast<uint64_t>(runner->kv_layout_.BlockBytes()) != kv.bytes_per_block()) {
     return absl::InvalidArgumentError(absl::StrCat(
         executable.path(), ": kv_layout.bytes_per_block is ", kv.bytes_per_block(),

@@ -78,7 +78,7 @@ void StoreE4m3Block(const float* x, uint8_t* out) {
   for (int64_t i = 0; i < kBlock; ++i) out[2 + i] = FloatToE4m3(x[i] * multiplier);
 }
 
-std::array<float, 256> E4m3Table() {
+std::array<float, 256> MakeE4m3Table() {
   std::array<float, 256> table{};
   for (int code = 0; code < 256; ++code) {
     const int exponent = (code >> 3) & 0xF;
@@ -88,6 +88,12 @@ std::array<float, 256> E4m3Table() {
     if ((code & 0x7F) == 0x7F) magnitude = std::nanf("");
     table[code] = (code & 0x80) ? -magnitude : magnitude;
   }
+  return table;
+}
+
+// Every code's value, made once.
+const std::array<float, 256>& E4m3Table() {
+  static const std::array<float, 256> table = MakeE4m3Table();
   return table;
 }
 
@@ -136,6 +142,17 @@ __attribute__((target("avx2,f16c"))) bool Avx2LoadKvRow(kvx::StorageType type, c
         }
       }
       return true;
+    case kvx::StorageType::F8_E4M3: {
+      const float* table = E4m3Table().data();
+      for (int64_t b = 0; b < n / kBlock; ++b, in += 2 + kBlock, out += kBlock) {
+        const __m256 d = _mm256_set1_ps(LoadScale(in));
+        for (int64_t i = 0; i < kBlock; i += 8) {
+          const __m256i codes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 + i)));
+          _mm256_storeu_ps(out + i, _mm256_mul_ps(d, _mm256_i32gather_ps(table, codes, 4)));
+        }
+      }
+      return true;
+    }
     default:
       return false;
   }
@@ -144,10 +161,7 @@ __attribute__((target("avx2,f16c"))) bool Avx2LoadKvRow(kvx::StorageType type, c
 
 }  // namespace
 
-float E4m3ToFloat(uint8_t code) {
-  static const std::array<float, 256> table = E4m3Table();
-  return table[code];
-}
+float E4m3ToFloat(uint8_t code) { return E4m3Table()[code]; }
 
 uint8_t FloatToE4m3(float x) {
   const uint32_t bits = quant::FloatBits(x);
@@ -161,6 +175,22 @@ uint8_t FloatToE4m3(float x) {
   const uint32_t rounded = quant::ShiftRightRoundingToEven(bits & 0x7FFFFFFF, 20);
   const uint32_t code = rounded - ((127 - 7) << 3);
   return sign | static_cast<uint8_t>(std::min<uint32_t>(code, 0x7E));
+}
+
+void RotateHadamard(float* x, int64_t n, int64_t block) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(block));
+  for (float* b = x; b < x + n; b += block) {
+    for (int64_t half = 1; half < block; half *= 2) {
+      for (int64_t i = 0; i < block; i += 2 * half) {
+        for (int64_t j = i; j < i + half; ++j) {
+          const float a = b[j], c = b[j + half];
+          b[j] = a + c;
+          b[j + half] = a - c;
+        }
+      }
+    }
+    for (int64_t i = 0; i < block; ++i) b[i] *= scale;
+  }
 }
 
 int64_t KvRowBytes(kvx::StorageType type, int64_t n) {

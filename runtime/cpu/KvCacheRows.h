@@ -27,6 +27,11 @@ void LoadKvRow(kvx::StorageType type, const uint8_t* in, int64_t n, float* out);
 // (the results are the same bits).
 void PortableLoadKvRow(kvx::StorageType type, const uint8_t* in, int64_t n, float* out);
 
+// Multiplies each of the n / block consecutive blocks of x by the
+// orthonormal Walsh-Hadamard matrix of `block` elements (a power of two),
+// in place: a butterfly of sums and differences, then the scale 1/sqrt(block).
+void RotateHadamard(float* x, int64_t n, int64_t block);
+
 // The value of an OCP FP8 E4M3FN code (the two NaN codes give NaN).
 float E4m3ToFloat(uint8_t code);
 // x as the nearest E4M3FN code (ties to even), saturated to ±448.

@@ -12,6 +12,7 @@
 #include "runtime/cpu/FloatDot.h"
 #include "runtime/cpu/HalfDot.h"
 #include "runtime/cpu/KvCacheRows.h"
+#include "runtime/schema/KvCacheFormat.h"
 
 namespace kvjit::cpu {
 namespace {
@@ -26,6 +27,12 @@ absl::Status CheckLayout(absl::string_view kernel, const PagedKvLayout& layout, 
     return absl::InvalidArgumentError(absl::StrCat(kernel, ": layer ", layer, " outside 0..", layout.layers - 1));
   }
   if (num_blocks < 0) return absl::InvalidArgumentError(absl::StrCat(kernel, ": negative block count ", num_blocks));
+  if (!kvx::IsValidRotation(layout.key_rotation, layout.head_dim) ||
+      !kvx::IsValidRotation(layout.value_rotation, layout.head_dim)) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": rotations of ", layout.key_rotation, " and ",
+                                                   layout.value_rotation, " elements do not divide head_dim ",
+                                                   layout.head_dim, " as powers of two"));
+  }
   return absl::OkStatus();
 }
 
@@ -80,6 +87,7 @@ struct HeadScratch {
   int64_t weights_stride;
   std::vector<float> lanes;  // [HalfDotLanes, head_dim] (f16) or [heads, head_dim] (f32): the weighted sums of values
   std::vector<float> rows;   // [block_size, head_dim]: a run of keys or values converted to f32
+  std::vector<float> rotated_queries;  // [heads, head_dim]: the group's queries, rotated as the keys are
 };
 
 // The first cached position the query at `position` reads.
@@ -294,13 +302,21 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
   }
   const int64_t row_elements = layout.kv_heads * layout.head_dim;
   pool.ParallelFor(tokens, [&](int64_t begin, int64_t end) {
+    std::vector<float> rotated(layout.key_rotation > 0 || layout.value_rotation > 0 ? row_elements : 0);
+    // The row as the cache keeps it: rotated where the layout says so.
+    auto stored_row = [&](const float* row, int64_t rotation) {
+      if (rotation == 0) return row;
+      std::copy(row, row + row_elements, rotated.begin());
+      RotateHadamard(rotated.data(), row_elements, rotation);
+      return static_cast<const float*>(rotated.data());
+    };
     for (int64_t t = begin; t < end; ++t) {
       const int64_t block = slot_mapping[t] / layout.block_size;
       const int64_t offset = slot_mapping[t] % layout.block_size;
       uint8_t* layer_base = kv_pool + block * layout.BlockBytes() + layer * layout.LayerStride();
-      StoreKvRow(layout.key_type, key + t * row_elements, row_elements,
+      StoreKvRow(layout.key_type, stored_row(key + t * row_elements, layout.key_rotation), row_elements,
                  layer_base + offset * layout.KeySlotStride());
-      StoreKvRow(layout.value_type, value + t * row_elements, row_elements,
+      StoreKvRow(layout.value_type, stored_row(value + t * row_elements, layout.value_rotation), row_elements,
                  layer_base + layout.ValueOffset() + offset * layout.ValueSlotStride());
     }
   });
@@ -334,9 +350,11 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
 
   const int64_t head_dim = layout.head_dim;
   const int64_t group = heads / layout.kv_heads;
-  // f16 keys and values follow llama.cpp's arithmetic; every other cache
-  // takes the f32 path over its f32 values.
-  const bool half = layout.key_type == kvx::StorageType::F16 && layout.value_type == kvx::StorageType::F16;
+  // f16 keys and values follow llama.cpp's arithmetic, unrotated as
+  // llama.cpp keeps them; every other cache takes the f32 path over its f32
+  // values.
+  const bool half = layout.key_type == kvx::StorageType::F16 && layout.value_type == kvx::StorageType::F16 &&
+                    layout.key_rotation == 0 && layout.value_rotation == 0;
   int64_t max_context = 0;
   for (int64_t s = 0; s < batch.num_sequences; ++s) max_context = std::max<int64_t>(max_context, batch.context_lens[s]);
   // A work item is one query head of one token: a decode step of a GQA model
@@ -351,7 +369,8 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
     HeadScratch scratch{std::vector<float>(static_cast<size_t>(head_dim)),
                         std::vector<float>(static_cast<size_t>(grouped_heads * weights_stride)), weights_stride,
                         std::vector<float>(static_cast<size_t>(lane_rows * head_dim)),
-                        std::vector<float>(half ? 0 : static_cast<size_t>(layout.block_size * head_dim))};
+                        std::vector<float>(half ? 0 : static_cast<size_t>(layout.block_size * head_dim)),
+                        std::vector<float>(static_cast<size_t>(grouped_heads * head_dim))};
     for (int64_t item = begin, items = 1; item < end; item += items) {
       const int64_t t = item / heads;
       const int64_t kv_head = item % heads / group;
@@ -367,7 +386,14 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
         // The chunk's heads of this kv head's group, at most kMaxGroupedHeads.
         const int64_t group_end = t * heads + (kv_head + 1) * group;
         items = std::min({end, group_end, item + grouped_heads}) - item;
-        AttendFloatHeads(query + row, items, cache, first, last, scale, softcap, scratch, out + row);
+        const float* queries = query + row;
+        if (layout.key_rotation > 0) {
+          std::copy(queries, queries + items * head_dim, scratch.rotated_queries.begin());
+          RotateHadamard(scratch.rotated_queries.data(), items * head_dim, layout.key_rotation);
+          queries = scratch.rotated_queries.data();
+        }
+        AttendFloatHeads(queries, items, cache, first, last, scale, softcap, scratch, out + row);
+        if (layout.value_rotation > 0) RotateHadamard(out + row, items * head_dim, layout.value_rotation);
         continue;
       }
       items = 1;

@@ -28,6 +28,11 @@ struct PagedKvLayout {
   int64_t block_size = 0;
   kvx::StorageType key_type = kvx::StorageType::F16;
   kvx::StorageType value_type = kvx::StorageType::F16;
+  // The Walsh-Hadamard blocks keys and values are stored rotated in, 0 for
+  // none (KvCacheFormat.h): WriteKv rotates them, PagedAttention rotates
+  // each query head by the keys' and its output by the values'.
+  int64_t key_rotation = 0;
+  int64_t value_rotation = 0;
 
   int64_t KeySlotStride() const { return KvRowBytes(key_type, kv_heads * head_dim); }
   int64_t ValueSlotStride() const { return KvRowBytes(value_type, kv_heads * head_dim); }

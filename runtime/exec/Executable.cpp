@@ -124,6 +124,12 @@ absl::Status Executable::Verify() {
     return invalid(absl::StrCat("kv_layout's head_dim ", kv.head_dim(), " is not a whole number of ",
                                 key_slot ? value_format->name : key_format->name, " blocks"));
   }
+  if (!kvx::IsValidRotation(kv.key_rotation(), kv.head_dim()) ||
+      !kvx::IsValidRotation(kv.value_rotation(), kv.head_dim())) {
+    return invalid(absl::StrCat("kv_layout rotates keys in blocks of ", kv.key_rotation(), " and values in blocks of ",
+                                kv.value_rotation(), "; each must be 0 or a power of two dividing head_dim ",
+                                kv.head_dim()));
+  }
   const uint64_t value_offset = *key_slot * kv.block_size();
   const uint64_t layer_stride = value_offset + *value_slot * kv.block_size();
   if (kv.key_slot_stride_bytes() != *key_slot || kv.value_slot_stride_bytes() != *value_slot ||

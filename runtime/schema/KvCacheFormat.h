@@ -22,6 +22,15 @@
 //                   E4M3 value, so the block's largest element is exact in
 //                   range and none saturates.
 // The blocked types need head_dim to be a multiple of 32.
+//
+// A cache may also hold its keys (values) rotated: each head's elements, in
+// consecutive blocks of R (a power of two dividing head_dim), multiplied by
+// the orthonormal Walsh-Hadamard matrix H_R (Sylvester's order, scaled by
+// 1/sqrt(R); H_R is its own inverse). Attention then rotates each query head
+// by the keys' H_R (scores are unchanged, as H_R is orthonormal) and its
+// output by the values' H_R. The rotation spreads a head's outlier channels
+// over its block before quantization sees them, as llama.cpp does for its
+// quantized caches; the choice of R below is llama.cpp's.
 
 #include <cstdint>
 #include <optional>
@@ -65,6 +74,30 @@ constexpr const KvCacheFormat* FindKvCacheFormat(std::string_view name) {
     if (std::string_view(format.name) == name) return &format;
   }
   return nullptr;
+}
+
+// Whether `type` stores blocks with a scale each (and so gains from rotation).
+constexpr bool IsBlockQuantized(StorageType type) {
+  const KvCacheFormat* format = FindKvCacheFormat(type);
+  return format != nullptr && format->elements_per_block > 1;
+}
+
+// The rotation block of quantized keys: the largest power of two of at
+// least 64 dividing head_dim; 0 (none) where 64 does not divide it.
+constexpr int64_t KeyRotationBlock(int64_t head_dim) {
+  if (head_dim <= 0 || head_dim % 64 != 0) return 0;
+  int64_t block = 64;
+  while (head_dim % (2 * block) == 0) block *= 2;
+  return block;
+}
+
+// The rotation block of quantized values: 64 where it divides head_dim.
+constexpr int64_t ValueRotationBlock(int64_t head_dim) { return head_dim > 0 && head_dim % 64 == 0 ? 64 : 0; }
+
+// Whether `block` is a rotation a head of head_dim elements can have: 0, or a
+// power of two of at least 2 dividing head_dim.
+constexpr bool IsValidRotation(int64_t block, int64_t head_dim) {
+  return block == 0 || (block >= 2 && (block & (block - 1)) == 0 && head_dim % block == 0);
 }
 
 // A cache's types as messages and reports name them: "q8_0" for keys and

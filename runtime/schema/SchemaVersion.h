@@ -12,8 +12,8 @@ namespace kvjit::kvx {
 // read as GGUF rows; 10: Tokenizer's tokenizer.json pipeline (normalizer,
 // split_rules, metaspace, decoder, added_token_options, the CharacterBpe
 // kind), which a runtime of 9 would ignore and tokenize differently; 11:
-// KvLayout's value_type and value_slot_stride_bytes, a cache whose values a
-// runtime of 10 would read as keys).
+// KvLayout's value_type, value_slot_stride_bytes and rotations, a cache a
+// runtime of 10 would read as unrotated keys of one type).
 inline constexpr uint32_t kSchemaVersion = 11;
 
 }  // namespace kvjit::kvx

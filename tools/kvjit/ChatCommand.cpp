@@ -232,7 +232,7 @@ Subcommand ChatCommand() {
           "streamed, earlier turns' KV blocks reused from the prefix cache",
           "MODEL_OR_KVX [--system TEXT] [-n N] [--temperature T] [--stats] (then /reset, /exit)",
           "tools/kvjit/ChatCommand.cpp", RunChat,
-          {"n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step", "kv_memory_mib", "device",
+          {"n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
            "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template", "temperature", "top_k",
            "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}};
 }

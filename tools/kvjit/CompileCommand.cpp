@@ -76,7 +76,7 @@ namespace {
 absl::Status CheckPipelineFlags() {
   if (absl::GetFlag(FLAGS_pipeline).empty()) return absl::OkStatus();
   for (const char* flag :
-       {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step",
+       {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step",
         "kv_memory_mib", "cpu_isa", "cpu_model"}) {
     const absl::CommandLineFlag* reflection = absl::FindCommandLineFlag(flag);
     if (reflection->CurrentValue() != reflection->DefaultValue()) {

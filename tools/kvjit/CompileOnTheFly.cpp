@@ -57,7 +57,7 @@ std::string CacheKey(const std::filesystem::path& model, const codegen::CompileO
   }
   if (absl::StatusOr<std::string> compiler = CompilerPath(); compiler.ok()) add_file(*compiler);
   absl::StrAppend(&identity, "|", options.target, "|", options.block_size, "|",
-                  options.cache_dtype, "|", options.cache_dtype_k, "|", options.cache_dtype_v, "|",
+                  options.cache_dtype, "|", options.cache_dtype_k, "|", options.cache_dtype_v, "|", options.cache_rotation, "|",
                   options.max_tokens_per_step, "|",
                   options.kv_memory_mib, "|", options.cuda_arch, "|", options.cuda_fast_math);
   return absl::StrFormat("%016x", std::hash<std::string>()(identity));
@@ -72,6 +72,7 @@ std::vector<std::string> CompileArguments(const std::string& model, const std::s
       absl::StrCat("--cache_dtype=", options.cache_dtype),
       absl::StrCat("--cache_dtype_k=", options.cache_dtype_k),
       absl::StrCat("--cache_dtype_v=", options.cache_dtype_v),
+      absl::StrCat("--cache_rotation=", options.cache_rotation),
       absl::StrCat("--max_tokens_per_step=", options.max_tokens_per_step),
       absl::StrCat("--kv_memory_mib=", options.kv_memory_mib),
       absl::StrCat("--sm=", options.cuda_arch),

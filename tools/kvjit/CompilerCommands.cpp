@@ -34,12 +34,12 @@ const std::vector<Subcommand>& CompilerCommandDescriptions() {
        "[--target cpu|cuda [--sm 90] [--fast_math] [--dump_cuda_source F]] "
        "[--verify|--no_verify] [--verify_each_pass]",
        "tools/kvjit/CompileCommand.cpp", nullptr,
-       {"o", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step", "kv_memory_mib", "threads"}},
+       {"o", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "threads"}},
       {"verify",
        "check a compiled step program's logits against the reference evaluator on the imported "
        "IR (a MODEL is compiled first, with the compile flags)",
        "MODEL_OR_KVX", "tools/kvjit/VerifyCommand.cpp", nullptr,
-       {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step", "kv_memory_mib", "threads"}},
+       {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "threads"}},
   };
   return commands;
 }

@@ -166,7 +166,7 @@ Subcommand ServeCommand() {
           "MODEL_OR_KVX [--host 127.0.0.1] [--port 8000] [--api_key KEY] [--max_batch_tokens N] "
           "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda] [--no_webui]",
           "tools/kvjit/ServeCommand.cpp", RunServe,
-          {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
+          {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
            "device", "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template"}};
 }
 

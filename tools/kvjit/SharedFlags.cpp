@@ -18,6 +18,9 @@ ABSL_FLAG(std::string, cache_dtype, "f32",
           "CUDA backend: f32 or f16)");
 ABSL_FLAG(std::string, cache_dtype_k, "", "how the KV cache stores keys, where not as --cache_dtype says");
 ABSL_FLAG(std::string, cache_dtype_v, "", "how the KV cache stores values, where not as --cache_dtype says");
+ABSL_FLAG(std::string, cache_rotation, "auto",
+          "auto: quantized keys and values stored rotated by a Walsh-Hadamard matrix where head_dim is "
+          "a multiple of 64, as llama.cpp does; none: as they are");
 ABSL_FLAG(int64_t, max_tokens_per_step, 512,
           "tokens one step may carry; sizes the activation arena");
 ABSL_FLAG(int64_t, kv_memory_mib, 1024,
@@ -63,6 +66,7 @@ codegen::CompileOptions CompileOptionsFromFlags() {
   options.cache_dtype = absl::GetFlag(FLAGS_cache_dtype);
   options.cache_dtype_k = absl::GetFlag(FLAGS_cache_dtype_k);
   options.cache_dtype_v = absl::GetFlag(FLAGS_cache_dtype_v);
+  options.cache_rotation = absl::GetFlag(FLAGS_cache_rotation);
   options.max_tokens_per_step = absl::GetFlag(FLAGS_max_tokens_per_step);
   options.kv_memory_mib = absl::GetFlag(FLAGS_kv_memory_mib);
   // A model compiled on the fly for --device cuda needs its kernels.

@@ -19,6 +19,7 @@ ABSL_DECLARE_FLAG(int64_t, block_size);
 ABSL_DECLARE_FLAG(std::string, cache_dtype);
 ABSL_DECLARE_FLAG(std::string, cache_dtype_k);
 ABSL_DECLARE_FLAG(std::string, cache_dtype_v);
+ABSL_DECLARE_FLAG(std::string, cache_rotation);
 ABSL_DECLARE_FLAG(int64_t, max_tokens_per_step);
 ABSL_DECLARE_FLAG(int64_t, kv_memory_mib);
 ABSL_DECLARE_FLAG(int64_t, max_batch_tokens);

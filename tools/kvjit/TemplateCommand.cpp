@@ -93,7 +93,7 @@ Subcommand TemplateCommand() {
           "apply_chat_template does",
           "MODEL_OR_KVX --conversation FILE.json [--chat_template FILE.jinja]",
           "tools/kvjit/TemplateCommand.cpp", RunTemplate,
-          {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "max_tokens_per_step", "verify_weights", "chat_template"}};
+          {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "verify_weights", "chat_template"}};
 }
 
 }  // namespace kvjit::cli

@@ -53,6 +53,21 @@ TEST_P(RefCacheRoundingTest, AgreesWithTheRuntimesKernels) {
   EXPECT_LE(differing, kRows * kHeadDim / 10000) << differing << " of " << kRows * kHeadDim;
 }
 
+// The reference's rotation, entry by entry in double, against the runtime's
+// butterfly.
+TEST(RefCacheRotationTest, AgreesWithTheRuntimesButterfly) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal;
+  for (int64_t block : {2, 32, 64, 128}) {
+    std::vector<float> x(128);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> reference = x, runtime = x;
+    RotateAsCacheStores(reference.data(), 128, block);
+    cpu::RotateHadamard(runtime.data(), 128, block);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(reference[i], runtime[i], 1e-5) << block << " " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryType, RefCacheRoundingTest,
                          ::testing::Values(Case{kv::CacheElement::f32, kvx::StorageType::F32},
                                            Case{kv::CacheElement::f16, kvx::StorageType::F16},

@@ -12,7 +12,17 @@ func.func @partial_block(%c: !kv.cache<layers = 1, kv_heads = 4, head_dim = 8, b
 
 // A head of 32 elements is one block of each blocked type.
 func.func private @whole_blocks(%a: !kv.cache<layers = 1, kv_heads = 4, head_dim = 32, block_size = 16, key_type = q4_0, value_type = f8_e4m3>,
-                                %b: !kv.cache<layers = 1, kv_heads = 4, head_dim = 64, block_size = 16, key_type = q8_0, value_type = bf16>)
+                                %b: !kv.cache<layers = 1, kv_heads = 4, head_dim = 64, block_size = 16, key_type = q8_0, value_type = bf16, key_rotation = 64, value_rotation = 32>)
+
+// -----
+
+// expected-error @+1 {{a key rotation must be 0 or a power of two dividing head_dim 64, got 48}}
+func.func private @bad_rotation(%c: !kv.cache<layers = 1, kv_heads = 4, head_dim = 64, block_size = 16, key_type = q8_0, value_type = q8_0, key_rotation = 48>)
+
+// -----
+
+// expected-error @+1 {{a value rotation must be 0 or a power of two dividing head_dim 64, got 128}}
+func.func private @rotation_past_head(%c: !kv.cache<layers = 1, kv_heads = 4, head_dim = 64, block_size = 16, key_type = q8_0, value_type = q8_0, value_rotation = 128>)
 
 // -----
 

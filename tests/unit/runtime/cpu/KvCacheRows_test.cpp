@@ -144,6 +144,32 @@ TEST(KvCacheRowsTest, LoadsEqualThePortableLoop) {
   }
 }
 
+// The Walsh-Hadamard rotation is orthonormal and its own inverse: a unit
+// vector becomes the block's first row, 1/sqrt(block) everywhere; twice is
+// the identity; norms stay.
+TEST(RotateHadamardTest, IsOrthonormalAndItsOwnInverse) {
+  std::vector<float> unit(64, 0.0f);
+  unit[0] = 1.0f;
+  RotateHadamard(unit.data(), 64, 64);
+  for (float v : unit) EXPECT_FLOAT_EQ(v, 0.125f);
+  std::vector<float> x = Normal(128, 21);
+  std::vector<float> twice = x;
+  RotateHadamard(twice.data(), 128, 32);
+  double norm = 0, rotated_norm = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    norm += double{x[i]} * x[i];
+    rotated_norm += double{twice[i]} * twice[i];
+  }
+  EXPECT_NEAR(rotated_norm, norm, norm * 1e-6);
+  RotateHadamard(twice.data(), 128, 32);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(twice[i], x[i], 1e-5f) << i;
+  // Block by block: the second block of 32 does not see the first.
+  std::vector<float> second(64, 0.0f);
+  second[32] = 1.0f;
+  RotateHadamard(second.data(), 64, 32);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(second[i], 0.0f);
+}
+
 TEST(E4m3Test, EveryFiniteCodeRoundTrips) {
   for (int code = 0; code < 256; ++code) {
     if ((code & 0x7F) == 0x7F) {

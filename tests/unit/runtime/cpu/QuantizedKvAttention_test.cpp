@@ -1,6 +1,7 @@
 // A KV cache of bf16, q8_0, q4_0 or f8_e4m3 keys or values is attended as
 // the f32 cache holding the values those give back: bit for bit, for every
 // pair of key and value types, window and thread count.
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -57,8 +58,9 @@ Contents RandomContents(uint32_t seed) {
 // across sequences), slot p % 16.
 int32_t SlotOf(size_t s, int32_t p) { return (p / kBlockSize * 2 + static_cast<int32_t>(s)) * kBlockSize + p % kBlockSize; }
 
-Pool Write(const Contents& contents, StorageType keys, StorageType values) {
-  Pool pool{{kLayers, kKvHeads, kHeadDim, kBlockSize, keys, values}, {}};
+Pool Write(const Contents& contents, StorageType keys, StorageType values, int64_t key_rotation = 0,
+           int64_t value_rotation = 0) {
+  Pool pool{{kLayers, kKvHeads, kHeadDim, kBlockSize, keys, values, key_rotation, value_rotation}, {}};
   pool.bytes.assign(static_cast<size_t>(kBlocks * pool.layout.BlockBytes()), 0x5A);
   ThreadPool threads(2);
   for (size_t s = 0; s < contents.keys.size(); ++s) {
@@ -130,6 +132,63 @@ TEST_P(QuantizedKvAttentionTest, EqualsTheF32CacheOfItsValues) {
       for (float x : got) ASSERT_FALSE(std::isnan(x));
     }
   }
+}
+
+std::vector<float> RandomQuery(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> query(static_cast<size_t>((kNewTokens[0] + kNewTokens[1]) * kHeads * kHeadDim));
+  for (float& x : query) x = normal(rng);
+  return query;
+}
+
+double MaxDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double{a[i]} - b[i]));
+  return worst;
+}
+
+// Rotating keys and values changes no score and no output but for rounding:
+// the rotation is orthonormal, and attention rotates queries and outputs to
+// match.
+TEST(RotatedKvAttentionTest, AnUnquantizedRotatedCacheAttendsAsTheUnrotated) {
+  const Contents contents = RandomContents(4);
+  const std::vector<float> query = RandomQuery(5);
+  const std::vector<float> plain = Attend(Write(contents, StorageType::F32, StorageType::F32), query, 2, 0);
+  for (auto [keys, values] : {std::pair<int64_t, int64_t>{64, 0}, {0, 64}, {32, 16}, {64, 64}}) {
+    const std::vector<float> rotated =
+        Attend(Write(contents, StorageType::F32, StorageType::F32, keys, values), query, 2, 0);
+    EXPECT_LT(MaxDifference(rotated, plain), 2e-5) << keys << ", " << values;
+  }
+}
+
+// A head whose keys have an outlier channel, as real models' keys do: the
+// q4_0 blocks that hold it round every other channel to a few levels, unless
+// the rotation spreads it over the block first.
+TEST(RotatedKvAttentionTest, RotationShrinksTheErrorOfQ4KeysWithAnOutlierChannel) {
+  Contents contents = RandomContents(6);
+  for (std::vector<float>& keys : contents.keys) {
+    for (size_t at = 0; at < keys.size(); at += kHeadDim) keys[at + 5] = 40.0f;
+  }
+  const std::vector<float> query = RandomQuery(7);
+  const std::vector<float> exact = Attend(Write(contents, StorageType::F32, StorageType::F32), query, 2, 0);
+  const double unrotated = MaxDifference(Attend(Write(contents, StorageType::Q4_0, StorageType::F32), query, 2, 0), exact);
+  const double rotated =
+      MaxDifference(Attend(Write(contents, StorageType::Q4_0, StorageType::F32, 64, 0), query, 2, 0), exact);
+  EXPECT_LT(rotated * 2, unrotated) << "rotated " << rotated << ", unrotated " << unrotated;
+}
+
+TEST(RotatedKvAttentionTest, RotationsThatDoNotDivideTheHeadAreRefused) {
+  Pool pool = Write(RandomContents(8), StorageType::F32, StorageType::F32);
+  pool.layout.key_rotation = 48;
+  ThreadPool threads(1);
+  std::vector<float> key(kKvHeads * kHeadDim, 1.0f);
+  const int32_t slot = 0;
+  const absl::Status status = WriteKv(key.data(), key.data(), 1, &slot, pool.layout, kLayer, pool.bytes.data(),
+                                      kBlocks, threads);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("rotations of 48 and 0 elements do not divide head_dim 64"), std::string::npos)
+      << status;
 }
 
 // Keys' and values' types each move the slot strides apart: a q4_0 key slot
