@@ -95,7 +95,7 @@ TEST_F(PlanMemoryTest, Stories260KForwardGetsASoundPlanWithReuse) {
   const model::ModelConfig& config = model->config;
   auto cache = kv::CacheType::get(&context_, config.num_layers, config.num_kv_heads,
                                   config.head_dim, /*block_size=*/16, kv::CacheElement::f16,
-                                  kv::CacheElement::f16);
+                                  kv::CacheElement::f16, /*key_rotation=*/0, /*value_rotation=*/0);
   forward.insertArgument(forward.getNumArguments(), cache, {}, forward.getLoc());
 
   ASSERT_TRUE(mlir::succeeded(Plan(**module, PlanMemoryOptions{})));
