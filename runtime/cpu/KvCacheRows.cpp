@@ -143,12 +143,23 @@ __attribute__((target("avx2,f16c"))) bool Avx2LoadKvRow(kvx::StorageType type, c
       }
       return true;
     case kvx::StorageType::F8_E4M3: {
-      const float* table = E4m3Table().data();
+      // A normal code's exponent and mantissa move into an f32's, rebiased
+      // (7 to 127); a subnormal's (exponent 0) is its mantissa times 2^-9.
+      // Both are exact, as the table's values are.
+      const __m256i rebias = _mm256_set1_epi32((127 - 7) << 23);
+      const __m256i smallest_normal = _mm256_set1_epi32(8);
+      const __m256 subnormal_step = _mm256_set1_ps(1.0f / 512.0f);
       for (int64_t b = 0; b < n / kBlock; ++b, in += 2 + kBlock, out += kBlock) {
         const __m256 d = _mm256_set1_ps(LoadScale(in));
         for (int64_t i = 0; i < kBlock; i += 8) {
           const __m256i codes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 2 + i)));
-          _mm256_storeu_ps(out + i, _mm256_mul_ps(d, _mm256_i32gather_ps(table, codes, 4)));
+          const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(codes, _mm256_set1_epi32(0x80)), 24);
+          const __m256i magnitude = _mm256_and_si256(codes, _mm256_set1_epi32(0x7F));
+          const __m256 normal = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(magnitude, 20), rebias));
+          const __m256 subnormal = _mm256_mul_ps(_mm256_cvtepi32_ps(magnitude), subnormal_step);
+          const __m256 is_subnormal = _mm256_castsi256_ps(_mm256_cmpgt_epi32(smallest_normal, magnitude));
+          const __m256 value = _mm256_or_ps(_mm256_blendv_ps(normal, subnormal, is_subnormal), _mm256_castsi256_ps(sign));
+          _mm256_storeu_ps(out + i, _mm256_mul_ps(d, value));
         }
       }
       return true;
