@@ -36,12 +36,16 @@ absl::Status ValidateSamplingParams(const SamplingParams& params) {
   return absl::OkStatus();
 }
 
-std::vector<float> LogSoftmax(absl::Span<const float> logits) {
+double LogSumExp(absl::Span<const float> logits) {
   double max_logit = -std::numeric_limits<double>::infinity();
   for (float logit : logits) max_logit = std::max(max_logit, static_cast<double>(logit));
   double sum = 0;
   for (float logit : logits) sum += std::exp(logit - max_logit);
-  const double log_normalizer = max_logit + std::log(sum);
+  return max_logit + std::log(sum);
+}
+
+std::vector<float> LogSoftmax(absl::Span<const float> logits) {
+  const double log_normalizer = LogSumExp(logits);
   std::vector<float> log_probs(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) log_probs[i] = static_cast<float>(logits[i] - log_normalizer);
   return log_probs;

@@ -35,6 +35,10 @@ struct SamplingParams {
 // An InvalidArgument error naming the first parameter out of range.
 absl::Status ValidateSamplingParams(const SamplingParams& params);
 
+// log(sum(exp(logits))), computed stably (in double, shifted by the maximum):
+// the normalizer LogSoftmax subtracts.
+double LogSumExp(absl::Span<const float> logits);
+
 // log(softmax(logits)), computed stably (in double, shifted by the maximum).
 std::vector<float> LogSoftmax(absl::Span<const float> logits);
 

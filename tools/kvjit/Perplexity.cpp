@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/sampling/Sampler.h"
+
 namespace kvjit::cli {
 namespace {
 
@@ -20,12 +22,6 @@ RowMaximum MaximumOf(absl::Span<const float> values) {
 }
 
 // log(sum(exp(values))), shifted by the maximum so that no exp overflows.
-double LogSumExp(absl::Span<const float> values, float maximum) {
-  double sum = 0;
-  for (float value : values) sum += std::exp(static_cast<double>(value) - maximum);
-  return maximum + std::log(sum);
-}
-
 double LogSumExp(absl::Span<const double> values) {
   const double maximum = *std::max_element(values.begin(), values.end());
   double sum = 0;
@@ -37,11 +33,11 @@ double LogSumExp(absl::Span<const double> values) {
 
 RowScore ScoreRow(absl::Span<const float> logits, int32_t target) {
   const RowMaximum maximum = MaximumOf(logits);
-  return {LogSumExp(logits, maximum.value) - logits[target], maximum.index};
+  return {sampling::LogSumExp(logits) - logits[target], maximum.index};
 }
 
 std::vector<double> LogSoftmax(absl::Span<const float> logits) {
-  const double log_sum = LogSumExp(logits, MaximumOf(logits).value);
+  const double log_sum = sampling::LogSumExp(logits);
   std::vector<double> log_probs(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) log_probs[i] = logits[i] - log_sum;
   return log_probs;
