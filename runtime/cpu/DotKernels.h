@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "runtime/cpu/CpuIsa.h"
+
 namespace kvjit::cpu::internal {
 
 // Activations quantized the way ggml quantizes the right-hand side of each
@@ -51,6 +53,12 @@ struct DotKernels {
   RowDot q5_k;
   RowDot q6_k;
 };
+
+// ggml's x86 Q8_0 quantization of `blocks` consecutive 32-element blocks of
+// x: the activations of the 32-element block types' dot products, and a
+// q8_0 KV cache's rows. AVX2 unless `isa` is kPortable; the same bytes
+// either way.
+void QuantizeQ8Blocks32(CpuIsa isa, const float* x, int64_t blocks, Q8Block32* out);
 
 const DotKernels& PortableDotKernels();
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/cpu/CpuIsa.h"
+#include "runtime/cpu/DotKernels.h"
 #include "runtime/cpu/HalfDot.h"
 #include "runtime/quant/Half.h"
 #include "runtime/schema/KvCacheFormat.h"
@@ -38,14 +39,14 @@ float LoadScale(const uint8_t* in) {
   return quant::HalfToFloat(half);
 }
 
-// As ggml's AVX2 quantize_row_q8_0: the multiplier is 127 / max|x|, not
-// 1 / d, and products round to nearest even.
+// As ggml's AVX2 quantize_row_q8_0 (the activations' quantizer, whose scale
+// is already rounded through f16).
 void StoreQ8Block(const float* x, uint8_t* out) {
-  const float amax = MaxMagnitude(x);
-  StoreScale(amax / 127.0f, out);
-  const float multiplier = amax != 0.0f ? 127.0f / amax : 0.0f;
-  auto* q = reinterpret_cast<int8_t*>(out + 2);
-  for (int64_t i = 0; i < kBlock; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] * multiplier));
+  static const CpuIsa isa = BestCpuIsa();
+  internal::Q8Block32 block;
+  internal::QuantizeQ8Blocks32(isa, x, 1, &block);
+  StoreScale(block.scale, out);
+  std::memcpy(out + 2, block.q, sizeof(block.q));
 }
 
 // As ggml's quantize_row_q4_0_ref: the scale is the element of largest

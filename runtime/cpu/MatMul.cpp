@@ -277,14 +277,8 @@ void PrepareActivationRow(ActivationFormat format, CpuIsa isa, const float* x, i
       return;
     }
     case ActivationFormat::kQ8_0:
-    case ActivationFormat::kQ8_1: {
-      auto* blocks = reinterpret_cast<Q8Block32*>(out);
-#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-      if (isa != CpuIsa::kPortable) return internal::Avx2QuantizeQ8Blocks32(x, cols / 32, blocks);
-#endif
-      for (int64_t b = 0; b < cols / 32; ++b) QuantizeQ8Block32(x + 32 * b, blocks[b]);
-      return;
-    }
+    case ActivationFormat::kQ8_1:
+      return internal::QuantizeQ8Blocks32(isa, x, cols / 32, reinterpret_cast<Q8Block32*>(out));
     case ActivationFormat::kQ8_K: {
       auto* blocks = reinterpret_cast<Q8KBlock*>(out);
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
@@ -327,6 +321,13 @@ constexpr int64_t kTokenTile = 16;
 constexpr int64_t kMinMacsPerChunk = 1 << 15;
 
 }  // namespace
+
+void internal::QuantizeQ8Blocks32(CpuIsa isa, const float* x, int64_t blocks, Q8Block32* out) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (isa != CpuIsa::kPortable) return Avx2QuantizeQ8Blocks32(x, blocks, out);
+#endif
+  for (int64_t b = 0; b < blocks; ++b) QuantizeQ8Block32(x + 32 * b, out[b]);
+}
 
 absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView& w) {
   const absl::string_view type = quant::StorageTypeName(w.type);
