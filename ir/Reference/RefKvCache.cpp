@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "ir/Reference/RefCacheRounding.h"
 #include "ir/Reference/RefKernels.h"
+#include "ir/Kv/KvTypes.h"
+#include "runtime/schema/KvCacheFormat.h"
 
 namespace kvjit::reference {
 
@@ -113,6 +115,10 @@ absl::StatusOr<RefTensor> RefKvCache::Attend(int64_t layer, const RefTensor& que
         std::vector<float> q(query.values.begin() + (t * heads + h) * head_dim_,
                              query.values.begin() + (t * heads + h + 1) * head_dim_);
         if (key_rotation_ > 0) RotateAsCacheStores(q.data(), head_dim_, key_rotation_);
+        // Integer-dot keys meet the query as q8_0 blocks give it back.
+        if (kvx::QuantizesQuery(kv::CacheFormat(key_type_).type)) {
+          RoundAsCacheStores(kv::CacheElement::q8_0, q.data(), head_dim_);
+        }
         double max_score = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < keys; ++j) {
           const float* k = &keys_[Offset(slots[j], layer, kv)];

@@ -14,7 +14,9 @@ namespace kvjit::reference {
 // `block_size` slots; each slot holds K and V for every layer and KV head,
 // each rounded as a cache of `key_type` (`value_type`) stores it, after the
 // rotation of `key_rotation` (`value_rotation`) elements where nonzero, which
-// attention then applies to the queries (its output).
+// attention then applies to the queries (its output). Keys of a type that
+// quantizes the query (KvCacheFormat.h: q8_0, q4_0) are scored against the
+// rotated query rounded as a q8_0 cache would store it.
 class RefKvCache {
  public:
   RefKvCache(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t block_size,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "runtime/cpu/FloatDot.h"
 #include "runtime/cpu/HalfDot.h"
 #include "runtime/cpu/KvCacheRows.h"
+#include "runtime/cpu/QuantizedKeyScores.h"
 #include "runtime/schema/KvCacheFormat.h"
 
 namespace kvjit::cpu {
@@ -88,6 +90,7 @@ struct HeadScratch {
   std::vector<float> lanes;  // [HalfDotLanes, head_dim] (f16) or [heads, head_dim] (f32): the weighted sums of values
   std::vector<float> rows;   // [block_size, head_dim]: a run of keys or values converted to f32
   std::vector<float> rotated_queries;  // [heads, head_dim]: the group's queries, rotated as the keys are
+  std::optional<QuantizedKeyScorer> key_scorer;  // for keys whose scores are integer dot products
 };
 
 // The first cached position the query at `position` reads.
@@ -184,7 +187,8 @@ void AttendHalfHead(const float* query, const HeadCache& cache, int64_t begin, i
 
 // The query heads [0, heads) of one kv head's group (queries and outputs
 // head_dim apart) over the cached positions begin..end-1 of a cache other
-// than f16's, its keys and values as f32 (see PagedAttention.h), each as it would be alone: all scores, their
+// than f16's, its keys and values as f32 or its q8_0 / q4_0 keys in integers
+// (see PagedAttention.h), each as it would be alone: all scores, their
 // maximum, FastExp of each score's distance to it, the denominator over
 // lanes of eight by position, and the weighted sum of values in key order,
 // divided by the denominator at the end. The heads read each key and value
@@ -198,11 +202,18 @@ void AttendFloatHeads(const float* queries, int64_t heads, const HeadCache& cach
   // weight is at the same offset in every row.
   const LaneAlignedWeights first_head(scratch.weights.data(), begin, end);
   const PagedKvLayout& layout = *cache.layout;
-  ForEachBlockRun(begin, end, layout.block_size, [&](int64_t first, int64_t count) {
-    const FloatRows keys =
-        AsFloatRows(layout.key_type, cache.Key(first), layout.KeySlotStride(), count, head_dim, scratch.rows.data());
-    FloatDotRows(keys.data, keys.stride, count, queries, heads, head_dim, scale, first_head.At(first), stride);
-  });
+  if (scratch.key_scorer.has_value()) {
+    scratch.key_scorer->SetQueries(queries, heads);
+    ForEachBlockRun(begin, end, layout.block_size, [&](int64_t first, int64_t count) {
+      scratch.key_scorer->Score(cache.Key(first), layout.KeySlotStride(), count, scale, first_head.At(first), stride);
+    });
+  } else {
+    ForEachBlockRun(begin, end, layout.block_size, [&](int64_t first, int64_t count) {
+      const FloatRows keys = AsFloatRows(layout.key_type, cache.Key(first), layout.KeySlotStride(), count, head_dim,
+                                         scratch.rows.data());
+      FloatDotRows(keys.data, keys.stride, count, queries, heads, head_dim, scale, first_head.At(first), stride);
+    });
+  }
   float inverses[kMaxGroupedHeads];
   for (int64_t h = 0; h < heads; ++h) {
     const LaneAlignedWeights weights(scratch.weights.data() + h * stride, begin, end);
@@ -363,6 +374,7 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
   // mostly fall in one chunk; with an f32 cache a chunk attends the heads it
   // holds of one group together, reading each K and V row once for them.
   const int64_t grouped_heads = half ? 1 : std::min(group, kMaxGroupedHeads);
+  const CpuIsa isa = BestCpuIsa();
   pool.ParallelFor(tokens * heads, [&](int64_t begin, int64_t end) {
     const int64_t weights_stride = (max_context + 7) / 8 * 8;
     const int64_t lane_rows = std::max<int64_t>(HalfDotLanes(HalfDotOrder::kVecDot), grouped_heads);
@@ -370,7 +382,9 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
                         std::vector<float>(static_cast<size_t>(grouped_heads * weights_stride)), weights_stride,
                         std::vector<float>(static_cast<size_t>(lane_rows * head_dim)),
                         std::vector<float>(half ? 0 : static_cast<size_t>(layout.block_size * head_dim)),
-                        std::vector<float>(static_cast<size_t>(grouped_heads * head_dim))};
+                        std::vector<float>(static_cast<size_t>(grouped_heads * head_dim)),
+                        std::nullopt};
+    if (kvx::QuantizesQuery(layout.key_type)) scratch.key_scorer.emplace(isa, layout.key_type, head_dim, grouped_heads);
     for (int64_t item = begin, items = 1; item < end; item += items) {
       const int64_t t = item / heads;
       const int64_t kv_head = item % heads / group;

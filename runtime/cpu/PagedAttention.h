@@ -83,7 +83,10 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 // of e_j * v_j) * (1 / denominator), all in f32 with separate multiplies
 // and adds. Keys and values stored otherwise than as f32 take part as their
 // f32 values (LoadKvRow), read a block's run at a time: the result is the
-// f32 cache's for a cache holding those values.
+// f32 cache's for a cache holding those values. But q8_0 and q4_0 keys
+// (KvCacheFormat.h's QuantizesQuery) are scored as llama.cpp's flash
+// attention scores them: score_j = dot(k_j, q8_0(q)) * scale, integer dot
+// products block by block (QuantizedKeyScores.h); the rest is as above.
 //
 // f16 keys and values: exactly what llama.cpp's CPU backend computes (AVX2 build, no flash
 // attention), bit for bit. Each step of a quantized model re-quantizes its

@@ -31,6 +31,12 @@
 // output by the values' H_R. The rotation spreads a head's outlier channels
 // over its block before quantization sees them, as llama.cpp does for its
 // quantized caches; the choice of R below is llama.cpp's.
+//
+// Attention scores over q8_0 and q4_0 keys are integer dot products, as
+// ggml's vec_dot for those types computes them: each (rotated) query head is
+// first quantized to q8_0 blocks by the rule above, so a score is
+// Σ_blocks d_key·d_query·Σ q_key·q_query. query_type names that rounding
+// (F32: the query is used as it is).
 
 #include <cstdint>
 #include <optional>
@@ -46,17 +52,18 @@ struct KvCacheFormat {
   const char* name;  // as --cache_dtype and insert-kv-cache{cache-dtype=} spell it
   int64_t elements_per_block;
   int64_t bytes_per_block;
+  StorageType query_type;  // what a query is rounded to before its dot product with these keys
 };
 
 inline constexpr int64_t kKvCacheBlockElements = 32;
 
 inline constexpr KvCacheFormat kKvCacheFormats[] = {
-    {StorageType::F32, "f32", 1, 4},
-    {StorageType::F16, "f16", 1, 2},
-    {StorageType::BF16, "bf16", 1, 2},
-    {StorageType::Q8_0, "q8_0", kKvCacheBlockElements, 2 + kKvCacheBlockElements},
-    {StorageType::Q4_0, "q4_0", kKvCacheBlockElements, 2 + kKvCacheBlockElements / 2},
-    {StorageType::F8_E4M3, "f8_e4m3", kKvCacheBlockElements, 2 + kKvCacheBlockElements},
+    {StorageType::F32, "f32", 1, 4, StorageType::F32},
+    {StorageType::F16, "f16", 1, 2, StorageType::F32},
+    {StorageType::BF16, "bf16", 1, 2, StorageType::F32},
+    {StorageType::Q8_0, "q8_0", kKvCacheBlockElements, 2 + kKvCacheBlockElements, StorageType::Q8_0},
+    {StorageType::Q4_0, "q4_0", kKvCacheBlockElements, 2 + kKvCacheBlockElements / 2, StorageType::Q8_0},
+    {StorageType::F8_E4M3, "f8_e4m3", kKvCacheBlockElements, 2 + kKvCacheBlockElements, StorageType::F32},
 };
 
 // The names of kKvCacheFormats, comma-separated, for messages.
@@ -80,6 +87,12 @@ constexpr const KvCacheFormat* FindKvCacheFormat(std::string_view name) {
 constexpr bool IsBlockQuantized(StorageType type) {
   const KvCacheFormat* format = FindKvCacheFormat(type);
   return format != nullptr && format->elements_per_block > 1;
+}
+
+// Whether scores over keys of `type` quantize the query to q8_0 first.
+constexpr bool QuantizesQuery(StorageType type) {
+  const KvCacheFormat* format = FindKvCacheFormat(type);
+  return format != nullptr && format->query_type == StorageType::Q8_0;
 }
 
 // The rotation block of quantized keys: the largest power of two of at
