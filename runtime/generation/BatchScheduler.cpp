@@ -404,6 +404,7 @@ absl::StatusOr<BeamSearchResult> BatchScheduler::RunBeamSearch(
 
 absl::Status BatchScheduler::Step() {
   if (Idle()) return absl::OkStatus();
+  const Clock::time_point start = Clock::now();
   KVJIT_ASSIGN_OR_RETURN(std::vector<Sequence*> scheduled, ScheduleStep());
   if (scheduled.empty()) {
     return absl::InternalError(absl::StrCat("no sequence of ", running_.size(), " running and ",
@@ -423,7 +424,15 @@ absl::Status BatchScheduler::Step() {
   }
   ++counters_.steps;
   counters_.computed_tokens += static_cast<int64_t>(inputs.tokens().size());
-  return ConsumeLogits(scheduled, logits);
+  KVJIT_RETURN_IF_ERROR(ConsumeLogits(scheduled, logits));
+  // Every token yields logits only when each is a sequence's next (or a
+  // prompt's last, alone in its chunk).
+  if (inputs.tokens().size() == inputs.logits_rows().size()) {
+    ++counters_.decode_steps;
+    counters_.decode_step_tokens += static_cast<int64_t>(inputs.tokens().size());
+    counters_.decode_step_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kvjit::runtime

@@ -99,6 +99,13 @@ struct SchedulerCounters {
   // Tokens the steps computed: prompts, recomputes and decodes.
   int64_t computed_tokens = 0;
   int64_t cancelled_requests = 0;
+  // Steps of decode tokens alone (each token a sequence's next, none a chunk
+  // of a prompt or a recompute), their tokens and their time from scheduling
+  // to sampled tokens: batched decode apart from the prefills it interleaves
+  // with, as llama-batched-bench's generation phase measures it.
+  int64_t decode_steps = 0;
+  int64_t decode_step_tokens = 0;
+  double decode_step_seconds = 0;
 };
 
 // In-flight (continuous) batching over one step runner and its KV pool.

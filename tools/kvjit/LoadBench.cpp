@@ -158,6 +158,10 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
     sequences += static_cast<int64_t>(result.samples.size());
   }
   const kv::KvBlockCounters kv = scheduler.kv_blocks().counters();
+  const runtime::SchedulerCounters& steps = scheduler.counters();
+  // Batched decode alone (llama-batched-bench's S_TG); 0 where no step was one.
+  const double decode_tokens_per_s =
+      steps.decode_step_seconds > 0 ? steps.decode_step_tokens / steps.decode_step_seconds : 0.0;
   return nlohmann::json{{"engine", "kvjit"},
                         {"requests", static_cast<int64_t>(requests.size())},
                         {"sequences", sequences},
@@ -171,9 +175,11 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
                         {"tpot_ms_p50", Percentile(tpot_ms, 0.5)},
                         {"tpot_ms_p99", Percentile(tpot_ms, 0.99)},
                         {"output_tokens_per_s", generated / seconds},
-                        {"steps", scheduler.counters().steps},
-                        {"computed_tokens", scheduler.counters().computed_tokens},
-                        {"preemptions", scheduler.counters().preemptions},
+                        {"steps", steps.steps},
+                        {"decode_steps", steps.decode_steps},
+                        {"decode_tokens_per_s", decode_tokens_per_s},
+                        {"computed_tokens", steps.computed_tokens},
+                        {"preemptions", steps.preemptions},
                         {"kv_pool_blocks", blocks},
                         {"kv_block_tokens", block_size},
                         {"peak_kv_blocks", kv.peak_blocks_in_use},
@@ -210,6 +216,8 @@ void PrintLoadTable(
       {"tpot_ms_p99", "TPOT p99 ms"},
       {"output_tokens_per_s", "output tokens/s"},
       {"steps", "steps"},
+      {"decode_steps", "decode-only steps"},
+      {"decode_tokens_per_s", "decode-only tokens/s"},
       {"computed_tokens", "computed tokens"},
       {"preemptions", "preemptions"},
       {"kv_pool_blocks", "KV pool blocks"},

@@ -288,6 +288,11 @@ TEST(BatchSchedulerTest, RequestsJoinTheBatchWhileOthersRun) {
   EXPECT_EQ(scheduler->counters().steps, 10);
   EXPECT_EQ(runner.steps(), 10);
   EXPECT_EQ(scheduler->counters().computed_tokens, TokensComputedOnce(requests));
+  // Steps 1, 4 and 6 carry a prompt; the others decode alone: steps 2 and 3
+  // one token, 5 two, 7 to 9 three, 10 one.
+  EXPECT_EQ(scheduler->counters().decode_steps, 7);
+  EXPECT_EQ(scheduler->counters().decode_step_tokens, 14);
+  EXPECT_GT(scheduler->counters().decode_step_seconds, 0.0);
   std::vector<RequestResult> results;
   for (RequestId id : ids) results.push_back(MustTake(*scheduler, id));
   ExpectReferenceOutputs(requests, results);
