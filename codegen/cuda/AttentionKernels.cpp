@@ -55,7 +55,7 @@ constexpr char kCommonConstants[] = R"cuda(@POOL_CONSTANTS@  constexpr int kHead
 )cuda";
 
 constexpr char kDecode[] = R"cuda(
-// KvAttention, decode path: @HEADS@ query heads over a @ELEMENT@ cache, scale @SCALE_TEXT@.
+// KvAttention, decode path: @HEADS@ query heads over a cache of @ELEMENT@, scale @SCALE_TEXT@.
 @ELEMENT_FUNCTIONS@extern "C" __global__ void __launch_bounds__(@THREADS@)
 KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
 @COMMON@  constexpr int kSplitKeys = @SPLIT_KEYS@;
@@ -79,6 +79,10 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
         query[(static_cast<int64_t>(token) * kHeads + kv_head * kGroup) * kHeadDim + i];
   }
   __syncthreads();
+  // Rotated keys: each query head rotated alike, which leaves the scores as they were.
+  if constexpr (kKeyRotation > 0) {
+    hadamard_shared(&q_shared[0][0], kGroup * kHeadDim, kKeyRotation, kKeyRotationScale);
+  }
 
   float running_max[kGroup], denominator[kGroup], output[kGroup][kDimsPerLane];
 #pragma unroll
@@ -89,16 +93,18 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
     for (int c = 0; c < kDimsPerLane; ++c) output[g][c] = 0.0f;
   }
   for (int key = first_key + warp; key < end_key; key += kWarps) {
-    const uint8_t* key_row = pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes +
-                             static_cast<uint64_t>(key % kBlockSize) * kSlotStride +
-                             static_cast<uint64_t>(kv_head) * kHeadDim * kElementBytes;
-    const uint8_t* value_row = key_row + kValueOffset;
+    const uint8_t* block = pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes;
+    const uint8_t* key_row = block + static_cast<uint64_t>(key % kBlockSize) * kKeySlotStride +
+                             static_cast<uint64_t>(kv_head) * kKeyHeadBytes;
+    const uint8_t* value_row = block + kValueOffset +
+                               static_cast<uint64_t>(key % kBlockSize) * kValueSlotStride +
+                               static_cast<uint64_t>(kv_head) * kValueHeadBytes;
     float k[kDimsPerLane], v[kDimsPerLane];
 #pragma unroll
     for (int c = 0; c < kDimsPerLane; ++c) {
       const int d = lane + 32 * c;
-      k[c] = d < kHeadDim ? KVJIT_KERNEL_load_kv(key_row, d) : 0.0f;
-      v[c] = d < kHeadDim ? KVJIT_KERNEL_load_kv(value_row, d) : 0.0f;
+      k[c] = d < kHeadDim ? KVJIT_KERNEL_load_key(key_row, d) : 0.0f;
+      v[c] = d < kHeadDim ? KVJIT_KERNEL_load_value(value_row, d) : 0.0f;
     }
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
@@ -169,7 +175,7 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   const float* partials =
       static_cast<const float*>(args.buffers[@SCRATCH@]) + row * splits * (kHeadDim + 2);
   float* out = static_cast<float*>(args.buffers[@OUT@]) + row * kHeadDim;
-  for (int d = threadIdx.x; d < kHeadDim; d += blockDim.x) {
+@REDUCE_SHARED@  for (int d = threadIdx.x; d < kHeadDim; d += blockDim.x) {
     float max = negative_infinity();
     for (int z = 0; z < splits; ++z) max = fmaxf(max, partials[z * (kHeadDim + 2) + kHeadDim]);
     float sum = 0.0f, value = 0.0f;
@@ -180,13 +186,13 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
       sum += partial[kHeadDim + 1] * factor;
       value += partial[d] * factor;
     }
-    out[d] = value * (1.0f / sum);
+    @REDUCE_RESULT@ = value * (1.0f / sum);
   }
-}
+@REDUCE_ROTATE@}
 )cuda";
 
 constexpr char kPrefill[] = R"cuda(
-// KvAttention, prefill path: @HEADS@ query heads over a @ELEMENT@ cache, scale @SCALE_TEXT@,
+// KvAttention, prefill path: @HEADS@ query heads over a cache of @ELEMENT@, scale @SCALE_TEXT@,
 // tiles of @ROWS@ rows and @TILE_KEYS@ keys.
 @ELEMENT_FUNCTIONS@extern "C" __global__ void __launch_bounds__(@THREADS@)
 KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
@@ -225,6 +231,8 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
       q[i][c] = inside ? query[(row * static_cast<int64_t>(kHeads) + head) * kHeadDim + d] : 0.0f;
       output[i][c] = 0.0f;
     }
+    // Rotated keys: each query head rotated alike (the whole warp holds the pair).
+    if constexpr (kKeyRotation > 0) hadamard_lanes<kKeyRotation, kDimsPerLane>(q[i], kKeyRotationScale);
   }
 
   const int first_sequence = find_sequence(seq_starts, args.sequences, first_row);
@@ -243,12 +251,14 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
       __syncthreads();  // the previous tile is no longer read
       for (int i = threadIdx.x; i < tile_keys * kHeadDim; i += blockDim.x) {
         const int j = i / kHeadDim, d = i % kHeadDim, key = tile_start + j;
-        const uint8_t* key_row =
-            pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes +
-            static_cast<uint64_t>(key % kBlockSize) * kSlotStride +
-            static_cast<uint64_t>(kv_head) * kHeadDim * kElementBytes;
-        key_tile[j][d] = KVJIT_KERNEL_load_kv(key_row, d);
-        value_tile[j][d] = KVJIT_KERNEL_load_kv(key_row + kValueOffset, d);
+        const uint8_t* block = pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes;
+        const uint8_t* key_row = block + static_cast<uint64_t>(key % kBlockSize) * kKeySlotStride +
+                                 static_cast<uint64_t>(kv_head) * kKeyHeadBytes;
+        const uint8_t* value_row = block + kValueOffset +
+                                   static_cast<uint64_t>(key % kBlockSize) * kValueSlotStride +
+                                   static_cast<uint64_t>(kv_head) * kValueHeadBytes;
+        key_tile[j][d] = KVJIT_KERNEL_load_key(key_row, d);
+        value_tile[j][d] = KVJIT_KERNEL_load_value(value_row, d);
       }
       __syncthreads();
 #pragma unroll
@@ -287,10 +297,17 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
     const int64_t head = kv_head * kGroup + (warp + kWarps * i) % kGroup;
     float* row_out = out + (row_of[i] * static_cast<int64_t>(kHeads) + head) * kHeadDim;
     const float inverse = 1.0f / denominator[i];
+    float result[kDimsPerLane];
+#pragma unroll
+    for (int c = 0; c < kDimsPerLane; ++c) result[c] = output[i][c] * inverse;
+    // Rotated values: the output rotated back (H is its own inverse).
+    if constexpr (kValueRotation > 0) {
+      hadamard_lanes<kValueRotation, kDimsPerLane>(result, kValueRotationScale);
+    }
 #pragma unroll
     for (int c = 0; c < kDimsPerLane; ++c) {
       const int d = lane + 32 * c;
-      if (d < kHeadDim) row_out[d] = output[i][c] * inverse;
+      if (d < kHeadDim) row_out[d] = result[c];
     }
   }
 }
@@ -335,7 +352,8 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
   const int64_t tile_rows = std::max<int64_t>(1, 32 / group);
   const int64_t tile_keys = std::clamp<int64_t>(4096 / head_dim, 1, 64);
 
-  const std::string element_name = layout.key_type() == kvx::StorageType::F32 ? "f32" : "f16";
+  KVJIT_ASSIGN_OR_RETURN(KvCacheTypes types, KvCacheTypesOf(layout));
+  const std::string element_name = TypesComment(types);
   const std::string common =
       Fill(kCommonConstants, {{"POOL_CONSTANTS", pool_constants},
                               {"HEADS", absl::StrCat(heads)},
@@ -349,6 +367,14 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
                               {"SEQ_STARTS", absl::StrCat(kvx::OperandIndex(Operand::SeqStarts))},
                               {"BLOCK_TABLES",
                                absl::StrCat(kvx::OperandIndex(Operand::BlockTables))}});
+  // Rotated values: the output rotated back (H is its own inverse).
+  const std::string reduce_rotate =
+      types.value_rotation > 0
+          ? absl::StrCat("  hadamard_shared(rotated, kHeadDim, ", types.value_rotation, ", ",
+                         RotationScale(types.value_rotation), ");\n",
+                         "  for (int d = threadIdx.x; d < kHeadDim; d += blockDim.x) out[d] = "
+                         "rotated[d];\n")
+          : "";
   auto fill = [&](const char* text, uint32_t threads) {
     return Fill(text, {{"COMMON", common},
                        {"ELEMENT_FUNCTIONS", KvElementFunctions(layout)},
@@ -361,6 +387,11 @@ absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context) {
                        {"BLOCKS_PER_SPLIT", absl::StrCat(blocks_per_split)},
                        {"ROWS", absl::StrCat(tile_rows)},
                        {"TILE_KEYS", absl::StrCat(tile_keys)},
+                       {"REDUCE_SHARED", types.value_rotation > 0
+                                             ? "  __shared__ float rotated[kHeadDim];\n"
+                                             : ""},
+                       {"REDUCE_RESULT", types.value_rotation > 0 ? "rotated[d]" : "out[d]"},
+                       {"REDUCE_ROTATE", reduce_rotate},
                        {"SCRATCH", absl::StrCat(ScratchBuffer(instruction))},
                        {"OUT", absl::StrCat(OutputBuffer(instruction, 0))}});
   };

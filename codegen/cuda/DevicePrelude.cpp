@@ -99,11 +99,16 @@ constexpr char kDequant[] =
 #include "codegen/cuda/DequantText.inc"
     ;
 
+// codegen/cuda/device/KvCache.cuh: the KV cache's types and rotation.
+constexpr char kKvCache[] =
+#include "codegen/cuda/KvCacheText.inc"
+    ;
+
 }  // namespace
 
 const std::string& DevicePrelude() {
   static const std::string* prelude =
-      new std::string(absl::StrCat(kIntegerTypes, kCudaLaunchAbi, kDeviceFunctions, kDequant));
+      new std::string(absl::StrCat(kIntegerTypes, kCudaLaunchAbi, kDeviceFunctions, kDequant, kKvCache));
   return *prelude;
 }
 

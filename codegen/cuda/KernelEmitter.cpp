@@ -1,10 +1,15 @@
 #include "codegen/cuda/KernelEmitter.h"
 
+#include <cmath>
+#include <optional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/quant/StorageType.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/KvCacheFormat.h"
 
 namespace kvjit::codegen::cuda {
 
@@ -145,47 +150,83 @@ absl::StatusOr<const kvx::Weight*> WeightOf(const EmitContext& context, int inpu
   return context.executable.weights()->Get(ref.index());
 }
 
-absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout) {
-  if (layout.key_type() != layout.value_type() ||
-      (layout.key_type() != kvx::StorageType::F32 && layout.key_type() != kvx::StorageType::F16)) {
+absl::StatusOr<KvCacheTypes> KvCacheTypesOf(const kvx::KvLayout& layout) {
+  const kvx::KvCacheFormat* keys = kvx::FindKvCacheFormat(layout.key_type());
+  const kvx::KvCacheFormat* values = kvx::FindKvCacheFormat(layout.value_type());
+  if (keys == nullptr || values == nullptr) {
     return absl::UnimplementedError(absl::StrCat(
-        "the CUDA kernels keep the KV cache's keys and values both in f32 or both in f16, not ",
+        "the CUDA kernels keep the KV cache in ", kvx::kKvCacheFormatNames, ", not ",
         kvx::EnumNameStorageType(layout.key_type()), " keys and ",
         kvx::EnumNameStorageType(layout.value_type()), " values"));
   }
-  if (layout.key_rotation() != 0 || layout.value_rotation() != 0) {
-    return absl::UnimplementedError(absl::StrCat("the CUDA kernels keep the KV cache unrotated, not rotated in blocks of ",
-                                                 layout.key_rotation(), " (keys) and ", layout.value_rotation(),
-                                                 " (values)"));
+  const int64_t kv_heads = layout.num_kv_heads(), head_dim = layout.head_dim();
+  for (const auto& [format, what] : {std::pair{keys, "keys"}, std::pair{values, "values"}}) {
+    if (head_dim <= 0 || head_dim % format->elements_per_block != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a cache of ", format->name, " ", what, " stores each head in blocks of ",
+          format->elements_per_block, " elements; head_dim ", head_dim, " is not a multiple of ",
+          format->elements_per_block));
+    }
   }
-  const int element_bytes = layout.key_type() == kvx::StorageType::F32 ? 4 : 2;
+  const std::optional<uint64_t> key_slot = kvx::KvSlotBytes(*keys, kv_heads, head_dim);
+  const std::optional<uint64_t> value_slot = kvx::KvSlotBytes(*values, kv_heads, head_dim);
+  if (!key_slot || !value_slot || *key_slot != layout.key_slot_stride_bytes() ||
+      *value_slot != layout.value_slot_stride_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the KV layout's slot strides (", layout.key_slot_stride_bytes(), " bytes of keys, ",
+        layout.value_slot_stride_bytes(), " of values) are not those of ", kv_heads, " heads of ",
+        head_dim, " ", kvx::KvCacheTypesName(layout.key_type(), layout.value_type()), " elements"));
+  }
+  if (!kvx::IsValidRotation(layout.key_rotation(), head_dim) ||
+      !kvx::IsValidRotation(layout.value_rotation(), head_dim)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rotations in blocks of ", layout.key_rotation(), " (keys) and ", layout.value_rotation(),
+        " (values) are not powers of two dividing head_dim ", head_dim));
+  }
+  return KvCacheTypes{keys->name, values->name,
+                      static_cast<int64_t>(*key_slot / static_cast<uint64_t>(kv_heads)),
+                      static_cast<int64_t>(*value_slot / static_cast<uint64_t>(kv_heads)),
+                      keys->elements_per_block > 1, values->elements_per_block > 1,
+                      layout.key_rotation(), layout.value_rotation()};
+}
+
+std::string RotationScale(int64_t block) {
+  // As RotateHadamard rounds it: 1 / sqrt(block) in f32.
+  return FloatLiteral(block > 0 ? 1.0f / std::sqrt(static_cast<float>(block)) : 1.0f);
+}
+
+absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout) {
+  KVJIT_ASSIGN_OR_RETURN(KvCacheTypes types, KvCacheTypesOf(layout));
   return absl::StrCat(
       "  [[maybe_unused]] constexpr int kKvHeads = ", layout.num_kv_heads(), ";\n",
       "  [[maybe_unused]] constexpr int kHeadDim = ", layout.head_dim(), ";\n",
       "  [[maybe_unused]] constexpr int kBlockSize = ", layout.block_size(), ";\n",
       "  [[maybe_unused]] constexpr uint64_t kBlockBytes = ", layout.bytes_per_block(), "ull;\n",
-      "  [[maybe_unused]] constexpr uint64_t kSlotStride = ", layout.key_slot_stride_bytes(), "ull;\n",
-      "  [[maybe_unused]] constexpr uint64_t kValueOffset = ", layout.value_offset_bytes(),
-      "ull;\n", "  [[maybe_unused]] constexpr int kElementBytes = ", element_bytes, ";\n");
+      "  [[maybe_unused]] constexpr uint64_t kKeySlotStride = ", layout.key_slot_stride_bytes(),
+      "ull;\n",
+      "  [[maybe_unused]] constexpr uint64_t kValueSlotStride = ", layout.value_slot_stride_bytes(),
+      "ull;\n",
+      "  [[maybe_unused]] constexpr uint64_t kValueOffset = ", layout.value_offset_bytes(), "ull;\n",
+      "  [[maybe_unused]] constexpr uint64_t kKeyHeadBytes = ", types.key_head_bytes, "ull;\n",
+      "  [[maybe_unused]] constexpr uint64_t kValueHeadBytes = ", types.value_head_bytes, "ull;\n",
+      "  [[maybe_unused]] constexpr int kKeyRotation = ", types.key_rotation, ";  // 0: none\n",
+      "  [[maybe_unused]] constexpr int kValueRotation = ", types.value_rotation, ";\n",
+      "  [[maybe_unused]] constexpr float kKeyRotationScale = ", RotationScale(types.key_rotation),
+      ";\n", "  [[maybe_unused]] constexpr float kValueRotationScale = ",
+      RotationScale(types.value_rotation), ";\n");
 }
 
 std::string KvElementFunctions(const kvx::KvLayout& layout) {
-  if (layout.key_type() == kvx::StorageType::F32) {
-    return R"cuda(KVJIT_DEVICE float KVJIT_KERNEL_load_kv(const uint8_t* row, int d) {
-  return reinterpret_cast<const float*>(row)[d];
-}
-KVJIT_DEVICE void KVJIT_KERNEL_store_kv(uint8_t* row, int d, float value) {
-  reinterpret_cast<float*>(row)[d] = value;
-}
-)cuda";
-  }
-  return R"cuda(KVJIT_DEVICE float KVJIT_KERNEL_load_kv(const uint8_t* row, int d) {
-  return half_to_float(reinterpret_cast<const uint16_t*>(row)[d]);
-}
-KVJIT_DEVICE void KVJIT_KERNEL_store_kv(uint8_t* row, int d, float value) {
-  reinterpret_cast<uint16_t*>(row)[d] = float_to_half(value);
-}
-)cuda";
+  const kvx::KvCacheFormat* keys = kvx::FindKvCacheFormat(layout.key_type());
+  const kvx::KvCacheFormat* values = kvx::FindKvCacheFormat(layout.value_type());
+  // KvPoolConstants, which every caller emits, refuses other types.
+  const std::string key_name = keys ? keys->name : "f32";
+  const std::string value_name = values ? values->name : "f32";
+  return absl::StrCat(
+      "KVJIT_DEVICE float KVJIT_KERNEL_load_key(const uint8_t* head, int d) {\n  return load_kv_",
+      key_name, "(head, d);\n}\n",
+      "KVJIT_DEVICE float KVJIT_KERNEL_load_value(const uint8_t* head, int d) {\n  return load_kv_",
+      value_name, "(head, d);\n}\n");
 }
 
 LaunchSpec Launch(uint32_t kernel, uint32_t threads, SizeExpr grid_x, SizeExpr grid_y,

@@ -78,15 +78,40 @@ absl::StatusOr<uint64_t> WeightRowBytes(kvx::StorageType storage, int64_t cols);
 // The weight an input refers to, or an error.
 absl::StatusOr<const kvx::Weight*> WeightOf(const EmitContext& context, int input);
 
+// The paged KV pool's element types (runtime/schema/KvCacheFormat.h), as
+// the kernels need them: each type's name (the suffix of the prelude's
+// load_kv_<name>, store_kv_<name> and store_block_<name>,
+// device/KvCache.cuh), the bytes of one head of keys and of values, whether
+// each is stored in 32-element blocks, and the rotations (0: none). An
+// error where a type is not one of kKvCacheFormats, head_dim is not a whole
+// number of a type's blocks, the slot strides are not the types', or a
+// rotation is not a power of two dividing head_dim.
+struct KvCacheTypes {
+  std::string key_name, value_name;
+  int64_t key_head_bytes = 0, value_head_bytes = 0;
+  bool key_blocked = false, value_blocked = false;
+  int64_t key_rotation = 0, value_rotation = 0;
+};
+absl::StatusOr<KvCacheTypes> KvCacheTypesOf(const kvx::KvLayout& layout);
+// 1/sqrt(block) rounded to f32 as RotateHadamard rounds it, as a literal
+// (1 for 0).
+std::string RotationScale(int64_t block);
+// "q8_0 rotated in blocks of 64 keys, f16 values", for kernels' comments.
+std::string TypesComment(const KvCacheTypes& types);
+
 // The paged KV pool for a kernel's body: constexpr kKvHeads, kHeadDim,
-// kBlockSize, kBlockBytes, kSlotStride, kValueOffset (bytes; see kvx.fbs
-// KvLayout) and kElementBytes. Kernels get the pool already advanced to
-// their instruction's layer (runtime/schema/CudaLaunchAbi.h). An element type
-// other than f32 or f16 is an error.
+// kBlockSize, kBlockBytes, kKeySlotStride, kValueSlotStride, kValueOffset
+// (bytes; see kvx.fbs KvLayout; keys and values have strides of their own,
+// as their types may differ), kKeyHeadBytes and kValueHeadBytes (one head's
+// row), kKeyRotation and kValueRotation (the Walsh-Hadamard blocks, 0 for
+// none) and their scales 1/sqrt(R). Kernels get the pool already advanced to
+// their instruction's layer (runtime/schema/CudaLaunchAbi.h). Errors as
+// KvCacheTypesOf.
 absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout);
 
-// Device functions KVJIT_KERNEL_load_kv(row, d) and KVJIT_KERNEL_store_kv(row,
-// d, value) for the pool's element type (f16 rounds to nearest even).
+// Device functions KVJIT_KERNEL_load_key(head, d) and
+// KVJIT_KERNEL_load_value(head, d): element d of one head's row of keys
+// (values) as f32, by the pool's types (device/KvCache.cuh's load_kv_<type>).
 std::string KvElementFunctions(const kvx::KvLayout& layout);
 
 // One launch; an instruction whose decode and prefill paths are the same.

@@ -250,6 +250,14 @@ inline float __shfl_xor_sync(unsigned mask, float value, int offset) {
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+// Round to nearest even, as cvt.rni (the host's rounding mode is nearest).
+inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
+inline unsigned __float_as_uint(float value) {
+  unsigned bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
 inline float __int_as_float(int bits) {
   float value;
   std::memcpy(&value, &bits, 4);

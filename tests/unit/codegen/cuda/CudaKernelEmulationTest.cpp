@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <ostream>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +28,7 @@
 #include "codegen/cuda/emulation/HostKernels.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu/CpuStepRunner.h"
+#include "runtime/cpu/KvCacheRows.h"
 #include "runtime/cpu/PagedAttention.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/ThreadPool.h"
@@ -35,6 +39,7 @@
 #include "runtime/quant/Half.h"
 #include "runtime/quant/StorageType.h"
 #include "runtime/schema/CudaLaunchAbi.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/OpOperands.h"
 #include "tests/unit/codegen/cuda/CudaTestExecutables.h"
 #include "tests/unit/common/NumericCompare.h"
@@ -352,15 +357,91 @@ TEST(CudaSyntheticKernelEmulationTest, LinearAndRopeMatchTheCpu) {
 }
 
 // The synthetic program's KvWrite and KvAttention (3 query heads per kv
-// head, head_dim 80: lanes past the head in the last 32) on both paths,
-// over both caches, against runtime/cpu/PagedAttention.cpp: a prefill of
-// three sequences (one past an attention split), then a decode step of
-// one and of several tokens per sequence.
-class CudaSyntheticAttentionEmulationTest : public ::testing::TestWithParam<kvx::StorageType> {};
+// head) on both paths, over every cache type of KvCacheFormat.h, keys and
+// values of different types, rotated and not, against
+// runtime/cpu/PagedAttention.cpp: a prefill of three sequences (one past an
+// attention split), then a decode step of one and of several tokens per
+// sequence. After each KvWrite the emulated pool must hold the CPU's
+// WriteKv bytes exactly (memcmp). Head_dim 80 (lanes past the head in the
+// last 32) for the element types, 64 and 128 for the blocked ones (128:
+// keys rotated in blocks of 128, butterflies between registers).
+struct AttentionCase {
+  kvx::StorageType key_type;
+  kvx::StorageType value_type;
+  int64_t head_dim;
+  int64_t key_rotation;
+  int64_t value_rotation;
+};
+
+void PrintTo(const AttentionCase& c, std::ostream* os) {
+  *os << kvx::KvCacheTypesName(c.key_type, c.value_type) << ", head_dim " << c.head_dim
+      << ", rotations " << c.key_rotation << "/" << c.value_rotation;
+}
+
+class CudaSyntheticAttentionEmulationTest : public ::testing::TestWithParam<AttentionCase> {};
+
+// Attention in double over the values the cache holds (PortableLoadKvRow),
+// the query rotated by the keys' rotation and the output by the values', in
+// f32 as the kernels and the CPU rotate: what the kernels compute, up to
+// f32 rounding.
+std::vector<float> ReferenceAttention(const std::vector<float>& query, int64_t heads,
+                                      const cpu::PagedKvLayout& layout, int64_t layer,
+                                      const uint8_t* pool, const runtime::StepInputs& inputs,
+                                      int64_t max_blocks, float scale) {
+  const int64_t head_dim = layout.head_dim, group = heads / layout.kv_heads;
+  const int64_t tokens = static_cast<int64_t>(inputs.positions().size());
+  std::vector<float> out(query.size());
+  std::vector<float> q(head_dim), k(head_dim), v(head_dim), o(head_dim);
+  for (int64_t s = 0; s + 1 < static_cast<int64_t>(inputs.seq_starts().size()); ++s) {
+    const int32_t* table = inputs.block_tables().data() + s * max_blocks;
+    for (int64_t t = inputs.seq_starts()[s]; t < inputs.seq_starts()[s + 1]; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t g = h / group;
+        std::copy_n(query.begin() + (t * heads + h) * head_dim, head_dim, q.begin());
+        if (layout.key_rotation > 0) cpu::RotateHadamard(q.data(), head_dim, layout.key_rotation);
+        const int64_t keys = inputs.positions()[t] + 1;
+        std::vector<double> scores(keys);
+        std::vector<std::vector<float>> values(keys);
+        double max = -INFINITY;
+        for (int64_t j = 0; j < keys; ++j) {
+          const uint8_t* base = pool + table[j / layout.block_size] * layout.BlockBytes() +
+                                layer * layout.LayerStride();
+          const int64_t in_block = j % layout.block_size;
+          cpu::PortableLoadKvRow(layout.key_type,
+                                 base + in_block * layout.KeySlotStride() +
+                                     cpu::KvRowBytes(layout.key_type, g * head_dim),
+                                 head_dim, k.data());
+          cpu::PortableLoadKvRow(layout.value_type,
+                                 base + layout.ValueOffset() + in_block * layout.ValueSlotStride() +
+                                     cpu::KvRowBytes(layout.value_type, g * head_dim),
+                                 head_dim, v.data());
+          double dot = 0.0;
+          for (int64_t d = 0; d < head_dim; ++d) dot += double{q[d]} * k[d];
+          scores[j] = scale * dot;
+          max = std::max(max, scores[j]);
+          values[j] = v;
+        }
+        double denominator = 0.0;
+        std::vector<double> sum(head_dim, 0.0);
+        for (int64_t j = 0; j < keys; ++j) {
+          const double weight = std::exp(scores[j] - max);
+          denominator += weight;
+          for (int64_t d = 0; d < head_dim; ++d) sum[d] += weight * values[j][d];
+        }
+        for (int64_t d = 0; d < head_dim; ++d) o[d] = static_cast<float>(sum[d] / denominator);
+        if (layout.value_rotation > 0) cpu::RotateHadamard(o.data(), head_dim, layout.value_rotation);
+        std::copy(o.begin(), o.end(), out.begin() + (t * heads + h) * head_dim);
+      }
+    }
+  }
+  (void)tokens;
+  return out;
+}
 
 TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
-  const kvx::StorageType cache = GetParam();
-  const std::string bytes = testing::SyntheticExecutable(cache);
+  const AttentionCase& c = GetParam();
+  const std::string bytes = testing::SyntheticExecutable(
+      {c.key_type, c.value_type, c.head_dim, c.key_rotation, c.value_rotation});
   const kvx::Executable& executable = *kvx::GetExecutable(bytes.data());
   absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(executable);
   ASSERT_TRUE(module.ok()) << module.status();
@@ -378,8 +459,9 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
   const kvx::Instruction& attention = *instructions[attention_index];
   const kvx::KvLayout& kv = *executable.kv_layout();
   const int64_t heads = attention.inputs()->Get(0)->shape()->Get(1)->size();
-  const cpu::PagedKvLayout layout = {
-      kv.num_layers(), kv.num_kv_heads(), kv.head_dim(), kv.block_size(), cache, cache};
+  const cpu::PagedKvLayout layout = {kv.num_layers(), kv.num_kv_heads(), kv.head_dim(),
+                                     kv.block_size(),  c.key_type,        c.value_type,
+                                     c.key_rotation,   c.value_rotation};
   ASSERT_EQ(static_cast<uint64_t>(layout.BlockBytes()), kv.bytes_per_block());
   constexpr int64_t kBlocks = 32;
   std::vector<float> cpu_pool(kBlocks * kv.bytes_per_block() / sizeof(float), 0.0f);
@@ -387,6 +469,9 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
   cpu::ThreadPool pool(1);
   std::mt19937 random(5);
   Batch batch(kBlocks, kv.block_size(), 1);
+  const kvx::KvAttentionParams& params = *attention.params_as_KvAttentionParams();
+  const int64_t layer = instructions[write_index]->params_as_KvWriteParams()->layer();
+  ASSERT_EQ(params.layer(), layer);
 
   for (const std::vector<std::pair<int, int>>& step : std::vector<std::vector<std::pair<int, int>>>{
            {{0, 140}, {1, 20}, {2, 5}}, {{1, 1}, {0, 1}, {2, 4}}}) {
@@ -394,19 +479,21 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
     const int64_t tokens = static_cast<int64_t>(inputs.tokens().size());
     SCOPED_TRACE(absl::StrCat(tokens, " tokens"));
     const runtime::StepSizes sizes = runtime::SizesOf(inputs);
-    const std::vector<float> key =
-        RandomFloats(tokens * kv.num_kv_heads() * kv.head_dim(), 1.0f, random);
+    std::vector<float> key = RandomFloats(tokens * kv.num_kv_heads() * kv.head_dim(), 1.0f, random);
     const std::vector<float> value = RandomFloats(key.size(), 1.0f, random);
     const std::vector<float> query = RandomFloats(tokens * heads * kv.head_dim(), 1.0f, random);
+    // An outlier channel per kv head, as real keys have (what rotation is for),
+    // and a block of zeros (a scale of 0) in the first token's keys.
+    for (size_t i = 0; i < key.size(); i += kv.head_dim()) key[i + 3] *= 20.0f;
+    std::fill_n(key.begin(), std::min<int64_t>(32, kv.head_dim()), 0.0f);
 
-    uint8_t* gpu_layer = reinterpret_cast<uint8_t*>(gpu_pool.data()) +
-                         instructions[write_index]->params_as_KvWriteParams()->layer() * kv.layer_stride_bytes();
+    uint8_t* gpu_layer = reinterpret_cast<uint8_t*>(gpu_pool.data()) + layer * kv.layer_stride_bytes();
     cuda_abi::LaunchArgs write = {};
     ::kvjit::cuda::SetStepSizes(sizes, write);
     cuda_abi::LaunchArgs attend = write;
     using WriteOperand = kvx::KvWriteOperand;
     constexpr int kWriteInputs = kvx::kOperandCount<WriteOperand>;
-    write.buffers[kvx::OperandIndex(WriteOperand::Key)] = const_cast<float*>(key.data());
+    write.buffers[kvx::OperandIndex(WriteOperand::Key)] = key.data();
     write.buffers[kvx::OperandIndex(WriteOperand::Value)] = const_cast<float*>(value.data());
     write.buffers[kvx::OperandIndex(WriteOperand::SlotMapping)] =
         const_cast<int32_t*>(inputs.slot_mapping().data());
@@ -434,35 +521,83 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
 
     auto* cpu_bytes = reinterpret_cast<uint8_t*>(cpu_pool.data());
     ASSERT_TRUE(cpu::WriteKv(key.data(), value.data(), tokens, inputs.slot_mapping().data(), layout,
-                             instructions[write_index]->params_as_KvWriteParams()->layer(), cpu_bytes, kBlocks, pool)
+                             layer, cpu_bytes, kBlocks, pool)
                     .ok());
     cpu::PagedAttentionBatch cpu_batch = {
         inputs.positions().data(),    inputs.seq_starts().data(), inputs.context_lens().data(),
         inputs.block_tables().data(), sizes.sequences,          sizes.max_blocks};
-    ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout,
-                                    attention.params_as_KvAttentionParams()->layer(), cpu_bytes,
-                                    kBlocks, cpu_batch, attention.params_as_KvAttentionParams()->scale(),
-                                    attention.params_as_KvAttentionParams()->window(),
-                                    attention.params_as_KvAttentionParams()->softcap(), expected.data(), pool)
+    ASSERT_TRUE(cpu::PagedAttention(query.data(), tokens, heads, layout, layer, cpu_bytes, kBlocks,
+                                    cpu_batch, params.scale(), params.window(), params.softcap(),
+                                    expected.data(), pool)
                     .ok());
+    const auto* gpu_bytes = reinterpret_cast<const uint8_t*>(gpu_pool.data());
+    const auto mismatch = std::mismatch(cpu_bytes, cpu_bytes + cpu_pool.size() * sizeof(float), gpu_bytes);
     ASSERT_EQ(std::memcmp(cpu_pool.data(), gpu_pool.data(), cpu_pool.size() * sizeof(float)), 0)
-        << "the caches differ";
-    // The CPU's f16 path rounds the query and the probabilities to f16, as
-    // ggml does; the kernels keep them in f32.
-    const double tolerance = cache == kvx::StorageType::F32 ? 2e-5 : 2e-2;
+        << "the caches differ, first at byte " << (mismatch.first - cpu_bytes) << " (CPU "
+        << int{*mismatch.first} << ", kernels " << int{*mismatch.second} << "; a block is "
+        << kv.bytes_per_block() << " bytes, a layer " << kv.layer_stride_bytes()
+        << ", keys' slots " << kv.key_slot_stride_bytes() << ", values' from "
+        << kv.value_offset_bytes() << ")";
+
+    // The kernels' own arithmetic: f32 dot products and online softmax over
+    // the cached values, against double over the same values. Scores are
+    // N(0, 1)-sized sums of head_dim products and outputs averages of
+    // N(0, 1) values: f32 rounding and the order of the sums leave them a
+    // few 1e-6 apart; a wrong element, scale, stride or rotation is off by
+    // far more than 1e-4.
+    const std::vector<float> reference = ReferenceAttention(
+        query, heads, layout, layer, cpu_bytes, inputs, sizes.max_blocks, params.scale());
+    EXPECT_TRUE(AllClose(actual, reference, Absolute(1e-4)))
+        << "actual: the kernels; expected: double over the cached values. Elements are [token, "
+           "head, dimension] of ["
+        << tokens << ", " << heads << ", " << kv.head_dim() << "]";
+    // Against the CPU runtime: its f32 path (every cache but f16/f16) is the
+    // same arithmetic in another summation order (1e-4, as above). Its
+    // f16/f16 path rounds the query and the probabilities to f16, as ggml
+    // does (2e-2). Over q8_0 and q4_0 keys it may quantize each query head
+    // to q8_0 before scoring (KvCacheFormat.h's QuantizesQuery, llama.cpp's
+    // integer dot products), which the kernels do not: the query's 8-bit
+    // rounding (1/254 of its block's largest element) moves a score by up
+    // to ~1e-2 here, and an output by as much (5e-2).
+    const bool half_path = c.key_type == kvx::StorageType::F16 && c.value_type == kvx::StorageType::F16;
+    const bool quantized_query = c.key_type == kvx::StorageType::Q8_0 || c.key_type == kvx::StorageType::Q4_0;
+    const double tolerance = half_path ? 2e-2 : quantized_query ? 5e-2 : 1e-4;
     EXPECT_TRUE(AllClose(actual, expected, Absolute(tolerance)))
-        << "elements are [token, head, dimension] of [" << tokens << ", " << heads << ", "
-        << kv.head_dim() << "]";
+        << "actual: the kernels; expected: the CPU's. Elements are [token, head, dimension] of ["
+        << tokens << ", " << heads << ", " << kv.head_dim() << "]";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Caches, CudaSyntheticAttentionEmulationTest,
-                         ::testing::Values(kvx::StorageType::F32, kvx::StorageType::F16),
-                         [](const ::testing::TestParamInfo<kvx::StorageType>& info) {
-                           return std::string(kvx::EnumNameStorageType(info.param));
-                         });
+constexpr kvx::StorageType kF32 = kvx::StorageType::F32, kF16 = kvx::StorageType::F16,
+                           kBf16 = kvx::StorageType::BF16, kQ8 = kvx::StorageType::Q8_0,
+                           kQ4 = kvx::StorageType::Q4_0, kE4m3 = kvx::StorageType::F8_E4M3;
 
-INSTANTIATE_TEST_SUITE_P(Caches, CudaKernelEmulationTest, ::testing::Values("f32", "f16"));
+INSTANTIATE_TEST_SUITE_P(
+    Caches, CudaSyntheticAttentionEmulationTest,
+    ::testing::Values(
+        AttentionCase{kF32, kF32, 80, 0, 0}, AttentionCase{kF16, kF16, 80, 0, 0},
+        AttentionCase{kBf16, kBf16, 80, 0, 0},
+        // The blocked types as insert-kv-cache rotates them (KeyRotationBlock,
+        // ValueRotationBlock) and unrotated.
+        AttentionCase{kQ8, kQ8, 64, 64, 64}, AttentionCase{kQ4, kQ4, 64, 64, 64},
+        AttentionCase{kE4m3, kE4m3, 64, 64, 64}, AttentionCase{kQ8, kQ8, 128, 0, 0},
+        AttentionCase{kQ4, kQ4, 128, 128, 64}, AttentionCase{kE4m3, kE4m3, 128, 0, 0},
+        // Keys and values of different types, strides and rotations.
+        AttentionCase{kQ8, kF16, 128, 128, 0}, AttentionCase{kF16, kQ4, 64, 0, 64},
+        AttentionCase{kBf16, kE4m3, 128, 0, 64}, AttentionCase{kQ4, kF32, 64, 64, 0}),
+    [](const ::testing::TestParamInfo<AttentionCase>& info) {
+      std::string name = absl::StrCat(kvx::KvCacheTypesName(info.param.key_type, info.param.value_type),
+                                      "_", info.param.head_dim, "_rot", info.param.key_rotation, "_",
+                                      info.param.value_rotation);
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+// stories260K's head_dim of 8 takes no blocked type (a 32-element block);
+// those are the synthetic program's above.
+INSTANTIATE_TEST_SUITE_P(Caches, CudaKernelEmulationTest, ::testing::Values("f32", "f16", "bf16"));
 
 }  // namespace
 }  // namespace kvjit::codegen::cuda

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/driver/Compiler.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/OpOperands.h"
 #include "tests/unit/runtime/schema/InputsByOperand.h"
 
@@ -27,7 +28,6 @@ constexpr int64_t kHidden = 256;
 constexpr int64_t kFeatures = 8;
 constexpr int64_t kHeads = 6;
 constexpr int64_t kKvHeads = 2;
-constexpr int64_t kHeadDim = 80;
 constexpr int64_t kBlockSize = 16;
 
 // An instruction's parameter table and its type in the OpParams union.
@@ -38,7 +38,8 @@ struct InstructionParams {
 
 class SyntheticBuilder {
  public:
-  std::string Build(kvx::StorageType cache) {
+  std::string Build(const SyntheticCache& cache) {
+    const int64_t kHeadDim = cache.head_dim;
     const kvx::Dim tokens(kvx::DimKind::Tokens, 0);
     const kvx::Dim logits_rows(kvx::DimKind::LogitsRows, 0);
     auto hidden = [&](kvx::Dim rows) { return Arena({rows, Static(kHidden)}); };
@@ -145,11 +146,15 @@ class SyntheticBuilder {
 
     auto logits = Arena({logits_rows, Static(kFeatures)});
     auto program = kvx::CreateProgramDirect(fbb_, &instructions_, logits, arena_end_, 64);
-    const int64_t element = cache == kvx::StorageType::F32 ? 4 : 2;
-    const uint64_t slot_stride = kKvHeads * kHeadDim * element;
-    const uint64_t value_offset = slot_stride * kBlockSize;
-    auto kv = kvx::CreateKvLayout(fbb_, 2, kKvHeads, kHeadDim, kBlockSize, cache, 4 * value_offset,
-                                  2 * value_offset, value_offset, slot_stride, 16, cache, slot_stride);
+    const uint64_t key_stride = *kvx::KvSlotBytes(*kvx::FindKvCacheFormat(cache.key_type), kKvHeads, kHeadDim);
+    const uint64_t value_stride =
+        *kvx::KvSlotBytes(*kvx::FindKvCacheFormat(cache.value_type), kKvHeads, kHeadDim);
+    const uint64_t value_offset = key_stride * kBlockSize;
+    const uint64_t layer_stride = value_offset + value_stride * kBlockSize;
+    auto kv = kvx::CreateKvLayout(fbb_, 2, kKvHeads, kHeadDim, kBlockSize, cache.key_type, 2 * layer_stride,
+                                  layer_stride, value_offset, key_stride, 16, cache.value_type, value_stride,
+                                  static_cast<uint32_t>(cache.key_rotation),
+                                  static_cast<uint32_t>(cache.value_rotation));
     auto config = kvx::CreateModelConfigDirect(fbb_, "llama", "synthetic", kFeatures);
     auto root =
         kvx::CreateExecutableDirect(fbb_, 0, nullptr, config, 0, nullptr, &weights_, kv, program);
@@ -229,6 +234,10 @@ absl::StatusOr<std::string> CompiledExecutable(const std::string& model_path,
   return compiled->emplace(std::make_pair(model_path, cache_dtype), std::move(bytes)).first->second;
 }
 
-std::string SyntheticExecutable(kvx::StorageType cache) { return SyntheticBuilder().Build(cache); }
+std::string SyntheticExecutable(kvx::StorageType cache) {
+  return SyntheticBuilder().Build({cache, cache, 80, 0, 0});
+}
+
+std::string SyntheticExecutable(const SyntheticCache& cache) { return SyntheticBuilder().Build(cache); }
 
 }  // namespace kvjit::codegen::cuda::testing

@@ -10,7 +10,7 @@
 namespace kvjit::codegen::cuda::testing {
 
 // The CPU executable `kvjit compile` writes for the model at `model_path`
-// with a KV cache of `cache_dtype` ("f32" or "f16"), as bytes; compiled once
+// with a KV cache of `cache_dtype` (any --cache_dtype), as bytes; compiled once
 // per process for each pair.
 absl::StatusOr<std::string> CompiledExecutable(const std::string& model_path,
                                                const std::string& cache_dtype);
@@ -23,6 +23,19 @@ absl::StatusOr<std::string> CompiledExecutable(const std::string& model_path,
 // head and a head_dim of 80 (not a multiple of 32), KvWrite, GatherRows and
 // a Copy. Its weights have no bytes: it is for code generation only.
 std::string SyntheticExecutable(kvx::StorageType cache);
+
+// The same program over a cache of `key_type` keys and `value_type` values
+// (any of KvCacheFormat.h's; the blocked types need head_dim a multiple of
+// 32), rotated in blocks of key_rotation and value_rotation (0: none), with
+// heads of head_dim elements.
+struct SyntheticCache {
+  kvx::StorageType key_type = kvx::StorageType::F32;
+  kvx::StorageType value_type = kvx::StorageType::F32;
+  int64_t head_dim = 80;
+  int64_t key_rotation = 0;
+  int64_t value_rotation = 0;
+};
+std::string SyntheticExecutable(const SyntheticCache& cache);
 
 }  // namespace kvjit::codegen::cuda::testing
 
