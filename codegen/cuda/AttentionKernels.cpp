@@ -6,6 +6,19 @@
 // to softcap · tanh(s / softcap) where the instruction has a softcap
 // (Gemma 2), folded by an online softmax in f32.
 //
+// The cache may hold any type of runtime/schema/KvCacheFormat.h, keys and
+// values apart (each with its own slot stride and head bytes): every key
+// and value element is read as its f32 value (device/KvCache.cuh's
+// load_kv_<type>: the scale times the code, one f32 multiply, as the CPU's
+// LoadKvRow), and scored against the query in f32. The kernels never
+// quantize the query, even over q8_0 and q4_0 keys, where the CPU runtime
+// may score integer dot products against a q8_0-rounded query
+// (KvCacheFormat.h's QuantizesQuery). Where keys are stored rotated, each
+// query head is rotated by the same Walsh-Hadamard blocks first (scores
+// unchanged, H orthonormal); where values are, each output head is rotated
+// back after the softmax's division (H is its own inverse), as
+// runtime/cpu/PagedAttention.cpp does.
+//
 // Decode path (split-K "flash decoding"): one block per (token, kv head,
 // split of kSplitKeys keys), the GQA group's query heads sharing each key
 // and value read; each split leaves its running max, denominator and

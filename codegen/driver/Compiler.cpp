@@ -290,11 +290,10 @@ absl::Status CheckOptions(const CompileOptions& options) {
       return absl::InvalidArgumentError(absl::StrCat(flag, " must be one of ",
                                                      kvx::kKvCacheFormatNames, ", got '", name, "'"));
     }
-    if (for_cuda && format->type != kvx::StorageType::F32 && format->type != kvx::StorageType::F16) {
-      return absl::UnimplementedError(absl::StrCat(
-          "--target cuda: the CUDA backend keeps the KV cache in f32 or f16; ", flag, "=", name,
-          " runs on the CPU backend (--target cpu) only"));
-    }
+    // Every type of kKvCacheFormats runs on both backends: the CUDA kernels
+    // store and load each as the CPU does (codegen/cuda/device/KvCache.cuh),
+    // rotated or not; a layout they cannot keep is refused by name when the
+    // kernels are generated (codegen/cuda/KernelEmitter.h, KvCacheTypesOf).
   }
   return absl::OkStatus();
 }

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/CudaCodegen.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "tests/unit/codegen/cuda/CudaTestExecutables.h"
 #include "tests/unit/common/TestPaths.h"
 
@@ -147,7 +149,7 @@ TEST(CudaCodegenTest, SyntheticProgramReachesEveryVariant) {
        {"gelu_tanh(step", "gelu_erf(step", "silu(step", "* 0x1p-1f",
         "Rope (neox): rotary_dim 64 of head_dim 80", "Rope (interleaved)", "scaling Llama3",
         "scaling Linear", "half_to_float(static_cast<const uint16_t*>", "bf16_to_float(",
-        "kvjit_linear_add_bias", "float_to_half(value)", "kvjit_attention_prefill"}) {
+        "kvjit_linear_add_bias", "store_kv_f16(key_slot, i, key[i])", "kvjit_attention_prefill"}) {
     EXPECT_THAT(module->source, HasSubstr(piece));
   }
   // The Linear over logits rows chooses its path by L, the others by T.
@@ -166,13 +168,67 @@ TEST(CudaCodegenTest, GenerationIsDeterministic) {
   EXPECT_EQ(first->kernel_names, second->kernel_names);
 }
 
-TEST(CudaCodegenTest, CacheOfAnotherElementTypeIsNamed) {
-  const std::string bytes = testing::SyntheticExecutable(kvx::StorageType::BF16);
-  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(Parse(bytes));
+// Each KV cache type is written and read by its own device functions
+// (device/KvCache.cuh), keys and values apart; rotated caches rotate the
+// written rows, the queries and the outputs.
+TEST(CudaCodegenTest, EveryCacheTypeHasItsKernels) {
+  using kvx::StorageType;
+  struct Case {
+    testing::SyntheticCache cache;
+    std::vector<std::string> pieces;
+  };
+  const std::vector<Case> cases = {
+      {{StorageType::BF16, StorageType::BF16, 80, 0, 0},
+       {"store_kv_bf16(key_slot, i, key[i])", "store_kv_bf16(value_slot, i, value[i])",
+        "return load_kv_bf16(head, d);"}},
+      {{StorageType::Q8_0, StorageType::F16, 128, 128, 0},
+       {"store_block_q8_0(key_slot + b * 34, row[b * 32 + lane], lane)",
+        "hadamard_shared(row, kRow, 128, kKeyRotationScale)",
+        "constexpr float kKeyRotationScale = 0x1.6a09e6p-4f;", "store_kv_f16(value_slot, i, value[i])",
+        "constexpr uint64_t kKeySlotStride = 272ull", "constexpr uint64_t kValueSlotStride = 512ull",
+        "constexpr int kKeyRotation = 128;", "return load_kv_q8_0(head, d);",
+        "return load_kv_f16(head, d);"}},
+      {{StorageType::Q4_0, StorageType::F8_E4M3, 64, 64, 64},
+       {"store_block_q4_0(key_slot + b * 18", "store_block_f8_e4m3(value_slot + b * 34",
+        "hadamard_shared(row, kRow, 64, kKeyRotationScale)",
+        "hadamard_shared(row, kRow, 64, kValueRotationScale)",
+        "hadamard_shared(rotated, kHeadDim, 64, 0x1p-3f)",
+        "hadamard_lanes<kValueRotation, kDimsPerLane>(result, kValueRotationScale)",
+        "return load_kv_q4_0(head, d);", "return load_kv_f8_e4m3(head, d);"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(kvx::KvCacheTypesName(c.cache.key_type, c.cache.value_type));
+    const std::string bytes = testing::SyntheticExecutable(c.cache);
+    absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(Parse(bytes));
+    ASSERT_TRUE(module.ok()) << module.status();
+    for (const std::string& piece : c.pieces) EXPECT_THAT(module->source, HasSubstr(piece));
+  }
+}
+
+TEST(CudaCodegenTest, CacheTheKernelsCannotKeepIsNamed) {
+  using kvx::StorageType;
+  // q8_0 blocks of 32 in heads of 80.
+  absl::StatusOr<CudaModuleSpec> module = GenerateCudaModule(
+      Parse(testing::SyntheticExecutable({StorageType::Q8_0, StorageType::F16, 80, 0, 0})));
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(module.status().message(), HasSubstr("(KvWrite)"));
+  EXPECT_THAT(module.status().message(),
+              HasSubstr("a cache of q8_0 keys stores each head in blocks of 32 elements; head_dim 80 "
+                        "is not a multiple of 32"));
+  // Not a cache type at all.
+  module = GenerateCudaModule(
+      Parse(testing::SyntheticExecutable({StorageType::Q4_1, StorageType::F16, 64, 0, 0})));
   ASSERT_FALSE(module.ok());
   EXPECT_EQ(module.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(module.status().message(), HasSubstr("(KvWrite)"));
-  EXPECT_THAT(module.status().message(), HasSubstr("both in f32 or both in f16, not BF16 keys and BF16 values"));
+  EXPECT_THAT(module.status().message(),
+              HasSubstr("the CUDA kernels keep the KV cache in f32, f16, bf16, q8_0, q4_0, f8_e4m3, "
+                        "not Q4_1 keys and F16 values"));
+  // A rotation that is not a power of two dividing head_dim.
+  module = GenerateCudaModule(
+      Parse(testing::SyntheticExecutable({StorageType::Q8_0, StorageType::Q8_0, 64, 48, 0})));
+  ASSERT_FALSE(module.ok());
+  EXPECT_THAT(module.status().message(), HasSubstr("rotations in blocks of 48 (keys) and 0 (values)"));
 }
 
 TEST(CudaCodegenTest, CopyInPlaceLaunchesNothing) {

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -146,9 +147,16 @@ class SyntheticBuilder {
 
     auto logits = Arena({logits_rows, Static(kFeatures)});
     auto program = kvx::CreateProgramDirect(fbb_, &instructions_, logits, arena_end_, 64);
-    const uint64_t key_stride = *kvx::KvSlotBytes(*kvx::FindKvCacheFormat(cache.key_type), kKvHeads, kHeadDim);
-    const uint64_t value_stride =
-        *kvx::KvSlotBytes(*kvx::FindKvCacheFormat(cache.value_type), kKvHeads, kHeadDim);
+    // A type that is not a cache type, or a head_dim that is not a whole
+    // number of its blocks, gets a stride of a byte per element: a layout
+    // for code generation to refuse.
+    auto slot_bytes = [&](kvx::StorageType type) -> uint64_t {
+      const kvx::KvCacheFormat* format = kvx::FindKvCacheFormat(type);
+      std::optional<uint64_t> bytes = format ? kvx::KvSlotBytes(*format, kKvHeads, kHeadDim) : std::nullopt;
+      return bytes.value_or(kKvHeads * kHeadDim);
+    };
+    const uint64_t key_stride = slot_bytes(cache.key_type);
+    const uint64_t value_stride = slot_bytes(cache.value_type);
     const uint64_t value_offset = key_stride * kBlockSize;
     const uint64_t layer_stride = value_offset + value_stride * kBlockSize;
     auto kv = kvx::CreateKvLayout(fbb_, 2, kKvHeads, kHeadDim, kBlockSize, cache.key_type, 2 * layer_stride,

@@ -1,6 +1,7 @@
 #ifndef KVJIT_TESTS_UNIT_CODEGEN_CUDA_CUDATESTEXECUTABLES_H_
 #define KVJIT_TESTS_UNIT_CODEGEN_CUDA_CUDATESTEXECUTABLES_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,7 +28,8 @@ std::string SyntheticExecutable(kvx::StorageType cache);
 // The same program over a cache of `key_type` keys and `value_type` values
 // (any of KvCacheFormat.h's; the blocked types need head_dim a multiple of
 // 32), rotated in blocks of key_rotation and value_rotation (0: none), with
-// heads of head_dim elements.
+// heads of head_dim elements. Another type or head_dim gives a layout the
+// kernels refuse (a byte per element), for the tests of that.
 struct SyntheticCache {
   kvx::StorageType key_type = kvx::StorageType::F32;
   kvx::StorageType value_type = kvx::StorageType::F32;

@@ -1,6 +1,9 @@
 // The CI check that every CUDA kernel kvjit generates compiles: the kernels
 // of stories260K, SmolLM2-135M (Q4_1) and a synthetic program that reaches
-// every variant, with f32 and f16 caches, through NVRTC for sm_80 and sm_90.
+// every variant, with f32 and f16 caches and (SmolLM2 and the synthetic
+// program) the other KV cache types of runtime/schema/KvCacheFormat.h,
+// rotated, and keys and values of different types, through NVRTC for sm_80
+// and sm_90.
 // No GPU is needed; a kernel that does not compile fails here with NVRTC's
 // log.
 
@@ -45,8 +48,21 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 std::string ExecutableFor(const Case& c, std::string* skip) {
   const std::string model = c.model;
   if (model == "synthetic") {
-    return testing::SyntheticExecutable(
-        std::string(c.cache_dtype) == "f32" ? kvx::StorageType::F32 : kvx::StorageType::F16);
+    // Each cache as insert-kv-cache would lay it out: the blocked types
+    // rotated (KeyRotationBlock, ValueRotationBlock), f16 never.
+    using kvx::StorageType;
+    const std::string dtype = c.cache_dtype;
+    if (dtype == "f32") return testing::SyntheticExecutable(StorageType::F32);
+    if (dtype == "f16") return testing::SyntheticExecutable(StorageType::F16);
+    if (dtype == "bf16") return testing::SyntheticExecutable(StorageType::BF16);
+    if (dtype == "q8_0") return testing::SyntheticExecutable({StorageType::Q8_0, StorageType::Q8_0, 64, 64, 64});
+    if (dtype == "q4_0") return testing::SyntheticExecutable({StorageType::Q4_0, StorageType::Q4_0, 128, 128, 64});
+    if (dtype == "f8_e4m3") {
+      return testing::SyntheticExecutable({StorageType::F8_E4M3, StorageType::F8_E4M3, 64, 0, 0});
+    }
+    if (dtype == "q8_0/f16") return testing::SyntheticExecutable({StorageType::Q8_0, StorageType::F16, 128, 128, 0});
+    ADD_FAILURE() << "no synthetic cache " << dtype;
+    return "";
   }
   std::string path = kvjit::testing::SharedPath(absl::StrCat("models/", model));
   if (path.empty()) path = kvjit::testing::DownloadedModelPath(model);
@@ -101,7 +117,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"SmolLM2-135M-Instruct.Q4_1.gguf", "f16", 80},
                       Case{"SmolLM2-135M-Instruct.Q4_1.gguf", "f16", 90},
                       Case{"synthetic", "f32", 80}, Case{"synthetic", "f32", 90},
-                      Case{"synthetic", "f16", 80}, Case{"synthetic", "f16", 90}),
+                      Case{"synthetic", "f16", 80}, Case{"synthetic", "f16", 90},
+                      Case{"SmolLM2-135M-Instruct.Q4_1.gguf", "q8_0", 80},
+                      Case{"SmolLM2-135M-Instruct.Q4_1.gguf", "q4_0", 90},
+                      Case{"synthetic", "bf16", 80}, Case{"synthetic", "bf16", 90},
+                      Case{"synthetic", "q8_0", 80}, Case{"synthetic", "q8_0", 90},
+                      Case{"synthetic", "q4_0", 80}, Case{"synthetic", "q4_0", 90},
+                      Case{"synthetic", "f8_e4m3", 80}, Case{"synthetic", "f8_e4m3", 90},
+                      Case{"synthetic", "q8_0/f16", 80}, Case{"synthetic", "q8_0/f16", 90}),
     CaseName);
 
 TEST(NvrtcCompilerTest, ACompileErrorCarriesTheLogAndNamesTheModel) {
