@@ -372,15 +372,8 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
           absl::StrCat(source, ": the pipeline failed:\n", diagnostics.errors()));
     }
   }
-  if (kv::CacheType cache = StepCache(module); cache && options.target == "cuda") {
-    for (kv::CacheElement element : {cache.getKeyType(), cache.getValueType()}) {
-      if (element != kv::CacheElement::f32 && element != kv::CacheElement::f16) {
-        return absl::UnimplementedError(absl::StrCat(
-            source, ": the pipeline keeps the KV cache in ", kv::stringifyCacheElement(element).str(),
-            "; the CUDA backend keeps it in f32 or f16 (insert-kv-cache{cache-dtype=f32|f16})"));
-      }
-    }
-  }
+  // Whatever cache types and rotations the pipeline chose, the CUDA kernels
+  // keep them (a layout they cannot is refused when they are generated).
   Progress(progress, "  %s (%.2f s)\n", DescribePlan(module).c_str(), SecondsSince(start));
   Progress(progress, "  %s\n", DescribeWeightLayouts(module).c_str());
   if (options.target == "cuda" &&
