@@ -171,8 +171,12 @@ TEST_P(CudaKernelEmulationTest, Stories260KMatchesTheCpuRuntime) {
     absl::StatusOr<absl::Span<const float>> actual = (*gpu)->Run(inputs);
     ASSERT_TRUE(actual.ok()) << actual.status();
     // The prefill GEMM rounds its operands to f16; the rest differs from
-    // the CPU in summation order and exp.
-    EXPECT_TRUE(AllClose(*actual, *expected, RelativeToLargest(1e-2)))
+    // the CPU in summation order and exp. A bf16 cache then rounds keys and
+    // values that differ by those f16 roundings to 8 significant bits (a
+    // step 8 times an f16 one), which flips some of them: its worst logit
+    // is 0.0127 of the largest, so 2e-2.
+    const double tolerance = cache == "bf16" ? 2e-2 : 1e-2;
+    EXPECT_TRUE(AllClose(*actual, *expected, RelativeToLargest(tolerance)))
         << "actual: the emulated kernels' logits; expected: the CPU's";
   }
   std::filesystem::remove_all(directory);
