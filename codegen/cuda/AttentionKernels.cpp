@@ -10,12 +10,14 @@
 // values apart (each with its own slot stride and head bytes): every key
 // and value element is read as its f32 value (device/KvCache.cuh's
 // load_kv_<type>: the scale times the code, one f32 multiply, as the CPU's
-// LoadKvRow), and scored against the query in f32. The kernels never
-// quantize the query, even over q8_0 and q4_0 keys, where the CPU runtime
-// may score integer dot products against a q8_0-rounded query
-// (KvCacheFormat.h's QuantizesQuery). Where keys are stored rotated, each
-// query head is rotated by the same Walsh-Hadamard blocks first (scores
-// unchanged, H orthonormal); where values are, each output head is rotated
+// LoadKvRow), and scored against the query in f32. Where keys are stored
+// rotated, each query head is rotated by the same Walsh-Hadamard blocks
+// first (scores unchanged, H orthonormal); where they are q8_0 or q4_0
+// (KvCacheFormat.h's QuantizesQuery), each (rotated) query head is then
+// rounded to q8_0 blocks, scale times code, as the CPU's integer dot
+// products (QuantizedKeyScores.h) and the reference see it: the kernels' f32
+// dot products of those values are the CPU's integer sums up to f32
+// rounding. Where values are stored rotated, each output head is rotated
 // back after the softmax's division (H is its own inverse), as
 // runtime/cpu/PagedAttention.cpp does.
 //
@@ -95,6 +97,14 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
   // Rotated keys: each query head rotated alike, which leaves the scores as they were.
   if constexpr (kKeyRotation > 0) {
     hadamard_shared(&q_shared[0][0], kGroup * kHeadDim, kKeyRotation, kKeyRotationScale);
+  }
+  // Keys scored in integers on the CPU: the query as q8_0 blocks give it back.
+  if constexpr (kQuantizeQuery) {
+    for (int block = warp; block < kGroup * kHeadDim / 32; block += kWarps) {
+      float* x = &q_shared[0][0] + block * 32 + lane;
+      *x = round_q8_0(*x);
+    }
+    __syncthreads();
   }
 
   float running_max[kGroup], denominator[kGroup], output[kGroup][kDimsPerLane];
@@ -246,6 +256,12 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
     }
     // Rotated keys: each query head rotated alike (the whole warp holds the pair).
     if constexpr (kKeyRotation > 0) hadamard_lanes<kKeyRotation, kDimsPerLane>(q[i], kKeyRotationScale);
+    // Keys scored in integers on the CPU: the query as q8_0 blocks give it
+    // back (lanes 0..31 of q[i][c] are block c of the head).
+    if constexpr (kQuantizeQuery) {
+#pragma unroll
+      for (int c = 0; c < kDimsPerLane; ++c) q[i][c] = round_q8_0(q[i][c]);
+    }
   }
 
   const int first_sequence = find_sequence(seq_starts, args.sequences, first_row);

@@ -14,7 +14,8 @@ namespace kvjit::codegen::cuda {
 // cache's (device/KvCache.cuh): load_kv_<type>(head, d),
 // store_kv_<type>(head, d, x) for f32, f16 and bf16,
 // store_block_<type>(block, x, lane) for q8_0, q4_0 and f8_e4m3 (a warp per
-// 32-element block, bytes as the CPU's StoreKvRow), and the Walsh-Hadamard
+// 32-element block, bytes as the CPU's StoreKvRow), round_q8_0 (a query
+// element as q8_0 gives it back, a warp per block), and the Walsh-Hadamard
 // rotation in shared memory (hadamard_shared) or in a warp's registers
 // (hadamard_lanes).
 const std::string& DevicePrelude();

@@ -187,7 +187,8 @@ absl::StatusOr<KvCacheTypes> KvCacheTypesOf(const kvx::KvLayout& layout) {
                       static_cast<int64_t>(*key_slot / static_cast<uint64_t>(kv_heads)),
                       static_cast<int64_t>(*value_slot / static_cast<uint64_t>(kv_heads)),
                       keys->elements_per_block > 1, values->elements_per_block > 1,
-                      layout.key_rotation(), layout.value_rotation()};
+                      layout.key_rotation(), layout.value_rotation(),
+                      kvx::QuantizesQuery(layout.key_type())};
 }
 
 std::string RotationScale(int64_t block) {
@@ -211,6 +212,8 @@ absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout) {
       "  [[maybe_unused]] constexpr uint64_t kValueHeadBytes = ", types.value_head_bytes, "ull;\n",
       "  [[maybe_unused]] constexpr int kKeyRotation = ", types.key_rotation, ";  // 0: none\n",
       "  [[maybe_unused]] constexpr int kValueRotation = ", types.value_rotation, ";\n",
+      "  [[maybe_unused]] constexpr bool kQuantizeQuery = ", types.quantize_query ? "true" : "false",
+      ";  // the query rounded to q8_0 before its dot products\n",
       "  [[maybe_unused]] constexpr float kKeyRotationScale = ", RotationScale(types.key_rotation),
       ";\n", "  [[maybe_unused]] constexpr float kValueRotationScale = ",
       RotationScale(types.value_rotation), ";\n");

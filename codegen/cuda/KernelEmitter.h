@@ -91,6 +91,9 @@ struct KvCacheTypes {
   int64_t key_head_bytes = 0, value_head_bytes = 0;
   bool key_blocked = false, value_blocked = false;
   int64_t key_rotation = 0, value_rotation = 0;
+  // Scores against these keys take the query rounded to q8_0
+  // (KvCacheFormat.h's QuantizesQuery: q8_0 and q4_0 keys).
+  bool quantize_query = false;
 };
 absl::StatusOr<KvCacheTypes> KvCacheTypesOf(const kvx::KvLayout& layout);
 // 1/sqrt(block) rounded to f32 as RotateHadamard rounds it, as a literal
@@ -104,7 +107,9 @@ std::string TypesComment(const KvCacheTypes& types);
 // (bytes; see kvx.fbs KvLayout; keys and values have strides of their own,
 // as their types may differ), kKeyHeadBytes and kValueHeadBytes (one head's
 // row), kKeyRotation and kValueRotation (the Walsh-Hadamard blocks, 0 for
-// none) and their scales 1/sqrt(R). Kernels get the pool already advanced to
+// none) and their scales 1/sqrt(R), and kQuantizeQuery (whether each query
+// head is rounded to q8_0 before scoring, KvCacheFormat.h's QuantizesQuery).
+// Kernels get the pool already advanced to
 // their instruction's layer (runtime/schema/CudaLaunchAbi.h). Errors as
 // KvCacheTypesOf.
 absl::StatusOr<std::string> KvPoolConstants(const kvx::KvLayout& layout);

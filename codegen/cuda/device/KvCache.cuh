@@ -20,7 +20,8 @@
 // holding element j: the block's largest magnitude is a __shfl_xor_sync
 // reduction (max is exact in any order), so every lane gets the same scale.
 // Loads are the scale times the code's value, one f32 multiply, as
-// LoadKvRow.
+// LoadKvRow; round_q8_0 gives a query element back as a q8_0 block would
+// (for q8_0 and q4_0 keys, which the CPU scores against a q8_0 query).
 
 // ---- Element conversions.
 
@@ -155,6 +156,18 @@ KVJIT_DEVICE void store_block_f8_e4m3(uint8_t* block, float x, int lane) {
   const float multiplier = amax != 0.0f ? __fdiv_rn(448.0f, amax) : 0.0f;
   block[2 + lane] = static_cast<uint8_t>(float_to_e4m3(__fmul_rn(x, multiplier)));
   if (lane == 0) store_u16(block, float_to_half(d));
+}
+
+// x as a q8_0 block gives it back (LoadKvRow of StoreKvRow): the f16
+// scale times the code. Attention rounds each query head so where the keys
+// are q8_0 or q4_0 (KvCacheFormat.h's QuantizesQuery), as the CPU's integer
+// dot products and the reference see the query. Called by all 32 lanes of a
+// warp, lane j with element j of the block.
+KVJIT_DEVICE float round_q8_0(float x) {
+  const float amax = warp_max(fabsf(x));
+  const float d = half_to_float(float_to_half(__fdiv_rn(amax, 127.0f)));
+  const float inverse = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+  return __fmul_rn(d, static_cast<float>(__float2int_rn(__fmul_rn(x, inverse))));
 }
 
 // ---- Walsh-Hadamard rotation (runtime/cpu/KvCacheRows.cpp RotateHadamard):

@@ -170,7 +170,8 @@ TEST(CudaCodegenTest, GenerationIsDeterministic) {
 
 // Each KV cache type is written and read by its own device functions
 // (device/KvCache.cuh), keys and values apart; rotated caches rotate the
-// written rows, the queries and the outputs.
+// written rows, the queries and the outputs; q8_0 and q4_0 keys take the
+// query rounded to q8_0.
 TEST(CudaCodegenTest, EveryCacheTypeHasItsKernels) {
   using kvx::StorageType;
   struct Case {
@@ -180,13 +181,15 @@ TEST(CudaCodegenTest, EveryCacheTypeHasItsKernels) {
   const std::vector<Case> cases = {
       {{StorageType::BF16, StorageType::BF16, 80, 0, 0},
        {"store_kv_bf16(key_slot, i, key[i])", "store_kv_bf16(value_slot, i, value[i])",
-        "return load_kv_bf16(head, d);"}},
+        "return load_kv_bf16(head, d);", "constexpr bool kQuantizeQuery = false;"}},
       {{StorageType::Q8_0, StorageType::F16, 128, 128, 0},
        {"store_block_q8_0(key_slot + b * 34, row[b * 32 + lane], lane)",
         "hadamard_shared(row, kRow, 128, kKeyRotationScale)",
         "constexpr float kKeyRotationScale = 0x1.6a09e6p-4f;", "store_kv_f16(value_slot, i, value[i])",
         "constexpr uint64_t kKeySlotStride = 272ull", "constexpr uint64_t kValueSlotStride = 512ull",
         "constexpr int kKeyRotation = 128;", "return load_kv_q8_0(head, d);",
+        "constexpr bool kQuantizeQuery = true;", "*x = round_q8_0(*x);",
+        "q[i][c] = round_q8_0(q[i][c]);",
         "return load_kv_f16(head, d);"}},
       {{StorageType::Q4_0, StorageType::F8_E4M3, 64, 64, 64},
        {"store_block_q4_0(key_slot + b * 18", "store_block_f8_e4m3(value_slot + b * 34",

@@ -388,9 +388,10 @@ void PrintTo(const AttentionCase& c, std::ostream* os) {
 class CudaSyntheticAttentionEmulationTest : public ::testing::TestWithParam<AttentionCase> {};
 
 // Attention in double over the values the cache holds (PortableLoadKvRow),
-// the query rotated by the keys' rotation and the output by the values', in
-// f32 as the kernels and the CPU rotate: what the kernels compute, up to
-// f32 rounding.
+// the query rotated by the keys' rotation (then, over q8_0 and q4_0 keys,
+// rounded to q8_0: KvCacheFormat.h's QuantizesQuery) and the output by the
+// values', in f32 as the kernels and the CPU rotate and round: what the
+// kernels compute, up to f32 rounding.
 std::vector<float> ReferenceAttention(const std::vector<float>& query, int64_t heads,
                                       const cpu::PagedKvLayout& layout, int64_t layer,
                                       const uint8_t* pool, const runtime::StepInputs& inputs,
@@ -405,6 +406,11 @@ std::vector<float> ReferenceAttention(const std::vector<float>& query, int64_t h
         const int64_t g = h / group;
         std::copy_n(query.begin() + (t * heads + h) * head_dim, head_dim, q.begin());
         if (layout.key_rotation > 0) cpu::RotateHadamard(q.data(), head_dim, layout.key_rotation);
+        if (kvx::QuantizesQuery(layout.key_type)) {
+          std::vector<uint8_t> blocks(cpu::KvRowBytes(kvx::StorageType::Q8_0, head_dim));
+          cpu::StoreKvRow(kvx::StorageType::Q8_0, q.data(), head_dim, blocks.data());
+          cpu::PortableLoadKvRow(kvx::StorageType::Q8_0, blocks.data(), head_dim, q.data());
+        }
         const int64_t keys = inputs.positions()[t] + 1;
         std::vector<double> scores(keys);
         std::vector<std::vector<float>> values(keys);
@@ -557,19 +563,13 @@ TEST_P(CudaSyntheticAttentionEmulationTest, MatchesTheCpu) {
            "head, dimension] of ["
         << tokens << ", " << heads << ", " << kv.head_dim() << "]";
     // Against the CPU runtime: its f32 path (every cache but f16/f16) is the
-    // same arithmetic in another summation order (2e-5, as above; 4e-6 seen).
-    // Its f16/f16 path rounds the query and the probabilities to f16, as
-    // ggml does (2e-2; 2e-3 seen). Over q8_0 and q4_0 keys the CPU quantizes
-    // each (rotated) query head to q8_0 before scoring once
-    // KvCacheFormat.h's QuantizesQuery is in (llama.cpp's integer dot
-    // products), which the kernels do not: they score the f32 query against
-    // the keys' f32 values. The query's 8-bit rounding (up to 1/254 of its
-    // block's largest element) moves scores by ~1e-2 and these outputs by up
-    // to 0.046 (this test's reference with a q8_0-rounded query), so 0.1.
-    // Before it is in, these cases agree to 4e-6 too.
+    // same arithmetic in another summation order (2e-5, as above), its
+    // integer dot products over q8_0 and q4_0 keys the same sums over the
+    // same q8_0-rounded query exactly but for the f32 roundings of the
+    // kernels' sums. Its f16/f16 path rounds the query and the probabilities
+    // to f16, as ggml does (2e-2).
     const bool half_path = c.key_type == kvx::StorageType::F16 && c.value_type == kvx::StorageType::F16;
-    const bool quantized_query = c.key_type == kvx::StorageType::Q8_0 || c.key_type == kvx::StorageType::Q4_0;
-    const double tolerance = half_path ? 2e-2 : quantized_query ? 1e-1 : 2e-5;
+    const double tolerance = half_path ? 2e-2 : 2e-5;
     EXPECT_TRUE(AllClose(actual, expected, Absolute(tolerance)))
         << "actual: the kernels; expected: the CPU's. Elements are [token, head, dimension] of ["
         << tokens << ", " << heads << ", " << kv.head_dim() << "]";
