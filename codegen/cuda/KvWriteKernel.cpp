@@ -10,9 +10,12 @@
 // f8_e4m3 a 32-element block per warp (store_block_<type>: the block's
 // scale from a warp reduction, then a code per lane).
 
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 #include "codegen/cuda/KernelEmitter.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/OpOperands.h"
 
 namespace kvjit::codegen::cuda {
@@ -54,7 +57,8 @@ std::string StoreRow(const std::string& source, const std::string& slot, const s
   }
   if (blocked) {
     absl::StrAppend(&text, "  for (int b = warp; b < kRow / 32; b += warps) {\n",
-                    "    store_block_", type, "(", slot, " + b * ", type == "q4_0" ? 18 : 34, ", ",
+                    "    store_block_", type, "(", slot, " + b * ",
+                    kvx::FindKvCacheFormat(std::string_view(type))->bytes_per_block, ", ",
                     from, "[b * 32 + lane], lane);\n  }\n");
   } else {
     absl::StrAppend(&text, "  for (int i = threadIdx.x; i < kRow; i += blockDim.x) store_kv_", type,
