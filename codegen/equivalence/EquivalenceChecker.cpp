@@ -150,6 +150,7 @@ absl::Status EquivalenceChecker::AdoptCacheRounding(mlir::ModuleOp module) {
   }
   cache_rounded_steps_ = std::move(steps);
   tolerance_ = WithCacheRounding(tolerance_, cache.getKeyType(), cache.getValueType());
+  cuda_tolerance_ = WithCacheRounding(cuda_tolerance_, cache.getKeyType(), cache.getValueType());
   auto rotated = [](int64_t rotation) {
     return rotation > 0 ? absl::StrCat(" rotated in blocks of ", rotation) : std::string();
   };

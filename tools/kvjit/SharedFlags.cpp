@@ -14,8 +14,7 @@ ABSL_FLAG(std::string, p, "", "the prompt");
 ABSL_FLAG(int, n, 32, "the most tokens to generate");
 ABSL_FLAG(int64_t, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(std::string, cache_dtype, "f32",
-          "how the KV cache stores keys and values: f32, f16, bf16, q8_0, q4_0 or f8_e4m3 (the "
-          "CUDA backend: f32 or f16)");
+          "how the KV cache stores keys and values: f32, f16, bf16, q8_0, q4_0 or f8_e4m3");
 ABSL_FLAG(std::string, cache_dtype_k, "", "how the KV cache stores keys, where not as --cache_dtype says");
 ABSL_FLAG(std::string, cache_dtype_v, "", "how the KV cache stores values, where not as --cache_dtype says");
 ABSL_FLAG(std::string, cache_rotation, "auto",
