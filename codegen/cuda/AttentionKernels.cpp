@@ -67,6 +67,17 @@ constexpr char kCommonConstants[] = R"cuda(@POOL_CONSTANTS@  constexpr int kHead
   const int32_t* block_tables = static_cast<const int32_t*>(args.buffers[@BLOCK_TABLES@]);
   const uint8_t* pool = static_cast<const uint8_t*>(args.buffers[@POOL@]);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  // Where kv head `head` keeps the key (value) of position `key` of the
+  // sequence whose block table is `table`.
+  const auto key_row = [pool](const int32_t* table, int key, int head) {
+    return pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes +
+           static_cast<uint64_t>(key % kBlockSize) * kKeySlotStride + static_cast<uint64_t>(head) * kKeyHeadBytes;
+  };
+  const auto value_row = [pool](const int32_t* table, int key, int head) {
+    return pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes + kValueOffset +
+           static_cast<uint64_t>(key % kBlockSize) * kValueSlotStride +
+           static_cast<uint64_t>(head) * kValueHeadBytes;
+  };
 )cuda";
 
 constexpr char kDecode[] = R"cuda(
@@ -116,18 +127,14 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
     for (int c = 0; c < kDimsPerLane; ++c) output[g][c] = 0.0f;
   }
   for (int key = first_key + warp; key < end_key; key += kWarps) {
-    const uint8_t* block = pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes;
-    const uint8_t* key_row = block + static_cast<uint64_t>(key % kBlockSize) * kKeySlotStride +
-                             static_cast<uint64_t>(kv_head) * kKeyHeadBytes;
-    const uint8_t* value_row = block + kValueOffset +
-                               static_cast<uint64_t>(key % kBlockSize) * kValueSlotStride +
-                               static_cast<uint64_t>(kv_head) * kValueHeadBytes;
+    const uint8_t* keys = key_row(table, key, kv_head);
+    const uint8_t* values = value_row(table, key, kv_head);
     float k[kDimsPerLane], v[kDimsPerLane];
 #pragma unroll
     for (int c = 0; c < kDimsPerLane; ++c) {
       const int d = lane + 32 * c;
-      k[c] = d < kHeadDim ? KVJIT_KERNEL_load_key(key_row, d) : 0.0f;
-      v[c] = d < kHeadDim ? KVJIT_KERNEL_load_value(value_row, d) : 0.0f;
+      k[c] = d < kHeadDim ? KVJIT_KERNEL_load_key(keys, d) : 0.0f;
+      v[c] = d < kHeadDim ? KVJIT_KERNEL_load_value(values, d) : 0.0f;
     }
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
@@ -280,14 +287,8 @@ KVJIT_KERNEL(const kvjit::cuda_abi::LaunchArgs args) {
       __syncthreads();  // the previous tile is no longer read
       for (int i = threadIdx.x; i < tile_keys * kHeadDim; i += blockDim.x) {
         const int j = i / kHeadDim, d = i % kHeadDim, key = tile_start + j;
-        const uint8_t* block = pool + static_cast<uint64_t>(table[key / kBlockSize]) * kBlockBytes;
-        const uint8_t* key_row = block + static_cast<uint64_t>(key % kBlockSize) * kKeySlotStride +
-                                 static_cast<uint64_t>(kv_head) * kKeyHeadBytes;
-        const uint8_t* value_row = block + kValueOffset +
-                                   static_cast<uint64_t>(key % kBlockSize) * kValueSlotStride +
-                                   static_cast<uint64_t>(kv_head) * kValueHeadBytes;
-        key_tile[j][d] = KVJIT_KERNEL_load_key(key_row, d);
-        value_tile[j][d] = KVJIT_KERNEL_load_value(value_row, d);
+        key_tile[j][d] = KVJIT_KERNEL_load_key(key_row(table, key, kv_head), d);
+        value_tile[j][d] = KVJIT_KERNEL_load_value(value_row(table, key, kv_head), d);
       }
       __syncthreads();
 #pragma unroll
