@@ -20,12 +20,7 @@ namespace {
 namespace device {
 
 // What the device code expects from the prelude and from CUDA.
-#define KVJIT_DEVICE inline
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float half_to_float(uint16_t bits) { return quant::HalfToFloat(bits); }
-inline float bf16_to_float(uint16_t bits) { return quant::BFloat16ToFloat(bits); }
+#include "tests/unit/codegen/cuda/HostDeviceIntrinsics.inc"
 
 #include "codegen/cuda/device/Dequant.cuh"
 

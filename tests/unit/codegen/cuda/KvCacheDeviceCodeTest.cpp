@@ -23,25 +23,7 @@ namespace {
 namespace device {
 
 // What the device code expects from the prelude and from CUDA.
-#define KVJIT_DEVICE inline
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
-inline unsigned __float_as_uint(float x) {
-  unsigned bits;
-  std::memcpy(&bits, &x, 4);
-  return bits;
-}
-inline float __uint_as_float(unsigned bits) {
-  float x;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
-inline float half_to_float(uint16_t bits) { return quant::HalfToFloat(bits); }
-inline uint16_t float_to_half(float x) { return quant::FloatToHalf(x); }
-inline float bf16_to_float(uint16_t bits) { return quant::BFloat16ToFloat(bits); }
+#include "tests/unit/codegen/cuda/HostDeviceIntrinsics.inc"
 // One thread of a one-thread block: no warp to shuffle with.
 struct Index {
   unsigned x = 0;
