@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/generation/NgramLookup.h"
 #include "runtime/generation/RequestValidation.h"
+#include "runtime/generation/Speculation.h"
 #include "runtime/generation/StepBuilder.h"
 
 namespace kvjit::runtime {
@@ -77,29 +77,27 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     return on_token(next) && static_cast<int64_t>(result.tokens.size()) < max_new_tokens;
   };
   const int64_t vocab = runner_.vocab_size();
-  // A verify step costs more than a one-token step (on a CPU nearly in
-  // proportion to its tokens), so after drafts the model rejected outright
-  // the lookup rests for a number of steps that doubles with each such
-  // failure in a row, up to kMaxRest; a draft it takes ends the rest.
-  constexpr int64_t kMaxRest = 16;
-  int64_t rest = 0;
-  int64_t next_rest = 1;
+  DraftBackoff backoff;
   bool going = take(logits, std::nullopt);
   while (going) {
     // The newest token is not in the cache yet; drafts follow it in the same
     // step, as many as the request and the context leave room for.
     const int64_t position = static_cast<int64_t>(history.size()) - 1;
-    const int64_t room = std::min({speculation_.draft_tokens,
+    const int64_t room = std::min({draft_tokens_,
                                    max_new_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
                                    context_length_ - position - 1,
                                    runner_.max_tokens_per_step() - 1});
     std::vector<int32_t> step_tokens{history.back()};
-    if (rest > 0) {
-      --rest;
-    } else if (room > 0) {
-      const std::vector<int32_t> drafts = ProposeByNgramLookup(
-          history, speculation_.min_ngram, speculation_.max_ngram, room);
-      step_tokens.insert(step_tokens.end(), drafts.begin(), drafts.end());
+    if (room > 0 && backoff.ShouldDraft()) {
+      const DraftRequest request{kSequence, history, position, room};
+      KVJIT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> drafts,
+                             drafter_->Propose(absl::MakeConstSpan(&request, 1), blocks));
+      if (static_cast<int64_t>(drafts.front().size()) > room) {
+        return absl::InternalError(absl::StrCat("the ", drafter_->name(), " drafter proposed ",
+                                                drafts.front().size(), " tokens where ", room,
+                                                " were asked for"));
+      }
+      step_tokens.insert(step_tokens.end(), drafts.front().begin(), drafts.front().end());
     }
     const int64_t drafted = static_cast<int64_t>(step_tokens.size()) - 1;
     KVJIT_ASSIGN_OR_RETURN(logits, Step(blocks, step_tokens.data(), position, drafted + 1,
@@ -118,12 +116,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
       m.drafted_tokens += drafted;
       m.accepted_tokens += accepted;
       ++m.verify_steps;
-      if (accepted == 0) {
-        rest = next_rest;
-        next_rest = std::min(2 * next_rest, kMaxRest);
-      } else {
-        next_rest = 1;
-      }
+      backoff.Record(drafted, accepted);
       // The rejected drafts' keys and values go; the cache ends where the
       // newest token, not yet in it, starts.
       KVJIT_RETURN_IF_ERROR(blocks.Truncate(kSequence, position + 1 + accepted));
@@ -140,6 +133,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   m.kv_blocks_released_by_window = blocks.counters().window_released_blocks;
   m.kv_blocks_total = blocks.num_blocks();
   KVJIT_RETURN_IF_ERROR(blocks.Free(kSequence));
+  if (drafter_ != nullptr) KVJIT_RETURN_IF_ERROR(drafter_->Forget(kSequence));
   return result;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/generation/Drafter.h"
 #include "runtime/generation/StepBuilder.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
@@ -31,20 +32,6 @@ struct GenerationMetrics {
   int64_t verify_steps = 0;
 };
 
-// Speculative decoding by n-gram prompt lookup (NgramLookup.h): each decode
-// step also feeds up to `draft_tokens` tokens the lookup proposes, and the
-// target model's own choice at each of them decides how many are kept.
-// Greedy output is token for token that of decoding without drafts; sampled
-// output is verified by rejection sampling (Sampler::SampleAgainstDraft), so
-// its distribution is the model's, though a seed gives other text than it
-// does without drafts.
-struct SpeculativeDecoding {
-  // 0 turns speculation off.
-  int64_t draft_tokens = 0;
-  int64_t min_ngram = 2;
-  int64_t max_ngram = 3;
-};
-
 struct GenerationResult {
   std::vector<int32_t> tokens;  // generated, without the prompt
   GenerationMetrics metrics;
@@ -52,13 +39,18 @@ struct GenerationResult {
 
 // Generates for one request over a paged cache: the prompt in chunks of at
 // most the program's tokens per step (chunked prefill), then one token per
-// decode step, each sampled from the step's logits (with speculation, one
-// or more per step).
+// decode step, each sampled from the step's logits. With a drafter, each
+// decode step also feeds up to `draft_tokens` drafted tokens and gives one or
+// more tokens (Speculation.h).
 class Generator {
  public:
-  Generator(StepRunner& runner, int64_t context_length,
-            SpeculativeDecoding speculation = SpeculativeDecoding())
-      : runner_(runner), context_length_(context_length), speculation_(speculation) {}
+  // `drafter` (not owned) may be null: no speculation.
+  Generator(StepRunner& runner, int64_t context_length, Drafter* drafter = nullptr,
+            int64_t draft_tokens = 0)
+      : runner_(runner),
+        context_length_(context_length),
+        drafter_(drafter),
+        draft_tokens_(drafter != nullptr ? draft_tokens : 0) {}
 
   // `on_token` sees each new token as soon as it is sampled and returns
   // whether to go on (false once a stop condition holds); `on_logits`, where
@@ -80,7 +72,8 @@ class Generator {
 
   StepRunner& runner_;
   int64_t context_length_;
-  SpeculativeDecoding speculation_;
+  Drafter* drafter_;
+  int64_t draft_tokens_;
 };
 
 }  // namespace kvjit::runtime

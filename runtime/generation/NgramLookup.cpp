@@ -1,5 +1,7 @@
 #include "runtime/generation/NgramLookup.h"
 
+#include "runtime/generation/Drafter.h"
+
 #include <algorithm>
 
 namespace kvjit::runtime {
@@ -20,6 +22,17 @@ std::vector<int32_t> ProposeByNgramLookup(absl::Span<const int32_t> history, int
     }
   }
   return {};
+}
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> NgramDrafter::Propose(
+    absl::Span<const DraftRequest> requests, kv::KvBlockManager& /*target_cache*/) {
+  std::vector<std::vector<int32_t>> drafts;
+  drafts.reserve(requests.size());
+  for (const DraftRequest& request : requests) {
+    drafts.push_back(
+        ProposeByNgramLookup(request.history, min_ngram_, max_ngram_, request.max_tokens));
+  }
+  return drafts;
 }
 
 }  // namespace kvjit::runtime

@@ -28,6 +28,7 @@
 #include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/MultiSequenceOutput.h"
 #include "tools/kvjit/SharedFlags.h"
+#include "tools/kvjit/SpeculationFlags.h"
 #include "tools/kvjit/Subcommand.h"
 #include "tools/serve/ServeTextCodec.h"
 
@@ -51,40 +52,8 @@ ABSL_FLAG(std::string, early_stopping, "false",
           "the best live beam cannot beat them at its current length) or never (once no live "
           "beam can beat them at any length)");
 
-ABSL_FLAG(std::string, speculative, "",
-          "speculative decoding's draft: ngram (prompt lookup: what followed the latest earlier "
-          "occurrence of the text's last --ngram_max..--ngram_min tokens); greedy output is token "
-          "for token that without it, sampled output is verified by rejection sampling");
-ABSL_FLAG(int, draft_tokens, 3, "--speculative: tokens drafted per step");
-ABSL_FLAG(int, ngram_max, 3, "--speculative ngram: the longest suffix looked up");
-ABSL_FLAG(int, ngram_min, 2, "--speculative ngram: the shortest suffix that may propose a draft");
-
 namespace kvjit::cli {
 namespace {
-
-// --speculative and its settings; draft models are not built yet, which
-// their names say rather than being taken for another draft.
-absl::StatusOr<runtime::SpeculativeDecoding> SpeculationFromFlags() {
-  runtime::SpeculativeDecoding speculation;
-  const std::string draft = absl::GetFlag(FLAGS_speculative);
-  if (draft.empty()) return speculation;
-  if (draft != "ngram") {
-    return absl::UnimplementedError(absl::StrCat(
-        "--speculative ", draft, ": only ngram (prompt lookup) is built; draft executables "
-        "(draft:FILE) and layer-skipping drafts (layers:K) are not yet"));
-  }
-  if (absl::GetFlag(FLAGS_draft_tokens) < 1 || absl::GetFlag(FLAGS_ngram_min) < 1 ||
-      absl::GetFlag(FLAGS_ngram_max) < absl::GetFlag(FLAGS_ngram_min)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--draft_tokens ", absl::GetFlag(FLAGS_draft_tokens), " and --ngram_min ",
-        absl::GetFlag(FLAGS_ngram_min), " must be at least 1 and --ngram_max ",
-        absl::GetFlag(FLAGS_ngram_max), " at least --ngram_min"));
-  }
-  speculation.draft_tokens = absl::GetFlag(FLAGS_draft_tokens);
-  speculation.min_ngram = absl::GetFlag(FLAGS_ngram_min);
-  speculation.max_ngram = absl::GetFlag(FLAGS_ngram_max);
-  return speculation;
-}
 
 // The KV pool's blocks for a run of `sequences` sequences forked from
 // `prompt_tokens` tokens, each generating up to `new_tokens`: what they can
@@ -178,8 +147,8 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
         " leaves no room to generate"));
   }
   const bool beam_search = absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1;
-  KVJIT_ASSIGN_OR_RETURN(const runtime::SpeculativeDecoding speculation, SpeculationFromFlags());
-  if (speculation.draft_tokens > 0 && (beam_search || absl::GetFlag(FLAGS_samples) != 1)) {
+  KVJIT_ASSIGN_OR_RETURN(const SpeculationChoice speculation, SpeculationFromFlags());
+  if (speculation.enabled() && (beam_search || absl::GetFlag(FLAGS_samples) != 1)) {
     return absl::UnimplementedError(
         "--speculative decodes one sequence; beam search and --samples do not speculate yet");
   }
@@ -234,7 +203,10 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   }
 
   tokenizer::StreamingDecoder decoder(*tokenizer);
-  runtime::Generator generator(*runner, context_length, speculation);
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Drafter> drafter,
+                         MakeDrafter(speculation, arguments[0], *executable, *runner,
+                                     absl::GetFlag(FLAGS_threads)));
+  runtime::Generator generator(*runner, context_length, drafter.get(), speculation.draft_tokens);
   KVJIT_ASSIGN_OR_RETURN(
       runtime::GenerationResult result,
       generator.Generate(prompt_ids, params, absl::GetFlag(FLAGS_n), [&](int32_t token) {
@@ -275,11 +247,11 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                  kvx::KvCacheTypesName(layout.key_type(), layout.value_type()).c_str(),
                  static_cast<unsigned long long>(kv_bytes_per_token),
                  static_cast<double>(kv_bytes_per_token) * 2048 / (1 << 20));
-    if (speculation.draft_tokens > 0) {
+    if (speculation.enabled()) {
       std::fprintf(stderr,
-                   "speculative ngram: %lld drafted, %lld accepted (%.1f%%) in %lld verify steps, "
+                   "speculative %s: %lld drafted, %lld accepted (%.1f%%) in %lld verify steps, "
                    "%.2f tokens per decode step\n",
-                   static_cast<long long>(m.drafted_tokens), static_cast<long long>(m.accepted_tokens),
+                   speculation.Name().c_str(), static_cast<long long>(m.drafted_tokens), static_cast<long long>(m.accepted_tokens),
                    m.drafted_tokens > 0 ? 100.0 * m.accepted_tokens / m.drafted_tokens : 0.0,
                    static_cast<long long>(m.verify_steps),
                    m.generated_tokens > 1

@@ -21,7 +21,9 @@
 #include "codegen/driver/Compiler.h"
 #include "gtest/gtest.h"
 #include "runtime/cpu/CpuStepRunner.h"
+#include "runtime/generation/Drafter.h"
 #include "runtime/generation/Generator.h"
+#include "runtime/generation/Speculation.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/e2e/LlamaCppComparison.h"
 
@@ -37,7 +39,8 @@ struct Run {
 Run Generate(runtime::StepRunner& runner, int64_t context_length,
              const std::vector<int32_t>& prompt, int64_t new_tokens,
              runtime::SpeculativeDecoding speculation) {
-  runtime::Generator generator(runner, context_length, speculation);
+  runtime::NgramDrafter drafter(speculation.min_ngram, speculation.max_ngram);
+  runtime::Generator generator(runner, context_length, &drafter, speculation.draft_tokens);
   sampling::SamplingParams greedy;
   greedy.temperature = 0;
   Run run;
@@ -163,7 +166,8 @@ TEST(SpeculativeDecodingTest, SampledDecodingVerifiesDraftsReproducibly) {
   sampled.seed = 7;
   std::vector<int32_t> first_tokens;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    runtime::Generator generator(**runner, 256, runtime::SpeculativeDecoding{3, 2, 3});
+    runtime::NgramDrafter drafter(2, 3);
+    runtime::Generator generator(**runner, 256, &drafter, 3);
     auto result = generator.Generate({1, 403, 407, 261, 378}, sampled, 200, [](int32_t) { return true; });
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->tokens.size(), 200u);

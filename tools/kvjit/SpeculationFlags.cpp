@@ -1,0 +1,86 @@
+#include "tools/kvjit/SpeculationFlags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+ABSL_FLAG(std::string, speculative, "",
+          "speculative decoding's draft: ngram (prompt lookup: what followed the latest earlier "
+          "occurrence of the text's last --ngram_max..--ngram_min tokens), draft:FILE (a smaller "
+          "model with the same vocabulary: a .kvx, a GGUF or a Hugging Face directory) or "
+          "layers:K (the target's own first K layers, compiled from its model and sharing its "
+          "weights and KV cache); greedy output is token for token that without it, sampled "
+          "output is verified by rejection sampling");
+ABSL_FLAG(int, draft_tokens, 3, "--speculative: tokens drafted per step");
+ABSL_FLAG(int, ngram_max, 3, "--speculative ngram: the longest suffix looked up");
+ABSL_FLAG(int, ngram_min, 2, "--speculative ngram: the shortest suffix that may propose a draft");
+
+namespace kvjit::cli {
+
+std::string SpeculationChoice::Name() const {
+  switch (draft) {
+    case Draft::kNone:
+      return "none";
+    case Draft::kNgram:
+      return "ngram";
+    case Draft::kExecutable:
+      return absl::StrCat("draft:", draft_path);
+    case Draft::kLayers:
+      return absl::StrCat("layers:", layers);
+  }
+  return "";
+}
+
+absl::StatusOr<SpeculationChoice> SpeculationFromFlags() {
+  SpeculationChoice choice;
+  const std::string draft = absl::GetFlag(FLAGS_speculative);
+  if (draft.empty()) return choice;
+  if (draft == "ngram") {
+    choice.draft = SpeculationChoice::Draft::kNgram;
+  } else if (absl::StartsWith(draft, "draft:") && draft.size() > 6) {
+    choice.draft = SpeculationChoice::Draft::kExecutable;
+    choice.draft_path = draft.substr(6);
+  } else if (absl::StartsWith(draft, "layers:") &&
+             absl::SimpleAtoi(absl::string_view(draft).substr(7), &choice.layers) &&
+             choice.layers >= 1) {
+    choice.draft = SpeculationChoice::Draft::kLayers;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--speculative ", draft,
+                     ": expected ngram, draft:FILE or layers:K with K at least 1"));
+  }
+  if (absl::GetFlag(FLAGS_draft_tokens) < 1 || absl::GetFlag(FLAGS_ngram_min) < 1 ||
+      absl::GetFlag(FLAGS_ngram_max) < absl::GetFlag(FLAGS_ngram_min)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--draft_tokens ", absl::GetFlag(FLAGS_draft_tokens), " and --ngram_min ",
+        absl::GetFlag(FLAGS_ngram_min), " must be at least 1 and --ngram_max ",
+        absl::GetFlag(FLAGS_ngram_max), " at least --ngram_min"));
+  }
+  choice.draft_tokens = absl::GetFlag(FLAGS_draft_tokens);
+  choice.min_ngram = absl::GetFlag(FLAGS_ngram_min);
+  choice.max_ngram = absl::GetFlag(FLAGS_ngram_max);
+  return choice;
+}
+
+absl::StatusOr<std::unique_ptr<runtime::Drafter>> MakeDrafter(
+    const SpeculationChoice& choice, const std::string& model_or_kvx,
+    const runtime::Executable& target, runtime::StepRunner& target_runner, int threads) {
+  (void)model_or_kvx;
+  (void)target;
+  (void)target_runner;
+  (void)threads;
+  switch (choice.draft) {
+    case SpeculationChoice::Draft::kNone:
+      return nullptr;
+    case SpeculationChoice::Draft::kNgram:
+      return std::make_unique<runtime::NgramDrafter>(choice.min_ngram, choice.max_ngram);
+    case SpeculationChoice::Draft::kExecutable:
+    case SpeculationChoice::Draft::kLayers:
+      break;
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("--speculative ", choice.Name(), ": draft models are being built"));
+}
+
+}  // namespace kvjit::cli
