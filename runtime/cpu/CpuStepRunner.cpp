@@ -7,6 +7,7 @@
 #include "runtime/exec/KvxTypes.h"
 #include "runtime/exec/StepValidation.h"
 #include "runtime/quant/Dequantize.h"
+#include "runtime/schema/KvCacheFormat.h"
 #include "runtime/schema/WeightLayout.h"
 
 namespace kvjit::runtime {
@@ -47,6 +48,38 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
   KVJIT_ASSIGN_OR_RETURN(runner->kv_pool_,
                          PageBuffer::Allocate(pool_bytes, absl::StrCat("a KV pool of ", num_blocks,
                                                                         " blocks")));
+  runner->kv_data_ = runner->kv_pool_.data();
+  runner->vocab_size_ = executable.config().vocab_size();
+  return runner;
+}
+
+absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::CreateOverPool(
+    const Executable& executable, CpuStepRunner& target, int threads) {
+  const kvx::KvLayout& kv = executable.kv_layout();
+  const cpu::PagedKvLayout& pool = target.kv_layout_;
+  const cpu::PagedKvLayout layout{kv.num_layers(),   kv.num_kv_heads(),   kv.head_dim(),
+                                  kv.block_size(),   kv.key_type(),       kv.value_type(),
+                                  kv.key_rotation(), kv.value_rotation(), pool.layers};
+  if (layout.layers > pool.layers || layout.kv_heads != pool.kv_heads ||
+      layout.head_dim != pool.head_dim || layout.block_size != pool.block_size ||
+      layout.key_type != pool.key_type || layout.value_type != pool.value_type ||
+      layout.key_rotation != pool.key_rotation || layout.value_rotation != pool.value_rotation) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        executable.path(), "'s KV cache (", layout.layers, " layers of ", layout.kv_heads, "x",
+        layout.head_dim, " ", kvx::KvCacheTypesName(kv.key_type(), kv.value_type()),
+        ", blocks of ", layout.block_size, ") is not the first layers of ",
+        target.executable_.path(), "'s (", pool.layers, " layers of ", pool.kv_heads, "x",
+        pool.head_dim, " ",
+        kvx::KvCacheTypesName(target.executable_.kv_layout().key_type(),
+                              target.executable_.kv_layout().value_type()),
+        ", blocks of ", pool.block_size, "), so it cannot share its pool"));
+  }
+  std::unique_ptr<CpuStepRunner> runner(new CpuStepRunner(executable, target.num_blocks_, threads));
+  runner->kv_layout_ = layout;
+  KVJIT_ASSIGN_OR_RETURN(runner->arena_,
+                         PageBuffer::Allocate(executable.program().arena_bytes() + sizeof(float),
+                                              absl::StrCat(executable.path(), "'s activation arena")));
+  runner->kv_data_ = target.kv_data_;
   runner->vocab_size_ = executable.config().vocab_size();
   return runner;
 }
@@ -135,10 +168,10 @@ absl::Status CpuStepRunner::CopyBlock(int64_t source, int64_t destination) {
     return absl::OutOfRangeError(absl::StrCat("copying KV block ", source, " to ", destination,
                                               ": the pool has blocks 0 to ", num_blocks_ - 1));
   }
-  const uint64_t block_bytes = executable_.kv_layout().bytes_per_block();
+  // Whole blocks, every layer of a shared pool's.
+  const uint64_t block_bytes = static_cast<uint64_t>(kv_layout_.BlockBytes());
   if (source != destination) {
-    std::memcpy(kv_pool_.data() + destination * block_bytes, kv_pool_.data() + source * block_bytes,
-                block_bytes);
+    std::memcpy(kv_data_ + destination * block_bytes, kv_data_ + source * block_bytes, block_bytes);
   }
   return absl::OkStatus();
 }
@@ -157,7 +190,7 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
   auto execute = [&](size_t i) -> absl::Status {
     const kvx::Instruction& instruction = *instructions[i];
     CpuOpContext context{instruction, inputs, sizes, *this, pool_,
-                         CpuKvPool{kv_layout_, kv_pool_.data(), num_blocks_}, rope_angles_};
+                         CpuKvPool{kv_layout_, kv_data_, num_blocks_}, rope_angles_};
     absl::Status status = CpuKernelOf(instruction.op())(context);
     if (status.ok()) return status;
     return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",

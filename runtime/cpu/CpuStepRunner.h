@@ -30,6 +30,16 @@ class CpuStepRunner final : public StepRunner, private CpuOperands {
   static absl::StatusOr<std::unique_ptr<CpuStepRunner>> Create(const Executable& executable,
                                                                int64_t num_blocks, int threads);
 
+  // A runner of `executable` over `target`'s KV pool instead of a pool of its
+  // own: its layers are the first layers of target's blocks, which must store
+  // them alike (heads, head size, block size, types, rotations). The
+  // layer-skipping self-draft runs this way: the target's first layers'
+  // keys and values are the draft's, so neither computes them twice.
+  // `target` must outlive the runner.
+  static absl::StatusOr<std::unique_ptr<CpuStepRunner>> CreateOverPool(const Executable& executable,
+                                                                       CpuStepRunner& target,
+                                                                       int threads);
+
   int64_t num_blocks() const override { return num_blocks_; }
   int64_t vocab_size() const override { return vocab_size_; }
   int64_t max_tokens_per_step() const override { return executable_.program().max_tokens(); }
@@ -54,7 +64,10 @@ class CpuStepRunner final : public StepRunner, private CpuOperands {
   cpu::PagedKvLayout kv_layout_;
   cpu::ThreadPool pool_;
   PageBuffer arena_;
+  // Empty for a runner over another's pool.
   PageBuffer kv_pool_;
+  // The pool the kernels read and write: kv_pool_'s or the target's.
+  uint8_t* kv_data_ = nullptr;
   // Weights read as f32 vectors (norm weights, biases), dequantized once.
   std::map<uint32_t, std::vector<float>> vector_weights_;
   // The current step's Rope angles, cleared as each step begins.

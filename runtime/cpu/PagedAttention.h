@@ -33,12 +33,16 @@ struct PagedKvLayout {
   // each query head by the keys' and its output by the values'.
   int64_t key_rotation = 0;
   int64_t value_rotation = 0;
+  // The layers a pool block holds where more than `layers`: a program that
+  // reads and writes the first layers of a larger program's pool (the
+  // layer-skipping self-draft of speculative decoding); 0 for `layers`.
+  int64_t block_layers = 0;
 
   int64_t KeySlotStride() const { return KvRowBytes(key_type, kv_heads * head_dim); }
   int64_t ValueSlotStride() const { return KvRowBytes(value_type, kv_heads * head_dim); }
   int64_t ValueOffset() const { return block_size * KeySlotStride(); }
   int64_t LayerStride() const { return ValueOffset() + block_size * ValueSlotStride(); }
-  int64_t BlockBytes() const { return layers * LayerStride(); }
+  int64_t BlockBytes() const { return (block_layers > 0 ? block_layers : layers) * LayerStride(); }
 };
 
 // A step's sequences, in the step function's packed ("varlen") form: the

@@ -4,6 +4,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+#include "runtime/generation/ModelDrafter.h"
+#include "runtime/generation/RunnerFactory.h"
+#include "tools/kvjit/CompileOnTheFly.h"
+#include "tools/kvjit/SharedFlags.h"
 
 ABSL_FLAG(std::string, speculative, "",
           "speculative decoding's draft: ngram (prompt lookup: what followed the latest earlier "
@@ -63,24 +68,48 @@ absl::StatusOr<SpeculationChoice> SpeculationFromFlags() {
   return choice;
 }
 
+namespace {
+
+// A draft model of its own with a pool that holds, in its blocks, twice the
+// tokens the target's does: every sequence's history and its drafts.
+absl::StatusOr<std::unique_ptr<runtime::Drafter>> DraftExecutable(
+    const std::string& draft_model, const runtime::Executable& target,
+    runtime::StepRunner& target_runner, int threads) {
+  KVJIT_ASSIGN_OR_RETURN(const std::string kvx_path,
+                         ExecutablePathFor(draft_model, CompileOptionsFromFlags()));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> draft,
+                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
+  KVJIT_RETURN_IF_ERROR(runtime::CheckSameVocabulary(*draft, target));
+  const int64_t target_tokens = target_runner.num_blocks() * target_runner.block_size();
+  const int64_t block_size = draft->kv_layout().block_size();
+  const int64_t blocks = (2 * target_tokens + block_size - 1) / block_size;
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
+                         runtime::CreateStepRunner(*draft, blocks, threads, DeviceFromFlags(*draft)));
+  return runtime::ModelDrafter::WithOwnCache(std::move(draft), std::move(runner));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<runtime::Drafter>> MakeDrafter(
     const SpeculationChoice& choice, const std::string& model_or_kvx,
     const runtime::Executable& target, runtime::StepRunner& target_runner, int threads) {
   (void)model_or_kvx;
-  (void)target;
-  (void)target_runner;
-  (void)threads;
   switch (choice.draft) {
     case SpeculationChoice::Draft::kNone:
       return nullptr;
     case SpeculationChoice::Draft::kNgram:
       return std::make_unique<runtime::NgramDrafter>(choice.min_ngram, choice.max_ngram);
-    case SpeculationChoice::Draft::kExecutable:
+    case SpeculationChoice::Draft::kExecutable: {
+      auto drafter = DraftExecutable(choice.draft_path, target, target_runner, threads);
+      if (drafter.ok()) return drafter;
+      return absl::Status(drafter.status().code(), absl::StrCat("--speculative ", choice.Name(),
+                                                                ": ", drafter.status().message()));
+    }
     case SpeculationChoice::Draft::kLayers:
       break;
   }
   return absl::UnimplementedError(
-      absl::StrCat("--speculative ", choice.Name(), ": draft models are being built"));
+      absl::StrCat("--speculative ", choice.Name(), ": the layer-skipping draft is being built"));
 }
 
 }  // namespace kvjit::cli

@@ -23,6 +23,7 @@
 #include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/generation/Drafter.h"
 #include "runtime/generation/Generator.h"
+#include "runtime/generation/ModelDrafter.h"
 #include "runtime/generation/Speculation.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/e2e/LlamaCppComparison.h"
@@ -37,10 +38,9 @@ struct Run {
 };
 
 Run Generate(runtime::StepRunner& runner, int64_t context_length,
-             const std::vector<int32_t>& prompt, int64_t new_tokens,
-             runtime::SpeculativeDecoding speculation) {
-  runtime::NgramDrafter drafter(speculation.min_ngram, speculation.max_ngram);
-  runtime::Generator generator(runner, context_length, &drafter, speculation.draft_tokens);
+             const std::vector<int32_t>& prompt, int64_t new_tokens, runtime::Drafter* drafter,
+             int64_t draft_tokens) {
+  runtime::Generator generator(runner, context_length, drafter, draft_tokens);
   sampling::SamplingParams greedy;
   greedy.temperature = 0;
   Run run;
@@ -71,14 +71,16 @@ enum class Drafts { kSomeTaken, kAllRejected };
 void ExpectSameWithAndWithoutDrafts(runtime::StepRunner& runner, int64_t context_length,
                                     const std::vector<int32_t>& prompt, int64_t new_tokens,
                                     Drafts drafts) {
-  const Run plain = Generate(runner, context_length, prompt, new_tokens, {});
+  const Run plain = Generate(runner, context_length, prompt, new_tokens, nullptr, 0);
   ASSERT_EQ(static_cast<int64_t>(plain.tokens.size()), new_tokens);
   int64_t verify_steps = 0;
   int64_t accepted = 0;
   for (const runtime::SpeculativeDecoding speculation :
        {runtime::SpeculativeDecoding{1, 1, 3}, runtime::SpeculativeDecoding{4, 1, 3},
         runtime::SpeculativeDecoding{7, 2, 4}}) {
-    const Run drafted = Generate(runner, context_length, prompt, new_tokens, speculation);
+    runtime::NgramDrafter drafter(speculation.min_ngram, speculation.max_ngram);
+    const Run drafted =
+        Generate(runner, context_length, prompt, new_tokens, &drafter, speculation.draft_tokens);
     EXPECT_EQ(drafted.tokens, plain.tokens) << speculation.draft_tokens << " drafts";
     // Bit for bit: the same floats, not close ones.
     EXPECT_TRUE(drafted.logits == plain.logits) << speculation.draft_tokens << " drafts";
@@ -128,20 +130,29 @@ TEST(SpeculativeDecodingTest, SmolLM2WithAQ8CacheGreedyIsUnchanged) {
   ExpectSameWithAndWithoutDrafts(**runner, 512, RepeatingPrompt(49152, 13, 60), 48, Drafts::kSomeTaken);
 }
 
-TEST(SpeculativeDecodingTest, SlidingWindowGreedyIsUnchanged) {
+// A random Mistral-like model whose every layer slides a 32-position window,
+// compiled for steps of at most 16 tokens; `seed` picks its weights.
+absl::StatusOr<std::unique_ptr<runtime::Executable>> RandomSlidingWindowModel(int seed) {
   const std::string model_path =
-      (std::filesystem::temp_directory_path() / absl::StrCat("kvjit-speculative-mistral-", ::getpid(), ".gguf"))
+      (std::filesystem::temp_directory_path() /
+       absl::StrCat("kvjit-speculative-mistral-", ::getpid(), "-", seed, ".gguf"))
           .string();
   const std::string command = absl::StrCat(
       "'", KVJIT_PYTHON, "' '", KVJIT_SOURCE_DIR,
-      "/tools/scripts/make_random_gguf_model.py' --family mistral --sliding_window 32 --tokenizer '",
-      KVJIT_SOURCE_DIR, "/tests/data/hf_tokenizers/llama3_style.tokenizer.json' '", model_path, "'");
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+      "/tools/scripts/make_random_gguf_model.py' --family mistral --sliding_window 32 --seed ", seed,
+      " --tokenizer '", KVJIT_SOURCE_DIR, "/tests/data/hf_tokenizers/llama3_style.tokenizer.json' '",
+      model_path, "'");
+  if (std::system(command.c_str()) != 0) return absl::InternalError(absl::StrCat("failed: ", command));
   codegen::CompileOptions options;
   options.block_size = 16;
   options.max_tokens_per_step = 16;
   auto executable = testing::CompileAndLoad(model_path, options);
   std::filesystem::remove(model_path);
+  return executable;
+}
+
+TEST(SpeculativeDecodingTest, SlidingWindowGreedyIsUnchanged) {
+  auto executable = RandomSlidingWindowModel(1);
   ASSERT_TRUE(executable.ok()) << executable.status();
   ASSERT_EQ((*executable)->AttentionWindow(), 32);
   auto runner = runtime::CpuStepRunner::Create(**executable, /*num_blocks=*/16, /*threads=*/2);
@@ -149,6 +160,119 @@ TEST(SpeculativeDecodingTest, SlidingWindowGreedyIsUnchanged) {
   // 120 positions: the window moves past several blocks while drafts come
   // and go.
   ExpectSameWithAndWithoutDrafts(**runner, 256, RepeatingPrompt(1900, 7, 40), 80, Drafts::kAllRejected);
+}
+
+// Greedy decoding with `drafter` against decoding without, bit for bit, for
+// 1, 3 and 6 drafts a step; returns the drafts made and taken over all.
+std::pair<int64_t, int64_t> ExpectSameWithDraftModel(runtime::StepRunner& runner,
+                                                     int64_t context_length,
+                                                     const std::vector<int32_t>& prompt,
+                                                     int64_t new_tokens, runtime::Drafter& drafter) {
+  const Run plain = Generate(runner, context_length, prompt, new_tokens, nullptr, 0);
+  int64_t drafted = 0;
+  int64_t accepted = 0;
+  for (const int64_t draft_tokens : {1, 3, 6}) {
+    const Run run = Generate(runner, context_length, prompt, new_tokens, &drafter, draft_tokens);
+    EXPECT_EQ(run.tokens, plain.tokens) << draft_tokens << " drafts";
+    EXPECT_TRUE(run.logits == plain.logits) << draft_tokens << " drafts";
+    drafted += run.metrics.drafted_tokens;
+    accepted += run.metrics.accepted_tokens;
+  }
+  return {drafted, accepted};
+}
+
+// A draft executable that is the target itself, with a pool of its own:
+// its most likely token is the target's at every step (the kernels give a
+// draft's one-token step the bits of the target's verify row), so every
+// draft is taken.
+TEST(SpeculativeDecodingTest, DraftExecutableThatIsTheTargetHasEveryDraftTaken) {
+  const std::string path = testing::SharedPath("models/stories260K.gguf");
+  ASSERT_FALSE(path.empty()) << "../shared/models/stories260K.gguf is missing";
+  auto target = testing::CompileAndLoad(path, codegen::CompileOptions());
+  auto draft = testing::CompileAndLoad(path, codegen::CompileOptions());
+  ASSERT_TRUE(target.ok() && draft.ok());
+  auto runner = runtime::CpuStepRunner::Create(**target, /*num_blocks=*/32, /*threads=*/2);
+  auto draft_runner = runtime::CpuStepRunner::Create(**draft, /*num_blocks=*/48, /*threads=*/2);
+  ASSERT_TRUE(runner.ok() && draft_runner.ok());
+  ASSERT_TRUE(runtime::CheckSameVocabulary(**draft, **target).ok());
+  auto drafter = runtime::ModelDrafter::WithOwnCache(*std::move(draft), *std::move(draft_runner));
+  ASSERT_TRUE(drafter.ok()) << drafter.status();
+  const auto [drafted, accepted] =
+      ExpectSameWithDraftModel(**runner, 256, {1, 403, 407, 261, 378}, 120, **drafter);
+  EXPECT_GT(drafted, 100);
+  EXPECT_EQ(accepted, drafted);
+}
+
+// A draft of other weights (another seed) is rejected nearly always: its
+// cache is cut back to the history after each step and it feeds the
+// target's tokens again, while both models' windows release blocks.
+TEST(SpeculativeDecodingTest, DraftExecutableRejectedRollsItsCacheBack) {
+  auto target = RandomSlidingWindowModel(1);
+  auto draft = RandomSlidingWindowModel(2);
+  ASSERT_TRUE(target.ok() && draft.ok());
+  auto runner = runtime::CpuStepRunner::Create(**target, /*num_blocks=*/16, /*threads=*/2);
+  auto draft_runner = runtime::CpuStepRunner::Create(**draft, /*num_blocks=*/24, /*threads=*/2);
+  ASSERT_TRUE(runner.ok() && draft_runner.ok());
+  auto drafter = runtime::ModelDrafter::WithOwnCache(*std::move(draft), *std::move(draft_runner));
+  ASSERT_TRUE(drafter.ok()) << drafter.status();
+  const auto [drafted, accepted] =
+      ExpectSameWithDraftModel(**runner, 256, RepeatingPrompt(1900, 7, 40), 80, **drafter);
+  EXPECT_GT(drafted, 0);
+  EXPECT_LT(accepted, drafted);
+  // The generator forgot its sequence at the end of each request.
+  EXPECT_EQ((*drafter)->own_blocks_in_use(), 0);
+}
+
+// A draft over the target's own pool (the layer-skipping self-draft's way;
+// here with every layer): it writes its tokens' keys and values into the
+// target's blocks and cuts them away again, and the target's output is
+// unchanged.
+TEST(SpeculativeDecodingTest, DraftOverTheTargetsPoolLeavesItsOutputUnchanged) {
+  const std::string path = testing::SharedPath("models/stories260K.gguf");
+  ASSERT_FALSE(path.empty()) << "../shared/models/stories260K.gguf is missing";
+  auto target = testing::CompileAndLoad(path, codegen::CompileOptions());
+  auto draft = testing::CompileAndLoad(path, codegen::CompileOptions());
+  ASSERT_TRUE(target.ok() && draft.ok());
+  auto runner = runtime::CpuStepRunner::Create(**target, /*num_blocks=*/32, /*threads=*/2);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  auto draft_runner = runtime::CpuStepRunner::CreateOverPool(**draft, **runner, /*threads=*/2);
+  ASSERT_TRUE(draft_runner.ok()) << draft_runner.status();
+  EXPECT_EQ((*draft_runner)->Memory().kv_pool_bytes, 0u);
+  auto drafter =
+      runtime::ModelDrafter::OverTargetCache(*std::move(draft), *std::move(draft_runner), 5);
+  const auto [drafted, accepted] =
+      ExpectSameWithDraftModel(**runner, 256, {1, 403, 407, 261, 378}, 120, *drafter);
+  EXPECT_GT(drafted, 100);
+  EXPECT_EQ(accepted, drafted);
+}
+
+TEST(SpeculativeDecodingTest, DraftOfAnotherVocabularyIsRefused) {
+  auto stories = testing::CompileAndLoad(testing::SharedPath("models/stories260K.gguf"),
+                                         codegen::CompileOptions());
+  auto mistral = RandomSlidingWindowModel(1);
+  ASSERT_TRUE(stories.ok() && mistral.ok());
+  const absl::Status status = runtime::CheckSameVocabulary(**mistral, **stories);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("has a vocabulary of"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("a draft must share the target's vocabulary"), std::string::npos);
+}
+
+// Over a pool whose blocks store another cache type, a draft is refused,
+// naming both layouts.
+TEST(SpeculativeDecodingTest, DraftOverAPoolOfAnotherLayoutIsRefused) {
+  const std::string path = testing::SharedPath("models/stories260K.gguf");
+  ASSERT_FALSE(path.empty()) << "../shared/models/stories260K.gguf is missing";
+  codegen::CompileOptions f16;
+  f16.cache_dtype = "f16";
+  auto target = testing::CompileAndLoad(path, codegen::CompileOptions());
+  auto draft = testing::CompileAndLoad(path, f16);
+  ASSERT_TRUE(target.ok() && draft.ok());
+  auto runner = runtime::CpuStepRunner::Create(**target, /*num_blocks=*/8, /*threads=*/1);
+  ASSERT_TRUE(runner.ok());
+  auto draft_runner = runtime::CpuStepRunner::CreateOverPool(**draft, **runner, /*threads=*/1);
+  ASSERT_FALSE(draft_runner.ok());
+  EXPECT_NE(draft_runner.status().message().find("cannot share its pool"), std::string::npos)
+      << draft_runner.status();
 }
 
 // Sampled drafts are verified by rejection sampling (its distribution is
