@@ -45,6 +45,10 @@ class CpuStepRunner final : public StepRunner, private CpuOperands {
   int64_t max_tokens_per_step() const override { return executable_.program().max_tokens(); }
   int64_t block_size() const override { return kv_layout_.block_size; }
   int64_t attention_window() const override { return executable_.AttentionWindow(); }
+  // Measured on SmolLM2-135M Q4_1 (docs/speculative-decoding.md): the
+  // small-M GEMMs are bound by their arithmetic, not by reading the
+  // weights, so each token adds most of a one-token step.
+  double decode_step_cost(int64_t tokens) const override;
   absl::Status CopyBlock(int64_t source, int64_t destination) override;
   absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) override;
   RunnerMemory Memory() const override;

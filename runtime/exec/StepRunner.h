@@ -47,6 +47,16 @@ class StepRunner {
   // (every position stays readable) for a runner whose program has no
   // sliding window.
   virtual int64_t attention_window() const { return 0; }
+  // A decode step of `tokens` tokens' time as a multiple of a one-token
+  // step's: speculative decoding drafts only while the tokens a verify step
+  // is likely to keep are worth its time (DraftPolicy). 1 for a backend
+  // whose decode steps are bound by reading the weights, so that a few more
+  // tokens cost next to nothing (a GPU's, by that reasoning; not measured
+  // yet).
+  virtual double decode_step_cost(int64_t tokens) const {
+    (void)tokens;
+    return 1.0;
+  }
 
   // Copies every slot of KV block `source` into block `destination` (the
   // copy-on-write of a block that forked sequences shared); run before the

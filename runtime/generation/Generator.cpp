@@ -77,18 +77,18 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     return on_token(next) && static_cast<int64_t>(result.tokens.size()) < max_new_tokens;
   };
   const int64_t vocab = runner_.vocab_size();
-  DraftBackoff backoff;
+  DraftPolicy policy([this](int64_t tokens) { return runner_.decode_step_cost(tokens); });
   bool going = take(logits, std::nullopt);
   while (going) {
     // The newest token is not in the cache yet; drafts follow it in the same
     // step, as many as the request and the context leave room for.
     const int64_t position = static_cast<int64_t>(history.size()) - 1;
-    const int64_t room = std::min({draft_tokens_,
+    const int64_t room = policy.DraftLength(std::min({draft_tokens_,
                                    max_new_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
                                    context_length_ - position - 1,
-                                   runner_.max_tokens_per_step() - 1});
+                                   runner_.max_tokens_per_step() - 1}));
     std::vector<int32_t> step_tokens{history.back()};
-    if (room > 0 && backoff.ShouldDraft()) {
+    if (room > 0) {
       const DraftRequest request{kSequence, history, position, room};
       KVJIT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> drafts,
                              drafter_->Propose(absl::MakeConstSpan(&request, 1), blocks));
@@ -116,7 +116,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
       m.drafted_tokens += drafted;
       m.accepted_tokens += accepted;
       ++m.verify_steps;
-      backoff.Record(drafted, accepted);
+      policy.Record(drafted, accepted);
       // The rejected drafts' keys and values go; the cache ends where the
       // newest token, not yet in it, starts.
       KVJIT_RETURN_IF_ERROR(blocks.Truncate(kSequence, position + 1 + accepted));

@@ -2,6 +2,8 @@
 #define KVJIT_RUNTIME_GENERATION_SPECULATION_H_
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 
 namespace kvjit::runtime {
 
@@ -19,36 +21,80 @@ struct SpeculativeDecoding {
   int64_t max_ngram = 3;
 };
 
-// A verify step costs more than a one-token step (on a CPU nearly in
-// proportion to its tokens), and a draft model's steps cost time of their
-// own, so after drafts the target rejected outright a sequence rests from
-// drafting for a number of steps that doubles with each such failure in a
-// row, up to kMaxRest; a draft it takes ends the rest.
-class DraftBackoff {
+// How many tokens a sequence drafts each step, from what the target made of
+// its drafts so far. The i-th draft token is kept with probability about a^i,
+// where a, the chance that the target takes the next draft token, is
+// estimated from the sequence's past drafts; a step verifying k drafts then
+// gives 1 + a + ... + a^k tokens on average, for the time of a (k+1)-token
+// step (StepRunner::decode_step_cost). The policy drafts the k that gives
+// the most tokens per unit of time, and none where no k beats a plain step.
+// A sequence that does not draft rests, then tries one draft token; each try
+// the target rejects doubles the next rest, up to kMaxRest steps, and one it
+// takes makes the next rest one step. Greedy output
+// does not depend on any of this; the decisions depend on nothing but the
+// tokens, so a sampled run stays reproducible from its seed.
+class DraftPolicy {
  public:
   static constexpr int64_t kMaxRest = 16;
+  // Each outcome's weight in the estimate of a: from 1, one rejected draft
+  // token leaves a draft of 3 worth a CPU's verify step and two do not (on
+  // the n-gram lookup's drafts, 0.5 gave up too soon on copied text, where
+  // a line's last draft fails and the next line's are taken).
+  static constexpr double kAcceptanceWeight = 0.25;
 
-  // Whether this step drafts; a resting sequence counts one step down.
-  bool ShouldDraft() {
-    if (rest_ == 0) return true;
-    --rest_;
-    return false;
+  // `step_cost(n)`: a step of n tokens' time in one-token steps, the
+  // target runner's StepRunner::decode_step_cost.
+  explicit DraftPolicy(std::function<double(int64_t)> step_cost)
+      : step_cost_(std::move(step_cost)) {}
+
+  // The draft tokens to ask for this step, at most `room`; 0: do not draft.
+  int64_t DraftLength(int64_t room) {
+    trying_ = false;
+    if (room <= 0) return 0;
+    if (rest_ > 0) {
+      --rest_;
+      trying_ = rest_ == 0;
+      return trying_ ? 1 : 0;
+    }
+    int64_t best_length = 0;
+    double best_rate = 1.0;  // a plain step: one token per one-token step
+    double expected_tokens = 1.0;
+    double kept = 1.0;
+    for (int64_t length = 1; length <= room; ++length) {
+      kept *= acceptance_;
+      expected_tokens += kept;
+      const double rate = expected_tokens / step_cost_(length + 1);
+      if (rate > best_rate) {
+        best_rate = rate;
+        best_length = length;
+      }
+    }
+    // Not worth drafting: this step and the next_rest_ - 1 after it rest,
+    // then one tries a single token.
+    if (best_length == 0) rest_ = next_rest_;
+    return best_length;
   }
 
-  // What the target kept of a step's `drafted` tokens.
+  // What the target kept of a step's `drafted` tokens: `accepted` of them,
+  // then (if fewer) one it replaced. A step without drafts (the drafter had
+  // none) tells nothing.
   void Record(int64_t drafted, int64_t accepted) {
     if (drafted == 0) return;
-    if (accepted > 0) {
-      next_rest_ = 1;
-      return;
+    for (int64_t i = 0; i < accepted; ++i) acceptance_ += kAcceptanceWeight * (1.0 - acceptance_);
+    if (accepted < drafted) acceptance_ -= kAcceptanceWeight * acceptance_;
+    if (trying_) {
+      next_rest_ = accepted == drafted ? 1 : (next_rest_ * 2 < kMaxRest ? next_rest_ * 2 : kMaxRest);
     }
-    rest_ = next_rest_;
-    next_rest_ = next_rest_ * 2 < kMaxRest ? next_rest_ * 2 : kMaxRest;
   }
 
  private:
+  std::function<double(int64_t)> step_cost_;
+  // The estimate of a; a sequence starts out drafting.
+  double acceptance_ = 1.0;
   int64_t rest_ = 0;
   int64_t next_rest_ = 1;
+  // Whether the latest DraftLength was the single token tried after a rest.
+  bool trying_ = false;
 };
 
 }  // namespace kvjit::runtime
