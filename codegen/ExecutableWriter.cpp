@@ -97,7 +97,7 @@ class ExecutableBuilder final : public InstructionEmitter {
                            materializer_.WriteSidecar(sidecar_target_));
     if (sidecar) weight_files.push_back(*std::move(sidecar));
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::KvLayout> kv_layout, AddKvLayout(step));
-    Offset<kvx::ModelConfig> config = AddModelConfig();
+    Offset<kvx::ModelConfig> config = AddModelConfig(step);
     Offset<kvx::Tokenizer> tokenizer = AddTokenizer(vocabulary, chat_template);
     std::vector<Offset<kvx::WeightFile>> files;
     for (const WeightFile& file : weight_files) {
@@ -373,8 +373,12 @@ class ExecutableBuilder final : public InstructionEmitter {
         static_cast<uint32_t>(cache.getKeyRotation()), static_cast<uint32_t>(cache.getValueRotation()));
   }
 
-  Offset<kvx::ModelConfig> AddModelConfig() {
+  // The model's config, with the layers of `step`'s cache: fewer than the
+  // model's where keep-first-layers cut it.
+  Offset<kvx::ModelConfig> AddModelConfig(mlir::func::FuncOp step) {
     const model::ModelConfig& config = model_.config;
+    const int64_t layers =
+        mlir::cast<kv::CacheType>(step.getArgument(kCacheArgument).getType()).getLayers();
     const model::RopeScaling& scaling = config.rope_scaling;
     kvx::RopeScalingKind scaling_kind = kvx::RopeScalingKind::None;
     if (scaling.kind == model::RopeScalingKind::kLinear) scaling_kind = kvx::RopeScalingKind::Linear;
@@ -386,7 +390,7 @@ class ExecutableBuilder final : public InstructionEmitter {
     return kvx::CreateModelConfigDirect(
         fbb_, config.architecture.c_str(), config.name.c_str(),
         static_cast<uint32_t>(config.vocab_size), static_cast<uint32_t>(config.hidden_size),
-        static_cast<uint32_t>(config.intermediate_size), static_cast<uint32_t>(config.num_layers),
+        static_cast<uint32_t>(config.intermediate_size), static_cast<uint32_t>(layers),
         static_cast<uint32_t>(config.num_heads), static_cast<uint32_t>(config.num_kv_heads),
         static_cast<uint32_t>(config.head_dim), static_cast<uint32_t>(config.context_length),
         static_cast<float>(config.rms_norm_eps), static_cast<float>(config.rope_theta),

@@ -3,6 +3,40 @@
 
 include "mlir/Pass/PassBase.td"
 
+def KeepFirstLayers : Pass<"keep-first-layers", "::mlir::ModuleOp"> {
+  let summary = "Keeps a model's first `layers` decoder layers, then its final norm and output";
+  let description = [{
+    Cuts each function of the model as imported (before `insert-kv-cache`)
+    after its first `layers` decoder layers: what the last layer's output fed
+    (the final norm, the output projection and any soft cap after it) reads
+    the output of layer `layers - 1` instead, and the later layers' ops and
+    the params nothing reads any more are erased. The result is speculative
+    decoding's layer-skipping self-draft (docs/speculative-decoding.md): its
+    attentions are the model's first `layers`, in order, so that
+    `insert-kv-cache` makes them layers 0 to `layers - 1` of a cache whose
+    heads, head size, block size and types are the whole model's, and the
+    draft reads and writes the first layers of the target's KV pool.
+
+    Layers are found by their weights: layer i is what reads a param named
+    `blk.<i>.…` (GGUF's names, which the frontend gives every model's
+    layers), and an op belongs to the last layer whose weights it depends
+    on. The output of layer i is the one value that depends on layer i's
+    weights while its users no longer lead to them, though its operands
+    did: the residual sum that the next layer (or the final norm) reads.
+
+    `layers` equal to the function's layer count leaves it unchanged. An
+    error names both numbers where `layers` is 0 or more than the function
+    has, and the function where it finds no layers, a layer without one
+    such output, or a KV cache already (after `insert-kv-cache`, whose
+    cache holds every layer).
+  }];
+  let options = [
+    Option<"layers", "layers", "int64_t", /*default=*/"0",
+           "the decoder layers to keep, counted from the first (at least 1)">,
+  ];
+  let dependentDialects = ["::kvjit::tfm::TfmDialect"];
+}
+
 def FuseAttention : Pass<"fuse-attention", "::mlir::ModuleOp"> {
   let summary = "Fuses the naive attention subgraph into tfm.attention";
   let description = [{

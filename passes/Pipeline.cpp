@@ -65,15 +65,14 @@ bool LeftItsMark(mlir::ModuleOp module, size_t index) {
   return IsPlanned(module);
 }
 
-// insert-kv-cache's block size as its pipeline element prints it
-// ("insert-kv-cache{block-size=32 cache-dtype=f32}"); 0 where it does not.
-int64_t BlockSizeOption(llvm::StringRef element) {
-  constexpr llvm::StringLiteral kOption = "block-size=";
-  const size_t at = element.find(kOption);
+// An integer option of a pass as its pipeline element prints it: "block-size="
+// of "insert-kv-cache{block-size=32 cache-dtype=f32}" is 32; 0 where it does not.
+int64_t IntegerOption(llvm::StringRef element, llvm::StringRef option) {
+  const size_t at = element.find(option);
   if (at == llvm::StringRef::npos) return 0;
-  int64_t size = 0;
-  if (element.drop_front(at + kOption.size()).consumeInteger(10, size)) return 0;
-  return size;
+  int64_t value = 0;
+  if (element.drop_front(at + option.size()).consumeInteger(10, value)) return 0;
+  return value;
 }
 
 std::string StageOrder() {
@@ -88,6 +87,8 @@ std::string StageOrder() {
 }  // namespace
 
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options) {
+  // First: the layers cut away need no pass's work.
+  if (options.keepLayers > 0) pm.addPass(createKeepFirstLayers({options.keepLayers}));
   pm.addPass(createFuseAttention());
   // Before the cache: the views of Q, K and V reach the reshapes that
   // insert-kv-cache's kv.write and kv.attention read, and fuse-elementwise
@@ -115,7 +116,10 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
 }
 
 std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
-  return std::string("fuse-attention,") +
+  return (options.keepLayers > 0
+              ? "keep-first-layers{layers=" + std::to_string(options.keepLayers.getValue()) + "},"
+              : std::string()) +
+         "fuse-attention," +
          (options.fuseProjections ? "fuse-projections," : "") +
          (options.weightLayoutIsa != "none" ? "choose-weight-layouts{isa=" + options.weightLayoutIsa.getValue() +
                                                       " cpu=" + options.weightLayoutCpu.getValue() + "}," : "") +
@@ -132,12 +136,18 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
 void RegisterKvjitPipeline() {
   mlir::PassPipelineRegistration<KvjitPipelineOptions>(
       "kvjit-pipeline",
-      "fuse-attention, fuse-projections, choose-weight-layouts (with weight-layout-isa), insert-kv-cache, "
-      "fuse-elementwise and plan-memory, in that order",
+      "keep-first-layers (with keep-layers), fuse-attention, fuse-projections, choose-weight-layouts "
+      "(with weight-layout-isa), insert-kv-cache, fuse-elementwise and plan-memory, in that order",
       BuildKvjitPipeline);
 }
 
 llvm::ArrayRef<KvjitStage> KvjitStages() { return kStages; }
+
+mlir::LogicalResult RunKeepFirstLayers(mlir::ModuleOp module, int64_t layers) {
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(createKeepFirstLayers({layers}));
+  return pm.run(module);
+}
 
 kv::CacheType StepCache(mlir::ModuleOp module) {
   for (auto function : module.getOps<mlir::func::FuncOp>()) {
@@ -175,10 +185,22 @@ mlir::FailureOr<PipelineForModule> ParsePipelineFor(mlir::ModuleOp module, llvm:
   if (kv::CacheType cache = StepCache(module)) result.kv_block_size = cache.getBlockSize();
   std::vector<std::string> named;
   std::optional<size_t> previous_stage;
+  bool first = true;
   for (mlir::Pass& pass : parsed.getPasses()) {
     std::string element;
     llvm::raw_string_ostream stream(element);
     pass.printAsTextualPipeline(stream);
+    if (pass.getArgument() == "keep-first-layers") {
+      if (!first) {
+        errors << "the pipeline '" << text << "' runs keep-first-layers after another pass; it "
+               << "must come first, since --verify's reference is cut before the passes run";
+        return mlir::failure();
+      }
+      first = false;
+      result.keep_layers = IntegerOption(element, "layers=");
+      continue;
+    }
+    first = false;
     const std::optional<size_t> stage = StageIndex(pass.getArgument());
     if (stage) {
       if (previous_stage && *stage <= *previous_stage) {
@@ -194,7 +216,7 @@ mlir::FailureOr<PipelineForModule> ParsePipelineFor(mlir::ModuleOp module, llvm:
         continue;
       }
       if (llvm::StringRef(kStages[*stage].pass) == "insert-kv-cache") {
-        result.kv_block_size = BlockSizeOption(element);
+        result.kv_block_size = IntegerOption(element, "block-size=");
       }
     }
     if (mlir::failed(mlir::parsePassPipeline(element, pm, errors))) return mlir::failure();

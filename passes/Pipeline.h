@@ -2,6 +2,7 @@
 #define KVJIT_PASSES_PIPELINE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ namespace kvjit {
 
 // The options of the whole compile, forwarded to the passes that own them.
 struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOptions> {
+  Option<int64_t> keepLayers{
+      *this, "keep-layers",
+      llvm::cl::desc("the decoder layers to keep, counted from the first (keep-first-layers: a "
+                     "layer-skipping self-draft); 0: every layer, without the pass"),
+      llvm::cl::init(0)};
   Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("tokens per KV-cache block"),
                             llvm::cl::init(16)};
   Option<std::string> cacheElementType{
@@ -55,8 +61,9 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
       llvm::cl::init("generic")};
 };
 
-// fuse-attention → fuse-projections (unless left out) → choose-weight-layouts
-// (for weight-layout-isa, unless none) → insert-kv-cache → fuse-elementwise →
+// keep-first-layers (for keep-layers, unless 0) → fuse-attention →
+// fuse-projections (unless left out) → choose-weight-layouts (for
+// weight-layout-isa, unless none) → insert-kv-cache → fuse-elementwise →
 // plan-memory: from a whole-sequence tfm function to a
 // planned step function at the kernel level.
 void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& options);
@@ -101,17 +108,27 @@ struct PipelineForModule {
   // Tokens per KV-cache block of the compiled program: the module's cache's
   // where it has one, else insert-kv-cache's option in the pipeline.
   int64_t kv_block_size = 0;
+  // The layers keep-first-layers keeps, where the pipeline starts with it.
+  // The pass is left out of the pass manager: it changes what the program
+  // computes, so the compile runs it (RunKeepFirstLayers) before anything
+  // else, on --verify's reference as well.
+  std::optional<int64_t> keep_layers;
 };
 
 // Parses `text` (MLIR's textual pass-pipeline syntax, passes with their
 // options, plugins' passes once loaded) into `pm` for `module`: the kvjit
-// passes the module is already past are left out. Fails, with the reason on
-// `errors`, on a syntax error or an unknown pass, on kvjit passes out of
-// stage order, and where a required pass is neither in the pipeline nor
-// behind the module, naming it.
+// passes the module is already past are left out, and so is keep-first-layers
+// (in `keep_layers`). Fails, with the reason on `errors`, on a syntax error or
+// an unknown pass, on kvjit passes out of stage order, on keep-first-layers
+// anywhere but first, and where a required pass is neither in the pipeline
+// nor behind the module, naming it.
 mlir::FailureOr<PipelineForModule> ParsePipelineFor(mlir::ModuleOp module, llvm::StringRef text,
                                                     mlir::OpPassManager& pm,
                                                     llvm::raw_ostream& errors);
+
+// Runs keep-first-layers{layers=`layers`} on `module` alone; its errors go to
+// the context's diagnostic handlers.
+mlir::LogicalResult RunKeepFirstLayers(mlir::ModuleOp module, int64_t layers);
 
 }  // namespace kvjit
 

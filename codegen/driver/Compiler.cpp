@@ -277,6 +277,11 @@ absl::Status CheckOptions(const CompileOptions& options) {
         "--target cuda: this kvjit was built without the CUDA toolkit (NVRTC was not found at "
         "configure time); install CUDA and reconfigure, or compile for --target cpu");
   }
+  if (options.keep_layers < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--keep_layers must be 0 (every layer) or a number of layers to keep, got ",
+        options.keep_layers));
+  }
   if (options.cache_rotation != "auto" && options.cache_rotation != "none") {
     return absl::InvalidArgumentError(
         absl::StrCat("--cache_rotation must be auto or none, got '", options.cache_rotation, "'"));
@@ -300,15 +305,19 @@ absl::Status CheckOptions(const CompileOptions& options) {
 
 // The passes for `module` into `pm`: the hook of the options, or their
 // textual pipeline less the passes the module is past. Returns the block
-// size of the KV cache the passes give the program.
-absl::StatusOr<int64_t> BuildPipeline(mlir::ModuleOp module, const std::string& source,
-                                      const CompileOptions& options, mlir::PassManager& pm,
-                                      std::FILE* progress) {
+// size of the KV cache the passes give the program, and the layers to keep.
+absl::StatusOr<PipelineForModule> BuildPipeline(mlir::ModuleOp module, const std::string& source,
+                                                const CompileOptions& options,
+                                                mlir::PassManager& pm, std::FILE* progress) {
   if (options.build_pipeline) {
     options.build_pipeline(pm);
-    return options.block_size;
+    PipelineForModule hooked;
+    hooked.kv_block_size = options.block_size;
+    if (options.keep_layers > 0) hooked.keep_layers = options.keep_layers;
+    return hooked;
   }
   KvjitPipelineOptions defaults;
+  defaults.keepLayers = options.keep_layers;
   defaults.blockSize = options.block_size;
   defaults.cacheElementType = options.cache_dtype;
   defaults.keyElementType = options.cache_dtype_k;
@@ -336,7 +345,23 @@ absl::StatusOr<int64_t> BuildPipeline(mlir::ModuleOp module, const std::string& 
   for (const std::string& pass : parsed->skipped) {
     Progress(progress, "  not running %s: %s is past it\n", pass.c_str(), source.c_str());
   }
-  return parsed->kv_block_size;
+  return *std::move(parsed);
+}
+
+// keep-first-layers on `module` and, where it is another module, on
+// --verify's `reference`, so that both compute the same cut model.
+absl::Status KeepFirstLayers(mlir::MLIRContext& context, mlir::ModuleOp module,
+                             mlir::ModuleOp reference, int64_t layers, const std::string& source,
+                             std::FILE* progress) {
+  const Clock::time_point start = Clock::now();
+  DiagnosticCollector diagnostics(context);
+  if (mlir::failed(RunKeepFirstLayers(module, layers)) ||
+      (reference != module && mlir::failed(RunKeepFirstLayers(reference, layers)))) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", diagnostics.errors()));
+  }
+  Progress(progress, "  kept the first %lld layers (%.2f s)\n", static_cast<long long>(layers),
+           SecondsSince(start));
+  return absl::OkStatus();
 }
 
 // `module` through the pipeline and the executable writer into
@@ -350,10 +375,18 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
                            const CompileOptions& options, std::FILE* progress) {
   mlir::PassManager pm(&context);
   CompileOptions resolved = options;
-  KVJIT_ASSIGN_OR_RETURN(resolved.block_size, BuildPipeline(module, source, options, pm, progress));
+  KVJIT_ASSIGN_OR_RETURN(const PipelineForModule pipeline,
+                         BuildPipeline(module, source, options, pm, progress));
+  resolved.block_size = pipeline.kv_block_size;
+  std::string described_reference = reference_description;
+  if (pipeline.keep_layers) {
+    KVJIT_RETURN_IF_ERROR(
+        KeepFirstLayers(context, module, reference, *pipeline.keep_layers, source, progress));
+    absl::StrAppend(&described_reference, " cut to its first ", *pipeline.keep_layers, " layers");
+  }
   KVJIT_ASSIGN_OR_RETURN(
       std::unique_ptr<EquivalenceChecker> verifier,
-      StartVerification(reference, reference_description, model, resolved, progress));
+      StartVerification(reference, described_reference, model, resolved, progress));
 
   Clock::time_point start = Clock::now();
   Progress(progress, "running passes: %s…\n", DescribePasses(pm).c_str());

@@ -28,6 +28,10 @@ enum class Verification {
 
 struct CompileOptions {
   std::string target = "cpu";  // or "cuda": the CPU program plus its CUDA kernels
+  // The decoder layers to keep, counted from the first (keep-first-layers):
+  // the model's layer-skipping self-draft, whose KV cache is the first
+  // keep_layers layers of the whole model's. 0: every layer.
+  int64_t keep_layers = 0;
   int64_t block_size = 16;
   // How the KV cache stores keys and values (runtime/schema/KvCacheFormat.h);
   // cache_dtype_k and cache_dtype_v, where not empty, choose keys' and

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "frontend/model/DecoderBuilder.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "passes/Pipeline.h"
@@ -139,7 +140,7 @@ absl::Status EquivalenceChecker::AdoptCacheRounding(mlir::ModuleOp module) {
     return absl::OkStatus();
   }
   reference::ReferenceEvaluator evaluator(module, weights_);
-  reference::RefKvCache rounding(config_.num_layers, config_.num_kv_heads, config_.head_dim, block_size_,
+  reference::RefKvCache rounding(cache.getLayers(), config_.num_kv_heads, config_.head_dim, block_size_,
                                  schedule_.num_blocks, cache.getKeyType(), cache.getValueType(),
                                  cache.getKeyRotation(), cache.getValueRotation());
   evaluator.set_cache(&rounding);
@@ -190,7 +191,7 @@ absl::StatusOr<EquivalenceReport> EquivalenceChecker::EvaluateModule(const std::
   reference::ReferenceEvaluator evaluator(module, weights_);
   const std::vector<ScheduledStep>& steps = schedule_.steps;
   if (kv::CacheType step_cache = StepCache(module)) {
-    reference::RefKvCache cache(config_.num_layers, config_.num_kv_heads, config_.head_dim,
+    reference::RefKvCache cache(step_cache.getLayers(), config_.num_kv_heads, config_.head_dim,
                                 block_size_, schedule_.num_blocks, step_cache.getKeyType(),
                                 step_cache.getValueType(), step_cache.getKeyRotation(),
                                 step_cache.getValueRotation());
@@ -324,8 +325,22 @@ absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FIL
   mlir::MLIRContext context;
   KVJIT_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> imported,
                          model::BuildDecoderModule(context, model.config, *model.weights));
-  std::fprintf(progress, "verifying %s against the reference evaluator on %s…\n", path.c_str(),
-               model_path.c_str());
+  // A self-draft (compiled with keep_layers) is checked against the model cut as it was.
+  const int64_t layers = executable->config().num_layers();
+  if (layers < model.config.num_layers) {
+    std::string errors;
+    mlir::ScopedDiagnosticHandler collect(&context, [&errors](mlir::Diagnostic& diagnostic) {
+      errors += diagnostic.str();
+      return mlir::success();
+    });
+    if (mlir::failed(RunKeepFirstLayers(*imported, layers))) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", errors));
+    }
+  }
+  const std::string cut =
+      layers < model.config.num_layers ? absl::StrCat(" cut to its first ", layers, " layers") : "";
+  std::fprintf(progress, "verifying %s against the reference evaluator on %s%s…\n", path.c_str(),
+               model_path.c_str(), cut.c_str());
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<EquivalenceChecker> verifier,
                          EquivalenceChecker::Create(*imported, model, executable->kv_layout().block_size()));
   std::fprintf(progress, "  reference logits of the imported IR (%.2f s)\n",

@@ -61,9 +61,9 @@ ABSL_FLAG(std::string, pipeline, "",
                        "plugin's passes may join them; passes the "
                        "input IR is past are not run again. Default: ",
                        kvjit::KvjitPipelineText(kvjit::KvjitPipelineOptions()),
-                       " (choose-weight-layouts for --cpu_isa, which --target cuda leaves out), its "
-                       "options from --block_size, --cache_dtype(_k, _v), --max_tokens_per_step "
-                       "and --kv_memory_mib"));
+                       " (choose-weight-layouts for --cpu_isa, which --target cuda leaves out; "
+                       "keep-first-layers first for --keep_layers), its options from --block_size, "
+                       "--cache_dtype(_k, _v), --max_tokens_per_step and --kv_memory_mib"));
 ABSL_FLAG(std::vector<std::string>, load_pass_plugin, {},
           "pass plugins to load before reading --pipeline (shared libraries with "
           "mlirGetPassPluginInfo, as mlir-opt's --load-pass-plugin loads), comma-separated");
@@ -76,13 +76,14 @@ namespace {
 absl::Status CheckPipelineFlags() {
   if (absl::GetFlag(FLAGS_pipeline).empty()) return absl::OkStatus();
   for (const char* flag :
-       {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step",
-        "kv_memory_mib", "cpu_isa", "cpu_model"}) {
+       {"keep_layers", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation",
+        "max_tokens_per_step", "kv_memory_mib", "cpu_isa", "cpu_model"}) {
     const absl::CommandLineFlag* reflection = absl::FindCommandLineFlag(flag);
     if (reflection->CurrentValue() != reflection->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", flag, " sets an option of the default pipeline; with --pipeline, give it as the "
-          "pass's option there (insert-kv-cache{block-size=32 cache-dtype=f16}, "
+          "pass's option there (keep-first-layers{layers=2}, "
+          "insert-kv-cache{block-size=32 cache-dtype=f16}, "
           "plan-memory{max-tokens-per-step=512 kv-memory-mib=1024}, "
           "choose-weight-layouts{isa=avx2 cpu=generic})"));
     }

@@ -12,6 +12,10 @@
 ABSL_FLAG(std::string, o, "-", "the output file ('-' for stdout where the command allows it)");
 ABSL_FLAG(std::string, p, "", "the prompt");
 ABSL_FLAG(int, n, 32, "the most tokens to generate");
+ABSL_FLAG(int64_t, keep_layers, 0,
+          "compile only the model's first K decoder layers, then its final norm and output "
+          "projection: the layer-skipping self-draft, whose KV cache is the first K layers of "
+          "the whole model's (0: every layer)");
 ABSL_FLAG(int64_t, block_size, 16, "tokens per KV-cache block");
 ABSL_FLAG(std::string, cache_dtype, "f32",
           "how the KV cache stores keys and values: f32, f16, bf16, q8_0, q4_0 or f8_e4m3");
@@ -61,6 +65,7 @@ namespace kvjit::cli {
 
 codegen::CompileOptions CompileOptionsFromFlags() {
   codegen::CompileOptions options;
+  options.keep_layers = absl::GetFlag(FLAGS_keep_layers);
   options.block_size = absl::GetFlag(FLAGS_block_size);
   options.cache_dtype = absl::GetFlag(FLAGS_cache_dtype);
   options.cache_dtype_k = absl::GetFlag(FLAGS_cache_dtype_k);

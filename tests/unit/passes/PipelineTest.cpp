@@ -75,6 +75,7 @@ TEST_F(PipelineTest, DefaultTextBuildsTheDefaultPipeline) {
   options.cacheElementType = "f16";
   options.maxTokensPerStep = 128;
   options.kvMemoryMib = 64;
+  options.keepLayers = 1;
   mlir::OpPassManager built(mlir::ModuleOp::getOperationName());
   BuildKvjitPipeline(built, options);
   registerKvjitPasses();
@@ -85,6 +86,7 @@ TEST_F(PipelineTest, DefaultTextBuildsTheDefaultPipeline) {
       << errors;
   EXPECT_EQ(Printed(parsed), Printed(built));
   EXPECT_THAT(Printed(parsed), HasSubstr("block-size=32"));
+  EXPECT_THAT(Printed(parsed), HasSubstr("keep-first-layers{layers=1},fuse-attention"));
 }
 
 TEST_F(PipelineTest, PassesBehindFollowEachPass) {
@@ -156,6 +158,32 @@ TEST_F(PipelineTest, BlockSizeComesFromThePipelinesOption) {
             "");
   EXPECT_THAT(decided.skipped, IsEmpty());
   EXPECT_EQ(decided.kv_block_size, 32);
+}
+
+// keep-first-layers is the compile's to run before the rest, on --verify's
+// reference too: the pipeline gives its count and leaves it out.
+TEST_F(PipelineTest, KeepFirstLayersIsTakenOutOfThePipeline) {
+  auto module = Imported();
+  ASSERT_TRUE(module);
+  PipelineForModule decided;
+  ASSERT_EQ(Run(*module, "keep-first-layers{layers=1},fuse-attention,insert-kv-cache,plan-memory",
+                &decided),
+            "");
+  EXPECT_EQ(decided.keep_layers, 1);
+  EXPECT_EQ(StepCache(*module).getLayers(), config_.num_layers);
+
+  auto whole = Imported();
+  ASSERT_TRUE(whole);
+  PipelineForModule without;
+  ASSERT_EQ(Run(*whole, "fuse-attention,insert-kv-cache,plan-memory", &without), "");
+  EXPECT_EQ(without.keep_layers, std::nullopt);
+}
+
+TEST_F(PipelineTest, KeepFirstLayersComesFirst) {
+  auto module = Imported();
+  ASSERT_TRUE(module);
+  EXPECT_THAT(Run(*module, "fuse-attention,keep-first-layers{layers=1},insert-kv-cache,plan-memory"),
+              HasSubstr("runs keep-first-layers after another pass; it must come first"));
 }
 
 TEST_F(PipelineTest, NamesTheMissingRequiredPass) {
