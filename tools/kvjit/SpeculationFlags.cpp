@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/generation/ModelDrafter.h"
 #include "runtime/generation/RunnerFactory.h"
 #include "tools/kvjit/CompileOnTheFly.h"
@@ -88,28 +89,67 @@ absl::StatusOr<std::unique_ptr<runtime::Drafter>> DraftExecutable(
   return runtime::ModelDrafter::WithOwnCache(std::move(draft), std::move(runner));
 }
 
+// The target's first `layers` layers, compiled from its model by the
+// keep-first-layers pass with the target's options, running over the
+// target's KV pool: their keys and values are the target's, computed once.
+absl::StatusOr<std::unique_ptr<runtime::Drafter>> LayerSkippingDraft(
+    const std::string& model_or_kvx, int64_t layers, const runtime::Executable& target,
+    runtime::StepRunner& target_runner, int threads) {
+  if (absl::EndsWith(model_or_kvx, ".kvx")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the self-draft is compiled from the target's model; give the GGUF file or Hugging Face "
+        "directory instead of the executable ", model_or_kvx));
+  }
+  const int64_t target_layers = target.kv_layout().num_layers();
+  if (layers >= target_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "keeps ", layers, " layers, but the target has ", target_layers,
+        ": a self-draft must skip at least one of them to be cheaper than the target"));
+  }
+  auto* cpu_target = dynamic_cast<runtime::CpuStepRunner*>(&target_runner);
+  if (cpu_target == nullptr) {
+    return absl::UnimplementedError(
+        "the self-draft shares the target's KV pool, which only the CPU runner can lend yet; "
+        "use --device cpu, or --speculative ngram or draft:FILE");
+  }
+  codegen::CompileOptions options = CompileOptionsFromFlags();
+  options.keep_layers = layers;
+  KVJIT_ASSIGN_OR_RETURN(const std::string kvx_path, ExecutablePathFor(model_or_kvx, options));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> draft,
+                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
+  KVJIT_RETURN_IF_ERROR(runtime::CheckSameVocabulary(*draft, target));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
+                         runtime::CpuStepRunner::CreateOverPool(*draft, *cpu_target, threads));
+  return std::unique_ptr<runtime::Drafter>(
+      runtime::ModelDrafter::OverTargetCache(std::move(draft), std::move(runner), layers));
+}
+
+// Names the --speculative choice in front of a failure to build its draft.
+absl::StatusOr<std::unique_ptr<runtime::Drafter>> NamingTheChoice(
+    const SpeculationChoice& choice, absl::StatusOr<std::unique_ptr<runtime::Drafter>> drafter) {
+  if (drafter.ok()) return drafter;
+  return absl::Status(drafter.status().code(), absl::StrCat("--speculative ", choice.Name(), ": ",
+                                                            drafter.status().message()));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<runtime::Drafter>> MakeDrafter(
     const SpeculationChoice& choice, const std::string& model_or_kvx,
     const runtime::Executable& target, runtime::StepRunner& target_runner, int threads) {
-  (void)model_or_kvx;
   switch (choice.draft) {
     case SpeculationChoice::Draft::kNone:
       return nullptr;
     case SpeculationChoice::Draft::kNgram:
       return std::make_unique<runtime::NgramDrafter>(choice.min_ngram, choice.max_ngram);
-    case SpeculationChoice::Draft::kExecutable: {
-      auto drafter = DraftExecutable(choice.draft_path, target, target_runner, threads);
-      if (drafter.ok()) return drafter;
-      return absl::Status(drafter.status().code(), absl::StrCat("--speculative ", choice.Name(),
-                                                                ": ", drafter.status().message()));
-    }
+    case SpeculationChoice::Draft::kExecutable:
+      return NamingTheChoice(choice,
+                             DraftExecutable(choice.draft_path, target, target_runner, threads));
     case SpeculationChoice::Draft::kLayers:
-      break;
+      return NamingTheChoice(choice, LayerSkippingDraft(model_or_kvx, choice.layers, target,
+                                                        target_runner, threads));
   }
-  return absl::UnimplementedError(
-      absl::StrCat("--speculative ", choice.Name(), ": the layer-skipping draft is being built"));
+  return absl::InternalError(absl::StrCat("--speculative ", choice.Name(), ": unknown draft"));
 }
 
 }  // namespace kvjit::cli

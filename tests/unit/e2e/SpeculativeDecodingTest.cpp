@@ -246,6 +246,32 @@ TEST(SpeculativeDecodingTest, DraftOverTheTargetsPoolLeavesItsOutputUnchanged) {
   EXPECT_EQ(accepted, drafted);
 }
 
+// The layer-skipping self-draft: the target's first layers (the
+// keep-first-layers pass) over the target's pool. Its keys and values of
+// those layers are the target's own, so it feeds only the newest token; its
+// drafts' are cut away again, and the target's output is unchanged.
+TEST(SpeculativeDecodingTest, LayerSkippingSelfDraftLeavesTheOutputUnchanged) {
+  const std::string path = testing::SharedPath("models/stories260K.gguf");
+  ASSERT_FALSE(path.empty()) << "../shared/models/stories260K.gguf is missing";
+  codegen::CompileOptions first_layers;
+  first_layers.keep_layers = 3;
+  auto target = testing::CompileAndLoad(path, codegen::CompileOptions());
+  auto draft = testing::CompileAndLoad(path, first_layers);
+  ASSERT_TRUE(target.ok() && draft.ok());
+  ASSERT_EQ((*draft)->kv_layout().num_layers(), 3);
+  auto runner = runtime::CpuStepRunner::Create(**target, /*num_blocks=*/32, /*threads=*/2);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  auto draft_runner = runtime::CpuStepRunner::CreateOverPool(**draft, **runner, /*threads=*/2);
+  ASSERT_TRUE(draft_runner.ok()) << draft_runner.status();
+  auto drafter =
+      runtime::ModelDrafter::OverTargetCache(*std::move(draft), *std::move(draft_runner), 3);
+  const auto [drafted, accepted] =
+      ExpectSameWithDraftModel(**runner, 256, {1, 403, 407, 261, 378}, 120, *drafter);
+  EXPECT_GT(drafted, 0);
+  EXPECT_GT(accepted, 0);
+  EXPECT_LE(accepted, drafted);
+}
+
 TEST(SpeculativeDecodingTest, DraftOfAnotherVocabularyIsRefused) {
   auto stories = testing::CompileAndLoad(testing::SharedPath("models/stories260K.gguf"),
                                          codegen::CompileOptions());
