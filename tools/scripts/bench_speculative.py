@@ -8,22 +8,27 @@ median, range and ratio of each configuration's decode tokens/s (from
   python3 tools/scripts/bench_speculative.py KVJIT MODEL ROUNDS OUT.json \\
       [NAME=FLAGS ...]
 
-Each NAME=FLAGS adds a configuration (FLAGS split on spaces, e.g.
+NEW_TOKENS in the environment sets the tokens generated (128). Each
+NAME=FLAGS adds a configuration (FLAGS split on spaces, e.g.
 "self-draft 8 layers=--speculative layers:8"); without any, the n-gram
 lookup's defaults and a longer draft are timed. "plain" (no speculation) is
 always the first.
 """
 import json
+import os
 import re
 import statistics
 import subprocess
 import sys
 
 K, M, rounds, out_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+new_tokens = os.environ.get("NEW_TOKENS", "128")
 prompts = {
   "copy (code edit)": ["-p", "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n    return a * b\n\n# The same three functions, with type hints:\n"],
-  "copy (chat: rewrite)": ["--chat", "-p", "Repeat this sentence exactly, then repeat it again: The quick brown fox jumps over the lazy dog near the river bank."],
+  "copy (chat: JSON edit)": ["--chat", "-p", "Copy the following JSON, changing only the city to Paris: {\"name\": \"Alice Smith\", \"age\": 34, \"city\": \"London\", \"email\": \"alice.smith@example.com\", \"phone\": \"+44 20 7946 0958\"}"],
+  "copy (chat: quote)": ["--chat", "-p", "Quote the first sentence of this text exactly: The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres tall and was the tallest structure in the world for 41 years."],
   "open chat": ["--chat", "-p", "Tell me about the history of the bicycle."],
+  "open chat (explain)": ["--chat", "-p", "Explain how a refrigerator works."],
 }
 configs = {"plain": []}
 for spec in sys.argv[5:] or ["ngram (defaults: 3 drafts, suffixes 2-3)=--speculative ngram",
@@ -33,7 +38,7 @@ for spec in sys.argv[5:] or ["ngram (defaults: 3 drafts, suffixes 2-3)=--specula
 
 
 def run(prompt_args, config_args):
-  res = subprocess.run([K, "run", M, *prompt_args, "-n", "128", "--temperature", "0", "--stats", *config_args],
+  res = subprocess.run([K, "run", M, *prompt_args, "-n", new_tokens, "--temperature", "0", "--stats", *config_args],
                        capture_output=True, text=True)
   if res.returncode != 0:
     sys.exit(f"kvjit run {' '.join(config_args)} failed:\n{res.stderr}")
@@ -65,4 +70,4 @@ for p in prompts:
                                      "accept_rate": round(sum(x["accepted"] for x in raw[p][c]) / max(1, sum(x["drafted"] for x in raw[p][c])), 3)}
 print(json.dumps(summary, indent=1))
 with open(out_path, "w") as out:
-  json.dump({"model": M, "rounds": rounds, "configs": configs, "raw": raw, "summary": summary}, out)
+  json.dump({"model": M, "rounds": rounds, "new_tokens": int(new_tokens), "configs": configs, "raw": raw, "summary": summary}, out)

@@ -272,6 +272,68 @@ TEST(SpeculativeDecodingTest, LayerSkippingSelfDraftLeavesTheOutputUnchanged) {
   EXPECT_LE(accepted, drafted);
 }
 
+// Each family's random model (tools/scripts/make_random_gguf_model.py):
+// greedy decoding with drafts is bit for bit decoding without, with drafts
+// the target takes (the model itself as its draft, so that every verify step
+// carries 2, 4 and 7 tokens through the family's kernels) and with its
+// one-layer self-draft over its own pool, whose drafts it mostly rejects.
+class SpeculativeDecodingFamiliesTest : public ::testing::TestWithParam<const char*> {};
+
+absl::StatusOr<std::unique_ptr<runtime::Executable>> RandomFamilyModel(
+    const std::string& family, const codegen::CompileOptions& options) {
+  const std::string model_path =
+      (std::filesystem::temp_directory_path() /
+       absl::StrCat("kvjit-speculative-", family, "-", ::getpid(), ".gguf"))
+          .string();
+  const std::string command = absl::StrCat(
+      "'", KVJIT_PYTHON, "' '", KVJIT_SOURCE_DIR,
+      "/tools/scripts/make_random_gguf_model.py' --family ", family, " --tokenizer '",
+      KVJIT_SOURCE_DIR, "/tests/data/hf_tokenizers/llama3_style.tokenizer.json' '", model_path,
+      "'");
+  if (std::system(command.c_str()) != 0) return absl::InternalError(absl::StrCat("failed: ", command));
+  auto executable = testing::CompileAndLoad(model_path, options);
+  std::filesystem::remove(model_path);
+  return executable;
+}
+
+TEST_P(SpeculativeDecodingFamiliesTest, GreedyIsUnchangedWithDraftsTakenAndRejected) {
+  codegen::CompileOptions one_layer;
+  one_layer.keep_layers = 1;
+  auto target = RandomFamilyModel(GetParam(), codegen::CompileOptions());
+  auto same = RandomFamilyModel(GetParam(), codegen::CompileOptions());
+  auto first_layer = RandomFamilyModel(GetParam(), one_layer);
+  ASSERT_TRUE(target.ok() && same.ok() && first_layer.ok())
+      << target.status() << same.status() << first_layer.status();
+  auto runner = runtime::CpuStepRunner::Create(**target, /*num_blocks=*/32, /*threads=*/2);
+  auto same_runner = runtime::CpuStepRunner::Create(**same, /*num_blocks=*/48, /*threads=*/2);
+  ASSERT_TRUE(runner.ok() && same_runner.ok());
+  auto first_layer_runner =
+      runtime::CpuStepRunner::CreateOverPool(**first_layer, **runner, /*threads=*/2);
+  ASSERT_TRUE(first_layer_runner.ok()) << first_layer_runner.status();
+  const std::vector<int32_t> prompt =
+      RepeatingPrompt(static_cast<int32_t>((*runner)->vocab_size()), 9, 24);
+
+  auto itself = runtime::ModelDrafter::WithOwnCache(*std::move(same), *std::move(same_runner));
+  ASSERT_TRUE(itself.ok()) << itself.status();
+  const auto [drafted, accepted] = ExpectSameWithDraftModel(**runner, 256, prompt, 40, **itself);
+  EXPECT_GT(drafted, 60);
+  EXPECT_EQ(accepted, drafted);
+
+  auto self_draft = runtime::ModelDrafter::OverTargetCache(
+      *std::move(first_layer), *std::move(first_layer_runner), 1);
+  const auto [layer_drafted, layer_accepted] =
+      ExpectSameWithDraftModel(**runner, 256, prompt, 40, *self_draft);
+  EXPECT_GT(layer_drafted, 0);
+  EXPECT_LE(layer_accepted, layer_drafted);
+}
+
+INSTANTIATE_TEST_SUITE_P(RandomModels, SpeculativeDecodingFamiliesTest,
+                         ::testing::Values("llama3", "qwen2", "qwen3", "phi3", "gemma2", "gemma3",
+                                           "mistral"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
 TEST(SpeculativeDecodingTest, DraftOfAnotherVocabularyIsRefused) {
   auto stories = testing::CompileAndLoad(testing::SharedPath("models/stories260K.gguf"),
                                          codegen::CompileOptions());
