@@ -19,6 +19,12 @@ struct SpeculativeDecoding {
   int64_t max_ngram = 3;
 };
 
+// Tokens a verify step gave on average: its accepted drafts and the model's
+// own token after them (vLLM's mean acceptance length); 0 before any.
+inline double MeanAcceptedLength(int64_t accepted_tokens, int64_t verify_steps) {
+  return verify_steps > 0 ? 1.0 + static_cast<double>(accepted_tokens) / verify_steps : 0.0;
+}
+
 // A verify step costs more than a one-token step (on a CPU nearly in
 // proportion to its tokens), and a draft model's steps cost time of their
 // own, so after drafts the target rejected outright a sequence rests from
