@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/RequestValidation.h"
+#include "runtime/generation/SpeculativeStep.h"
 #include "runtime/generation/StepBuilder.h"
 
 namespace kvjit::runtime {
@@ -51,6 +52,12 @@ absl::StatusOr<BatchScheduler> BatchScheduler::Create(StepRunner& runner,
     return absl::InvalidArgumentError(
         absl::StrCat("max_batch_tokens must be 1 to the program's ", runner.max_tokens_per_step(),
                      " tokens per step, got ", options.max_batch_tokens));
+  }
+  if (options.drafter != nullptr &&
+      (options.draft_tokens < 1 || options.speculation_max_batch < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "speculative decoding needs draft_tokens and speculation_max_batch of at least 1, got ",
+        options.draft_tokens, " and ", options.speculation_max_batch));
   }
   if (options.context_length < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -142,6 +149,11 @@ absl::Status BatchScheduler::Preempt(size_t index) {
   Sequence& sequence = *running_[index];
   KVJIT_RETURN_IF_ERROR(NameRequest(sequence.request->id, blocks_.Free(sequence.id)));
   sequence.cached_tokens = 0;
+  sequence.drafts.clear();
+  if (options_.drafter != nullptr) {
+    KVJIT_RETURN_IF_ERROR(
+        NameRequest(sequence.request->id, options_.drafter->Forget(sequence.id)));
+  }
   ++sequence.request->metrics.preemptions;
   ++counters_.preemptions;
   waiting_.push_front(&sequence);
@@ -198,10 +210,73 @@ absl::StatusOr<bool> BatchScheduler::AdmitWaiting() {
   return true;
 }
 
+absl::Status BatchScheduler::ProposeForDecodes() {
+  if (options_.drafter == nullptr) return absl::OkStatus();
+  std::vector<Sequence*> decoding;
+  for (Sequence* sequence : running_) {
+    if (sequence->uncached_tokens() == 1) decoding.push_back(sequence);
+  }
+  const int64_t decodes = static_cast<int64_t>(decoding.size());
+  if (decodes == 0 || decodes > options_.speculation_max_batch) return absl::OkStatus();
+  // Every decode keeps its token in the step; drafts share what is left.
+  int64_t budget = options_.max_batch_tokens - decodes;
+  // A sample's share of a step of `step_tokens` decode tokens is
+  // decode_step_cost(step_tokens) / decodes; its drafts add what the step's
+  // growth by them costs.
+  int64_t step_tokens = decodes;
+  std::vector<DraftRequest> requests;
+  std::vector<Sequence*> drafting;
+  for (Sequence* sequence : decoding) {
+    const int64_t position = static_cast<int64_t>(sequence->history.size()) - 1;
+    // A prompt's last token picks the first token alone, as Generator's
+    // does: a request of several samples forks its blocks there.
+    if (sequence->generated_tokens() == 0) continue;
+    const double step_cost = runner_.decode_step_cost(step_tokens);
+    const double share = step_cost / static_cast<double>(decodes);
+    const int64_t room = sequence->draft_policy.DraftLength(
+        std::min({options_.draft_tokens,
+                  sequence->request->max_new_tokens - sequence->generated_tokens() - 1,
+                  options_.context_length - position - 1, budget}),
+        [&](int64_t tokens) {
+          return 1.0 + (runner_.decode_step_cost(step_tokens + tokens - 1) - step_cost) / share;
+        });
+    if (room < 1) continue;
+    requests.push_back({sequence->id, sequence->history, sequence->cached_tokens, room});
+    drafting.push_back(sequence);
+    budget -= room;
+    step_tokens += room;
+  }
+  if (requests.empty()) return absl::OkStatus();
+  KVJIT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> drafts,
+                         ProposeDrafts(*options_.drafter, requests, blocks_));
+  for (size_t i = 0; i < drafting.size(); ++i) drafting[i]->drafts = std::move(drafts[i]);
+  return absl::OkStatus();
+}
+
+absl::Status BatchScheduler::AddDraftsToStep(const std::vector<Sequence*>& scheduled) {
+  for (Sequence* sequence : scheduled) {
+    const int64_t drafted = static_cast<int64_t>(sequence->drafts.size());
+    if (drafted == 0) continue;
+    KVJIT_ASSIGN_OR_RETURN(int64_t needed, blocks_.BlocksNeeded(sequence->id, drafted));
+    if (needed > blocks_.num_free_blocks() || drafted > step_budget_left_) {
+      sequence->drafts.clear();
+      continue;
+    }
+    KVJIT_RETURN_IF_ERROR(NameRequest(sequence->request->id, blocks_.Reserve(sequence->id, drafted)));
+    sequence->step_tokens += drafted;
+    step_budget_left_ -= drafted;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<BatchScheduler::Sequence*>> BatchScheduler::ScheduleStep() {
   step_budget_left_ = options_.max_batch_tokens;
   preempted_this_step_ = false;
-  for (Sequence* sequence : running_) sequence->step_tokens = 0;
+  for (Sequence* sequence : running_) {
+    sequence->step_tokens = 0;
+    sequence->drafts.clear();
+  }
+  KVJIT_RETURN_IF_ERROR(ProposeForDecodes());
   std::vector<Sequence*> scheduled;
 
   // Decodes first, oldest first, so a long prefill never stalls them. A
@@ -217,6 +292,7 @@ absl::StatusOr<std::vector<BatchScheduler::Sequence*>> BatchScheduler::ScheduleS
     }
     scheduled.push_back(&sequence);
   }
+  KVJIT_RETURN_IF_ERROR(AddDraftsToStep(scheduled));
   // Then the prompts already under way: one without a block to grow into
   // waits for the decodes in the step to finish and free theirs.
   for (size_t i = 0; i < running_.size() && step_budget_left_ > 0; ++i) {
@@ -240,9 +316,17 @@ absl::StatusOr<StepInputs> BatchScheduler::PackStep(const std::vector<Sequence*>
   StepBuilder builder(blocks_);
   for (const Sequence* sequence : scheduled) {
     const int64_t first = sequence->cached_tokens;
+    const int64_t drafted = static_cast<int64_t>(sequence->drafts.size());
+    const absl::Span<const int32_t> fed =
+        absl::MakeConstSpan(sequence->history).subspan(first, sequence->step_tokens - drafted);
+    if (drafted > 0) {
+      std::vector<int32_t> verified(fed.begin(), fed.end());
+      verified.insert(verified.end(), sequence->drafts.begin(), sequence->drafts.end());
+      KVJIT_RETURN_IF_ERROR(builder.AddSequence(sequence->id, verified, first, StepLogits::kEvery));
+      continue;
+    }
     KVJIT_RETURN_IF_ERROR(builder.AddSequence(
-        sequence->id, absl::MakeConstSpan(sequence->history).subspan(first, sequence->step_tokens),
-        first,
+        sequence->id, fed, first,
         sequence->step_tokens == sequence->uncached_tokens() ? StepLogits::kLast : StepLogits::kNone));
   }
   return std::move(builder).Finish();
@@ -307,7 +391,8 @@ absl::Status BatchScheduler::RemoveSample(Sequence& sequence, FinishReason reaso
   }
   sequence.finish_reason = reason;
   --sequence.request->unfinished_samples;
-  return absl::OkStatus();
+  if (options_.drafter == nullptr) return absl::OkStatus();
+  return NameRequest(sequence.request->id, options_.drafter->Forget(sequence.id));
 }
 
 absl::Status BatchScheduler::FinishSample(Sequence& sequence, FinishReason reason) {
@@ -334,8 +419,8 @@ absl::StatusOr<std::vector<BatchScheduler::Sequence*>> BatchScheduler::ForkSampl
   return forked;
 }
 
-absl::Status BatchScheduler::AppendToken(Sequence& sequence, absl::Span<const float> logits) {
-  const int32_t token = sequence.sampler.Sample(logits, sequence.history);
+FinishReason BatchScheduler::AppendToken(Sequence& sequence, int32_t token,
+                                         absl::Span<const float> logits) {
   sequence.history.push_back(token);
   sequence.last_token = Clock::now();
   if (sequence.generated_tokens() == 1) sequence.first_token = sequence.last_token;
@@ -348,14 +433,45 @@ absl::Status BatchScheduler::AppendToken(Sequence& sequence, absl::Span<const fl
         {request.id, static_cast<int64_t>(sample - request.samples.begin()), token, logits});
   }
   const auto& stops = sequence.request->stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-    return FinishSample(sequence, FinishReason::kEos);
-  }
-  if (!observer_goes_on) return FinishSample(sequence, FinishReason::kStopped);
-  if (sequence.generated_tokens() == sequence.request->max_new_tokens) {
-    return FinishSample(sequence, FinishReason::kLength);
-  }
-  return absl::OkStatus();
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return FinishReason::kEos;
+  if (!observer_goes_on) return FinishReason::kStopped;
+  if (sequence.generated_tokens() == sequence.request->max_new_tokens) return FinishReason::kLength;
+  return FinishReason::kNone;
+}
+
+void BatchScheduler::CountVerification(Sequence& sequence, int64_t drafted, int64_t accepted) {
+  sequence.draft_policy.Record(drafted, accepted);
+  RequestMetrics& metrics = sequence.request->metrics;
+  counters_.drafted_tokens += drafted;
+  metrics.drafted_tokens += drafted;
+  counters_.accepted_tokens += accepted;
+  metrics.accepted_tokens += accepted;
+  ++counters_.verify_steps;
+  ++metrics.verify_steps;
+}
+
+absl::Status BatchScheduler::TakeStepTokens(Sequence& sequence, absl::Span<const float> rows) {
+  const std::vector<int32_t> drafts = std::exchange(sequence.drafts, {});
+  // The sample is finished only after its verification is counted: finishing
+  // its request's last sample frees the request.
+  FinishReason finish = FinishReason::kNone;
+  KVJIT_ASSIGN_OR_RETURN(
+      const VerifiedDrafts verified,
+      TakeVerifiedTokens(rows, runner_.vocab_size(), drafts, sequence.sampler, sequence.history,
+                         [&](absl::Span<const float> row, int32_t token) -> absl::StatusOr<bool> {
+                           finish = AppendToken(sequence, token, row);
+                           return finish == FinishReason::kNone;
+                         }));
+  if (!drafts.empty()) CountVerification(sequence, static_cast<int64_t>(drafts.size()), verified.accepted);
+  if (finish != FinishReason::kNone) return FinishSample(sequence, finish);
+  if (drafts.empty()) return absl::OkStatus();
+  // The rejected drafts' keys and values go: the cache ends where the newest
+  // token, not in it yet, starts. Only then may the window release blocks.
+  sequence.cached_tokens = static_cast<int64_t>(sequence.history.size()) - 1;
+  KVJIT_RETURN_IF_ERROR(
+      NameRequest(sequence.request->id, blocks_.Truncate(sequence.id, sequence.cached_tokens)));
+  return NameRequest(sequence.request->id,
+                     ReleaseBehindWindow(blocks_, sequence.id, runner_.attention_window()));
 }
 
 absl::Status BatchScheduler::ConsumeLogits(const std::vector<Sequence*>& scheduled,
@@ -363,8 +479,10 @@ absl::Status BatchScheduler::ConsumeLogits(const std::vector<Sequence*>& schedul
   const int64_t vocab = runner_.vocab_size();
   int64_t row = 0;
   for (Sequence* sequence : scheduled) {
-    const bool ends_uncached = sequence->step_tokens == sequence->uncached_tokens();
-    sequence->cached_tokens += sequence->step_tokens;
+    const int64_t drafted = static_cast<int64_t>(sequence->drafts.size());
+    const int64_t fed_history = sequence->step_tokens - drafted;
+    const bool ends_uncached = fed_history == sequence->uncached_tokens();
+    sequence->cached_tokens += fed_history;
     sequence->step_tokens = 0;
     if (options_.enable_prefix_caching) {
       KVJIT_RETURN_IF_ERROR(NameRequest(
@@ -372,11 +490,15 @@ absl::Status BatchScheduler::ConsumeLogits(const std::vector<Sequence*>& schedul
           blocks_.CacheFullBlocks(sequence->id, absl::MakeConstSpan(sequence->history)
                                                     .first(sequence->cached_tokens))));
     }
-    KVJIT_RETURN_IF_ERROR(NameRequest(
-        sequence->request->id,
-        ReleaseBehindWindow(blocks_, sequence->id, runner_.attention_window())));
+    // Behind a verify step's drafts the window moves once they are cut.
+    if (drafted == 0) {
+      KVJIT_RETURN_IF_ERROR(NameRequest(
+          sequence->request->id,
+          ReleaseBehindWindow(blocks_, sequence->id, runner_.attention_window())));
+    }
     if (!ends_uncached) continue;
-    const absl::Span<const float> row_logits = logits.subspan(row++ * vocab, vocab);
+    const absl::Span<const float> rows = logits.subspan(row * vocab, (drafted + 1) * vocab);
+    row += drafted + 1;
     std::vector<Sequence*> sampling = {sequence};
     const Request& request = *sequence->request;
     if (static_cast<int64_t>(request.samples.size()) < request.num_samples) {
@@ -384,8 +506,8 @@ absl::Status BatchScheduler::ConsumeLogits(const std::vector<Sequence*>& schedul
       sampling.insert(sampling.end(), forked.begin(), forked.end());
     }
     // The last of a request's samples to finish completes the request and
-    // frees them all; none is touched after its own AppendToken.
-    for (Sequence* sample : sampling) KVJIT_RETURN_IF_ERROR(AppendToken(*sample, row_logits));
+    // frees them all; none is touched after its own TakeStepTokens.
+    for (Sequence* sample : sampling) KVJIT_RETURN_IF_ERROR(TakeStepTokens(*sample, rows));
   }
   return absl::OkStatus();
 }

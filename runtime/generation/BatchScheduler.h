@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "runtime/generation/BeamSearch.h"
+#include "runtime/generation/Drafter.h"
+#include "runtime/generation/Speculation.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
@@ -40,6 +43,15 @@ struct BatchSchedulerOptions {
   // kv::KvBlockManager) and a request whose tokens start with them skips
   // computing those; off, every request computes its whole prompt.
   bool enable_prefix_caching = true;
+  // Speculative decoding (Speculation.h): each decoding sample that may
+  // draft feeds up to `draft_tokens` tokens `drafter` proposes after its
+  // newest one. Not owned; null turns speculation off.
+  Drafter* drafter = nullptr;
+  int64_t draft_tokens = 0;
+  // Speculate only in steps with at most this many decoding samples: a
+  // larger batch already reads each weight for many tokens, so a verify
+  // step's extra tokens are no longer nearly free.
+  int64_t speculation_max_batch = std::numeric_limits<int64_t>::max();
 };
 
 struct RequestMetrics {
@@ -59,6 +71,11 @@ struct RequestMetrics {
   int32_t peak_kv_blocks = 0;
   // Times a sample's blocks were taken back and its tokens recomputed.
   int32_t preemptions = 0;
+  // Speculative decoding, over all samples: tokens drafted, drafts the model
+  // agreed with, and sample steps that verified drafts.
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
+  int64_t verify_steps = 0;
 };
 
 struct SampleResult {
@@ -99,13 +116,20 @@ struct SchedulerCounters {
   // Tokens the steps computed: prompts, recomputes and decodes.
   int64_t computed_tokens = 0;
   int64_t cancelled_requests = 0;
-  // Steps of decode tokens alone (each token a sequence's next, none a chunk
-  // of a prompt or a recompute), their tokens and their time from scheduling
-  // to sampled tokens: batched decode apart from the prefills it interleaves
-  // with, as llama-batched-bench's generation phase measures it.
+  // Steps of decode tokens alone (each token a sequence's next or a draft
+  // after it, none a chunk of a prompt or a recompute), their tokens (drafts
+  // included) and their time from scheduling to sampled tokens: batched
+  // decode apart from the prefills it interleaves with, as
+  // llama-batched-bench's generation phase measures it.
   int64_t decode_steps = 0;
   int64_t decode_step_tokens = 0;
   double decode_step_seconds = 0;
+  // Speculative decoding: tokens drafted, drafts the model agreed with, and
+  // verifications (a step verifying three samples' drafts counts three:
+  // vLLM's num_drafts).
+  int64_t drafted_tokens = 0;
+  int64_t accepted_tokens = 0;
+  int64_t verify_steps = 0;
 };
 
 // In-flight (continuous) batching over one step runner and its KV pool.
@@ -136,6 +160,17 @@ struct SchedulerCounters {
 // again. Since Submit refuses a request one sequence of which the whole pool
 // could not hold, the oldest running sequence always gets its tokens and
 // every step makes progress.
+//
+// With a drafter (BatchSchedulerOptions), before a step that decodes at
+// most speculation_max_batch samples, the drafter proposes for every
+// decoding sample that may draft (DraftPolicy, room left in its request,
+// the context and the step), all in one call and before the step reserves
+// any slot. A sample's drafts join the step after its newest token, with
+// logits at each of them, and take only blocks the pool has free (never a
+// preemption); its tokens are taken as Generator takes them
+// (TakeVerifiedTokens), and the rejected drafts' slots are cut away
+// (KvBlockManager::Truncate; a forked sample wrote them into blocks of its
+// own, copied on write). Beam search does not speculate.
 class BatchScheduler {
  public:
   static absl::StatusOr<BatchScheduler> Create(StepRunner& runner,
@@ -202,8 +237,13 @@ class BatchScheduler {
     std::vector<int32_t> history;
     // Leading tokens of history whose keys and values are in the cache.
     int64_t cached_tokens = 0;
-    // Tokens of history this step feeds (0 when not in the step).
+    // Tokens this step feeds (0 when not in the step): of history, then
+    // the drafts.
     int64_t step_tokens = 0;
+    // What the drafter proposed to follow history, fed in this step after
+    // its newest token; empty when the sample does not speculate.
+    std::vector<int32_t> drafts;
+    DraftPolicy draft_policy;
     FinishReason finish_reason = FinishReason::kNone;
     Clock::time_point first_token;
     Clock::time_point last_token;
@@ -244,8 +284,15 @@ class BatchScheduler {
   absl::StatusOr<bool> AdmitWaiting();
   // Frees the blocks of running_[index] and puts it first in line.
   absl::Status Preempt(size_t index);
-  // Puts the step's token budget into the step: decodes, running prefills,
-  // then new sequences. Returns the sequences in the step, in step order.
+  // Asks the drafter for the drafts of every decoding sequence that may
+  // draft, before the step reserves anything.
+  absl::Status ProposeForDecodes();
+  // Gives the decodes in `scheduled` their drafts' slots where the pool has
+  // them free; drops the other drafts.
+  absl::Status AddDraftsToStep(const std::vector<Sequence*>& scheduled);
+  // Puts the step's token budget into the step: decodes (and their drafts),
+  // running prefills, then new sequences. Returns the sequences in the
+  // step, in step order.
   absl::StatusOr<std::vector<Sequence*>> ScheduleStep();
   absl::StatusOr<StepInputs> PackStep(const std::vector<Sequence*>& scheduled) const;
   void UpdatePeakBlocks(const std::vector<Sequence*>& scheduled);
@@ -256,7 +303,14 @@ class BatchScheduler {
                              absl::Span<const float> logits);
   // Makes samples 1.. of `first`'s request, sharing its cached prompt.
   absl::StatusOr<std::vector<Sequence*>> ForkSamples(Sequence& first);
-  absl::Status AppendToken(Sequence& sequence, absl::Span<const float> logits);
+  // Draws `sequence`'s tokens from its logits `rows` (one, or one per fed
+  // token when it verifies drafts), cuts rejected drafts from the cache,
+  // and finishes it when a token ends it.
+  absl::Status TakeStepTokens(Sequence& sequence, absl::Span<const float> rows);
+  // Appends a drawn token and shows it to the observer; the reason the
+  // sample ends with it, kNone when it goes on.
+  FinishReason AppendToken(Sequence& sequence, int32_t token, absl::Span<const float> logits);
+  void CountVerification(Sequence& sequence, int64_t drafted, int64_t accepted);
   // Takes a sample out of the batch or the line, freeing its blocks.
   absl::Status RemoveSample(Sequence& sequence, FinishReason reason);
   // RemoveSample; the request is done with its last sample.

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 
-#include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/RequestValidation.h"
 #include "runtime/generation/Speculation.h"
+#include "runtime/generation/SpeculativeStep.h"
 #include "runtime/generation/StepBuilder.h"
 
 namespace kvjit::runtime {
@@ -62,12 +61,9 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   }
   const double prefill_s = SecondsSince(start);
   auto decode_start = std::chrono::steady_clock::now();
-  // Samples from one row of logits, verifying `draft` where there is one;
-  // false once generation is over.
-  const auto take = [&](absl::Span<const float> row, std::optional<int32_t> draft) {
+  // Takes one sampled token; false once generation is over.
+  const auto take = [&](absl::Span<const float> row, int32_t next) -> absl::StatusOr<bool> {
     if (on_logits) on_logits(row);
-    const int32_t next = draft.has_value() ? sampler.SampleAgainstDraft(row, history, *draft)
-                                           : sampler.Sample(row, history);
     result.tokens.push_back(next);
     history.push_back(next);
     if (result.tokens.size() == 1) {
@@ -77,49 +73,40 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     return on_token(next) && static_cast<int64_t>(result.tokens.size()) < max_new_tokens;
   };
   const int64_t vocab = runner_.vocab_size();
-  DraftPolicy policy([this](int64_t tokens) { return runner_.decode_step_cost(tokens); });
-  bool going = take(logits, std::nullopt);
-  while (going) {
+  DraftPolicy policy;
+  const auto step_cost = [this](int64_t tokens) { return runner_.decode_step_cost(tokens); };
+  KVJIT_ASSIGN_OR_RETURN(VerifiedDrafts verified,
+                         TakeVerifiedTokens(logits, vocab, {}, sampler, history, take));
+  while (verified.goes_on) {
     // The newest token is not in the cache yet; drafts follow it in the same
     // step, as many as the request and the context leave room for.
     const int64_t position = static_cast<int64_t>(history.size()) - 1;
     const int64_t room = policy.DraftLength(std::min({draft_tokens_,
                                    max_new_tokens - static_cast<int64_t>(result.tokens.size()) - 1,
                                    context_length_ - position - 1,
-                                   runner_.max_tokens_per_step() - 1}));
+                                   runner_.max_tokens_per_step() - 1}),
+                                            step_cost);
     std::vector<int32_t> step_tokens{history.back()};
     if (room > 0) {
       const DraftRequest request{kSequence, history, position, room};
       KVJIT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> drafts,
-                             drafter_->Propose(absl::MakeConstSpan(&request, 1), blocks));
-      if (static_cast<int64_t>(drafts.front().size()) > room) {
-        return absl::InternalError(absl::StrCat("the ", drafter_->name(), " drafter proposed ",
-                                                drafts.front().size(), " tokens where ", room,
-                                                " were asked for"));
-      }
+                             ProposeDrafts(*drafter_, absl::MakeConstSpan(&request, 1), blocks));
       step_tokens.insert(step_tokens.end(), drafts.front().begin(), drafts.front().end());
     }
     const int64_t drafted = static_cast<int64_t>(step_tokens.size()) - 1;
     KVJIT_ASSIGN_OR_RETURN(logits, Step(blocks, step_tokens.data(), position, drafted + 1,
                                         drafted > 0 ? StepLogits::kEvery : StepLogits::kLast));
-    // Row j is the model's distribution after step_tokens[0..j]: its choice
-    // keeps draft j when the two agree, and otherwise replaces it.
-    int64_t accepted = 0;
-    for (int64_t row = 0; row <= drafted && going; ++row) {
-      const std::optional<int32_t> draft =
-          row < drafted ? std::optional<int32_t>(step_tokens[row + 1]) : std::nullopt;
-      going = take(logits.subspan(row * vocab, vocab), draft);
-      if (row == drafted || history.back() != step_tokens[row + 1]) break;
-      ++accepted;
-    }
+    KVJIT_ASSIGN_OR_RETURN(verified,
+                           TakeVerifiedTokens(logits, vocab, absl::MakeConstSpan(step_tokens).subspan(1),
+                                              sampler, history, take));
     if (drafted > 0) {
       m.drafted_tokens += drafted;
-      m.accepted_tokens += accepted;
+      m.accepted_tokens += verified.accepted;
       ++m.verify_steps;
-      policy.Record(drafted, accepted);
+      policy.Record(drafted, verified.accepted);
       // The rejected drafts' keys and values go; the cache ends where the
       // newest token, not yet in it, starts.
-      KVJIT_RETURN_IF_ERROR(blocks.Truncate(kSequence, position + 1 + accepted));
+      KVJIT_RETURN_IF_ERROR(blocks.Truncate(kSequence, position + 1 + verified.accepted));
     }
     KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks, kSequence, runner_.attention_window()));
   }

@@ -2,8 +2,8 @@
 #define KVJIT_RUNTIME_GENERATION_SPECULATION_H_
 
 #include <cstdint>
-#include <functional>
-#include <utility>
+
+#include "absl/functional/function_ref.h"
 
 namespace kvjit::runtime {
 
@@ -20,6 +20,12 @@ struct SpeculativeDecoding {
   int64_t min_ngram = 2;
   int64_t max_ngram = 3;
 };
+
+// Tokens a verify step gave on average: its accepted drafts and the model's
+// own token after them (vLLM's mean acceptance length); 0 before any.
+inline double MeanAcceptedLength(int64_t accepted_tokens, int64_t verify_steps) {
+  return verify_steps > 0 ? 1.0 + static_cast<double>(accepted_tokens) / verify_steps : 0.0;
+}
 
 // How many tokens a sequence drafts each step, from what the target made of
 // its drafts so far. The i-th draft token is kept with probability about a^i,
@@ -42,13 +48,11 @@ class DraftPolicy {
   // a line's last draft fails and the next line's are taken).
   static constexpr double kAcceptanceWeight = 0.25;
 
-  // `step_cost(n)`: a step of n tokens' time in one-token steps, the
-  // target runner's StepRunner::decode_step_cost.
-  explicit DraftPolicy(std::function<double(int64_t)> step_cost)
-      : step_cost_(std::move(step_cost)) {}
-
   // The draft tokens to ask for this step, at most `room`; 0: do not draft.
-  int64_t DraftLength(int64_t room) {
+  // `step_cost(n)`: the time of this sequence's step if it feeds n tokens,
+  // in units of its step of one token (alone in a step: the target
+  // runner's StepRunner::decode_step_cost).
+  int64_t DraftLength(int64_t room, absl::FunctionRef<double(int64_t)> step_cost) {
     trying_ = false;
     if (room <= 0) return 0;
     if (rest_ > 0) {
@@ -63,7 +67,7 @@ class DraftPolicy {
     for (int64_t length = 1; length <= room; ++length) {
       kept *= acceptance_;
       expected_tokens += kept;
-      const double rate = expected_tokens / step_cost_(length + 1);
+      const double rate = expected_tokens / step_cost(length + 1);
       if (rate > best_rate) {
         best_rate = rate;
         best_length = length;
@@ -88,7 +92,6 @@ class DraftPolicy {
   }
 
  private:
-  std::function<double(int64_t)> step_cost_;
   // The estimate of a; a sequence starts out drafting.
   double acceptance_ = 1.0;
   int64_t rest_ = 0;

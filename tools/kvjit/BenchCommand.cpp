@@ -27,6 +27,7 @@
 #include "runtime/core/ProcessStats.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/Generator.h"
+#include "runtime/generation/Speculation.h"
 #include "runtime/generation/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
@@ -40,6 +41,8 @@
 #include "tools/kvjit/MachineInfo.h"
 #include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/SharedFlags.h"
+#include "tools/kvjit/SpeculationFlags.h"
+#include "tools/kvjit/SpeculationReport.h"
 #include "tools/kvjit/Subcommand.h"
 
 ABSL_FLAG(int64_t, prompt_tokens, 128, "tokens in the prefill");
@@ -317,12 +320,33 @@ absl::Status AddProfiles(const std::vector<EngineProfile>& profiles,
 }
 
 // What a kvjit measurement ran with, beside its figures.
-nlohmann::json KvjitSettings(const runtime::Executable& executable) {
+nlohmann::json KvjitSettings(const runtime::Executable& executable,
+                             const SpeculationChoice& speculation) {
   return {{"kv_cache", kvx::KvCacheTypesName(executable.kv_layout().key_type(),
                                              executable.kv_layout().value_type())},
           {"kv_block_tokens", executable.kv_layout().block_size()},
           {"threads", absl::GetFlag(FLAGS_bench_threads)},
-          {"device", DeviceFromFlags(executable)}};
+          {"device", DeviceFromFlags(executable)},
+          {"speculative", speculation.Name()},
+          {"draft_tokens", speculation.draft_tokens},
+          {"speculation_max_batch", speculation.max_batch}};
+}
+
+// Each kvjit engine's drafts, medians over its runs, under the table;
+// nothing without speculation.
+void PrintSpeculation(const SpeculationChoice& speculation,
+                      const std::vector<std::pair<std::string, Summary>>& summaries) {
+  if (!speculation.enabled()) return;
+  for (const auto& [engine, summary] : summaries) {
+    if (Lookup(summary, "verify_steps").runs == 0) continue;
+    const auto median = [&summary = summary](const char* key) {
+      return static_cast<int64_t>(Lookup(summary, key).median);
+    };
+    std::printf("%s: %s (medians)\n", engine.c_str(),
+                SpeculationSummary(speculation.Name(), median("drafted_tokens"),
+                                   median("accepted_tokens"), median("verify_steps"))
+                    .c_str());
+  }
 }
 
 // ---- batch 1 ----------------------------------------------------------------
@@ -330,12 +354,16 @@ nlohmann::json KvjitSettings(const runtime::Executable& executable) {
 const std::vector<std::string> kBatchOneFigures = {"prefill_tokens_per_s", "decode_tokens_per_s",
                                                    "ttft_ms", "tpot_ms"};
 
-// A kvjit executable with its runner and generator, loaded once for all runs.
+// A kvjit executable with its runner, drafter and generator, loaded once for
+// all runs.
 struct KvjitBatchOne {
   std::unique_ptr<runtime::Executable> executable;
   std::unique_ptr<runtime::StepRunner> runner;
+  // May be null; declared after the runner, whose pool a self-draft reads.
+  std::unique_ptr<runtime::Drafter> drafter;
   std::unique_ptr<runtime::Generator> generator;
   std::vector<int32_t> prompt;
+  SpeculationChoice speculation;
 
   absl::StatusOr<nlohmann::json> MeasureOnce() {
     sampling::SamplingParams greedy;
@@ -349,12 +377,20 @@ struct KvjitBatchOne {
                           {"decode_tokens_per_s", m.decode_tokens_per_s},
                           {"ttft_ms", m.time_to_first_token_s * 1e3},
                           {"tpot_ms", m.time_per_output_token_s * 1e3},
-                          {"settings", KvjitSettings(*executable)}};
+                          {"drafted_tokens", m.drafted_tokens},
+                          {"accepted_tokens", m.accepted_tokens},
+                          {"verify_steps", m.verify_steps},
+                          {"mean_accepted_length",
+                           runtime::MeanAcceptedLength(m.accepted_tokens, m.verify_steps)},
+                          {"settings", KvjitSettings(*executable, speculation)}};
   }
 };
 
-absl::StatusOr<std::unique_ptr<KvjitBatchOne>> LoadBatchOne(const std::string& kvx_path) {
+absl::StatusOr<std::unique_ptr<KvjitBatchOne>> LoadBatchOne(const std::string& model,
+                                                            const std::string& kvx_path,
+                                                            const SpeculationChoice& speculation) {
   auto bench = std::make_unique<KvjitBatchOne>();
+  bench->speculation = speculation;
   KVJIT_ASSIGN_OR_RETURN(bench->executable,
                          runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
   const int64_t prompt_tokens = absl::GetFlag(FLAGS_prompt_tokens);
@@ -369,7 +405,11 @@ absl::StatusOr<std::unique_ptr<KvjitBatchOne>> LoadBatchOne(const std::string& k
   for (int64_t i = 0; i < prompt_tokens; ++i) {
     bench->prompt.push_back(static_cast<int32_t>((17 + 31 * i) % vocab));
   }
-  bench->generator = std::make_unique<runtime::Generator>(*bench->runner, prompt_tokens + gen_tokens + 1);
+  KVJIT_ASSIGN_OR_RETURN(bench->drafter,
+                         MakeDrafter(speculation, model, *bench->executable, *bench->runner,
+                                     absl::GetFlag(FLAGS_bench_threads)));
+  bench->generator = std::make_unique<runtime::Generator>(
+      *bench->runner, prompt_tokens + gen_tokens + 1, bench->drafter.get(), speculation.draft_tokens);
   // The warm-up: first-touch page faults and caches are not what is measured.
   KVJIT_RETURN_IF_ERROR(bench->MeasureOnce().status());
   return bench;
@@ -378,10 +418,12 @@ absl::StatusOr<std::unique_ptr<KvjitBatchOne>> LoadBatchOne(const std::string& k
 absl::Status RunBatchOne(const std::string& model) {
   KVJIT_RETURN_IF_ERROR(CheckLlamaCppComparable(model));
   KVJIT_ASSIGN_OR_RETURN(auto executables, KvjitExecutables(model));
+  KVJIT_ASSIGN_OR_RETURN(const SpeculationChoice speculation, SpeculationFromFlags());
   std::vector<std::unique_ptr<KvjitBatchOne>> benches;
   std::vector<Contender> contenders;
   for (const auto& [engine, path] : executables) {
-    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<KvjitBatchOne> bench, LoadBatchOne(path));
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<KvjitBatchOne> bench,
+                           LoadBatchOne(model, path, speculation));
     KvjitBatchOne* loaded = bench.get();
     benches.push_back(std::move(bench));
     contenders.push_back({engine, [loaded, engine = engine] {
@@ -411,6 +453,7 @@ absl::Status RunBatchOne(const std::string& model) {
                 FormatSpread(Lookup(summary, "ttft_ms"), 2).c_str(),
                 FormatSpread(Lookup(summary, "tpot_ms"), 3).c_str());
   }
+  PrintSpeculation(speculation, summaries);
   // Each kvjit engine's memory after its runs (the process's peak and code
   // are shared by all engines of this one process), measured before the
   // machine's bandwidth is, which reads a buffer of its own.
@@ -502,6 +545,8 @@ absl::Status RunLoad(const std::string& model) {
   options.kv_pool_blocks = absl::GetFlag(FLAGS_kv_pool_blocks);
   options.prefix_caching = absl::GetFlag(FLAGS_prefix_caching);
   options.temperature = static_cast<float>(absl::GetFlag(FLAGS_sample_temperature));
+  KVJIT_ASSIGN_OR_RETURN(options.speculation, SpeculationFromFlags());
+  options.model_or_kvx = model;
 
   std::vector<Contender> contenders;
   int64_t max_batch_tokens = 0;
@@ -517,7 +562,9 @@ absl::Status RunLoad(const std::string& model) {
     contenders.push_back({engine, [executable, &requests, these, engine] {
                             absl::StatusOr<nlohmann::json> measured =
                                 RunKvjitLoad(*executable, requests, these);
-                            if (measured.ok()) (*measured)["settings"] = KvjitSettings(*executable);
+                            if (measured.ok()) {
+                              (*measured)["settings"] = KvjitSettings(*executable, these.speculation);
+                            }
                             return WithFigures(std::move(measured), kLoadFigures, engine);
                           }});
   }
@@ -535,6 +582,7 @@ absl::Status RunLoad(const std::string& model) {
   const auto summaries = SummarizeByEngine(contenders, measurements);
   std::printf("%d runs of each engine, interleaved; median (min-max)\n", absl::GetFlag(FLAGS_runs));
   PrintLoadTable(summaries);
+  PrintSpeculation(options.speculation, summaries);
   std::vector<EngineProfile> profiles;
   if (Profiling()) {
     for (size_t i = 0; i < loaded.size(); ++i) {
@@ -575,7 +623,8 @@ Subcommand BenchCommand() {
           "requests, beside llama.cpp",
           "MODEL_OR_KVX [--prompt_tokens P] [--gen_tokens G] [--runs R] [--bench_cache_dtypes "
           "f32,f16] [--llamacpp_python PY] [--requests N | --requests_json FILE] [--samples S] "
-          "[--max_batch_tokens B] [--report_json FILE] [--profile] [--trace FILE]",
+          "[--max_batch_tokens B] [--speculative ngram|draft:FILE [--draft_tokens N]] [--report_json FILE] "
+          "[--profile] [--trace FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
           {"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"}};
 }

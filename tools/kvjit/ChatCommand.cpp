@@ -29,6 +29,8 @@
 #include "tools/kvjit/ChatHistory.h"
 #include "tools/kvjit/ChatModel.h"
 #include "tools/kvjit/SharedFlags.h"
+#include "tools/kvjit/SpeculationFlags.h"
+#include "tools/kvjit/SpeculationReport.h"
 #include "tools/kvjit/Subcommand.h"
 #include "tools/serve/ServeTextCodec.h"
 
@@ -109,13 +111,19 @@ absl::StatusOr<Reply> StreamReply(runtime::BatchScheduler& scheduler, runtime::R
   return reply;
 }
 
-void PrintReplyStats(const runtime::RequestMetrics& m) {
+void PrintReplyStats(const runtime::RequestMetrics& m, const SpeculationChoice& speculation) {
   std::fprintf(stderr,
                "prompt tokens %lld (%lld from the prefix cache), generated %lld\n"
                "TTFT %.2f ms, TPOT %.2f ms\n",
                static_cast<long long>(m.prompt_tokens), static_cast<long long>(m.prefix_cached_tokens),
                static_cast<long long>(m.generated_tokens), m.time_to_first_token_s * 1e3,
                m.time_per_output_token_s * 1e3);
+  if (speculation.enabled()) {
+    std::fprintf(stderr, "%s\n",
+                 SpeculationSummary(speculation.Name(), m.drafted_tokens, m.accepted_tokens,
+                                    m.verify_steps)
+                     .c_str());
+  }
 }
 
 // A turn the model cannot be asked (a message spelling a control token, a
@@ -132,6 +140,7 @@ struct ChatSession {
   sampling::StopConditions conditions;
   bool stats = false;
   ChatHistory history;
+  SpeculationChoice speculation;
 };
 
 // One user's turn: the conversation rendered with `user` appended, the reply
@@ -157,7 +166,7 @@ absl::Status TakeTurn(ChatSession& session, const std::string& user) {
   KVJIT_ASSIGN_OR_RETURN(Reply reply, StreamReply(session.scheduler, *id, session.codec.tokenizer(),
                                                   session.conditions));
   if (reply.interrupted) std::fprintf(stderr, "kvjit chat: reply stopped\n");
-  if (session.stats) PrintReplyStats(reply.metrics);
+  if (session.stats) PrintReplyStats(reply.metrics, session.speculation);
   // An interrupted reply stays in the conversation as far as it was shown,
   // as llama.cpp keeps it in its context.
   session.history.AddExchange(user, std::move(reply.text));
@@ -203,16 +212,23 @@ absl::Status RunChat(const std::vector<std::string>& arguments) {
   std::unique_ptr<runtime::Executable>& executable = model.executable;
   std::unique_ptr<serve::ServeTextCodec>& codec = model.codec;
   std::unique_ptr<runtime::StepRunner>& runner = model.runner;
+  KVJIT_ASSIGN_OR_RETURN(const SpeculationChoice speculation, SpeculationFromFlags());
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Drafter> drafter,
+                         MakeDrafter(speculation, arguments[0], *executable, *runner,
+                                     absl::GetFlag(FLAGS_threads)));
   runtime::BatchSchedulerOptions scheduler_options;
   // One request at a time: its prompt goes in the largest chunks the program takes.
   scheduler_options.max_batch_tokens = runner->max_tokens_per_step();
   scheduler_options.context_length = executable->config().context_length();
   scheduler_options.enable_prefix_caching = true;
+  scheduler_options.drafter = drafter.get();
+  scheduler_options.draft_tokens = speculation.draft_tokens;
+  scheduler_options.speculation_max_batch = speculation.max_batch;
   KVJIT_ASSIGN_OR_RETURN(runtime::BatchScheduler scheduler,
                          runtime::BatchScheduler::Create(*runner, scheduler_options));
 
   ChatSession session{*codec, scheduler, SamplingParamsFromFlags(), {}, absl::GetFlag(FLAGS_stats),
-                      ChatHistory(absl::GetFlag(FLAGS_system))};
+                      ChatHistory(absl::GetFlag(FLAGS_system)), speculation};
   session.conditions.stop_token_ids = codec->EndOfGenerationTokens();
   session.conditions.stop_strings = absl::GetFlag(FLAGS_stop);
   session.conditions.max_tokens = absl::GetFlag(FLAGS_n);
@@ -230,7 +246,8 @@ Subcommand ChatCommand() {
   return {"chat",
           "a conversation with a model on the terminal: each line a user's turn, replies "
           "streamed, earlier turns' KV blocks reused from the prefix cache",
-          "MODEL_OR_KVX [--system TEXT] [-n N] [--temperature T] [--stats] (then /reset, /exit)",
+          "MODEL_OR_KVX [--system TEXT] [-n N] [--temperature T] [--speculative ngram|draft:FILE "
+          "[--draft_tokens N]] [--stats] (then /reset, /exit)",
           "tools/kvjit/ChatCommand.cpp", RunChat,
           {"n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
            "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template", "temperature", "top_k",

@@ -11,6 +11,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/RunnerFactory.h"
 #include "runtime/generation/BatchScheduler.h"
+#include "runtime/generation/Speculation.h"
 #include "runtime/exec/StepRunner.h"
 
 namespace kvjit::cli {
@@ -123,10 +124,16 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
                          runtime::CreateStepRunner(executable, blocks, options.threads,
                                                    options.device));
   KVJIT_RETURN_IF_ERROR(runner->SetObserver(options.observer));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Drafter> drafter,
+                         MakeDrafter(options.speculation, options.model_or_kvx, executable, *runner,
+                                     options.threads));
   runtime::BatchSchedulerOptions scheduler_options;
   scheduler_options.max_batch_tokens = std::min(options.max_batch_tokens, runner->max_tokens_per_step());
   scheduler_options.context_length = executable.config().context_length();
   scheduler_options.enable_prefix_caching = options.prefix_caching;
+  scheduler_options.drafter = drafter.get();
+  scheduler_options.draft_tokens = options.speculation.draft_tokens;
+  scheduler_options.speculation_max_batch = options.speculation.max_batch;
   KVJIT_ASSIGN_OR_RETURN(runtime::BatchScheduler scheduler,
                          runtime::BatchScheduler::Create(*runner, scheduler_options));
   sampling::SamplingParams params;
@@ -188,7 +195,12 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
                         {"kv_blocks_evicted", kv.blocks_evicted},
                         {"kv_blocks_freed_by_window", kv.window_released_blocks},
                         {"prefix_cache", options.prefix_caching},
-                        {"prefix_hit_tokens", kv.prefix_hit_tokens}};
+                        {"prefix_hit_tokens", kv.prefix_hit_tokens},
+                        {"drafted_tokens", steps.drafted_tokens},
+                        {"accepted_tokens", steps.accepted_tokens},
+                        {"verify_steps", steps.verify_steps},
+                        {"mean_accepted_length",
+                         runtime::MeanAcceptedLength(steps.accepted_tokens, steps.verify_steps)}};
 }
 
 nlohmann::json LoadRequestsToJson(const std::vector<LoadRequest>& requests) {
@@ -227,6 +239,10 @@ void PrintLoadTable(
       {"kv_blocks_evicted", "KV blocks evicted"},
       {"kv_blocks_freed_by_window", "KV blocks freed by window"},
       {"prefix_hit_tokens", "prefix-cache hit tokens"},
+      {"drafted_tokens", "drafted tokens"},
+      {"accepted_tokens", "accepted drafts"},
+      {"verify_steps", "verifications"},
+      {"mean_accepted_length", "mean accepted length"},
   };
   std::printf("%-24s", "");
   for (const auto& [engine, summary] : engines) std::printf(" %24s", engine.c_str());

@@ -11,6 +11,7 @@
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepObserver.h"
 #include "tools/kvjit/BenchStatistics.h"
+#include "tools/kvjit/SpeculationFlags.h"
 
 namespace kvjit::cli {
 
@@ -51,6 +52,10 @@ struct LoadRunOptions {
   float temperature = 0;
   // Watches every step of the run (a profiler); not owned, may be null.
   runtime::StepObserver* observer = nullptr;
+  // Speculative decoding; a draft is made for each run (MakeDrafter), for
+  // the target compiled from `model_or_kvx`.
+  SpeculationChoice speculation;
+  std::string model_or_kvx;
 };
 
 // Submits every request at once to a BatchScheduler over the executable
@@ -58,7 +63,7 @@ struct LoadRunOptions {
 // and p99 (ms; a request's TPOT is the mean over its samples), output
 // tokens/s over the run, and the scheduler's and KV manager's counters:
 // steps, preemptions, peak KV blocks, blocks shared at once, copied and
-// evicted, prefix-cache hit tokens.
+// evicted, prefix-cache hit tokens, tokens drafted and accepted.
 absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executable,
                                             const std::vector<LoadRequest>& requests,
                                             const LoadRunOptions& options);

@@ -8,6 +8,7 @@
 #include "runtime/tokenizer/StreamingDecoder.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/BatchScheduler.h"
+#include "tools/kvjit/SpeculationReport.h"
 
 namespace kvjit::cli {
 namespace {
@@ -79,10 +80,14 @@ absl::Status PrintParallelSamples(runtime::StepRunner& runner, int64_t context_l
                                   const std::vector<int32_t>& prompt_ids,
                                   const sampling::SamplingParams& params, int64_t num_samples,
                                   int64_t max_batch_tokens,
-                                  const sampling::StopConditions& conditions, bool stats) {
+                                  const sampling::StopConditions& conditions, bool stats,
+                                  const SpeculationChoice& speculation, runtime::Drafter* drafter) {
   runtime::BatchSchedulerOptions options;
   options.max_batch_tokens = std::min(max_batch_tokens, runner.max_tokens_per_step());
   options.context_length = context_length;
+  options.drafter = drafter;
+  options.draft_tokens = speculation.draft_tokens;
+  options.speculation_max_batch = speculation.max_batch;
   KVJIT_ASSIGN_OR_RETURN(runtime::BatchScheduler scheduler,
                          runtime::BatchScheduler::Create(runner, options));
   KVJIT_ASSIGN_OR_RETURN(
@@ -115,6 +120,12 @@ absl::Status PrintParallelSamples(runtime::StepRunner& runner, int64_t context_l
                  m.time_per_output_token_s * 1e3, m.peak_kv_blocks,
                  static_cast<long long>(runner.num_blocks()), scheduler.kv_blocks().block_size(),
                  counters.peak_blocks_shared, static_cast<long long>(counters.blocks_copied));
+    if (speculation.enabled()) {
+      std::fprintf(stderr, "%s\n",
+                   SpeculationSummary(speculation.Name(), m.drafted_tokens, m.accepted_tokens,
+                                      m.verify_steps)
+                       .c_str());
+    }
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"
 #include "runtime/sampling/StopChecker.h"
+#include "tools/kvjit/SpeculationFlags.h"
 
 // The `kvjit run` modes that generate several sequences for one prompt and
 // print them once all are done: beam search (--beams) and parallel samples
@@ -27,14 +28,16 @@ absl::Status PrintBeamSearch(runtime::StepRunner& runner, int64_t context_length
 
 // Draws `num_samples` continuations through the batch scheduler: the prompt
 // is prefilled once and its blocks shared by every sample, which then decode
-// together, sample i with seed params.seed + i. Prints each with a header
-// line; `stats` writes TTFT, TPOT and the KV blocks to stderr.
+// together, sample i with seed params.seed + i, each speculating with
+// `drafter` (may be null) as `speculation` says. Prints each with a header
+// line; `stats` writes TTFT, TPOT, the KV blocks and the drafts to stderr.
 absl::Status PrintParallelSamples(runtime::StepRunner& runner, int64_t context_length,
                                   const tokenizer::Tokenizer& tokenizer,
                                   const std::vector<int32_t>& prompt_ids,
                                   const sampling::SamplingParams& params, int64_t num_samples,
                                   int64_t max_batch_tokens,
-                                  const sampling::StopConditions& conditions, bool stats);
+                                  const sampling::StopConditions& conditions, bool stats,
+                                  const SpeculationChoice& speculation, runtime::Drafter* drafter);
 
 }  // namespace kvjit::cli
 

@@ -148,9 +148,8 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   }
   const bool beam_search = absl::GetFlag(FLAGS_beams) != 1 || absl::GetFlag(FLAGS_num_return) != 1;
   KVJIT_ASSIGN_OR_RETURN(const SpeculationChoice speculation, SpeculationFromFlags());
-  if (speculation.enabled() && (beam_search || absl::GetFlag(FLAGS_samples) != 1)) {
-    return absl::UnimplementedError(
-        "--speculative decodes one sequence; beam search and --samples do not speculate yet");
+  if (speculation.enabled() && beam_search) {
+    return absl::UnimplementedError("--speculative: beam search does not speculate");
   }
   // Drafts the target rejects sit in the cache until the step that
   // verified them is done.
@@ -196,16 +195,16 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
     return PrintBeamSearch(*runner, context_length, *tokenizer, prompt_ids, beam_params,
                            conditions, stats);
   }
-  if (absl::GetFlag(FLAGS_samples) != 1) {
-    return PrintParallelSamples(*runner, context_length, *tokenizer, prompt_ids, params,
-                                absl::GetFlag(FLAGS_samples), absl::GetFlag(FLAGS_max_batch_tokens),
-                                conditions, stats);
-  }
-
-  tokenizer::StreamingDecoder decoder(*tokenizer);
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Drafter> drafter,
                          MakeDrafter(speculation, arguments[0], *executable, *runner,
                                      absl::GetFlag(FLAGS_threads)));
+  if (absl::GetFlag(FLAGS_samples) != 1) {
+    return PrintParallelSamples(*runner, context_length, *tokenizer, prompt_ids, params,
+                                absl::GetFlag(FLAGS_samples), absl::GetFlag(FLAGS_max_batch_tokens),
+                                conditions, stats, speculation, drafter.get());
+  }
+
+  tokenizer::StreamingDecoder decoder(*tokenizer);
   runtime::Generator generator(*runner, context_length, drafter.get(), speculation.draft_tokens);
   KVJIT_ASSIGN_OR_RETURN(
       runtime::GenerationResult result,

@@ -24,6 +24,7 @@
 #include "runtime/schema/KvCacheFormat.h"
 #include "tools/kvjit/ChatModel.h"
 #include "tools/kvjit/SharedFlags.h"
+#include "tools/kvjit/SpeculationFlags.h"
 #include "tools/kvjit/Subcommand.h"
 #include "tools/serve/HttpServer.h"
 #include "tools/serve/SchedulerThread.h"
@@ -64,6 +65,14 @@ std::string DefaultModelName(const std::string& model_or_kvx) {
   std::filesystem::path path(model_or_kvx);
   if (!path.has_filename()) path = path.parent_path();
   return path.stem().string();
+}
+
+// How the first line names the server's speculative decoding.
+std::string SpeculationSetting(const SpeculationChoice& speculation) {
+  if (!speculation.enabled()) return "no speculative decoding";
+  return absl::StrCat("speculative ", speculation.Name(), " (", speculation.draft_tokens,
+                      " draft tokens, while at most ", speculation.max_batch,
+                      " sequences decode)");
 }
 
 // SIGINT and SIGTERM stop the server: it takes no new connections and ends
@@ -112,11 +121,18 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
   std::unique_ptr<runtime::Executable>& executable = model.executable;
   serve::ServeTextCodec& codec = *model.codec;
   std::unique_ptr<runtime::StepRunner>& runner = model.runner;
+  KVJIT_ASSIGN_OR_RETURN(const SpeculationChoice speculation, SpeculationFromFlags());
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Drafter> drafter,
+                         MakeDrafter(speculation, arguments[0], *executable, *runner,
+                                     absl::GetFlag(FLAGS_threads)));
   serve::SchedulerThreadOptions scheduler_options;
   scheduler_options.max_batch_tokens =
       std::min(absl::GetFlag(FLAGS_max_batch_tokens), runner->max_tokens_per_step());
   scheduler_options.context_length = executable->config().context_length();
   scheduler_options.max_queued = absl::GetFlag(FLAGS_max_queued);
+  scheduler_options.drafter = drafter.get();
+  scheduler_options.draft_tokens = speculation.draft_tokens;
+  scheduler_options.speculation_max_batch = speculation.max_batch;
   serve::ServerMetrics metrics;
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<serve::SchedulerThread> scheduler_thread,
                          serve::SchedulerThread::Start(*runner, codec, scheduler_options, metrics));
@@ -141,13 +157,14 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
   std::fprintf(
       stderr,
       "kvjit serve: %s, context %lld tokens, %lld KV blocks of %lld tokens (%s cache, %llu "
-      "bytes/token), %lld tokens per step, chat in %s, %s\n",
+      "bytes/token), %lld tokens per step, %s, chat in %s, %s\n",
       options.model_name.c_str(), static_cast<long long>(scheduler_options.context_length),
       static_cast<long long>(runner->num_blocks()), static_cast<long long>(runner->block_size()),
       kvx::KvCacheTypesName(executable->kv_layout().key_type(), executable->kv_layout().value_type()).c_str(),
       static_cast<unsigned long long>(executable->kv_layout().bytes_per_block() /
                                       executable->kv_layout().block_size()),
-      static_cast<long long>(scheduler_options.max_batch_tokens), codec.chat_format().c_str(),
+      static_cast<long long>(scheduler_options.max_batch_tokens),
+      SpeculationSetting(speculation).c_str(), codec.chat_format().c_str(),
       options.api_key.empty() ? "no API key" : "API key required");
   std::printf("kvjit serve: listening on http://%s:%d\n", options.host.c_str(), port);
   std::fflush(stdout);
@@ -164,7 +181,8 @@ Subcommand ServeCommand() {
           "an OpenAI-compatible HTTP server (chat and text completions, streaming) over "
           "in-flight batching, with a chat page at /",
           "MODEL_OR_KVX [--host 127.0.0.1] [--port 8000] [--api_key KEY] [--max_batch_tokens N] "
-          "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda] [--no_webui]",
+          "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda] [--speculative ngram|draft:FILE "
+          "[--draft_tokens N]] [--no_webui]",
           "tools/kvjit/ServeCommand.cpp", RunServe,
           {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
            "device", "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template"}};

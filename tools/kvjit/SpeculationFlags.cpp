@@ -21,6 +21,12 @@ ABSL_FLAG(std::string, speculative, "",
 ABSL_FLAG(int, draft_tokens, 3, "--speculative: tokens drafted per step");
 ABSL_FLAG(int, ngram_max, 3, "--speculative ngram: the longest suffix looked up");
 ABSL_FLAG(int, ngram_min, 2, "--speculative ngram: the shortest suffix that may propose a draft");
+// 8 is a first guess; where verification stops paying is the lead's to
+// measure (docs/speculative-decoding.md).
+ABSL_FLAG(int, speculation_max_batch, 8,
+          "--speculative with in-flight batching (chat, serve, bench --requests, run --samples): "
+          "speculate only in steps of at most this many decoding sequences, since a larger "
+          "batch's verify steps are no longer nearly free");
 
 namespace kvjit::cli {
 
@@ -66,6 +72,11 @@ absl::StatusOr<SpeculationChoice> SpeculationFromFlags() {
   choice.draft_tokens = absl::GetFlag(FLAGS_draft_tokens);
   choice.min_ngram = absl::GetFlag(FLAGS_ngram_min);
   choice.max_ngram = absl::GetFlag(FLAGS_ngram_max);
+  choice.max_batch = absl::GetFlag(FLAGS_speculation_max_batch);
+  if (choice.max_batch < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--speculation_max_batch must be at least 1, got ",
+                                                   choice.max_batch));
+  }
   return choice;
 }
 

@@ -17,6 +17,7 @@ ABSL_DECLARE_FLAG(std::string, speculative);
 ABSL_DECLARE_FLAG(int, draft_tokens);
 ABSL_DECLARE_FLAG(int, ngram_max);
 ABSL_DECLARE_FLAG(int, ngram_min);
+ABSL_DECLARE_FLAG(int, speculation_max_batch);
 
 namespace kvjit::cli {
 
@@ -32,6 +33,9 @@ struct SpeculationChoice {
   int64_t draft_tokens = 0;
   int64_t min_ngram = 2;
   int64_t max_ngram = 3;
+  // The in-flight batching scheduler speculates only in steps of at most
+  // this many decoding sequences (BatchSchedulerOptions).
+  int64_t max_batch = 8;
 
   bool enabled() const { return draft != Draft::kNone; }
   // "ngram", "draft:FILE", "layers:K" as the flag spells it.
@@ -39,7 +43,8 @@ struct SpeculationChoice {
 };
 
 // Parses --speculative (ngram, draft:FILE or layers:K), --draft_tokens,
-// --ngram_min and --ngram_max; an error names the bad value.
+// --ngram_min, --ngram_max and --speculation_max_batch; an error names the
+// bad value.
 absl::StatusOr<SpeculationChoice> SpeculationFromFlags();
 
 // The drafter `choice` names for a target compiled from `model_or_kvx` into

@@ -48,6 +48,9 @@ absl::StatusOr<std::unique_ptr<SchedulerThread>> SchedulerThread::Start(
   scheduler_options.max_batch_tokens = options.max_batch_tokens;
   scheduler_options.context_length = options.context_length;
   scheduler_options.enable_prefix_caching = options.enable_prefix_caching;
+  scheduler_options.drafter = options.drafter;
+  scheduler_options.draft_tokens = options.draft_tokens;
+  scheduler_options.speculation_max_batch = options.speculation_max_batch;
   KVJIT_ASSIGN_OR_RETURN(runtime::BatchScheduler scheduler,
                          runtime::BatchScheduler::Create(runner, scheduler_options));
   std::unique_ptr<SchedulerThread> started(
@@ -333,6 +336,9 @@ void SchedulerThread::PublishGauges() {
   gauges.preemptions = work.preemptions;
   gauges.computed_tokens = work.computed_tokens;
   gauges.steps = work.steps;
+  gauges.spec_decode_drafts = work.verify_steps;
+  gauges.spec_decode_draft_tokens = work.drafted_tokens;
+  gauges.spec_decode_accepted_tokens = work.accepted_tokens;
   metrics_.SetSchedulerGauges(gauges);
 }
 

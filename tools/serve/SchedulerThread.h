@@ -35,6 +35,11 @@ struct SchedulerThreadOptions {
   // Requests without a first token yet (queued or prefilling) beyond which
   // Submit refuses more.
   int64_t max_queued = 256;
+  // Speculative decoding, the server's for every request
+  // (BatchSchedulerOptions); the drafter is not owned and may be null.
+  runtime::Drafter* drafter = nullptr;
+  int64_t draft_tokens = 0;
+  int64_t speculation_max_batch = runtime::BatchSchedulerOptions().speculation_max_batch;
 };
 
 // A request as the scheduler thread runs it: tokenized, and checked against

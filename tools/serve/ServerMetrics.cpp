@@ -117,6 +117,15 @@ std::string ServerMetrics::RenderPrometheus() const {
                "Tokens the steps processed: prompts, recomputes and decodes.", g.computed_tokens,
                &out);
   AppendMetric("kvjit_engine_steps_total", "counter", "Steps the scheduler ran.", g.steps, &out);
+  // Named as vLLM names them, so that its dashboards read ours.
+  AppendMetric("kvjit_spec_decode_num_drafts_total", "counter",
+               "Speculative decoding: a sequence's drafts verified in a step.",
+               g.spec_decode_drafts, &out);
+  AppendMetric("kvjit_spec_decode_num_draft_tokens_total", "counter",
+               "Speculative decoding: tokens drafted.", g.spec_decode_draft_tokens, &out);
+  AppendMetric("kvjit_spec_decode_num_accepted_tokens_total", "counter",
+               "Speculative decoding: drafted tokens the model accepted.",
+               g.spec_decode_accepted_tokens, &out);
   AppendMetric("kvjit_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
                prompt_tokens_, &out);
   AppendMetric("kvjit_generation_tokens_total", "counter",

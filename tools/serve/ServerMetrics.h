@@ -40,6 +40,11 @@ struct SchedulerGauges {
   int64_t prefix_cache_hit_tokens = 0;
   int64_t computed_tokens = 0;  // prompts, recomputes and decodes the steps ran
   int64_t steps = 0;
+  // Speculative decoding: sequences' verifications of drafts, the tokens
+  // drafted and those accepted.
+  int64_t spec_decode_drafts = 0;
+  int64_t spec_decode_draft_tokens = 0;
+  int64_t spec_decode_accepted_tokens = 0;
 };
 
 // The timings of a request that finished, in seconds from its arrival.

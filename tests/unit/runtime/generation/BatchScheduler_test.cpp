@@ -13,9 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/generation/Drafter.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
 #include "tests/unit/runtime/generation/FakeStepRunner.h"
@@ -1033,6 +1035,168 @@ TEST(BatchSchedulerTest, StressRandomRequestsThroughSmallPools) {
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(prefix_hits, 0);
   EXPECT_GT(cancelled, 0);
+}
+
+// Drafts that the fake model takes in part: of each draft, the first
+// `right` tokens are the greedy continuation and the rest are not, `right`
+// going round 0, 1, ... max_tokens from call to call, so that steps take
+// every draft, some or none. It checks the scheduler's side of Propose's
+// contract and records what it was told to forget.
+class FakeDrafter final : public Drafter {
+ public:
+  absl::string_view name() const override { return "fake"; }
+
+  absl::StatusOr<std::vector<std::vector<int32_t>>> Propose(
+      absl::Span<const DraftRequest> requests, kv::KvBlockManager& target_cache) override {
+    ++calls_;
+    std::vector<std::vector<int32_t>> drafts;
+    for (const DraftRequest& request : requests) {
+      const kv::BlockTable* table = target_cache.FindSequence(request.sequence);
+      EXPECT_NE(table, nullptr) << "sequence " << request.sequence;
+      if (table != nullptr) EXPECT_EQ(table->num_tokens, request.cached_tokens);
+      EXPECT_EQ(request.cached_tokens, static_cast<int64_t>(request.history.size()) - 1);
+      EXPECT_GE(request.max_tokens, 1);
+      proposed_for_.insert(request.sequence);
+      const int64_t right = turn_++ % (request.max_tokens + 1);
+      std::vector<int32_t> context(request.history.begin(), request.history.end());
+      std::vector<int32_t> draft;
+      while (static_cast<int64_t>(draft.size()) < request.max_tokens) {
+        const std::vector<float> logits = FakeLogits(context, kVocab);
+        int32_t token =
+            static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        if (static_cast<int64_t>(draft.size()) >= right) token = (token + 1) % kVocab;
+        draft.push_back(token);
+        context.push_back(token);
+      }
+      drafts.push_back(std::move(draft));
+    }
+    return drafts;
+  }
+
+  absl::Status Forget(kv::SequenceId sequence) override {
+    forgotten_.insert(sequence);
+    return absl::OkStatus();
+  }
+
+  int64_t calls() const { return calls_; }
+  const absl::flat_hash_set<kv::SequenceId>& proposed_for() const { return proposed_for_; }
+  const absl::flat_hash_set<kv::SequenceId>& forgotten() const { return forgotten_; }
+
+ private:
+  int64_t calls_ = 0;
+  int64_t turn_ = 0;
+  absl::flat_hash_set<kv::SequenceId> proposed_for_;
+  absl::flat_hash_set<kv::SequenceId> forgotten_;
+};
+
+absl::StatusOr<BatchScheduler> MakeSpeculatingScheduler(StepRunner& runner, int64_t budget,
+                                                        bool prefix_caching, Drafter& drafter,
+                                                        int64_t draft_tokens,
+                                                        int64_t max_batch = 64) {
+  BatchSchedulerOptions options;
+  options.max_batch_tokens = budget;
+  options.context_length = kContext;
+  options.enable_prefix_caching = prefix_caching;
+  options.drafter = &drafter;
+  options.draft_tokens = draft_tokens;
+  options.speculation_max_batch = max_batch;
+  return BatchScheduler::Create(runner, options);
+}
+
+// Greedy samples that draft keep their reference tokens however requests
+// are batched, preempted, cancelled, forked (their drafts written into
+// blocks copied on write) and ended by stop tokens in the middle of a
+// step's accepted drafts; the pool ends empty, every sample is forgotten,
+// and each step carried its drafts within the budget.
+TEST(BatchSchedulerTest, StressSpeculatingRequestsThroughSmallPools) {
+  std::mt19937 random(20261206);
+  const auto below = [&random](int64_t bound) { return static_cast<int64_t>(random() % bound); };
+  int64_t accepted = 0;
+  int64_t rejected = 0;
+  int64_t preemptions = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t num_blocks = 3 + below(16);
+    const int64_t budget = 1 + below(16);
+    const bool prefix_caching = below(2) != 0;
+    const int64_t draft_tokens = 1 + below(6);
+    SCOPED_TRACE(absl::StrCat("trial ", trial, ": ", num_blocks, " blocks, budget ", budget,
+                              ", prefix caching ", prefix_caching, ", ", draft_tokens, " drafts"));
+    std::vector<TestRequest> requests;
+    for (int r = 0; r < 10; ++r) {
+      TestRequest request;
+      request.prompt = Prompt(static_cast<int32_t>(below(kVocab)), 1 + below(2 * num_blocks));
+      const int64_t most_new =
+          num_blocks * kBlockSize + 1 - static_cast<int64_t>(request.prompt.size());
+      request.max_new_tokens = std::max<int64_t>(1, std::min(1 + below(24), most_new));
+      request.submit_at_step = below(20);
+      if (below(3) == 0) request.num_samples = 2 + below(3);
+      if (below(4) == 0) request.stop_tokens = {static_cast<int32_t>(below(kVocab))};
+      if (below(6) == 0) request.cancel_at_step = request.submit_at_step + below(12);
+      requests.push_back(std::move(request));
+    }
+    FakeStepRunner runner = MakeRunner(num_blocks);
+    runner.RecordSteps();
+    FakeDrafter drafter;
+    absl::StatusOr<BatchScheduler> scheduler =
+        MakeSpeculatingScheduler(runner, budget, prefix_caching, drafter, draft_tokens);
+    ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+    const std::vector<RequestResult> results = RunRequests(*scheduler, requests);
+    ExpectReferenceOutputs(requests, results);
+    for (const RecordedStep& step : runner.recorded_steps()) EXPECT_LE(step.tokens(), budget);
+    const SchedulerCounters& counters = scheduler->counters();
+    int64_t request_drafted = 0;
+    int64_t request_accepted = 0;
+    for (const RequestResult& result : results) {
+      EXPECT_LE(result.metrics.accepted_tokens, result.metrics.drafted_tokens);
+      request_drafted += result.metrics.drafted_tokens;
+      request_accepted += result.metrics.accepted_tokens;
+    }
+    EXPECT_EQ(request_drafted, counters.drafted_tokens);
+    EXPECT_EQ(request_accepted, counters.accepted_tokens);
+    EXPECT_LE(drafter.calls(), counters.steps);
+    for (kv::SequenceId sequence : drafter.proposed_for()) {
+      EXPECT_TRUE(drafter.forgotten().contains(sequence)) << "sequence " << sequence;
+    }
+    accepted += counters.accepted_tokens;
+    rejected += counters.drafted_tokens - counters.accepted_tokens;
+    preemptions += counters.preemptions;
+    ExpectEveryBlockFree(*scheduler);
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(preemptions, 0);
+}
+
+TEST(BatchSchedulerTest, SpeculatesOnlyWhileFewSequencesDecode) {
+  FakeStepRunner runner = MakeRunner();
+  FakeDrafter drafter;
+  absl::StatusOr<BatchScheduler> scheduler =
+      MakeSpeculatingScheduler(runner, 64, true, drafter, 3, /*max_batch=*/2);
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  // Three decode together, then two: only then are drafts asked for.
+  const std::vector<TestRequest> requests = {
+      {Prompt(1, 5), 20}, {Prompt(2, 6), 20}, {Prompt(3, 7), 6}};
+  ExpectReferenceOutputs(requests, RunRequests(*scheduler, requests, [&] {
+                           if (scheduler->num_running_sequences() > 2) {
+                             EXPECT_EQ(drafter.calls(), 0);
+                           }
+                         }));
+  EXPECT_GT(drafter.calls(), 0);
+  EXPECT_GT(scheduler->counters().verify_steps, 0);
+}
+
+TEST(BatchSchedulerTest, RefusesADrafterWithoutDraftTokens) {
+  FakeStepRunner runner = MakeRunner();
+  FakeDrafter drafter;
+  for (const auto& [draft_tokens, max_batch] : {std::pair<int64_t, int64_t>{0, 8}, {3, 0}}) {
+    absl::StatusOr<BatchScheduler> scheduler =
+        MakeSpeculatingScheduler(runner, 64, true, drafter, draft_tokens, max_batch);
+    ASSERT_FALSE(scheduler.ok());
+    EXPECT_EQ(scheduler.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(scheduler.status().message(),
+                HasSubstr("speculative decoding needs draft_tokens and speculation_max_batch"));
+  }
 }
 
 }  // namespace

@@ -23,16 +23,18 @@ double QuarterPerToken(int64_t tokens) { return 1.0 + 0.25 * static_cast<double>
 double FreeTokens(int64_t) { return 1.0; }
 
 TEST(DraftPolicyTest, ASequenceStartsDraftingAsMuchAsThereIsRoomFor) {
-  DraftPolicy policy(CpuStepCost);
-  EXPECT_EQ(policy.DraftLength(3), 3);
-  EXPECT_EQ(policy.DraftLength(1), 1);
-  EXPECT_EQ(policy.DraftLength(0), 0);
+  DraftPolicy policy;
+  const auto cost = CpuStepCost;
+  EXPECT_EQ(policy.DraftLength(3, cost), 3);
+  EXPECT_EQ(policy.DraftLength(1, cost), 1);
+  EXPECT_EQ(policy.DraftLength(0, cost), 0);
 }
 
 TEST(DraftPolicyTest, DraftsTheTargetTakesKeepTheirLength) {
-  DraftPolicy policy(CpuStepCost);
+  DraftPolicy policy;
+  const auto cost = CpuStepCost;
   for (int step = 0; step < 20; ++step) {
-    ASSERT_EQ(policy.DraftLength(4), 4) << "step " << step;
+    ASSERT_EQ(policy.DraftLength(4, cost), 4) << "step " << step;
     policy.Record(4, 4);
   }
 }
@@ -41,45 +43,48 @@ TEST(DraftPolicyTest, DraftsTheTargetTakesKeepTheirLength) {
 // three (2.73 tokens for 1.75 steps beats 2.31 for 1.5 and 3.05 for 2), at
 // a = 0.42 one (1.42 tokens for 1.25 steps beats 1.6 for 1.5).
 TEST(DraftPolicyTest, TheLengthFollowsTheEstimatedAcceptance) {
-  DraftPolicy policy(QuarterPerToken);
-  EXPECT_EQ(policy.DraftLength(4), 4);
+  DraftPolicy policy;
+  const auto cost = QuarterPerToken;
+  EXPECT_EQ(policy.DraftLength(4, cost), 4);
   policy.Record(4, 0);  // a = 0.75
-  EXPECT_EQ(policy.DraftLength(4), 3);
-  EXPECT_EQ(policy.DraftLength(2), 2);  // never past the room given
+  EXPECT_EQ(policy.DraftLength(4, cost), 3);
+  EXPECT_EQ(policy.DraftLength(2, cost), 2);  // never past the room given
   policy.Record(3, 0);
   policy.Record(3, 0);  // a = 0.42
-  EXPECT_EQ(policy.DraftLength(4), 1);
+  EXPECT_EQ(policy.DraftLength(4, cost), 1);
 }
 
 // Where the second token costs 0.8 of a step, a draft pays only when most of
 // it is likely to be kept: at a = 0.75 three tokens still do (2.73 tokens
 // for 2.6 steps), at a = 0.56 no length beats a plain step.
 TEST(DraftPolicyTest, OnACpuADraftMostlyRejectedIsNotWorthIt) {
-  DraftPolicy policy(CpuStepCost);
-  EXPECT_EQ(policy.DraftLength(3), 3);
+  DraftPolicy policy;
+  const auto cost = CpuStepCost;
+  EXPECT_EQ(policy.DraftLength(3, cost), 3);
   policy.Record(3, 1);  // a = 0.75: the taken token keeps 1, the replaced one takes a quarter
-  EXPECT_EQ(policy.DraftLength(3), 3);
+  EXPECT_EQ(policy.DraftLength(3, cost), 3);
   policy.Record(3, 0);  // a = 0.56
-  EXPECT_EQ(policy.DraftLength(3), 0);
-  EXPECT_EQ(policy.DraftLength(3), 1);  // the try after a rest of one step
+  EXPECT_EQ(policy.DraftLength(3, cost), 0);
+  EXPECT_EQ(policy.DraftLength(3, cost), 1);  // the try after a rest of one step
   policy.Record(1, 1);                  // a = 0.67: taken, but not yet worth a draft
-  EXPECT_EQ(policy.DraftLength(3), 0);
-  EXPECT_EQ(policy.DraftLength(3), 1);  // the rest stays one step
+  EXPECT_EQ(policy.DraftLength(3, cost), 0);
+  EXPECT_EQ(policy.DraftLength(3, cost), 1);  // the rest stays one step
   policy.Record(1, 1);                  // a = 0.75
-  EXPECT_EQ(policy.DraftLength(3), 3);
+  EXPECT_EQ(policy.DraftLength(3, cost), 3);
 }
 
 // Tries the target rejects double the rest before the next, up to
 // kMaxRest; taken tries make it one step again, and bring drafting back.
 TEST(DraftPolicyTest, RejectedTriesDoubleTheRestUpToTheLimit) {
-  DraftPolicy policy(CpuStepCost);
+  DraftPolicy policy;
+  const auto cost = CpuStepCost;
   policy.Record(3, 0);
   policy.Record(3, 0);  // a = 0.56
   std::vector<int> rests;
   for (int attempt = 0; attempt < 6; ++attempt) {
     int rested = 0;
     int64_t length;
-    while ((length = policy.DraftLength(3)) == 0) ++rested;
+    while ((length = policy.DraftLength(3, cost)) == 0) ++rested;
     ASSERT_EQ(length, 1);
     rests.push_back(rested);
     policy.Record(1, 0);
@@ -90,7 +95,7 @@ TEST(DraftPolicyTest, RejectedTriesDoubleTheRestUpToTheLimit) {
   int steps = 0;
   int64_t length = 0;
   while (length < 3) {
-    length = policy.DraftLength(3);
+    length = policy.DraftLength(3, cost);
     ++steps;
     if (length > 0) policy.Record(length, length);
   }
@@ -100,21 +105,23 @@ TEST(DraftPolicyTest, RejectedTriesDoubleTheRestUpToTheLimit) {
 // A try that finds no draft (the n-gram lookup had nothing) is no evidence:
 // the next rest does not grow.
 TEST(DraftPolicyTest, ATryWithoutADraftDoesNotLengthenTheRest) {
-  DraftPolicy policy(CpuStepCost);
+  DraftPolicy policy;
+  const auto cost = CpuStepCost;
   policy.Record(2, 0);
   policy.Record(2, 0);  // a = 0.56
-  EXPECT_EQ(policy.DraftLength(3), 0);
-  EXPECT_EQ(policy.DraftLength(3), 1);
+  EXPECT_EQ(policy.DraftLength(3, cost), 0);
+  EXPECT_EQ(policy.DraftLength(3, cost), 1);
   policy.Record(0, 0);
-  EXPECT_EQ(policy.DraftLength(3), 0);
-  EXPECT_EQ(policy.DraftLength(3), 1);
+  EXPECT_EQ(policy.DraftLength(3, cost), 0);
+  EXPECT_EQ(policy.DraftLength(3, cost), 1);
 }
 
 // Where a verify step's extra tokens cost nothing, any draft pays.
 TEST(DraftPolicyTest, FreeVerificationAlwaysDraftsInFull) {
-  DraftPolicy policy(FreeTokens);
+  DraftPolicy policy;
+  const auto cost = FreeTokens;
   for (int step = 0; step < 10; ++step) {
-    ASSERT_EQ(policy.DraftLength(3), 3) << "step " << step;
+    ASSERT_EQ(policy.DraftLength(3, cost), 3) << "step " << step;
     policy.Record(3, 0);
   }
 }

@@ -39,6 +39,9 @@ TEST(ServerMetricsTest, RendersRequestsLatenciesAndTheKvPool) {
   gauges.preemptions = 1;
   gauges.prefix_cache_hit_tokens = 32;
   gauges.computed_tokens = 900;
+  gauges.spec_decode_drafts = 12;
+  gauges.spec_decode_draft_tokens = 40;
+  gauges.spec_decode_accepted_tokens = 25;
   metrics.SetSchedulerGauges(gauges);
   const std::string text = metrics.RenderPrometheus();
   for (const char* line : {"kvjit_time_to_first_token_seconds_count 1\n",
@@ -52,6 +55,10 @@ TEST(ServerMetricsTest, RendersRequestsLatenciesAndTheKvPool) {
                            "kvjit_generation_tokens_total 7\n",
                            "kvjit_requests_cancelled_total 1\n",
                            "kvjit_requests_rejected_total 1\n",
+                           "kvjit_spec_decode_num_drafts_total 12\n",
+                           "kvjit_spec_decode_num_draft_tokens_total 40\n",
+                           "kvjit_spec_decode_num_accepted_tokens_total 25\n",
+                           "# TYPE kvjit_spec_decode_num_accepted_tokens_total counter\n",
                            "# TYPE kvjit_kv_blocks_used gauge\n",
                            "# TYPE kvjit_num_preemptions_total counter\n"}) {
     EXPECT_THAT(text, HasSubstr(line));

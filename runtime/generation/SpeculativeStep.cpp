@@ -1,0 +1,47 @@
+#include "runtime/generation/SpeculativeStep.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/StatusMacros.h"
+
+namespace kvjit::runtime {
+
+absl::StatusOr<std::vector<std::vector<int32_t>>> ProposeDrafts(
+    Drafter& drafter, absl::Span<const DraftRequest> requests, kv::KvBlockManager& target_cache) {
+  KVJIT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> drafts,
+                         drafter.Propose(requests, target_cache));
+  if (drafts.size() != requests.size()) {
+    return absl::InternalError(absl::StrCat("the ", drafter.name(), " drafter answered ",
+                                            drafts.size(), " of ", requests.size(), " sequences"));
+  }
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    if (static_cast<int64_t>(drafts[i].size()) > requests[i].max_tokens) {
+      return absl::InternalError(absl::StrCat("the ", drafter.name(), " drafter proposed ",
+                                              drafts[i].size(), " tokens for sequence ",
+                                              requests[i].sequence, " where ",
+                                              requests[i].max_tokens, " were asked for"));
+    }
+  }
+  return drafts;
+}
+
+absl::StatusOr<VerifiedDrafts> TakeVerifiedTokens(absl::Span<const float> rows, int64_t vocab,
+                                                  absl::Span<const int32_t> drafts,
+                                                  sampling::Sampler& sampler,
+                                                  const std::vector<int32_t>& history,
+                                                  TakeToken take) {
+  VerifiedDrafts verified;
+  const int64_t drafted = static_cast<int64_t>(drafts.size());
+  for (int64_t row = 0; row <= drafted; ++row) {
+    const absl::Span<const float> logits = rows.subspan(row * vocab, vocab);
+    const bool has_draft = row < drafted;
+    const int32_t token = has_draft ? sampler.SampleAgainstDraft(logits, history, drafts[row])
+                                    : sampler.Sample(logits, history);
+    const bool kept = has_draft && token == drafts[row];
+    if (kept) ++verified.accepted;
+    KVJIT_ASSIGN_OR_RETURN(verified.goes_on, take(logits, token));
+    if (!verified.goes_on || !kept) break;
+  }
+  return verified;
+}
+
+}  // namespace kvjit::runtime
