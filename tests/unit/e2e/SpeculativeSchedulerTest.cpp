@@ -241,6 +241,40 @@ TEST_F(SpeculativeSchedulerTest, ADraftExecutableThatIsTheTargetHasEveryDraftTak
   }
 }
 
+// The layer-skipping self-draft drafts over the scheduler's own pool: the
+// scheduler asks for drafts before it reserves the step's slots, so each
+// sequence holds exactly its cached tokens; the draft writes past them into
+// free blocks (copying forked samples' shared blocks on write) and cuts back
+// before the step. Greedy output is unchanged, alone, batched and forked,
+// and every block is back at the end.
+TEST_F(SpeculativeSchedulerTest, TheLayerSkippingSelfDraftSharesThePoolAndLeavesTheOutputUnchanged) {
+  codegen::CompileOptions first_layers;
+  first_layers.keep_layers = 3;
+  auto draft = testing::CompileAndLoad(model_path_, first_layers);
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  auto draft_runner = runtime::CpuStepRunner::CreateOverPool(
+      **draft, static_cast<runtime::CpuStepRunner&>(*runner_), /*threads=*/2);
+  ASSERT_TRUE(draft_runner.ok()) << draft_runner.status();
+  const std::unique_ptr<runtime::ModelDrafter> drafter =
+      runtime::ModelDrafter::OverTargetCache(*std::move(draft), *std::move(draft_runner), 3);
+  int64_t drafted_tokens = 0;
+  for (const int64_t count : {1, 4, 16}) {
+    SCOPED_TRACE(::testing::Message() << count << " requests");
+    const std::vector<TestRequest> requests = StaggeredRequests(vocab(), count, 30);
+    const BatchRun plain = RunBatched(*runner_, context(), requests, {});
+    const BatchRun drafted = RunBatched(*runner_, context(), requests, {drafter.get(), 3, 16});
+    ExpectSameTokensAndCountersAddUp(plain, drafted);
+    drafted_tokens += drafted.counters.drafted_tokens;
+  }
+  const std::vector<TestRequest> forked = {
+      {CopyHeavyPrompt(vocab(), 0, 6, 40), 40, 0, /*num_samples=*/3}};
+  const BatchRun plain = RunBatched(*runner_, context(), forked, {});
+  const BatchRun drafted = RunBatched(*runner_, context(), forked, {drafter.get(), 3, 16});
+  ExpectSameTokensAndCountersAddUp(plain, drafted);
+  drafted_tokens += drafted.counters.drafted_tokens;
+  EXPECT_GT(drafted_tokens, 0);
+}
+
 // Samples forked from one prompt share its blocks; each writes its drafts
 // into blocks of its own (copied on write) and cuts them back without
 // touching its siblings'.

@@ -2,7 +2,8 @@
 Concurrent greedy completions of prompts that repeat themselves (so that the
 n-gram lookup drafts) equal what `kvjit run` prints for each alone, and the
 speculative-decoding counters on /metrics, named as vLLM names them, rise
-with every batch of requests; a server without --speculative counts none."""
+with every batch of requests; so does the layer-skipping self-draft; a
+server without --speculative counts none."""
 
 from __future__ import annotations
 
@@ -71,6 +72,27 @@ class SpeculativeServeTest(unittest.TestCase):
             self.assertLessEqual(after[DRAFTS], after[DRAFT_TOKENS])
             before = after
         self.assertEqual(self.server.wait_for_metric("kvjit_kv_blocks_used", lambda v: v == 0), 0)
+
+
+class SelfDraftServeTest(unittest.TestCase):
+    """The layer-skipping self-draft (the model's first 3 layers, over the
+    server's own KV pool) drafts for concurrent requests; their greedy text
+    is unchanged and every block comes back."""
+
+    def test_greedy_text_is_unchanged_with_the_self_draft(self):
+        server = Server("--speculative", "layers:3", "--draft_tokens", "3")
+        try:
+            self.assertIn("speculative layers:3", first_line(server))
+            texts = prompts()[:4]
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                solo = list(pool.map(lambda p: serve_harness.solo_run(p, MAX_TOKENS), texts))
+            self.assertEqual(complete_all(server, texts), solo)
+            metrics = server.metrics()
+            self.assertGreater(metrics[DRAFT_TOKENS], 0)
+            self.assertLessEqual(metrics[ACCEPTED], metrics[DRAFT_TOKENS])
+            self.assertEqual(server.wait_for_metric("kvjit_kv_blocks_used", lambda v: v == 0), 0)
+        finally:
+            server.close()
 
 
 class WithoutSpeculationTest(unittest.TestCase):
