@@ -12,7 +12,7 @@ enum class CpuIsa {
   kAvx2,  // AVX2 + FMA + F16C, compiled in on x86-64 only.
   // For single tokens, the AVX2 kernels but for the K-quants (Q4_K, Q5_K,
   // Q6_K), whose single rows run in 512-bit registers with vpmaddubsw and
-  // vpdpwssd; for steps of four tokens or more (prefill, batched decode),
+  // vpdpwssd; for steps of three tokens or more (prefill, batched decode),
   // register-blocked GEMMs in 512-bit registers (BlockGemm.h): over the
   // 32-element block types with VNNI's vpdpbusd, over the K-quants with
   // vpmaddubsw and vpdpwssd, over f32, f16 and bf16 weights with FMAs on

@@ -87,15 +87,17 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::CreateOverPool(
 }
 
 double CpuStepRunner::decode_step_cost(int64_t tokens) const {
-  // SmolLM2-135M Q4_1 at 2 threads (kvjit bench --prompt_tokens N): a step
-  // of 2 tokens took 7.5 ms and one of 4 tokens 11 ms against a one-token
-  // decode step's 4.2 ms; 3 tokens lie between (2 and 3 tokens go through
-  // the single-row kernels, 4 and more through the GEMMs).
-  static constexpr double kMeasured[] = {1.0, 1.0, 1.8, 2.2, 2.6};
+  // SmolLM2-135M Q4_1 at 2 threads (kvjit bench --prompt_tokens N, medians
+  // of 9 runs): steps of 2, 3 and 4 tokens took 4.45, 5.3 and 5.5 ms
+  // against a one-token decode step's 2.9 ms. Two tokens go through the
+  // single-row kernels; three and more through the GEMMs, which take tokens
+  // in groups of four, each further group costing about 1.1 steps (5 tokens
+  // 8.1 ms, 8 tokens 8.9 ms).
+  static constexpr double kMeasured[] = {1.0, 1.0, 1.55, 1.85, 1.9};
   constexpr int64_t kLast = static_cast<int64_t>(std::size(kMeasured)) - 1;
-  constexpr double kPerTokenPastTheTable = 0.4;
+  constexpr double kPerFurtherGroupOfFour = 1.1;
   if (tokens <= kLast) return kMeasured[std::max<int64_t>(tokens, 0)];
-  return kMeasured[kLast] + kPerTokenPastTheTable * static_cast<double>(tokens - kLast);
+  return kMeasured[kLast] + kPerFurtherGroupOfFour * static_cast<double>((tokens - kLast + 3) / 4);
 }
 
 absl::StatusOr<float*> CpuStepRunner::Floats(const kvx::TensorRef& ref) {

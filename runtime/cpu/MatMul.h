@@ -56,7 +56,7 @@ absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView&
 // type and w.cols alone: results are bitwise identical for any thread count
 // and any number or mix of other tokens in the batch (batch invariance).
 // Every ISA gives the same bits, as do the register-blocked GEMMs that take
-// steps of four or more tokens under AVX-512 VNNI (BlockGemm.h: every
+// steps of three or more tokens under AVX-512 VNNI (BlockGemm.h: every
 // weight type), and
 // so does every layout: an interleaved weight's results are its GGUF rows'.
 // Errors (InvalidArgument) for a null pointer, negative tokens, cols not a
