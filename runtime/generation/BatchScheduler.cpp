@@ -222,8 +222,10 @@ absl::Status BatchScheduler::ProposeForDecodes() {
   int64_t budget = options_.max_batch_tokens - decodes;
   // A sample's share of a step of `step_tokens` decode tokens is
   // decode_step_cost(step_tokens) / decodes; its drafts add what the step's
-  // growth by them costs.
+  // growth by them costs, and drafting them, which the drafter batches
+  // alike, the drafter's cost per token of such a share.
   int64_t step_tokens = decodes;
+  const double draft_cost = options_.drafter->cost_per_token();
   std::vector<DraftRequest> requests;
   std::vector<Sequence*> drafting;
   for (Sequence* sequence : decoding) {
@@ -238,7 +240,8 @@ absl::Status BatchScheduler::ProposeForDecodes() {
                   sequence->request->max_new_tokens - sequence->generated_tokens() - 1,
                   options_.context_length - position - 1, budget}),
         [&](int64_t tokens) {
-          return 1.0 + (runner_.decode_step_cost(step_tokens + tokens - 1) - step_cost) / share;
+          return 1.0 + (runner_.decode_step_cost(step_tokens + tokens - 1) - step_cost) / share +
+                 draft_cost * static_cast<double>(tokens - 1);
         });
     if (room < 1) continue;
     requests.push_back({sequence->id, sequence->history, sequence->cached_tokens, room});

@@ -36,6 +36,11 @@ class Drafter {
   // "ngram", "draft" or "layers": how --stats and the reports name it.
   virtual absl::string_view name() const = 0;
 
+  // What proposing one token costs, in one-token steps of the target: the
+  // engines weigh it with the verify step's cost (DraftPolicy). 0 for the
+  // lookup.
+  virtual double cost_per_token() const { return 0.0; }
+
   // drafts[i] follows requests[i].history, at most requests[i].max_tokens
   // long, and may be empty (nothing to propose). `target_cache` is the
   // target's KV manager, holding each request's sequence: a draft that

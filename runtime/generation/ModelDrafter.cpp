@@ -182,4 +182,16 @@ absl::Status CheckSameVocabulary(const Executable& draft, const Executable& targ
   return absl::OkStatus();
 }
 
+double RelativeStepCost(const Executable& draft, const Executable& target) {
+  const auto weight_bytes = [](const Executable& executable) {
+    double bytes = 0;
+    for (uint32_t i = 0; i < executable.root().weights()->size(); ++i) {
+      bytes += static_cast<double>(executable.WeightBytes(i).size());
+    }
+    return bytes;
+  };
+  const double target_bytes = weight_bytes(target);
+  return target_bytes > 0 ? weight_bytes(draft) / target_bytes : 0.0;
+}
+
 }  // namespace kvjit::runtime

@@ -42,6 +42,9 @@ class ModelDrafter final : public Drafter {
                                                        int64_t layers);
 
   absl::string_view name() const override { return name_; }
+  double cost_per_token() const override { return cost_per_token_; }
+  // RelativeStepCost of the draft against its target; 0 until set.
+  void set_cost_per_token(double cost) { cost_per_token_ = cost; }
   absl::StatusOr<std::vector<std::vector<int32_t>>> Propose(
       absl::Span<const DraftRequest> requests, kv::KvBlockManager& target_cache) override;
   absl::Status Forget(kv::SequenceId sequence) override;
@@ -61,6 +64,7 @@ class ModelDrafter final : public Drafter {
         own_cache_(std::move(own_cache)) {}
 
   std::string name_;
+  double cost_per_token_ = 0.0;
   // Declared before the runner, which reads it, so that it outlives it.
   std::unique_ptr<Executable> executable_;
   std::unique_ptr<StepRunner> runner_;
@@ -75,6 +79,10 @@ class ModelDrafter final : public Drafter {
 // for token where both executables carry one. The error names the first
 // difference (the sizes, or an id and its two spellings).
 absl::Status CheckSameVocabulary(const Executable& draft, const Executable& target);
+
+// A one-token step of `draft` against one of `target`, as the bytes of
+// their weights: a decode step reads each weight once.
+double RelativeStepCost(const Executable& draft, const Executable& target);
 
 }  // namespace kvjit::runtime
 

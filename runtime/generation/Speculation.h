@@ -32,8 +32,10 @@ inline double MeanAcceptedLength(int64_t accepted_tokens, int64_t verify_steps) 
 // where a, the chance that the target takes the next draft token, is
 // estimated from the sequence's past drafts; a step verifying k drafts then
 // gives 1 + a + ... + a^k tokens on average, for the time of a (k+1)-token
-// step (StepRunner::decode_step_cost). The policy drafts the k that gives
-// the most tokens per unit of time, and none where no k beats a plain step.
+// step (StepRunner::decode_step_cost) and of drafting k tokens
+// (Drafter::cost_per_token). The policy drafts the k that gives
+// the most tokens per unit of time, and none where no k beats a plain step
+// (never any where even drafts always taken would not).
 // A sequence that does not draft rests, then tries one draft token; each try
 // the target rejects doubles the next rest, up to kMaxRest steps, and one it
 // takes makes the next rest one step. Greedy output
@@ -50,11 +52,12 @@ class DraftPolicy {
 
   // The draft tokens to ask for this step, at most `room`; 0: do not draft.
   // `step_cost(n)`: the time of this sequence's step if it feeds n tokens,
-  // in units of its step of one token (alone in a step: the target
-  // runner's StepRunner::decode_step_cost).
+  // drafting them included, in units of its step of one token (alone in a
+  // step: the target runner's StepRunner::decode_step_cost plus n - 1 times
+  // the drafter's cost_per_token).
   int64_t DraftLength(int64_t room, absl::FunctionRef<double(int64_t)> step_cost) {
     trying_ = false;
-    if (room <= 0) return 0;
+    if (room <= 0 || !CouldEverPay(room, step_cost)) return 0;
     if (rest_ > 0) {
       --rest_;
       trying_ = rest_ == 0;
@@ -92,6 +95,15 @@ class DraftPolicy {
   }
 
  private:
+  // Whether a draft the target always took would beat a plain step: drafts
+  // that cost more than that are never asked for, not even tried.
+  static bool CouldEverPay(int64_t room, absl::FunctionRef<double(int64_t)> step_cost) {
+    for (int64_t length = 1; length <= room; ++length) {
+      if (static_cast<double>(length + 1) > step_cost(length + 1)) return true;
+    }
+    return false;
+  }
+
   // The estimate of a; a sequence starts out drafting.
   double acceptance_ = 1.0;
   int64_t rest_ = 0;

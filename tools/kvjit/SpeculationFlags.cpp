@@ -97,7 +97,11 @@ absl::StatusOr<std::unique_ptr<runtime::Drafter>> DraftExecutable(
   const int64_t blocks = (2 * target_tokens + block_size - 1) / block_size;
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::StepRunner> runner,
                          runtime::CreateStepRunner(*draft, blocks, threads, DeviceFromFlags(*draft)));
-  return runtime::ModelDrafter::WithOwnCache(std::move(draft), std::move(runner));
+  const double cost_per_token = runtime::RelativeStepCost(*draft, target);
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::ModelDrafter> drafter,
+                         runtime::ModelDrafter::WithOwnCache(std::move(draft), std::move(runner)));
+  drafter->set_cost_per_token(cost_per_token);
+  return std::unique_ptr<runtime::Drafter>(std::move(drafter));
 }
 
 // The target's first `layers` layers, compiled from its model by the
@@ -131,8 +135,11 @@ absl::StatusOr<std::unique_ptr<runtime::Drafter>> LayerSkippingDraft(
   KVJIT_RETURN_IF_ERROR(runtime::CheckSameVocabulary(*draft, target));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
                          runtime::CpuStepRunner::CreateOverPool(*draft, *cpu_target, threads));
-  return std::unique_ptr<runtime::Drafter>(
-      runtime::ModelDrafter::OverTargetCache(std::move(draft), std::move(runner), layers));
+  const double cost_per_token = runtime::RelativeStepCost(*draft, target);
+  std::unique_ptr<runtime::ModelDrafter> drafter =
+      runtime::ModelDrafter::OverTargetCache(std::move(draft), std::move(runner), layers);
+  drafter->set_cost_per_token(cost_per_token);
+  return std::unique_ptr<runtime::Drafter>(std::move(drafter));
 }
 
 // Names the --speculative choice in front of a failure to build its draft.

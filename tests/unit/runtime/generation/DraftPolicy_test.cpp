@@ -126,5 +126,21 @@ TEST(DraftPolicyTest, FreeVerificationAlwaysDraftsInFull) {
   }
 }
 
+// A draft model whose every token costs 0.8 of the target's step (a
+// self-draft of most of the target's layers) cannot pay on a CPU even when
+// the target takes every draft: it is never asked, not even tried.
+TEST(DraftPolicyTest, DraftsThatCouldNeverPayAreNeverAskedFor) {
+  DraftPolicy policy;
+  const auto cost = [](int64_t tokens) {
+    return CpuStepCost(tokens) + 0.8 * static_cast<double>(tokens - 1);
+  };
+  for (int step = 0; step < 40; ++step) ASSERT_EQ(policy.DraftLength(3, cost), 0) << "step " << step;
+  // A cheaper draft of the same acceptance is.
+  const auto cheap = [](int64_t tokens) {
+    return CpuStepCost(tokens) + 0.2 * static_cast<double>(tokens - 1);
+  };
+  EXPECT_EQ(policy.DraftLength(3, cheap), 3);
+}
+
 }  // namespace
 }  // namespace kvjit::runtime
