@@ -36,9 +36,9 @@ inline double MeanAcceptedLength(int64_t accepted_tokens, int64_t verify_steps) 
 // (Drafter::cost_per_token). The policy drafts the k that gives
 // the most tokens per unit of time, and none where no k beats a plain step
 // (never any where even drafts always taken would not).
-// A sequence that does not draft rests, then tries one draft token; each try
-// the target rejects doubles the next rest, up to kMaxRest steps, and one it
-// takes makes the next rest one step. Greedy output
+// A sequence that does not draft rests, then tries a short draft where one
+// is likely to pay; each try the target rejects doubles the next rest, up
+// to kMaxRest steps, and one it takes whole makes the next rest one step. Greedy output
 // does not depend on any of this; the decisions depend on nothing but the
 // tokens, so a sampled run stays reproducible from its seed.
 class DraftPolicy {
@@ -49,6 +49,13 @@ class DraftPolicy {
   // the n-gram lookup's drafts, 0.5 gave up too soon on copied text, where
   // a line's last draft fails and the next line's are taken).
   static constexpr double kAcceptanceWeight = 0.25;
+  // The chance a try after a rest is taken whole, as a try is judged: a
+  // one-token try alone in a CPU step pays above 0.55; one that would open a
+  // batch's next group of GEMM rows (cost 3.3 of the sample's share) does
+  // not, so in a batch sequences try only beside another's drafts. (The
+  // lookup's one-token tries on the copying prompts of docs/benchmarks.md
+  // were taken about 60% of the time.)
+  static constexpr double kTryTaken = 0.6;
 
   // The draft tokens to ask for this step, at most `room`; 0: do not draft.
   // `step_cost(n)`: the time of this sequence's step if it feeds n tokens,
@@ -60,8 +67,18 @@ class DraftPolicy {
     if (room <= 0 || !CouldEverPay(room, step_cost)) return 0;
     if (rest_ > 0) {
       --rest_;
-      trying_ = rest_ == 0;
-      return trying_ ? 1 : 0;
+      if (rest_ > 0) return 0;
+      // A try is the shortest draft that pays if taken whole with
+      // probability kTryTaken: one token alone in a step; in a batch, only
+      // where another sample's drafts already pay for the rows it needs.
+      for (int64_t length = 1; length <= room; ++length) {
+        if (1.0 + kTryTaken * static_cast<double>(length) > step_cost(length + 1)) {
+          trying_ = true;
+          return length;
+        }
+      }
+      rest_ = 1;
+      return 0;
     }
     int64_t best_length = 0;
     double best_rate = 1.0;  // a plain step: one token per one-token step
@@ -108,7 +125,7 @@ class DraftPolicy {
   double acceptance_ = 1.0;
   int64_t rest_ = 0;
   int64_t next_rest_ = 1;
-  // Whether the latest DraftLength was the single token tried after a rest.
+  // Whether the latest DraftLength was the draft tried after a rest.
   bool trying_ = false;
 };
 

@@ -8,11 +8,11 @@
 namespace kvjit::runtime {
 namespace {
 
-// A CPU's step costs (CpuStepRunner::decode_step_cost's shape): the second
-// token costs most of a step, the later ones less each.
+// A CPU's step costs (CpuStepRunner::decode_step_cost): two tokens cost
+// 1.55 steps, three and four about 1.9, each further group of four 1.1.
 double CpuStepCost(int64_t tokens) {
-  static constexpr double kCost[] = {1.0, 1.0, 1.8, 2.2, 2.6};
-  return tokens <= 4 ? kCost[tokens] : 2.6 + 0.4 * static_cast<double>(tokens - 4);
+  static constexpr double kCost[] = {1.0, 1.0, 1.55, 1.85, 1.9};
+  return tokens <= 4 ? kCost[tokens] : 1.9 + 1.1 * static_cast<double>((tokens - 1) / 4);
 }
 
 // Each token past the first costs a quarter of a one-token step.
@@ -34,8 +34,8 @@ TEST(DraftPolicyTest, DraftsTheTargetTakesKeepTheirLength) {
   DraftPolicy policy;
   const auto cost = CpuStepCost;
   for (int step = 0; step < 20; ++step) {
-    ASSERT_EQ(policy.DraftLength(4, cost), 4) << "step " << step;
-    policy.Record(4, 4);
+    ASSERT_EQ(policy.DraftLength(3, cost), 3) << "step " << step;
+    policy.Record(3, 3);
   }
 }
 
@@ -54,9 +54,9 @@ TEST(DraftPolicyTest, TheLengthFollowsTheEstimatedAcceptance) {
   EXPECT_EQ(policy.DraftLength(4, cost), 1);
 }
 
-// Where the second token costs 0.8 of a step, a draft pays only when most of
-// it is likely to be kept: at a = 0.75 three tokens still do (2.73 tokens
-// for 2.6 steps), at a = 0.56 no length beats a plain step.
+// A draft pays only while enough of it is likely to be kept: at a = 0.56
+// three tokens still do (2.06 tokens for 1.9 steps), at a = 0.42 no length
+// beats a plain step.
 TEST(DraftPolicyTest, OnACpuADraftMostlyRejectedIsNotWorthIt) {
   DraftPolicy policy;
   const auto cost = CpuStepCost;
@@ -64,12 +64,11 @@ TEST(DraftPolicyTest, OnACpuADraftMostlyRejectedIsNotWorthIt) {
   policy.Record(3, 1);  // a = 0.75: the taken token keeps 1, the replaced one takes a quarter
   EXPECT_EQ(policy.DraftLength(3, cost), 3);
   policy.Record(3, 0);  // a = 0.56
+  EXPECT_EQ(policy.DraftLength(3, cost), 3);
+  policy.Record(3, 0);  // a = 0.42
   EXPECT_EQ(policy.DraftLength(3, cost), 0);
   EXPECT_EQ(policy.DraftLength(3, cost), 1);  // the try after a rest of one step
-  policy.Record(1, 1);                  // a = 0.67: taken, but not yet worth a draft
-  EXPECT_EQ(policy.DraftLength(3, cost), 0);
-  EXPECT_EQ(policy.DraftLength(3, cost), 1);  // the rest stays one step
-  policy.Record(1, 1);                  // a = 0.75
+  policy.Record(1, 1);                        // a = 0.57: taken
   EXPECT_EQ(policy.DraftLength(3, cost), 3);
 }
 
@@ -79,7 +78,8 @@ TEST(DraftPolicyTest, RejectedTriesDoubleTheRestUpToTheLimit) {
   DraftPolicy policy;
   const auto cost = CpuStepCost;
   policy.Record(3, 0);
-  policy.Record(3, 0);  // a = 0.56
+  policy.Record(3, 0);
+  policy.Record(3, 0);  // a = 0.42
   std::vector<int> rests;
   for (int attempt = 0; attempt < 6; ++attempt) {
     int rested = 0;
@@ -90,8 +90,8 @@ TEST(DraftPolicyTest, RejectedTriesDoubleTheRestUpToTheLimit) {
     policy.Record(1, 0);
   }
   EXPECT_EQ(rests, (std::vector<int>{1, 2, 4, 8, 16, 16}));
-  // a is 0.1 now: taken tries a step apart bring it back within a rest of
-  // 16 and five tries.
+  // a is 0.08 now: taken tries a step apart bring it back within a rest of
+  // 16 and a few tries.
   int steps = 0;
   int64_t length = 0;
   while (length < 3) {
@@ -108,7 +108,8 @@ TEST(DraftPolicyTest, ATryWithoutADraftDoesNotLengthenTheRest) {
   DraftPolicy policy;
   const auto cost = CpuStepCost;
   policy.Record(2, 0);
-  policy.Record(2, 0);  // a = 0.56
+  policy.Record(2, 0);
+  policy.Record(2, 0);  // a = 0.42
   EXPECT_EQ(policy.DraftLength(3, cost), 0);
   EXPECT_EQ(policy.DraftLength(3, cost), 1);
   policy.Record(0, 0);
@@ -140,6 +141,26 @@ TEST(DraftPolicyTest, DraftsThatCouldNeverPayAreNeverAskedFor) {
     return CpuStepCost(tokens) + 0.2 * static_cast<double>(tokens - 1);
   };
   EXPECT_EQ(policy.DraftLength(3, cheap), 3);
+}
+
+// After a rest, the draft tried is the shortest that pays if taken whole
+// with probability 0.6: one token alone in a CPU step (1.6 tokens for 1.55
+// steps), none in a batch whose next group of four tokens costs 3.3 of the
+// sample's share, and one where another sample's drafts have already paid
+// for the group.
+TEST(DraftPolicyTest, ATryWaitsForAStepWhereItIsLikelyToPay) {
+  DraftPolicy policy;
+  policy.Record(3, 0);
+  policy.Record(3, 0);  // a = 0.56
+  const auto crowded = [](int64_t tokens) { return tokens == 1 ? 1.0 : 3.3; };
+  const auto group_paid_for = [](int64_t) { return 1.0; };
+  const auto cpu_alone = CpuStepCost;
+  EXPECT_EQ(policy.DraftLength(3, crowded), 0);
+  for (int step = 0; step < 5; ++step) ASSERT_EQ(policy.DraftLength(3, crowded), 0);
+  EXPECT_EQ(policy.DraftLength(3, group_paid_for), 1);
+  policy.Record(1, 0);
+  for (int step = 0; step < 2; ++step) ASSERT_EQ(policy.DraftLength(3, cpu_alone), 0);
+  EXPECT_EQ(policy.DraftLength(3, cpu_alone), 1);
 }
 
 }  // namespace
