@@ -626,7 +626,7 @@ Subcommand BenchCommand() {
           "[--max_batch_tokens B] [--speculative ngram|draft:FILE [--draft_tokens N]] [--report_json FILE] "
           "[--profile] [--trace FILE]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          {"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"}};
+          WithSpeculationFlags({"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"})};
 }
 
 }  // namespace kvjit::cli

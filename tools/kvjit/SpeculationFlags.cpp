@@ -30,6 +30,14 @@ ABSL_FLAG(int, speculation_max_batch, 8,
 
 namespace kvjit::cli {
 
+std::vector<std::string> WithSpeculationFlags(std::vector<std::string> names) {
+  for (const char* flag :
+       {"speculative", "draft_tokens", "ngram_min", "ngram_max", "speculation_max_batch"}) {
+    names.push_back(flag);
+  }
+  return names;
+}
+
 std::string SpeculationChoice::Name() const {
   switch (draft) {
     case Draft::kNone:

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
@@ -20,6 +21,10 @@ ABSL_DECLARE_FLAG(int, ngram_min);
 ABSL_DECLARE_FLAG(int, speculation_max_batch);
 
 namespace kvjit::cli {
+
+// `names` and the flags above, for a decoding subcommand's --help
+// (Subcommand::shared_flags).
+std::vector<std::string> WithSpeculationFlags(std::vector<std::string> names);
 
 // What --speculative and its settings ask for.
 struct SpeculationChoice {
