@@ -33,28 +33,27 @@ inline double MeanAcceptedLength(int64_t accepted_tokens, int64_t verify_steps) 
 // estimated from the sequence's past drafts; a step verifying k drafts then
 // gives 1 + a + ... + a^k tokens on average, for the time of a (k+1)-token
 // step (StepRunner::decode_step_cost) and of drafting k tokens
-// (Drafter::cost_per_token). The policy drafts the k that gives
-// the most tokens per unit of time, and none where no k beats a plain step
-// (never any where even drafts always taken would not).
-// A sequence that does not draft rests, then tries a short draft where one
-// is likely to pay; each try the target rejects doubles the next rest, up
-// to kMaxRest steps, and one it takes whole makes the next rest one step. Greedy output
-// does not depend on any of this; the decisions depend on nothing but the
-// tokens, so a sampled run stays reproducible from its seed.
+// (Drafter::cost_per_token). The policy drafts the k that gives the most
+// tokens per unit of time, and none where no k beats a plain step (never
+// any where even drafts always taken would not). A sequence that does not
+// draft rests, then tries a short draft where one is likely to pay; each
+// try the target rejects doubles the next rest, up to kMaxRest steps, and
+// one it takes whole makes the next rest one step. Greedy output does not
+// depend on any of this; the decisions depend on nothing but the tokens, so
+// a sampled run stays reproducible from its seed.
 class DraftPolicy {
  public:
   static constexpr int64_t kMaxRest = 16;
   // Each outcome's weight in the estimate of a: from 1, one rejected draft
-  // token leaves a draft of 3 worth a CPU's verify step and two do not (on
-  // the n-gram lookup's drafts, 0.5 gave up too soon on copied text, where
-  // a line's last draft fails and the next line's are taken).
+  // token leaves it at 0.75 and three at 0.42, where a CPU's verify steps
+  // no longer pay (0.5 gave up too soon on the lookup's drafts of copied
+  // text, where a line's last draft fails and the next line's are taken).
   static constexpr double kAcceptanceWeight = 0.25;
   // The chance a try after a rest is taken whole, as a try is judged: a
   // one-token try alone in a CPU step pays above 0.55; one that would open a
   // batch's next group of GEMM rows (cost 3.3 of the sample's share) does
-  // not, so in a batch sequences try only beside another's drafts. (The
-  // lookup's one-token tries on the copying prompts of docs/benchmarks.md
-  // were taken about 60% of the time.)
+  // not, so in a batch sequences try only beside another's drafts (at 4
+  // open requests, tries that opened groups cost 13% of the throughput).
   static constexpr double kTryTaken = 0.6;
 
   // The draft tokens to ask for this step, at most `room`; 0: do not draft.
