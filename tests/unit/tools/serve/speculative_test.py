@@ -26,12 +26,17 @@ def prompts():
             for name in names]
 
 
-def first_line(server):
-    """The server's first line on stderr, which its reader thread may still be reading."""
+def summary_line(server):
+    """The server's line naming its model and settings on stderr, which its
+    reader thread may still be reading; an on-the-fly compile's lines (of
+    the model or a draft) may come before it."""
     deadline = time.monotonic() + 5
-    while not server.stderr() and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        for line in server.stderr().splitlines():
+            if line.startswith("kvjit serve: "):
+                return line
         time.sleep(0.01)
-    return server.stderr().splitlines()[0] if server.stderr() else ""
+    return ""
 
 
 def complete_all(server, texts):
@@ -56,7 +61,7 @@ class SpeculativeServeTest(unittest.TestCase):
 
     def test_the_first_line_names_the_speculation(self):
         self.assertIn("speculative ngram (4 draft tokens, while at most 8 sequences decode)",
-                      first_line(self.server))
+                      summary_line(self.server))
 
     def test_greedy_text_is_unchanged_and_the_counters_rise(self):
         texts = prompts()
@@ -83,7 +88,7 @@ class SelfDraftServeTest(unittest.TestCase):
     def test_greedy_text_is_unchanged_with_the_self_draft(self):
         server = Server("--speculative", "layers:3", "--draft_tokens", "3")
         try:
-            self.assertIn("speculative layers:3", first_line(server))
+            self.assertIn("speculative layers:3", summary_line(server))
             texts = prompts()[:4]
             with concurrent.futures.ThreadPoolExecutor(4) as pool:
                 solo = list(pool.map(lambda p: serve_harness.solo_run(p, MAX_TOKENS), texts))
@@ -101,7 +106,7 @@ class WithoutSpeculationTest(unittest.TestCase):
     def test_no_counter_moves(self):
         server = Server()
         try:
-            self.assertIn("no speculative decoding", first_line(server))
+            self.assertIn("no speculative decoding", summary_line(server))
             complete_all(server, prompts()[:2])
             metrics = server.metrics()
             for name in (DRAFTS, DRAFT_TOKENS, ACCEPTED):
