@@ -63,6 +63,10 @@ absl::Status SiluStep(const float* lhs, const float*, float, float* out, int64_t
                       cpu::ThreadPool& pool) {
   return cpu::Silu(lhs, out, n, pool);
 }
+absl::Status GeluTanhStep(const float* lhs, const float*, float, float* out, int64_t n,
+                          cpu::ThreadPool& pool) {
+  return cpu::GeluTanh(lhs, out, n, pool);
+}
 
 // The elementwise ops whose CPU kernel is a vector kernel of RowKernels
 // (their table entries have no scalar form); every other op runs its scalar
@@ -72,6 +76,7 @@ constexpr std::pair<kvx::ElementwiseOpCode, ElementwiseKernel> kVectorElementwis
     {kvx::ElementwiseOpCode::Mul, MulStep},
     {kvx::ElementwiseOpCode::Scale, ScaleStep},
     {kvx::ElementwiseOpCode::Silu, SiluStep},
+    {kvx::ElementwiseOpCode::GeluTanh, GeluTanhStep},
 };
 
 template <size_t kIndex>

@@ -164,6 +164,22 @@ absl::Status Silu(const float* x, float* out, int64_t n, ThreadPool& pool) {
   });
 }
 
+absl::Status GeluTanh(const float* x, float* out, int64_t n, ThreadPool& pool) {
+  // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) x (1 + 0.044715 x^2).
+  return ElementRanges("GeluTanh", n, {x, out}, pool, [&](int64_t begin, int64_t end) {
+    float exps[kSiluChunk];
+    for (int64_t first = begin; first < end; first += kSiluChunk) {
+      const int64_t count = std::min(kSiluChunk, end - first);
+      for (int64_t i = 0; i < count; ++i) {
+        const float v = x[first + i];
+        exps[i] = -1.5957691216f * v * (1.0f + 0.044715f * v * v);
+      }
+      FastExpRow(exps, exps, count);
+      for (int64_t i = 0; i < count; ++i) out[first + i] = x[first + i] / (1.0f + exps[i]);
+    }
+  });
+}
+
 absl::Status Add(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool) {
   return ElementWise("Add", n, {a, b, out}, pool, [&](int64_t i) { out[i] = a[i] + b[i]; });
 }

@@ -134,6 +134,38 @@ TEST(ElementWiseTest, SiluAndSwiGluMatchDoublePrecision) {
   EXPECT_TRUE(AllClose(out, swiglu, Relative(kFewUlps) + Absolute(1e-30)));
 }
 
+// GELU's tanh form against the formula in double, within 2e-6 of |x|, over
+// [-12, 12] and at the extremes (where exp(-2u) overflows or vanishes, and
+// where x^3 overflows); the same bits on any thread count.
+TEST(ElementWiseTest, GeluTanhMatchesDoublePrecision) {
+  std::vector<float> x;
+  for (double v = -12.0; v <= 12.0; v += 1.0 / 1024) x.push_back(static_cast<float>(v));
+  for (float v : {-1e30f, -120.0f, -0.0f, 120.0f, 1e30f}) x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<double> gelu(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    gelu[i] = std::isinf(v * v * v) ? (v > 0 ? v : 0.0)
+                                    : 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * v * (1.0 + 0.044715 * v * v)));
+  }
+  std::vector<float> first(n);
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> out(n);
+    ASSERT_TRUE(GeluTanh(x.data(), out.data(), n, pool).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_FALSE(std::isnan(out[i])) << "x = " << x[i];
+      ASSERT_LE(std::fabs(out[i] - gelu[i]), 2e-6 * std::fabs(x[i]) + 1e-30) << "x = " << x[i];
+    }
+    if (threads == 1) first = out;
+    EXPECT_TRUE(AllEqual(out, first)) << threads << " threads";
+  }
+  ThreadPool pool(1);
+  const absl::Status negative = GeluTanh(x.data(), first.data(), -1, pool);
+  EXPECT_NE(negative.message().find("GeluTanh"), std::string::npos) << negative;
+  EXPECT_FALSE(GeluTanh(nullptr, first.data(), 4, pool).ok());
+}
+
 // Gate and up as column views of one fused [rows, 3 * width] result (gate
 // first, then up, then a third projection): the same bits as SwiGlu on the
 // dense rows, one row (decode) and many.
