@@ -1,4 +1,4 @@
-// What the CPU kernels cost on SmolLM2-135M's shapes, in three sections:
+// What the CPU kernels cost on SmolLM2-135M's shapes, in five sections:
 //  - dispatch: one ParallelFor of an empty body per thread, the fixed cost
 //    every kernel call pays to hand work to the pool and wait for it;
 //  - read: a plain sum over 96 MiB (about a decode step's weights) through
@@ -13,16 +13,20 @@
 //    (a decode GEMV), 16 (a batched decode of 16 sequences) and 128 (a
 //    prefill GEMM): weight bytes streamed per second and multiply-adds (2
 //    flops each) per second.
+//  - activations: SiLU and GELU's tanh form over a 128-token prefill's FFN
+//    (128 x 2048, Gemma 3 270M's width) and one decode token's: us/call
+//    and elements per second.
 // Every ISA this CPU runs, at 1 and 2 threads; decode and shapes in both
 // weight layouts (gguf: GGUF's rows; il8: kvx's RowsInterleaved8, repacked by
 // runtime/schema/WeightLayout.h), the float types and the K-quants in GGUF's
 // rows only. Weights come from the kernel tests' RandomWeights. Not a test:
 // run by hand.
 //
-//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes]
+//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations]
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <cstdio>
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "runtime/cpu/MatMul.h"
+#include "runtime/cpu/RowKernels.h"
 #include "runtime/schema/WeightLayout.h"
 #include "tests/unit/runtime/cpu/RandomWeights.h"
 
@@ -156,6 +161,26 @@ void RunDecodeStep(int milliseconds) {
   }
 }
 
+void RunActivations(int milliseconds) {
+  std::printf("%-12s %-10s %9s %7s %10s %14s\n", "section", "kernel", "elements", "threads", "us/call",
+              "Melements/s");
+  using Kernel = absl::Status (*)(const float*, float*, int64_t, ThreadPool&);
+  const std::pair<const char*, Kernel> kernels[] = {{"silu", Silu}, {"gelu_tanh", GeluTanh}};
+  for (int64_t elements : {int64_t{2048}, int64_t{128 * 2048}}) {
+    std::vector<float> x(static_cast<size_t>(elements)), y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 4.0f * std::sin(0.001f * static_cast<float>(i));
+    for (const auto& [name, kernel] : kernels) {
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        const double seconds = SecondsPerCall(
+            milliseconds, [&] { kernel(x.data(), y.data(), elements, pool).IgnoreError(); });
+        std::printf("%-12s %-10s %9lld %7d %10.2f %14.1f\n", "activations", name,
+                    static_cast<long long>(elements), threads, seconds * 1e6, elements / seconds / 1e6);
+      }
+    }
+  }
+}
+
 int RunShapes(int milliseconds) {
   const Shape shapes[] = {
       {quant::StorageType::kQ4_1, 576, 576, "attn_q/o"},   {quant::StorageType::kQ4_1, 576, 1536, "ffn_up/gate"},
@@ -215,14 +240,18 @@ int main(int argc, char** argv) {
   const char* section = argc > 2 ? argv[2] : "all";
   const bool all = std::strcmp(section, "all") == 0;
   if (!all && std::strcmp(section, "dispatch") != 0 && std::strcmp(section, "read") != 0 &&
-      std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0) {
-    std::fprintf(stderr, "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, all\n",
+      std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0 &&
+      std::strcmp(section, "activations") != 0) {
+    std::fprintf(stderr,
+                 "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, "
+                 "activations, all\n",
                  section);
     return 2;
   }
   if (all || std::strcmp(section, "dispatch") == 0) kvjit::cpu::RunDispatch(milliseconds);
   if (all || std::strcmp(section, "read") == 0) kvjit::cpu::RunRead(milliseconds);
   if (all || std::strcmp(section, "decode") == 0) kvjit::cpu::RunDecodeStep(milliseconds);
+  if (all || std::strcmp(section, "activations") == 0) kvjit::cpu::RunActivations(milliseconds);
   if (all || std::strcmp(section, "shapes") == 0) return kvjit::cpu::RunShapes(milliseconds);
   return 0;
 }
