@@ -8,6 +8,7 @@
 #include "ir/Kv/KvTypes.h"
 #include "ir/Tfm/TfmOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/MemoryPlanChecker.h"
 #include "passes/Passes.h"
@@ -143,7 +144,15 @@ void RegisterKvjitPipeline() {
 
 llvm::ArrayRef<KvjitStage> KvjitStages() { return kStages; }
 
-mlir::LogicalResult RunKeepFirstLayers(mlir::ModuleOp module, int64_t layers) {
+mlir::LogicalResult RunKeepFirstLayers(mlir::ModuleOp module, int64_t layers,
+                                       llvm::raw_ostream& errors) {
+  bool first_error = true;
+  mlir::ScopedDiagnosticHandler collect(module.getContext(), [&](mlir::Diagnostic& diagnostic) {
+    if (diagnostic.getSeverity() != mlir::DiagnosticSeverity::Error) return mlir::failure();
+    errors << (first_error ? "" : "\n") << diagnostic.getLocation() << ": " << diagnostic.str();
+    first_error = false;
+    return mlir::success();
+  });
   mlir::PassManager pm(module.getContext());
   pm.addPass(createKeepFirstLayers({layers}));
   return pm.run(module);

@@ -126,9 +126,10 @@ mlir::FailureOr<PipelineForModule> ParsePipelineFor(mlir::ModuleOp module, llvm:
                                                     mlir::OpPassManager& pm,
                                                     llvm::raw_ostream& errors);
 
-// Runs keep-first-layers{layers=`layers`} on `module` alone; its errors go to
-// the context's diagnostic handlers.
-mlir::LogicalResult RunKeepFirstLayers(mlir::ModuleOp module, int64_t layers);
+// Runs keep-first-layers{layers=`layers`} on `module` alone; on failure its
+// errors are on `errors`, each "location: message", a line apiece.
+mlir::LogicalResult RunKeepFirstLayers(mlir::ModuleOp module, int64_t layers,
+                                       llvm::raw_ostream& errors);
 
 }  // namespace kvjit
 

@@ -354,10 +354,11 @@ absl::Status KeepFirstLayers(mlir::MLIRContext& context, mlir::ModuleOp module,
                              mlir::ModuleOp reference, int64_t layers, const std::string& source,
                              std::FILE* progress) {
   const Clock::time_point start = Clock::now();
-  DiagnosticCollector diagnostics(context);
-  if (mlir::failed(RunKeepFirstLayers(module, layers)) ||
-      (reference != module && mlir::failed(RunKeepFirstLayers(reference, layers)))) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", diagnostics.errors()));
+  std::string errors;
+  llvm::raw_string_ostream stream(errors);
+  if (mlir::failed(RunKeepFirstLayers(module, layers, stream)) ||
+      (reference != module && mlir::failed(RunKeepFirstLayers(reference, layers, stream)))) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", errors));
   }
   Progress(progress, "  kept the first %lld layers (%.2f s)\n", static_cast<long long>(layers),
            SecondsSince(start));

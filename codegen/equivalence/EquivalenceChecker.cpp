@@ -9,7 +9,6 @@
 #include "absl/strings/str_format.h"
 #include "frontend/model/DecoderBuilder.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "passes/Pipeline.h"
@@ -327,18 +326,15 @@ absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FIL
                          model::BuildDecoderModule(context, model.config, *model.weights));
   // A self-draft (compiled with keep_layers) is checked against the model cut as it was.
   const int64_t layers = executable->config().num_layers();
+  std::string cut;
   if (layers < model.config.num_layers) {
     std::string errors;
-    mlir::ScopedDiagnosticHandler collect(&context, [&errors](mlir::Diagnostic& diagnostic) {
-      errors += diagnostic.str();
-      return mlir::success();
-    });
-    if (mlir::failed(RunKeepFirstLayers(*imported, layers))) {
+    llvm::raw_string_ostream stream(errors);
+    if (mlir::failed(RunKeepFirstLayers(*imported, layers, stream))) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": ", errors));
     }
+    cut = absl::StrCat(" cut to its first ", layers, " layers");
   }
-  const std::string cut =
-      layers < model.config.num_layers ? absl::StrCat(" cut to its first ", layers, " layers") : "";
   std::fprintf(progress, "verifying %s against the reference evaluator on %s%s…\n", path.c_str(),
                model_path.c_str(), cut.c_str());
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<EquivalenceChecker> verifier,
