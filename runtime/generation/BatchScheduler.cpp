@@ -220,10 +220,8 @@ absl::Status BatchScheduler::ProposeForDecodes() {
   if (decodes == 0 || decodes > options_.speculation_max_batch) return absl::OkStatus();
   // Every decode keeps its token in the step; drafts share what is left.
   int64_t budget = options_.max_batch_tokens - decodes;
-  // A sample's share of a step of `step_tokens` decode tokens is
-  // decode_step_cost(step_tokens) / decodes; its drafts add what the step's
-  // growth by them costs, and drafting them, which the drafter batches
-  // alike, the drafter's cost per token of such a share.
+  // Each sample's drafts are weighed against the step as the samples before
+  // it left it (SampleStepCost).
   int64_t step_tokens = decodes;
   const double draft_cost = options_.drafter->cost_per_token();
   std::vector<DraftRequest> requests;
@@ -233,15 +231,12 @@ absl::Status BatchScheduler::ProposeForDecodes() {
     // A prompt's last token picks the first token alone, as Generator's
     // does: a request of several samples forks its blocks there.
     if (sequence->generated_tokens() == 0) continue;
-    const double step_cost = runner_.decode_step_cost(step_tokens);
-    const double share = step_cost / static_cast<double>(decodes);
     const int64_t room = sequence->draft_policy.DraftLength(
         std::min({options_.draft_tokens,
                   sequence->request->max_new_tokens - sequence->generated_tokens() - 1,
                   options_.context_length - position - 1, budget}),
         [&](int64_t tokens) {
-          return 1.0 + (runner_.decode_step_cost(step_tokens + tokens - 1) - step_cost) / share +
-                 draft_cost * static_cast<double>(tokens - 1);
+          return SampleStepCost(runner_, draft_cost, step_tokens, decodes, tokens);
         });
     if (room < 1) continue;
     requests.push_back({sequence->id, sequence->history, sequence->cached_tokens, room});

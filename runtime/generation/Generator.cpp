@@ -74,10 +74,9 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   };
   const int64_t vocab = runner_.vocab_size();
   DraftPolicy policy;
-  // A step that verifies drafts also pays for drafting them.
   const double draft_cost = drafter_ != nullptr ? drafter_->cost_per_token() : 0.0;
   const auto step_cost = [&](int64_t tokens) {
-    return runner_.decode_step_cost(tokens) + draft_cost * static_cast<double>(tokens - 1);
+    return SampleStepCost(runner_, draft_cost, /*step_tokens=*/1, /*decodes=*/1, tokens);
   };
   KVJIT_ASSIGN_OR_RETURN(VerifiedDrafts verified,
                          TakeVerifiedTokens(logits, vocab, {}, sampler, history, take));

@@ -24,6 +24,14 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ProposeDrafts(
   return drafts;
 }
 
+double SampleStepCost(const StepRunner& runner, double draft_cost, int64_t step_tokens,
+                      int64_t decodes, int64_t tokens) {
+  const double step_cost = runner.decode_step_cost(step_tokens);
+  const double part = step_cost / static_cast<double>(decodes);
+  return 1.0 + (runner.decode_step_cost(step_tokens + tokens - 1) - step_cost) / part +
+         draft_cost * static_cast<double>(tokens - 1);
+}
+
 absl::StatusOr<VerifiedDrafts> TakeVerifiedTokens(absl::Span<const float> rows, int64_t vocab,
                                                   absl::Span<const int32_t> drafts,
                                                   sampling::Sampler& sampler,

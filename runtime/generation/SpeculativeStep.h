@@ -7,6 +7,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "runtime/exec/StepRunner.h"
 #include "runtime/generation/Drafter.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
@@ -19,6 +20,18 @@ namespace kvjit::runtime {
 // none longer than its max_tokens (an Internal error naming the drafter).
 absl::StatusOr<std::vector<std::vector<int32_t>>> ProposeDrafts(
     Drafter& drafter, absl::Span<const DraftRequest> requests, kv::KvBlockManager& target_cache);
+
+// DraftPolicy::DraftLength's step cost for a sample among `decodes` decoding
+// samples in a step of `step_tokens` decode tokens (its drafts included so
+// far): the time of its part of the step if it feeds `tokens` tokens, in
+// units of its part with one token. Its part is the step's
+// StepRunner::decode_step_cost over the decodes; its drafts add what they
+// grow the step by and what drafting them costs (`draft_cost` of a one-token
+// step each, Drafter::cost_per_token, of such a part, since the drafter
+// batches alike). Alone in a step (1 and 1): decode_step_cost(tokens) plus
+// `draft_cost` for each draft.
+double SampleStepCost(const StepRunner& runner, double draft_cost, int64_t step_tokens,
+                      int64_t decodes, int64_t tokens);
 
 // What a sequence took from one decode step.
 struct VerifiedDrafts {
