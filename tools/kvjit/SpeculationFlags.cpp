@@ -90,16 +90,25 @@ absl::StatusOr<SpeculationChoice> SpeculationFromFlags() {
 
 namespace {
 
+// The draft executable for `model_or_kvx` compiled with `options` (when not
+// a .kvx already), loaded, and refused unless its vocabulary is the target's.
+absl::StatusOr<std::unique_ptr<runtime::Executable>> LoadDraft(
+    const std::string& model_or_kvx, const codegen::CompileOptions& options,
+    const runtime::Executable& target) {
+  KVJIT_ASSIGN_OR_RETURN(const std::string kvx_path, ExecutablePathFor(model_or_kvx, options));
+  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> draft,
+                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
+  KVJIT_RETURN_IF_ERROR(runtime::CheckSameVocabulary(*draft, target));
+  return draft;
+}
+
 // A draft model of its own with a pool that holds, in its blocks, twice the
 // tokens the target's does: every sequence's history and its drafts.
 absl::StatusOr<std::unique_ptr<runtime::Drafter>> DraftExecutable(
     const std::string& draft_model, const runtime::Executable& target,
     runtime::StepRunner& target_runner, int threads) {
-  KVJIT_ASSIGN_OR_RETURN(const std::string kvx_path,
-                         ExecutablePathFor(draft_model, CompileOptionsFromFlags()));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> draft,
-                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
-  KVJIT_RETURN_IF_ERROR(runtime::CheckSameVocabulary(*draft, target));
+                         LoadDraft(draft_model, CompileOptionsFromFlags(), target));
   const int64_t target_tokens = target_runner.num_blocks() * target_runner.block_size();
   const int64_t block_size = draft->kv_layout().block_size();
   const int64_t blocks = (2 * target_tokens + block_size - 1) / block_size;
@@ -137,10 +146,8 @@ absl::StatusOr<std::unique_ptr<runtime::Drafter>> LayerSkippingDraft(
   }
   codegen::CompileOptions options = CompileOptionsFromFlags();
   options.keep_layers = layers;
-  KVJIT_ASSIGN_OR_RETURN(const std::string kvx_path, ExecutablePathFor(model_or_kvx, options));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> draft,
-                         runtime::Executable::Load(kvx_path, LoadOptionsFromFlags()));
-  KVJIT_RETURN_IF_ERROR(runtime::CheckSameVocabulary(*draft, target));
+                         LoadDraft(model_or_kvx, options, target));
   KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::CpuStepRunner> runner,
                          runtime::CpuStepRunner::CreateOverPool(*draft, *cpu_target, threads));
   const double cost_per_token = runtime::RelativeStepCost(*draft, target);
