@@ -7,20 +7,6 @@
 
 namespace kvjit::runtime {
 
-// How much to speculate: each decode step also feeds up to `draft_tokens`
-// tokens a Drafter (Drafter.h) proposes, and the target model's own choice
-// at each of them decides how many are kept. Greedy output is token for
-// token that of decoding without drafts; sampled output is verified by
-// rejection sampling (Sampler::SampleAgainstDraft), so its distribution is
-// the model's, though a seed gives other text than it does without drafts.
-struct SpeculativeDecoding {
-  // 0 turns speculation off.
-  int64_t draft_tokens = 0;
-  // The n-gram lookup's suffix lengths (NgramLookup.h).
-  int64_t min_ngram = 2;
-  int64_t max_ngram = 3;
-};
-
 // Tokens a verify step gave on average: its accepted drafts and the model's
 // own token after them (vLLM's mean acceptance length); 0 before any.
 inline double MeanAcceptedLength(int64_t accepted_tokens, int64_t verify_steps) {

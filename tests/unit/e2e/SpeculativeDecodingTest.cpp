@@ -24,7 +24,6 @@
 #include "runtime/generation/Drafter.h"
 #include "runtime/generation/Generator.h"
 #include "runtime/generation/ModelDrafter.h"
-#include "runtime/generation/Speculation.h"
 #include "tests/unit/common/TestPaths.h"
 #include "tests/unit/e2e/LlamaCppComparison.h"
 
@@ -65,6 +64,13 @@ std::vector<int32_t> RepeatingPrompt(int32_t vocab, int64_t period, int64_t leng
 
 enum class Drafts { kSomeTaken, kAllRejected };
 
+// The lookup's settings a test runs with.
+struct LookupSettings {
+  int64_t draft_tokens;
+  int64_t min_ngram;
+  int64_t max_ngram;
+};
+
 // `drafts`: what the model makes of the lookup's drafts. A random-weight
 // model does not copy its prompt, so every draft is rejected and the cache is
 // cut back after every verify step; the real models take some.
@@ -75,9 +81,8 @@ void ExpectSameWithAndWithoutDrafts(runtime::StepRunner& runner, int64_t context
   ASSERT_EQ(static_cast<int64_t>(plain.tokens.size()), new_tokens);
   int64_t verify_steps = 0;
   int64_t accepted = 0;
-  for (const runtime::SpeculativeDecoding speculation :
-       {runtime::SpeculativeDecoding{1, 1, 3}, runtime::SpeculativeDecoding{4, 1, 3},
-        runtime::SpeculativeDecoding{7, 2, 4}}) {
+  for (const LookupSettings speculation :
+       {LookupSettings{1, 1, 3}, LookupSettings{4, 1, 3}, LookupSettings{7, 2, 4}}) {
     runtime::NgramDrafter drafter(speculation.min_ngram, speculation.max_ngram);
     const Run drafted =
         Generate(runner, context_length, prompt, new_tokens, &drafter, speculation.draft_tokens);
