@@ -54,3 +54,28 @@ endif()
 if(NOT KVJIT_HAVE_CUDA)
   message(STATUS "kvjit: CUDA backend OFF: building CPU-only")
 endif()
+
+# xgrammar's C++ library, built by scripts/build_xgrammar.sh at the version
+# scripts/deps/xgrammar.pin names; KVJIT_XGRAMMAR_ROOT overrides where.
+file(STRINGS "${PROJECT_SOURCE_DIR}/scripts/deps/xgrammar.pin" KVJIT_XGRAMMAR_VERSION_LINE
+     REGEX "^version=")
+string(REPLACE "version=" "" KVJIT_XGRAMMAR_VERSION "${KVJIT_XGRAMMAR_VERSION_LINE}")
+if(DEFINED ENV{KVJIT_DEPS_DIR})
+  set(KVJIT_DEPS_DIR "$ENV{KVJIT_DEPS_DIR}")
+else()
+  set(KVJIT_DEPS_DIR "$ENV{HOME}/.cache/kvjit/deps")
+endif()
+set(KVJIT_XGRAMMAR_ROOT "${KVJIT_DEPS_DIR}/xgrammar-${KVJIT_XGRAMMAR_VERSION}"
+    CACHE PATH "Install prefix of xgrammar's C++ library")
+find_library(KVJIT_XGRAMMAR_LIBRARY NAMES libxgrammar.a PATHS "${KVJIT_XGRAMMAR_ROOT}/lib"
+             NO_DEFAULT_PATH)
+if(NOT KVJIT_XGRAMMAR_LIBRARY OR NOT EXISTS "${KVJIT_XGRAMMAR_ROOT}/include/xgrammar/xgrammar.h")
+  message(FATAL_ERROR "kvjit: xgrammar ${KVJIT_XGRAMMAR_VERSION} was not found in "
+                      "${KVJIT_XGRAMMAR_ROOT}: run scripts/setup.sh (or scripts/build_xgrammar.sh)")
+endif()
+add_library(kvjit::xgrammar STATIC IMPORTED GLOBAL)
+set_target_properties(kvjit::xgrammar PROPERTIES
+  IMPORTED_LOCATION "${KVJIT_XGRAMMAR_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${KVJIT_XGRAMMAR_ROOT}/include"
+  INTERFACE_COMPILE_DEFINITIONS "XGRAMMAR_ENABLE_CPPTRACE=0")
+message(STATUS "kvjit: xgrammar ${KVJIT_XGRAMMAR_VERSION} from ${KVJIT_XGRAMMAR_ROOT}")

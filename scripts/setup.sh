@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev
   libpcre2-dev libicu-dev nlohmann-json3-dev
   libcpp-httplib-dev
+  # scripts/build_xgrammar.sh fetches xgrammar's sdist.
+  curl ca-certificates
   # The chat page's browser test (tests/unit/tools/serve/webui_test.py).
   chromium chromium-driver
 )
@@ -69,3 +71,7 @@ sys.exit(version('gguf') != '$GGUF_VERSION' or version('numpy') != '$NUMPY_VERSI
   echo "kvjit setup: installing gguf==$GGUF_VERSION numpy==$NUMPY_VERSION for python3"
   "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "gguf==$GGUF_VERSION" "numpy==$NUMPY_VERSION"
 fi
+
+# Constrained decoding links xgrammar's C++ library, which no package ships:
+# built once from its pinned sdist (scripts/deps/xgrammar.pin).
+"$(dirname "$0")/build_xgrammar.sh"

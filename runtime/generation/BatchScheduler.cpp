@@ -1,6 +1,7 @@
 #include "runtime/generation/BatchScheduler.h"
 
 #include <algorithm>
+#include <future>
 #include <limits>
 #include <utility>
 
@@ -38,6 +39,8 @@ absl::string_view FinishReasonName(FinishReason reason) {
       return "cancelled";
     case FinishReason::kStopped:
       return "stopped";
+    case FinishReason::kGrammarEnded:
+      return "grammar";
   }
   return "";
 }
@@ -79,7 +82,8 @@ absl::StatusOr<RequestId> BatchScheduler::Submit(std::vector<int32_t> prompt,
                                                  sampling::SamplingParams params,
                                                  int64_t max_new_tokens,
                                                  std::vector<int32_t> stop_token_ids,
-                                                 int64_t num_samples) {
+                                                 int64_t num_samples,
+                                                 std::shared_ptr<const grammar::CompiledGrammar> grammar) {
   const RequestId id = next_id_++;
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
   // Checked here, not by the step that would embed it: a failed step leaves
@@ -104,11 +108,15 @@ absl::StatusOr<RequestId> BatchScheduler::Submit(std::vector<int32_t> prompt,
 
   const Clock::time_point now = Clock::now();
   auto request = std::make_unique<Request>(Request{id, prompt_tokens, max_new_tokens, num_samples,
-                                                   std::move(stop_token_ids), params, now,
+                                                   std::move(stop_token_ids), params,
+                                                   std::move(grammar), now,
                                                    /*samples=*/{}, num_samples, RequestMetrics{}});
   request->metrics.prompt_tokens = prompt_tokens;
   request->samples.push_back(std::make_unique<Sequence>(
       Sequence{next_sequence_id_++, request.get(), *std::move(sampler), std::move(prompt)}));
+  if (request->grammar) {
+    request->samples.front()->grammar = request->grammar->NewMatcher(request->stop_token_ids);
+  }
   waiting_.push_back(request->samples.front().get());
   unfinished_.emplace(id, std::move(request));
   return id;
@@ -411,6 +419,10 @@ absl::StatusOr<std::vector<BatchScheduler::Sequence*>> BatchScheduler::ForkSampl
     KVJIT_RETURN_IF_ERROR(NameRequest(request.id, blocks_.Fork(first.id, id)));
     request.samples.push_back(std::make_unique<Sequence>(
         Sequence{id, &request, *std::move(sampler), first.history, first.cached_tokens}));
+    // The first sample has taken no token yet: each starts the grammar anew.
+    if (request.grammar) {
+      request.samples.back()->grammar = request.grammar->NewMatcher(request.stop_token_ids);
+    }
     forked.push_back(request.samples.back().get());
     running_.push_back(forked.back());
   }
@@ -456,11 +468,13 @@ absl::Status BatchScheduler::TakeStepTokens(Sequence& sequence, absl::Span<const
   KVJIT_ASSIGN_OR_RETURN(
       const VerifiedDrafts verified,
       TakeVerifiedTokens(rows, runner_.vocab_size(), drafts, sequence.sampler, sequence.history,
+                         sequence.grammar ? &*sequence.grammar : nullptr,
                          [&](absl::Span<const float> row, int32_t token) -> absl::StatusOr<bool> {
                            finish = AppendToken(sequence, token, row);
                            return finish == FinishReason::kNone;
                          }));
   if (!drafts.empty()) CountVerification(sequence, static_cast<int64_t>(drafts.size()), verified.accepted);
+  if (verified.grammar_ended) finish = FinishReason::kGrammarEnded;
   if (finish != FinishReason::kNone) return FinishSample(sequence, finish);
   if (drafts.empty()) return absl::OkStatus();
   // The rejected drafts' keys and values go: the cache ends where the newest
@@ -522,6 +536,23 @@ absl::StatusOr<BeamSearchResult> BatchScheduler::RunBeamSearch(
   return search.Search(prompt, params, keep_going);
 }
 
+absl::StatusOr<absl::Span<const float>> BatchScheduler::RunStep(
+    const std::vector<Sequence*>& scheduled, const StepInputs& inputs) {
+  std::vector<grammar::GrammarMatcher*> grammars;
+  for (Sequence* sequence : scheduled) {
+    if (sequence->grammar) grammars.push_back(&*sequence->grammar);
+  }
+  if (grammars.empty()) return runner_.Run(inputs);
+  // The masks depend only on the tokens taken so far, which the step does
+  // not change; the runner has the step's other threads.
+  std::future<void> masks = std::async(std::launch::async, [&grammars] {
+    for (grammar::GrammarMatcher* matcher : grammars) matcher->PrepareAllowedTokens();
+  });
+  absl::StatusOr<absl::Span<const float>> logits = runner_.Run(inputs);
+  masks.wait();
+  return logits;
+}
+
 absl::Status BatchScheduler::Step() {
   if (Idle()) return absl::OkStatus();
   const Clock::time_point start = Clock::now();
@@ -535,7 +566,7 @@ absl::Status BatchScheduler::Step() {
   }
   UpdatePeakBlocks(scheduled);
   KVJIT_ASSIGN_OR_RETURN(StepInputs inputs, PackStep(scheduled));
-  KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, runner_.Run(inputs));
+  KVJIT_ASSIGN_OR_RETURN(absl::Span<const float> logits, RunStep(scheduled, inputs));
   const size_t expected = inputs.logits_rows().size() * static_cast<size_t>(runner_.vocab_size());
   if (logits.size() != expected) {
     return absl::InternalError(absl::StrCat("the runner returned ", logits.size(), " logits for ",

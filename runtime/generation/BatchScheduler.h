@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,6 +18,8 @@
 #include "runtime/generation/BeamSearch.h"
 #include "runtime/generation/Drafter.h"
 #include "runtime/generation/Speculation.h"
+#include "runtime/grammar/GrammarCompiler.h"
+#include "runtime/grammar/GrammarMatcher.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
@@ -27,10 +30,12 @@ using RequestId = int64_t;
 
 // Why a request's sample stopped generating. kStopped: the token observer
 // (BatchScheduler::SetTokenObserver) ended it, e.g. on a stop string.
-enum class FinishReason { kNone, kEos, kLength, kCancelled, kStopped };
+// kGrammarEnded: its grammar was complete and allowed none of its stop
+// tokens, so no token could follow.
+enum class FinishReason { kNone, kEos, kLength, kCancelled, kStopped, kGrammarEnded };
 
-// "eos", "length", "cancelled", "stopped" (the names reported to users); ""
-// for kNone.
+// "eos", "length", "cancelled", "stopped", "grammar" (the names reported to
+// users); "" for kNone.
 absl::string_view FinishReasonName(FinishReason reason);
 
 struct BatchSchedulerOptions {
@@ -181,9 +186,13 @@ class BatchScheduler {
   // prompt that leaves no room in the context, max_new_tokens or num_samples
   // below 1, invalid sampling parameters, or a sample whose tokens would not
   // fit the whole KV pool. max_new_tokens is cut to what the context leaves.
+  //
+  // With a `grammar`, every sample draws only tokens it allows (its matcher
+  // made with `stop_token_ids`), and ends kGrammarEnded when none may follow.
   absl::StatusOr<RequestId> Submit(std::vector<int32_t> prompt, sampling::SamplingParams params,
                                    int64_t max_new_tokens, std::vector<int32_t> stop_token_ids,
-                                   int64_t num_samples = 1);
+                                   int64_t num_samples = 1,
+                                   std::shared_ptr<const grammar::CompiledGrammar> grammar = nullptr);
 
   // Ends an unfinished request at once: its blocks go back to the pool and
   // its result holds what each sample generated so far, finished kCancelled
@@ -244,6 +253,8 @@ class BatchScheduler {
     // its newest token; empty when the sample does not speculate.
     std::vector<int32_t> drafts;
     DraftPolicy draft_policy;
+    // Where the sample is in its request's grammar; none without one.
+    std::optional<grammar::GrammarMatcher> grammar;
     FinishReason finish_reason = FinishReason::kNone;
     Clock::time_point first_token;
     Clock::time_point last_token;
@@ -261,6 +272,7 @@ class BatchScheduler {
     int64_t num_samples;
     std::vector<int32_t> stop_token_ids;
     sampling::SamplingParams params;
+    std::shared_ptr<const grammar::CompiledGrammar> grammar;
     Clock::time_point submitted;
     // Sample 0 from Submit on; the others from the fork after the prompt.
     std::vector<std::unique_ptr<Sequence>> samples;
@@ -295,6 +307,10 @@ class BatchScheduler {
   // step, in step order.
   absl::StatusOr<std::vector<Sequence*>> ScheduleStep();
   absl::StatusOr<StepInputs> PackStep(const std::vector<Sequence*>& scheduled) const;
+  // Runs the packed step; the grammars of the step's decoding samples
+  // compute the masks their next tokens need meanwhile, on another thread.
+  absl::StatusOr<absl::Span<const float>> RunStep(const std::vector<Sequence*>& scheduled,
+                                                  const StepInputs& inputs);
   void UpdatePeakBlocks(const std::vector<Sequence*>& scheduled);
   // Caches what the step computed; samples each sequence whose step ended
   // its uncached tokens (forking a request's samples off its prompt);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/RequestValidation.h"
@@ -22,13 +23,20 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 absl::StatusOr<absl::Span<const float>> Generator::Step(kv::KvBlockManager& blocks,
                                                         const int32_t* tokens, int64_t position,
-                                                        int64_t count, StepLogits logits) {
+                                                        int64_t count, StepLogits logits,
+                                                        grammar::GrammarMatcher* grammar) {
   KVJIT_RETURN_IF_ERROR(blocks.Reserve(kSequence, count));
   StepBuilder builder(blocks);
   KVJIT_RETURN_IF_ERROR(
       builder.AddSequence(kSequence, absl::MakeConstSpan(tokens, count), position, logits));
   const StepInputs inputs = std::move(builder).Finish();
-  return runner_.Run(inputs);
+  if (grammar == nullptr) return runner_.Run(inputs);
+  // The next mask depends only on the tokens taken so far.
+  std::future<void> mask =
+      std::async(std::launch::async, [grammar] { grammar->PrepareAllowedTokens(); });
+  absl::StatusOr<absl::Span<const float>> rows = runner_.Run(inputs);
+  mask.wait();
+  return rows;
 }
 
 absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>& prompt,
@@ -36,7 +44,8 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
                                                      int64_t max_new_tokens,
                                                      const std::function<bool(int32_t)>& on_token,
                                                      const std::function<void(absl::Span<const float>)>&
-                                                         on_logits) {
+                                                         on_logits,
+                                                     grammar::GrammarMatcher* grammar) {
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
   KVJIT_ASSIGN_OR_RETURN(max_new_tokens,
                          ValidateRequest("the request", prompt, max_new_tokens,
@@ -55,7 +64,8 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
   for (int64_t done = 0; done < prompt_tokens;) {
     const int64_t count = std::min(runner_.max_tokens_per_step(), prompt_tokens - done);
     KVJIT_ASSIGN_OR_RETURN(logits,
-                           Step(blocks, prompt.data() + done, done, count, StepLogits::kLast));
+                           Step(blocks, prompt.data() + done, done, count, StepLogits::kLast,
+                                grammar));
     KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks, kSequence, runner_.attention_window()));
     done += count;
   }
@@ -79,7 +89,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     return SampleStepCost(runner_, draft_cost, /*step_tokens=*/1, /*decodes=*/1, tokens);
   };
   KVJIT_ASSIGN_OR_RETURN(VerifiedDrafts verified,
-                         TakeVerifiedTokens(logits, vocab, {}, sampler, history, take));
+                         TakeVerifiedTokens(logits, vocab, {}, sampler, history, grammar, take));
   while (verified.goes_on) {
     // The newest token is not in the cache yet; drafts follow it in the same
     // step, as many as the request and the context leave room for.
@@ -98,10 +108,11 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     }
     const int64_t drafted = static_cast<int64_t>(step_tokens.size()) - 1;
     KVJIT_ASSIGN_OR_RETURN(logits, Step(blocks, step_tokens.data(), position, drafted + 1,
-                                        drafted > 0 ? StepLogits::kEvery : StepLogits::kLast));
+                                        drafted > 0 ? StepLogits::kEvery : StepLogits::kLast,
+                                        grammar));
     KVJIT_ASSIGN_OR_RETURN(verified,
                            TakeVerifiedTokens(logits, vocab, absl::MakeConstSpan(step_tokens).subspan(1),
-                                              sampler, history, take));
+                                              sampler, history, grammar, take));
     if (drafted > 0) {
       m.drafted_tokens += drafted;
       m.accepted_tokens += verified.accepted;
@@ -113,6 +124,7 @@ absl::StatusOr<GenerationResult> Generator::Generate(const std::vector<int32_t>&
     }
     KVJIT_RETURN_IF_ERROR(ReleaseBehindWindow(blocks, kSequence, runner_.attention_window()));
   }
+  result.grammar_ended = verified.grammar_ended;
   const double decode_s = SecondsSince(decode_start);
   m.generated_tokens = static_cast<int64_t>(result.tokens.size());
   const int64_t decoded = m.generated_tokens - 1;

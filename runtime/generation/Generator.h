@@ -9,6 +9,7 @@
 #include "runtime/exec/StepRunner.h"
 #include "runtime/generation/Drafter.h"
 #include "runtime/generation/StepBuilder.h"
+#include "runtime/grammar/GrammarMatcher.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
 
@@ -34,6 +35,9 @@ struct GenerationMetrics {
 
 struct GenerationResult {
   std::vector<int32_t> tokens;  // generated, without the prompt
+  // The grammar was complete and allowed none of its stop tokens: generation
+  // ended because no token could follow.
+  bool grammar_ended = false;
   GenerationMetrics metrics;
 };
 
@@ -54,7 +58,9 @@ class Generator {
 
   // `on_token` sees each new token as soon as it is sampled and returns
   // whether to go on (false once a stop condition holds); `on_logits`, where
-  // given, the logits each token is sampled from. A prompt that does
+  // given, the logits each token is sampled from. With a `grammar` (not
+  // owned; may be null), each token is drawn from those it allows, which
+  // it computes while the step before runs. A prompt that does
   // not fit the context with room for one more token, or a cache too small
   // for the request, is an error naming the sizes.
   absl::StatusOr<GenerationResult> Generate(const std::vector<int32_t>& prompt,
@@ -62,13 +68,15 @@ class Generator {
                                             int64_t max_new_tokens,
                                             const std::function<bool(int32_t)>& on_token,
                                             const std::function<void(absl::Span<const float>)>&
-                                                on_logits = nullptr);
+                                                on_logits = nullptr,
+                                            grammar::GrammarMatcher* grammar = nullptr);
 
  private:
   // Runs one step over `count` new tokens of the request, the first at
   // `position`; returns the logits `logits` asks for, row after row.
   absl::StatusOr<absl::Span<const float>> Step(kv::KvBlockManager& blocks, const int32_t* tokens,
-                                               int64_t position, int64_t count, StepLogits logits);
+                                               int64_t position, int64_t count, StepLogits logits,
+                                               grammar::GrammarMatcher* grammar);
 
   StepRunner& runner_;
   int64_t context_length_;

@@ -36,16 +36,28 @@ absl::StatusOr<VerifiedDrafts> TakeVerifiedTokens(absl::Span<const float> rows, 
                                                   absl::Span<const int32_t> drafts,
                                                   sampling::Sampler& sampler,
                                                   const std::vector<int32_t>& history,
+                                                  grammar::GrammarMatcher* grammar,
                                                   TakeToken take) {
   VerifiedDrafts verified;
   const int64_t drafted = static_cast<int64_t>(drafts.size());
   for (int64_t row = 0; row <= drafted; ++row) {
     const absl::Span<const float> logits = rows.subspan(row * vocab, vocab);
+    absl::Span<const uint32_t> allowed;
+    if (grammar != nullptr) {
+      KVJIT_ASSIGN_OR_RETURN(allowed, grammar->AllowedTokens());
+      if (allowed.empty()) {
+        verified.goes_on = false;
+        verified.grammar_ended = true;
+        break;
+      }
+    }
     const bool has_draft = row < drafted;
-    const int32_t token = has_draft ? sampler.SampleAgainstDraft(logits, history, drafts[row])
-                                    : sampler.Sample(logits, history);
+    const int32_t token = has_draft
+                              ? sampler.SampleAgainstDraft(logits, history, drafts[row], allowed)
+                              : sampler.Sample(logits, history, allowed);
     const bool kept = has_draft && token == drafts[row];
     if (kept) ++verified.accepted;
+    if (grammar != nullptr) KVJIT_RETURN_IF_ERROR(grammar->Accept(token));
     KVJIT_ASSIGN_OR_RETURN(verified.goes_on, take(logits, token));
     if (!verified.goes_on || !kept) break;
   }

@@ -9,6 +9,7 @@
 #include "absl/types/span.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/generation/Drafter.h"
+#include "runtime/grammar/GrammarMatcher.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/Sampler.h"
 
@@ -37,8 +38,12 @@ double SampleStepCost(const StepRunner& runner, double draft_cost, int64_t step_
 struct VerifiedDrafts {
   // Drafts the model agreed with, in order from the first.
   int64_t accepted = 0;
-  // False once `take` said the sequence is done.
+  // False once `take` said the sequence is done, or its grammar allows no
+  // token.
   bool goes_on = true;
+  // The sequence's grammar allows no token next (it is complete and allows
+  // none of its stop tokens): the sequence ends without a new token.
+  bool grammar_ended = false;
 };
 
 // Sees one token of a decode step, drawn from `row` (the step's logits for
@@ -54,11 +59,14 @@ using TakeToken = absl::FunctionRef<absl::StatusOr<bool>(absl::Span<const float>
 // equals it; sampled: Sampler::SampleAgainstDraft's rejection sampling) and
 // otherwise replaces it and ends the step; the last row's token follows the
 // last draft when all are kept. `history` is the sequence's tokens, which
-// `take` extends; each token goes to `take` as soon as it is drawn.
+// `take` extends; each token goes to `take` as soon as it is drawn. With a
+// `grammar` (may be null), each row is drawn from the tokens it allows next
+// (a draft it does not allow is rejected) and each drawn token moves it on.
 absl::StatusOr<VerifiedDrafts> TakeVerifiedTokens(absl::Span<const float> rows, int64_t vocab,
                                                   absl::Span<const int32_t> drafts,
                                                   sampling::Sampler& sampler,
                                                   const std::vector<int32_t>& history,
+                                                  grammar::GrammarMatcher* grammar,
                                                   TakeToken take);
 
 }  // namespace kvjit::runtime

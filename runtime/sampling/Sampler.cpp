@@ -119,19 +119,33 @@ int32_t Sampler::Draw() {
 }
 
 std::optional<int32_t> Sampler::PrepareDraw(absl::Span<const float> logits,
-                                            absl::Span<const int32_t> previous_tokens) {
+                                            absl::Span<const int32_t> previous_tokens,
+                                            absl::Span<const uint32_t> allowed_tokens) {
   const int32_t vocab_size = static_cast<int32_t>(logits.size());
   scores_.assign(logits.begin(), logits.end());
   for (float& score : scores_) {
     if (std::isnan(score)) score = -std::numeric_limits<float>::infinity();
+  }
+  // Without a finite logit the lowest id wins, the lowest allowed one here.
+  int32_t best = 0;
+  if (!allowed_tokens.empty()) {
+    best = -1;
+    for (int32_t token = 0; token < vocab_size; ++token) {
+      const size_t word = static_cast<size_t>(token) / 32;
+      if (word < allowed_tokens.size() && ((allowed_tokens[word] >> (token % 32)) & 1u) != 0) {
+        if (best < 0) best = token;
+      } else {
+        scores_[token] = -std::numeric_limits<float>::infinity();
+      }
+    }
+    if (best < 0) best = 0;
   }
   if (params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
     ApplyPenalties(previous_tokens);
   }
 
   // Lowest id wins ties, here and in every ordering below.
-  int32_t best = 0;
-  for (int32_t token = 1; token < vocab_size; ++token) {
+  for (int32_t token = best + 1; token < vocab_size; ++token) {
     if (scores_[token] > scores_[best]) best = token;
   }
   // A non-finite maximum (every token masked, or an infinite logit) leaves
@@ -165,14 +179,20 @@ std::optional<int32_t> Sampler::PrepareDraw(absl::Span<const float> logits,
   return std::nullopt;
 }
 
-int32_t Sampler::Sample(absl::Span<const float> logits, absl::Span<const int32_t> previous_tokens) {
-  if (std::optional<int32_t> fixed = PrepareDraw(logits, previous_tokens)) return *fixed;
+int32_t Sampler::Sample(absl::Span<const float> logits, absl::Span<const int32_t> previous_tokens,
+                        absl::Span<const uint32_t> allowed_tokens) {
+  if (std::optional<int32_t> fixed = PrepareDraw(logits, previous_tokens, allowed_tokens)) {
+    return *fixed;
+  }
   return Draw();
 }
 
 int32_t Sampler::SampleAgainstDraft(absl::Span<const float> logits,
-                                    absl::Span<const int32_t> previous_tokens, int32_t draft) {
-  if (std::optional<int32_t> fixed = PrepareDraw(logits, previous_tokens)) return *fixed;
+                                    absl::Span<const int32_t> previous_tokens, int32_t draft,
+                                    absl::Span<const uint32_t> allowed_tokens) {
+  if (std::optional<int32_t> fixed = PrepareDraw(logits, previous_tokens, allowed_tokens)) {
+    return *fixed;
+  }
   double total = 0;
   double draft_weight = 0;
   size_t draft_index = candidates_.size();

@@ -57,8 +57,12 @@ class Sampler {
   // `logits` holds one score per vocabulary token and must not be empty;
   // `previous_tokens` are the tokens the penalties count (ids outside the
   // vocabulary are ignored). NaN logits count as -infinity; when no token has
-  // a finite logit the lowest id is returned.
-  int32_t Sample(absl::Span<const float> logits, absl::Span<const int32_t> previous_tokens);
+  // a finite logit the lowest id is returned. A non-empty `allowed_tokens`
+  // (a grammar's mask: bit t % 32 of word t / 32 set for each token t that
+  // may come next, at least one) leaves only those tokens, as if every
+  // other logit were -infinity.
+  int32_t Sample(absl::Span<const float> logits, absl::Span<const int32_t> previous_tokens,
+                 absl::Span<const uint32_t> allowed_tokens = {});
 
   // Speculative decoding's verification of a draft token proposed with
   // certainty (n-gram lookup's: the draft distribution q is one-hot): keeps
@@ -68,7 +72,8 @@ class Sampler {
   // Greedy decoding returns what Sample returns. One PRNG output when the
   // draft is kept, two when not.
   int32_t SampleAgainstDraft(absl::Span<const float> logits,
-                             absl::Span<const int32_t> previous_tokens, int32_t draft);
+                             absl::Span<const int32_t> previous_tokens, int32_t draft,
+                             absl::Span<const uint32_t> allowed_tokens = {});
 
   const SamplingParams& params() const { return params_; }
 
@@ -78,7 +83,8 @@ class Sampler {
   // Fills candidates_ and weights_ for a draw, or returns the token that
   // needs none (greedy decoding, or no finite logit).
   std::optional<int32_t> PrepareDraw(absl::Span<const float> logits,
-                                     absl::Span<const int32_t> previous_tokens);
+                                     absl::Span<const int32_t> previous_tokens,
+                                     absl::Span<const uint32_t> allowed_tokens);
   // A uniform draw in [0, 1) from the top 53 bits of one PRNG output.
   double NextUniform();
   void ApplyPenalties(absl::Span<const int32_t> previous_tokens);

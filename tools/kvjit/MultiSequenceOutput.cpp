@@ -81,7 +81,8 @@ absl::Status PrintParallelSamples(runtime::StepRunner& runner, int64_t context_l
                                   const sampling::SamplingParams& params, int64_t num_samples,
                                   int64_t max_batch_tokens,
                                   const sampling::StopConditions& conditions, bool stats,
-                                  const SpeculationChoice& speculation, runtime::Drafter* drafter) {
+                                  const SpeculationChoice& speculation, runtime::Drafter* drafter,
+                                  std::shared_ptr<const grammar::CompiledGrammar> grammar) {
   runtime::BatchSchedulerOptions options;
   options.max_batch_tokens = std::min(max_batch_tokens, runner.max_tokens_per_step());
   options.context_length = context_length;
@@ -93,7 +94,7 @@ absl::Status PrintParallelSamples(runtime::StepRunner& runner, int64_t context_l
   KVJIT_ASSIGN_OR_RETURN(
       runtime::RequestId id,
       scheduler.Submit(prompt_ids, params, conditions.max_tokens.value_or(context_length),
-                       conditions.stop_token_ids, num_samples));
+                       conditions.stop_token_ids, num_samples, std::move(grammar)));
   while (!scheduler.Idle()) KVJIT_RETURN_IF_ERROR(scheduler.Step());
   KVJIT_ASSIGN_OR_RETURN(runtime::RequestResult result, scheduler.TakeResult(id));
 

@@ -2,11 +2,13 @@
 #define KVJIT_TOOLS_KVJIT_MULTISEQUENCEOUTPUT_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/generation/BeamSearch.h"
+#include "runtime/grammar/GrammarCompiler.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/sampling/Sampler.h"
 #include "runtime/sampling/StopChecker.h"
@@ -29,7 +31,8 @@ absl::Status PrintBeamSearch(runtime::StepRunner& runner, int64_t context_length
 // Draws `num_samples` continuations through the batch scheduler: the prompt
 // is prefilled once and its blocks shared by every sample, which then decode
 // together, sample i with seed params.seed + i, each speculating with
-// `drafter` (may be null) as `speculation` says. Prints each with a header
+// `drafter` (may be null) as `speculation` says, each sample drawn from what
+// `grammar` (may be null) allows. Prints each with a header
 // line; `stats` writes TTFT, TPOT, the KV blocks and the drafts to stderr.
 absl::Status PrintParallelSamples(runtime::StepRunner& runner, int64_t context_length,
                                   const tokenizer::Tokenizer& tokenizer,
@@ -37,7 +40,8 @@ absl::Status PrintParallelSamples(runtime::StepRunner& runner, int64_t context_l
                                   const sampling::SamplingParams& params, int64_t num_samples,
                                   int64_t max_batch_tokens,
                                   const sampling::StopConditions& conditions, bool stats,
-                                  const SpeculationChoice& speculation, runtime::Drafter* drafter);
+                                  const SpeculationChoice& speculation, runtime::Drafter* drafter,
+                                  std::shared_ptr<const grammar::CompiledGrammar> grammar);
 
 }  // namespace kvjit::cli
 

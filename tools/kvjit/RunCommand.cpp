@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -17,6 +19,7 @@
 #include "runtime/generation/BeamSearch.h"
 #include "runtime/generation/Generator.h"
 #include "runtime/generation/RunnerFactory.h"
+#include "runtime/grammar/GrammarCompiler.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/kv/KvBlockManager.h"
@@ -27,6 +30,7 @@
 #include "tools/kvjit/CompileOnTheFly.h"
 #include "tools/kvjit/MemoryReport.h"
 #include "tools/kvjit/MultiSequenceOutput.h"
+#include "tools/kvjit/GrammarFlags.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/SpeculationFlags.h"
 #include "tools/kvjit/Subcommand.h"
@@ -182,6 +186,20 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
     return absl::InvalidArgumentError(
         "--beams/--num_return and --samples are different searches; ask for one of them");
   }
+  KVJIT_ASSIGN_OR_RETURN(std::optional<grammar::GrammarSpec> grammar_spec, GrammarFromFlags());
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  std::optional<grammar::GrammarMatcher> matcher;
+  if (grammar_spec) {
+    if (beam_search) {
+      return absl::UnimplementedError(
+          "beam search under a grammar (--json_schema, --json, --grammar, --regex) is not "
+          "supported yet: sample or decode greedily instead");
+    }
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<grammar::GrammarCompiler> compiler,
+                           grammar::GrammarCompiler::Create(*tokenizer, runner->vocab_size()));
+    KVJIT_ASSIGN_OR_RETURN(grammar, compiler->Compile(*grammar_spec));
+    matcher = grammar->NewMatcher(conditions.stop_token_ids);
+  }
   if (beam_search) {
     runtime::BeamSearchParams beam_params;
     beam_params.request_id = "kvjit run --beams";
@@ -201,7 +219,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   if (absl::GetFlag(FLAGS_samples) != 1) {
     return PrintParallelSamples(*runner, context_length, *tokenizer, prompt_ids, params,
                                 absl::GetFlag(FLAGS_samples), absl::GetFlag(FLAGS_max_batch_tokens),
-                                conditions, stats, speculation, drafter.get());
+                                conditions, stats, speculation, drafter.get(), grammar);
   }
 
   tokenizer::StreamingDecoder decoder(*tokenizer);
@@ -214,7 +232,8 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
         std::fputs(decision.text_to_emit.c_str(), stdout);
         std::fflush(stdout);
         return !decision.stop;
-      }));
+      },
+      /*on_logits=*/nullptr, matcher ? &*matcher : nullptr));
   if (!stop.stopped()) std::fputs(stop.TakeHeldText().c_str(), stdout);
   // A character the last token left incomplete is printed as its bytes, as
   // llama.cpp prints each token's; only text after a stop string is dropped.
@@ -273,9 +292,9 @@ Subcommand RunCommand() {
           "MODEL_OR_KVX -p PROMPT [-n N] [--temperature T [--samples N] | --beams K [--num_return N]] "
           "[--chat] [--stats] [--device cpu|cuda]",
           "tools/kvjit/RunCommand.cpp", RunRun,
-          WithSpeculationFlags({"p", "n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "max_batch_tokens", "samples",
+          WithGrammarFlags(WithSpeculationFlags({"p", "n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "max_batch_tokens", "samples",
            "device", "verify_weights", "threads", "kv_pool_mib", "chat_template", "temperature",
-           "top_k", "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"})};
+           "top_k", "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}))};
 }
 
 }  // namespace kvjit::cli

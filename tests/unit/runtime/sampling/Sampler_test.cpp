@@ -330,5 +330,41 @@ TEST(SamplerTest, GreedyVerificationPicksWhatSamplePicks) {
   }
 }
 
+// Allowed-token bitmasks as a grammar gives them: 40 tokens, two words.
+TEST(SamplerTest, AllowedTokensLeaveOnlyThoseTokens) {
+  std::vector<float> logits(40, 0.0f);
+  logits[0] = 5.0f;  // the most likely token, not allowed
+  logits[33] = 1.0f;
+  const std::vector<uint32_t> allowed = {(1u << 2) | (1u << 31), 1u << 1};  // tokens 2, 31, 33
+  Sampler greedy = MakeSampler(Greedy());
+  EXPECT_EQ(greedy.Sample(logits, {}, allowed), 33);
+  SamplingParams params;
+  params.seed = 7;
+  Sampler sampler = MakeSampler(params);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 2000; ++i) seen.insert(sampler.Sample(logits, {}, allowed));
+  EXPECT_THAT(seen, ElementsAre(2, 31, 33));
+  // Tokens past the mask's words are not allowed.
+  const std::vector<uint32_t> first_word = {1u << 5};
+  EXPECT_EQ(greedy.Sample(logits, {}, first_word), 5);
+}
+
+TEST(SamplerTest, WithoutAFiniteAllowedLogitTheLowestAllowedIdIsTaken) {
+  const std::vector<float> logits = {1.0f, -INFINITY, NAN, -INFINITY};
+  const std::vector<uint32_t> allowed = {(1u << 2) | (1u << 3)};
+  EXPECT_EQ(MakeSampler(Greedy()).Sample(logits, {}, allowed), 2);
+  EXPECT_EQ(MakeSampler(SamplingParams{}).Sample(logits, {}, allowed), 2);
+}
+
+TEST(SamplerTest, ADraftTheGrammarDoesNotAllowIsNeverKept) {
+  const std::vector<float> logits = {3.0f, 0.0f, 0.0f};
+  const std::vector<uint32_t> allowed = {(1u << 1) | (1u << 2)};
+  SamplingParams params;
+  params.seed = 11;
+  Sampler sampler = MakeSampler(params);
+  for (int i = 0; i < 500; ++i) EXPECT_NE(sampler.SampleAgainstDraft(logits, {}, 0, allowed), 0);
+  EXPECT_EQ(MakeSampler(Greedy()).SampleAgainstDraft(logits, {}, 0, allowed), 1);
+}
+
 }  // namespace
 }  // namespace kvjit::sampling

@@ -1,0 +1,21 @@
+#include "runtime/grammar/GrammarSpec.h"
+
+namespace kvjit::grammar {
+
+absl::string_view GrammarKindName(GrammarSpec::Kind kind) {
+  switch (kind) {
+    case GrammarSpec::Kind::kJsonObject:
+      return "json_object";
+    case GrammarSpec::Kind::kJsonSchema:
+      return "json_schema";
+    case GrammarSpec::Kind::kRegex:
+      return "regex";
+    case GrammarSpec::Kind::kChoice:
+      return "choice";
+    case GrammarSpec::Kind::kEbnf:
+      return "grammar";
+  }
+  return "grammar";
+}
+
+}  // namespace kvjit::grammar
