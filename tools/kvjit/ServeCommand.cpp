@@ -44,8 +44,17 @@ ABSL_FLAG(int64_t, max_queued, 256,
 ABSL_FLAG(std::string, served_model_name, "",
           "the model's name in /v1/models and responses (default: the file's name without its "
           "extension)");
-ABSL_FLAG(int, http_threads, 128,
-          "connections served at once; each streaming client holds one for its whole stream");
+ABSL_FLAG(int, max_connections, 4096,
+          "connections held at once, each on its own thread (a streaming client holds one for its "
+          "whole stream); more wait to be accepted. The open-file limit is raised to fit");
+ABSL_FLAG(int, max_connections_per_address, 256,
+          "connections one client address may hold; its next one is answered 429 (0: no limit; "
+          "behind a proxy every client has the proxy's address)");
+ABSL_FLAG(int, header_timeout_s, 10,
+          "a request whose headers take longer than this from its first byte is answered 408 "
+          "and its connection closed, however steadily it trickles in");
+ABSL_FLAG(int, body_timeout_s, 60,
+          "a request whose body takes longer than this after its headers is answered 408");
 ABSL_FLAG(int, http_timeout_s, 30,
           "a client that sends or reads nothing for this many seconds is dropped");
 ABSL_FLAG(int64_t, max_request_bytes, 8 << 20, "request bodies larger than this get 413");
@@ -146,7 +155,10 @@ absl::Status RunServe(const std::vector<std::string>& arguments) {
   }
   options.model_name = absl::GetFlag(FLAGS_served_model_name);
   if (options.model_name.empty()) options.model_name = DefaultModelName(arguments[0]);
-  options.http_threads = std::max(1, absl::GetFlag(FLAGS_http_threads));
+  options.max_connections = std::max(1, absl::GetFlag(FLAGS_max_connections));
+  options.max_connections_per_address = std::max(0, absl::GetFlag(FLAGS_max_connections_per_address));
+  options.header_timeout = std::chrono::seconds(std::max(1, absl::GetFlag(FLAGS_header_timeout_s)));
+  options.body_timeout = std::chrono::seconds(std::max(1, absl::GetFlag(FLAGS_body_timeout_s)));
   options.io_timeout = std::chrono::seconds(std::max(1, absl::GetFlag(FLAGS_http_timeout_s)));
   options.max_body_bytes = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_request_bytes)));
   options.limits.max_choices = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_n));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -17,22 +18,16 @@
 
 namespace kvjit::serve {
 
-// cpp-httplib's server, with a listen backlog deep enough for a burst of
-// clients: the library listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
-// fixed in Debian's prebuilt library), and connections beyond it wait for the
-// client's SYN retry, a second or more.
-class HttpServer::Listener : public httplib::Server {
- public:
-  void DeepenBacklog() { ::listen(svr_sock_, SOMAXCONN); }
-};
-
 HttpServer::HttpServer(SchedulerThread& scheduler_thread, const TextCodec& codec,
                        ServerMetrics& metrics, HttpServerOptions options)
     : scheduler_thread_(scheduler_thread),
       metrics_(metrics),
       options_(std::move(options)),
       completions_(scheduler_thread, codec, options_.model_name, options_.limits),
-      listener_(std::make_unique<Listener>()) {
+      listener_(std::make_unique<HttpListener>(HttpListenerOptions{
+          options_.max_connections, options_.max_connections_per_address,
+          ConnectionTimeouts{options_.io_timeout, options_.header_timeout, options_.body_timeout},
+          options_.access_log})) {
   Route();
 }
 
@@ -49,8 +44,6 @@ bool HttpServer::Authorized(const httplib::Request& request, httplib::Response& 
 
 void HttpServer::Route() {
   httplib::Server& server = *listener_;
-  const int threads = options_.http_threads;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_read_timeout(options_.io_timeout);
   server.set_write_timeout(options_.io_timeout);
   // An idle kept-alive connection holds a thread, and stopping the server
@@ -66,6 +59,8 @@ void HttpServer::Route() {
     // without checking them against its length, reading past its end. The
     // request is the library's own non-const object, handed on as const.
     const_cast<httplib::Request&>(request).ranges.clear();
+    // The headers are in; the body, if any, is read after this handler.
+    HttpListener::StartBody();
     return Authorized(request, response) ? httplib::Server::HandlerResponse::Unhandled
                                          : httplib::Server::HandlerResponse::Handled;
   });
@@ -99,6 +94,12 @@ void HttpServer::Route() {
                                                                    const httplib::Request& request,
                                                                    httplib::Response& response) {
     if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // The library answers 400 to a request cut off by its deadline.
+    if (std::optional<absl::Status> timeout = HttpListener::RequestTimeout()) {
+      ReplyWithError(*timeout, response, 408);
+      response.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     absl::Status error;
     switch (response.status) {
       case 404:
@@ -148,6 +149,9 @@ absl::StatusOr<int> HttpServer::Bind() {
   // A write to a client that went away must fail (and cancel its request),
   // not end the process.
   signal(SIGPIPE, SIG_IGN);
+  if (const std::string note = listener_->MakeRoomForConnections(); !note.empty()) {
+    std::fprintf(stderr, "kvjit serve: %s\n", note.c_str());
+  }
   int port = options_.port;
   if (port == 0) {
     port = listener_->bind_to_any_port(options_.host);

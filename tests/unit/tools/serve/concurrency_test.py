@@ -36,7 +36,7 @@ class ConcurrencyTest(unittest.TestCase):
     def setUpClass(cls):
         # A small pool (51 blocks of 16 tokens, where one request may take
         # 11) and step make the batch chunk prompts and preempt.
-        cls.server = Server("--max_batch_tokens", "64", "--kv_pool_mib", "1", "--http_threads", "96")
+        cls.server = Server("--max_batch_tokens", "64", "--kv_pool_mib", "1")
 
     @classmethod
     def tearDownClass(cls):
