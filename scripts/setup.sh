@@ -72,6 +72,17 @@ sys.exit(version('gguf') != '$GGUF_VERSION' or version('numpy') != '$NUMPY_VERSI
   "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "gguf==$GGUF_VERSION" "numpy==$NUMPY_VERSION"
 fi
 
+# The structured-output tests validate every reply against its schema with
+# the jsonschema package (formats checked too), pinned.
+JSONSCHEMA_VERSION=4.26.0
+if ! python3 -c "
+import sys
+from importlib.metadata import version
+sys.exit(version('jsonschema') != '$JSONSCHEMA_VERSION')" 2>/dev/null; then
+  echo "kvjit setup: installing jsonschema==$JSONSCHEMA_VERSION for python3"
+  "${sudo_cmd[@]}" python3 -m pip install "${pip_args[@]}" "jsonschema==$JSONSCHEMA_VERSION"
+fi
+
 # Constrained decoding links xgrammar's C++ library, which no package ships:
 # built once from its pinned sdist (scripts/deps/xgrammar.pin).
 "$(dirname "$0")/build_xgrammar.sh"

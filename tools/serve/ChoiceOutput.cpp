@@ -51,12 +51,12 @@ ChoiceDelta ChoiceOutput::Append(int32_t token, absl::Span<const float> logits) 
   return delta;
 }
 
-ChoiceDelta ChoiceOutput::Close() {
+ChoiceDelta ChoiceOutput::Close(ChoiceFinish finish) {
   ChoiceDelta delta;
   if (finished_) return delta;
   finished_ = true;
   delta.text = stop_.TakeHeldText() + text_->Flush();
-  delta.finish = ChoiceFinish::kLength;
+  delta.finish = finish;
   return delta;
 }
 

@@ -33,9 +33,10 @@ class ChoiceOutput {
   // ends here.
   ChoiceDelta Append(int32_t token, absl::Span<const float> logits);
 
-  // Ends a choice that ended without a stop decision (the context was full):
-  // the text still held back, with finish "length".
-  ChoiceDelta Close();
+  // Ends a choice that ended without a stop decision: the text still held
+  // back, with finish "length" (the context was full) or "stop" (its
+  // grammar allowed no more).
+  ChoiceDelta Close(ChoiceFinish finish = ChoiceFinish::kLength);
 
   bool finished() const { return finished_; }
 

@@ -132,6 +132,12 @@ absl::StatusOr<TokenizedRequest> CompletionEndpoint::ToTokenizedRequest(
   tokenized_request.sampling.seed = request.seed.value_or(RandomBits());
   tokenized_request.num_choices = request.n;
   tokenized_request.top_logprobs = request.top_logprobs;
+  if (request.structured_output.has_value()) {
+    absl::StatusOr<std::shared_ptr<const grammar::CompiledGrammar>> grammar =
+        codec_.CompileGrammar(request.structured_output->spec);
+    if (!grammar.ok()) return WithField(grammar.status(), request.structured_output->field);
+    tokenized_request.grammar = *std::move(grammar);
+  }
   if (request.beam_search.has_value()) {
     runtime::BeamSearchParams beam;
     beam.request_id = "beam search request";

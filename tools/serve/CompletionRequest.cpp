@@ -274,11 +274,6 @@ absl::Status RefuseUnoffered(const JsonFields& fields) {
   if (const Json* tools = fields.Find("tools"); tools != nullptr && !tools->empty()) {
     return FieldError("tools", "tool calls are not supported by this server");
   }
-  if (const Json* format = fields.Find("response_format");
-      format != nullptr && !(format->is_object() && format->contains("type") &&
-                             format->at("type") == "text")) {
-    return FieldError("response_format", "only {\"type\": \"text\"} is supported");
-  }
   if (const Json* suffix = fields.Find("suffix");
       suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
     return FieldError("suffix", "is not supported by this server");
@@ -354,6 +349,10 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(ApiKind kind, absl::str
   CompletionRequest request;
   request.kind = kind;
   KVJIT_RETURN_IF_ERROR(ReadFields(JsonFields(json), limits, request));
+  KVJIT_ASSIGN_OR_RETURN(request.structured_output, ReadStructuredOutput(body));
+  if (request.structured_output && request.beam_search) {
+    return FieldError(request.structured_output->field, "is not offered with use_beam_search");
+  }
   return request;
 }
 

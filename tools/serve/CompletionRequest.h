@@ -11,6 +11,7 @@
 #include "runtime/generation/BeamSearch.h"
 #include "runtime/sampling/Sampler.h"
 #include "tools/serve/ChatMessage.h"
+#include "tools/serve/StructuredOutputRequest.h"
 
 namespace kvjit::serve {
 
@@ -69,6 +70,8 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::optional<BeamSearchRequest> beam_search;
+  // What the output must match (response_format and the like).
+  std::optional<StructuredOutput> structured_output;
 };
 
 // Reads a request body. Malformed JSON, a field of the wrong type or out of

@@ -156,7 +156,7 @@ void SchedulerThread::Admit(Queued queued) {
   running.unfinished_choices = admitted.num_choices;
   absl::StatusOr<runtime::RequestId> id =
       scheduler_.Submit(admitted.prompt, admitted.sampling, admitted.stop.max_tokens.value_or(1),
-                        admitted.stop.stop_token_ids, admitted.num_choices);
+                        admitted.stop.stop_token_ids, admitted.num_choices, admitted.grammar);
   if (!id.ok()) {
     Started();
     metrics_.CountFailed();
@@ -280,10 +280,14 @@ void SchedulerThread::CompleteFinished() {
 }
 
 void SchedulerThread::Complete(Running& running, const runtime::RequestResult& result) {
-  // A choice the context cut short ended without a stop decision.
+  // A choice the context cut short, or its grammar ended, ended without a
+  // stop decision.
   for (size_t i = 0; i < running.choices.size(); ++i) {
     if (running.choices[i]->finished()) continue;
-    ChoiceDelta rest = running.choices[i]->Close();
+    const bool grammar_ended = i < result.samples.size() &&
+                               result.samples[i].finish_reason == runtime::FinishReason::kGrammarEnded;
+    ChoiceDelta rest =
+        running.choices[i]->Close(grammar_ended ? ChoiceFinish::kStop : ChoiceFinish::kLength);
     rest.index = static_cast<int64_t>(i);
     running.stream->Push(std::move(rest));
   }

@@ -56,6 +56,9 @@ struct TokenizedRequest {
   std::optional<int64_t> top_logprobs;
   // Beam search instead of sampling: the best hypotheses are the choices.
   std::optional<runtime::BeamSearchParams> beam_search;
+  // What every choice's tokens must match (structured outputs); none when
+  // null.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
   std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
 };
 

@@ -125,4 +125,22 @@ std::unique_ptr<TokenTextStream> ServeTextCodec::NewTextStream() const {
 
 std::vector<int32_t> ServeTextCodec::EndOfGenerationTokens() const { return end_of_generation_; }
 
+absl::StatusOr<std::shared_ptr<const grammar::CompiledGrammar>> ServeTextCodec::CompileGrammar(
+    const grammar::GrammarSpec& spec) const {
+  grammar::GrammarCompiler* compiler = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(grammar_compiler_mutex_);
+    if (grammar_compiler_ == nullptr) {
+      // Ids past the tokenizer's (a padded output layer) have no text: no
+      // grammar allows them, and the sampler's mask leaves them out.
+      absl::StatusOr<std::unique_ptr<grammar::GrammarCompiler>> created =
+          grammar::GrammarCompiler::Create(*tokenizer_, tokenizer_->vocab_size());
+      if (!created.ok()) return created.status();
+      grammar_compiler_ = *std::move(created);
+    }
+    compiler = grammar_compiler_.get();
+  }
+  return compiler->Compile(spec);
+}
+
 }  // namespace kvjit::serve

@@ -2,6 +2,7 @@
 #define KVJIT_TOOLS_SERVE_SERVETEXTCODEC_H_
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,10 @@ class ServeTextCodec final : public TextCodec {
   std::unique_ptr<TokenTextStream> NewTextStream() const override;
   std::vector<int32_t> EndOfGenerationTokens() const override;
   int32_t vocab_size() const override { return tokenizer_->vocab_size(); }
+  // Builds its grammar compiler at the first grammar, which then keeps what
+  // it compiled.
+  absl::StatusOr<std::shared_ptr<const grammar::CompiledGrammar>> CompileGrammar(
+      const grammar::GrammarSpec& spec) const override;
 
  private:
   explicit ServeTextCodec(std::unique_ptr<tokenizer::Tokenizer> tokenizer);
@@ -56,6 +61,8 @@ class ServeTextCodec final : public TextCodec {
   chat_template::SpecialTokens special_tokens_;
   std::string chat_format_;
   std::vector<int32_t> end_of_generation_;
+  mutable std::mutex grammar_compiler_mutex_;
+  mutable std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;
 };
 
 }  // namespace kvjit::serve

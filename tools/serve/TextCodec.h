@@ -9,6 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "runtime/grammar/GrammarCompiler.h"
+#include "runtime/grammar/GrammarSpec.h"
 #include "tools/serve/ChatMessage.h"
 
 namespace kvjit::serve {
@@ -54,6 +56,12 @@ class TextCodec {
   virtual std::vector<int32_t> EndOfGenerationTokens() const = 0;
 
   virtual int32_t vocab_size() const = 0;
+
+  // `spec` compiled against the vocabulary, for structured outputs: an
+  // InvalidArgument error naming what is wrong with it, a FailedPrecondition
+  // one where the codec cannot compile grammars.
+  virtual absl::StatusOr<std::shared_ptr<const grammar::CompiledGrammar>> CompileGrammar(
+      const grammar::GrammarSpec& spec) const = 0;
 };
 
 }  // namespace kvjit::serve

@@ -59,6 +59,10 @@ class LetterCodec final : public TextCodec {
   }
   std::vector<int32_t> EndOfGenerationTokens() const override { return {}; }
   int32_t vocab_size() const override { return kVocab; }
+  absl::StatusOr<std::shared_ptr<const grammar::CompiledGrammar>> CompileGrammar(
+      const grammar::GrammarSpec&) const override {
+    return absl::FailedPreconditionError("the fake vocabulary compiles no grammar");
+  }
 };
 
 // FakeStepRunner taking a millisecond a step, so that a request of many
