@@ -16,6 +16,11 @@
 namespace kvjit::grammar {
 namespace {
 
+// The longest run of whitespace between two JSON tokens, as llama.cpp's
+// json_schema_to_grammar allows (a newline and indentation): unbounded, a
+// sampled small model can spend its whole budget on blank lines.
+constexpr int kMaxWhitespace = 20;
+
 // An EBNF string literal of `text`: xgrammar reads C escapes in literals.
 std::string EbnfLiteral(absl::string_view text) {
   std::string literal = "\"";
@@ -109,10 +114,13 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
       case GrammarSpec::Kind::kJsonObject:
         // An object, as OpenAI's json_object promises (xgrammar's built-in
         // JSON grammar takes any value).
-        compiled = compiler.CompileJSONSchema(R"({"type": "object"})");
+        compiled = compiler.CompileJSONSchema(R"({"type": "object"})", /*any_whitespace=*/true,
+                                              std::nullopt, std::nullopt, /*strict_mode=*/true,
+                                              kMaxWhitespace);
         break;
       case GrammarSpec::Kind::kJsonSchema:
-        compiled = compiler.CompileJSONSchema(spec.text);
+        compiled = compiler.CompileJSONSchema(spec.text, /*any_whitespace=*/true, std::nullopt,
+                                              std::nullopt, /*strict_mode=*/true, kMaxWhitespace);
         break;
       case GrammarSpec::Kind::kRegex:
         compiled = compiler.CompileRegex(spec.text);

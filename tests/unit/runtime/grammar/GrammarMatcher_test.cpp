@@ -135,6 +135,22 @@ TEST_F(SmolLm2GrammarTest, JsonObjectRefusesOtherValues) {
   EXPECT_TRUE(IsAllowed(Allowed(matcher), tokenizer_->eos_id()));
 }
 
+TEST_F(SmolLm2GrammarTest, WhitespaceBetweenJsonTokensIsBoundedAt20Characters) {
+  auto grammar = Compile({Kind::kJsonObject, "", {}});
+  ASSERT_NE(grammar, nullptr);
+  GrammarMatcher matcher = grammar->NewMatcher(stop_);
+  Walk(matcher, "{");
+  auto space = tokenizer_->Encode(" ", false, false);
+  ASSERT_TRUE(space.ok());
+  ASSERT_EQ(space->size(), 1u);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(IsAllowed(Allowed(matcher), space->front())) << "space " << i + 1;
+    ASSERT_TRUE(matcher.Accept(space->front()).ok());
+  }
+  EXPECT_FALSE(IsAllowed(Allowed(matcher), space->front()));
+  Walk(matcher, "}");
+}
+
 TEST_F(SmolLm2GrammarTest, RegexAndEbnf) {
   auto regex = Compile({Kind::kRegex, "[0-9]{3}-[a-z]+", {}});
   ASSERT_NE(regex, nullptr);

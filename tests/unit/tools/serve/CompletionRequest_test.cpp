@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/serve/ApiError.h"
@@ -178,13 +179,103 @@ TEST(CompletionRequestTest, RefusesWhatItWouldOtherwiseSilentlyIgnore) {
   ExpectFieldError(Chat(R"({"messages": [{"role": "user", "content": "x"}],
                            "tools": [{"type": "function"}]})"),
                    "tools");
-  ExpectFieldError(Chat(R"({"messages": [{"role": "user", "content": "x"}],
-                           "response_format": {"type": "json_object"}})"),
-                   "response_format");
   // Their empty or default forms are fine.
   EXPECT_TRUE(Chat(R"({"messages": [{"role": "user", "content": "x"}], "tools": [],
                       "logit_bias": {}, "response_format": {"type": "text"}})")
                   .ok());
+}
+
+constexpr char kUser[] = R"("messages": [{"role": "user", "content": "x"}])";
+
+std::string ChatWith(const std::string& fields) { return absl::StrCat("{", kUser, ", ", fields, "}"); }
+
+TEST(StructuredOutputTest, ReadsOpenAiResponseFormats) {
+  auto object = Chat(ChatWith(R"("response_format": {"type": "json_object"})"));
+  ASSERT_TRUE(object.ok()) << object.status();
+  ASSERT_TRUE(object->structured_output.has_value());
+  EXPECT_EQ(object->structured_output->spec.kind, grammar::GrammarSpec::Kind::kJsonObject);
+  EXPECT_EQ(object->structured_output->field, "response_format");
+
+  // The schema keeps its key order: the order the output writes its
+  // properties in.
+  auto schema = Chat(ChatWith(R"("response_format": {"type": "json_schema", "json_schema":
+      {"name": "w", "strict": true, "schema": {"type": "object",
+       "properties": {"zeta": {"type": "string"}, "alpha": {"type": "integer"}}}}})"));
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  ASSERT_TRUE(schema->structured_output.has_value());
+  EXPECT_EQ(schema->structured_output->spec.kind, grammar::GrammarSpec::Kind::kJsonSchema);
+  EXPECT_EQ(schema->structured_output->spec.text,
+            R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}})");
+
+  auto text = Chat(ChatWith(R"("response_format": {"type": "text"})"));
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(text->structured_output.has_value());
+}
+
+TEST(StructuredOutputTest, ReadsVllmAndLlamaCppFields) {
+  using Kind = grammar::GrammarSpec::Kind;
+  const struct {
+    std::string fields;
+    Kind kind;
+    std::string field;
+    std::string text;
+  } cases[] = {
+      {R"("structured_outputs": {"json": {"type": "object"}})", Kind::kJsonSchema,
+       "structured_outputs.json", R"({"type":"object"})"},
+      {R"("structured_outputs": {"json": "{\"type\": \"array\"}"})", Kind::kJsonSchema,
+       "structured_outputs.json", R"({"type":"array"})"},
+      {R"("structured_outputs": {"regex": "[0-9]+", "choice": null})", Kind::kRegex,
+       "structured_outputs.regex", "[0-9]+"},
+      {R"("structured_outputs": {"grammar": "root ::= \"a\""})", Kind::kEbnf,
+       "structured_outputs.grammar", R"(root ::= "a")"},
+      {R"("structured_outputs": {"json_object": true})", Kind::kJsonObject,
+       "structured_outputs.json_object", ""},
+      {R"("json_schema": {"type": "string"})", Kind::kJsonSchema, "json_schema",
+       R"({"type":"string"})"},
+      {R"("grammar": "root ::= [a-z]+")", Kind::kEbnf, "grammar", "root ::= [a-z]+"},
+  };
+  for (const auto& c : cases) {
+    auto request = Chat(ChatWith(c.fields));
+    ASSERT_TRUE(request.ok()) << c.fields << ": " << request.status();
+    ASSERT_TRUE(request->structured_output.has_value()) << c.fields;
+    EXPECT_EQ(request->structured_output->spec.kind, c.kind) << c.fields;
+    EXPECT_EQ(request->structured_output->field, c.field) << c.fields;
+    EXPECT_EQ(request->structured_output->spec.text, c.text) << c.fields;
+  }
+  auto choice = Completion(R"({"prompt": "x", "structured_outputs": {"choice": ["a", "b\"c"]}})");
+  ASSERT_TRUE(choice.ok()) << choice.status();
+  EXPECT_THAT(choice->structured_output->spec.choices, ElementsAre("a", "b\"c"));
+}
+
+TEST(StructuredOutputTest, MalformedOrConflictingFieldsNameTheField) {
+  ExpectFieldError(Chat(ChatWith(R"("response_format": "json")")), "response_format");
+  ExpectFieldError(Chat(ChatWith(R"("response_format": {"type": "xml"})")), "response_format");
+  ExpectFieldError(Chat(ChatWith(R"("response_format": {"type": "json_schema"})")),
+                   "response_format");
+  ExpectFieldError(
+      Chat(ChatWith(R"("response_format": {"type": "json_schema", "json_schema": {"name": "a"}})")),
+      "response_format");
+  ExpectFieldError(Chat(ChatWith(R"("response_format": {"type": "json_schema",
+                                   "json_schema": {"schema": [1]}})")),
+                   "response_format.json_schema.schema");
+  ExpectFieldError(Chat(ChatWith(R"("structured_outputs": {"choice": []})")),
+                   "structured_outputs.choice");
+  ExpectFieldError(Chat(ChatWith(R"("structured_outputs": {"choice": ["a", 1]})")),
+                   "structured_outputs.choice");
+  ExpectFieldError(Chat(ChatWith(R"("structured_outputs": {"regex": ""})")),
+                   "structured_outputs.regex");
+  ExpectFieldError(Chat(ChatWith(R"("structured_outputs": {"json": "{not json"})")),
+                   "structured_outputs.json");
+  ExpectFieldError(Chat(ChatWith(R"("structured_outputs": {"structural_tag": "x"})")),
+                   "structured_outputs.structural_tag");
+  ExpectFieldError(Chat(ChatWith(R"("structured_outputs": {"regex": "a", "grammar": "b"})")),
+                   "structured_outputs");
+  ExpectFieldError(Chat(ChatWith(R"("response_format": {"type": "json_object"}, "grammar": "x")")),
+                   "grammar");
+  ExpectFieldError(Chat(ChatWith(R"("json_schema": "not a schema")")), "json_schema");
+  ExpectFieldError(Completion(R"({"prompt": "x", "use_beam_search": true, "n": 2,
+                                  "json_schema": {"type": "object"}})"),
+                   "json_schema");
 }
 
 }  // namespace
