@@ -545,11 +545,16 @@ absl::StatusOr<absl::Span<const float>> BatchScheduler::RunStep(
   if (grammars.empty()) return runner_.Run(inputs);
   // The masks depend only on the tokens taken so far, which the step does
   // not change; the runner has the step's other threads.
-  std::future<void> masks = std::async(std::launch::async, [&grammars] {
+  std::future<double> masks = std::async(std::launch::async, [&grammars] {
+    const Clock::time_point start = Clock::now();
     for (grammar::GrammarMatcher* matcher : grammars) matcher->PrepareAllowedTokens();
+    return SecondsBetween(start, Clock::now());
   });
   absl::StatusOr<absl::Span<const float>> logits = runner_.Run(inputs);
-  masks.wait();
+  const Clock::time_point ran = Clock::now();
+  counters_.grammar_mask_seconds += masks.get();
+  counters_.grammar_wait_seconds += SecondsBetween(ran, Clock::now());
+  counters_.grammar_masks += static_cast<int64_t>(grammars.size());
   return logits;
 }
 

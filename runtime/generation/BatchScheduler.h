@@ -135,6 +135,12 @@ struct SchedulerCounters {
   int64_t drafted_tokens = 0;
   int64_t accepted_tokens = 0;
   int64_t verify_steps = 0;
+  // Structured output: the masks computed beside the steps (one per
+  // constrained sequence in a step), the time computing them took, and the
+  // time a step waited for them after the runner was done.
+  int64_t grammar_masks = 0;
+  double grammar_mask_seconds = 0;
+  double grammar_wait_seconds = 0;
 };
 
 // In-flight (continuous) batching over one step runner and its KV pool.

@@ -57,6 +57,32 @@ std::string WithoutSourceLocation(std::string message) {
   return message;
 }
 
+xgrammar::Grammar Literal(absl::string_view text) {
+  return xgrammar::Grammar::FromEBNF(absl::StrCat("root ::= ", EbnfLiteral(text)));
+}
+
+// Alternatives of 1 to max_repeats items: xgrammar composes grammars by
+// concatenation and union only.
+xgrammar::Grammar TaggedJson(const GrammarSpec& spec) {
+  std::vector<xgrammar::Grammar> parts;
+  if (!spec.prefix.empty()) parts.push_back(Literal(spec.prefix));
+  parts.push_back(xgrammar::Grammar::FromJSONSchema(spec.text, /*any_whitespace=*/true,
+                                                    std::nullopt, std::nullopt,
+                                                    /*strict_mode=*/true, kMaxWhitespace));
+  if (!spec.suffix.empty()) parts.push_back(Literal(spec.suffix));
+  const xgrammar::Grammar item = xgrammar::Grammar::Concat(parts);
+  std::vector<xgrammar::Grammar> alternatives;
+  std::vector<xgrammar::Grammar> sequence = {item};
+  for (int count = 1; count <= spec.max_repeats; ++count) {
+    if (count > 1) {
+      if (!spec.separator.empty()) sequence.push_back(Literal(spec.separator));
+      sequence.push_back(item);
+    }
+    alternatives.push_back(sequence.size() == 1 ? item : xgrammar::Grammar::Concat(sequence));
+  }
+  return alternatives.size() == 1 ? alternatives.front() : xgrammar::Grammar::Union(alternatives);
+}
+
 }  // namespace
 
 struct GrammarCompiler::Compiler {
@@ -103,9 +129,13 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
     return absl::InvalidArgumentError("choice: the list of choices is empty");
   }
   if ((spec.kind == GrammarSpec::Kind::kRegex || spec.kind == GrammarSpec::Kind::kEbnf ||
-       spec.kind == GrammarSpec::Kind::kJsonSchema) &&
+       spec.kind == GrammarSpec::Kind::kJsonSchema || spec.kind == GrammarSpec::Kind::kTaggedJson) &&
       spec.text.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(kind, ": it is empty"));
+  }
+  if (spec.kind == GrammarSpec::Kind::kTaggedJson && spec.max_repeats < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kind, ": max_repeats must be at least 1, got ", spec.max_repeats));
   }
   try {
     xgrammar::GrammarCompiler& compiler = compiler_->compiler;
@@ -137,6 +167,9 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
         compiled = compiler.CompileGrammar(ebnf);
         break;
       }
+      case GrammarSpec::Kind::kTaggedJson:
+        compiled = compiler.CompileGrammar(TaggedJson(spec));
+        break;
     }
     return std::shared_ptr<const CompiledGrammar>(new CompiledGrammar(
         std::make_unique<CompiledGrammar::Compiled>(std::move(*compiled), compiler_->vocab_size)));

@@ -14,6 +14,8 @@ absl::string_view GrammarKindName(GrammarSpec::Kind kind) {
       return "choice";
     case GrammarSpec::Kind::kEbnf:
       return "grammar";
+    case GrammarSpec::Kind::kTaggedJson:
+      return "tagged_json";
   }
   return "grammar";
 }

@@ -17,10 +17,19 @@ struct GrammarSpec {
     kRegex,       // `text` is a regular expression the whole output matches
     kChoice,      // the output is exactly one of `choices`
     kEbnf,        // `text` is a grammar in GBNF/EBNF with a `root` rule
+    // 1 to `max_repeats` items joined by `separator`, each `prefix`, JSON
+    // valid under the schema `text`, then `suffix` (function calls in a
+    // model's format: <tool_call>{...}</tool_call>, [TOOL_CALLS][...]).
+    kTaggedJson,
   };
   Kind kind = Kind::kJsonObject;
   std::string text;
   std::vector<std::string> choices;
+  // kTaggedJson only.
+  std::string prefix;
+  std::string suffix;
+  std::string separator;
+  int max_repeats = 1;
 };
 
 // "json_object", "json_schema", "regex", "choice", "grammar": how errors name

@@ -32,6 +32,7 @@
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/profile/StepProfiler.h"
+#include "runtime/grammar/GrammarCompiler.h"
 #include "runtime/schema/KvCacheFormat.h"
 #include "tools/kvjit/BenchProfile.h"
 #include "tools/kvjit/BenchStatistics.h"
@@ -40,6 +41,7 @@
 #include "tools/kvjit/LoadBench.h"
 #include "tools/kvjit/MachineInfo.h"
 #include "tools/kvjit/MemoryReport.h"
+#include "tools/kvjit/GrammarFlags.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/SpeculationFlags.h"
 #include "tools/kvjit/SpeculationReport.h"
@@ -349,6 +351,21 @@ void PrintSpeculation(const SpeculationChoice& speculation,
   }
 }
 
+// Under a grammar: what its masks cost beside the decode steps.
+void PrintGrammarCost(const std::vector<std::pair<std::string, Summary>>& summaries) {
+  for (const auto& [engine, summary] : summaries) {
+    if (Lookup(summary, "grammar_masks").runs == 0 || Lookup(summary, "grammar_masks").median == 0) {
+      continue;
+    }
+    std::printf("%s: grammar masks %.0f, %.3f ms each; computing them took %.1f%% of the decode "
+                "steps' time beside the steps, which waited %.2f%% for them (medians)\n",
+                engine.c_str(), Lookup(summary, "grammar_masks").median,
+                Lookup(summary, "grammar_mask_ms").median,
+                100 * Lookup(summary, "grammar_mask_share").median,
+                100 * Lookup(summary, "grammar_wait_share").median);
+  }
+}
+
 // ---- batch 1 ----------------------------------------------------------------
 
 const std::vector<std::string> kBatchOneFigures = {"prefill_tokens_per_s", "decode_tokens_per_s",
@@ -547,6 +564,19 @@ absl::Status RunLoad(const std::string& model) {
   options.temperature = static_cast<float>(absl::GetFlag(FLAGS_sample_temperature));
   KVJIT_ASSIGN_OR_RETURN(options.speculation, SpeculationFromFlags());
   options.model_or_kvx = model;
+  KVJIT_ASSIGN_OR_RETURN(std::optional<grammar::GrammarSpec> grammar_spec, GrammarFromFlags());
+  if (grammar_spec) {
+    if (!absl::GetFlag(FLAGS_llamacpp_python).empty()) {
+      return absl::InvalidArgumentError(
+          "llama.cpp's side of the load runs without a grammar: measure kvjit with and without "
+          "--json_schema/--json/--grammar/--regex instead of beside --llamacpp_python");
+    }
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+                           tokenizer::TokenizerFromExecutable(first.root()));
+    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<grammar::GrammarCompiler> compiler,
+                           grammar::GrammarCompiler::Create(*tokenizer, vocab));
+    KVJIT_ASSIGN_OR_RETURN(options.grammar, compiler->Compile(*grammar_spec));
+  }
 
   std::vector<Contender> contenders;
   int64_t max_batch_tokens = 0;
@@ -583,6 +613,7 @@ absl::Status RunLoad(const std::string& model) {
   std::printf("%d runs of each engine, interleaved; median (min-max)\n", absl::GetFlag(FLAGS_runs));
   PrintLoadTable(summaries);
   PrintSpeculation(options.speculation, summaries);
+  PrintGrammarCost(summaries);
   std::vector<EngineProfile> profiles;
   if (Profiling()) {
     for (size_t i = 0; i < loaded.size(); ++i) {
@@ -609,7 +640,11 @@ absl::Status RunBench(const std::vector<std::string>& arguments) {
   if (const int runs = absl::GetFlag(FLAGS_runs); runs < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--runs must be at least 1, got ", runs));
   }
-  if (absl::GetFlag(FLAGS_requests) > 1 || !absl::GetFlag(FLAGS_requests_json).empty()) {
+  // Structured output is measured where the server decodes it: in the
+  // in-flight batching scheduler, even for one request.
+  const bool grammar = !absl::GetFlag(FLAGS_json_schema).empty() || absl::GetFlag(FLAGS_json) ||
+                       !absl::GetFlag(FLAGS_grammar).empty() || !absl::GetFlag(FLAGS_regex).empty();
+  if (absl::GetFlag(FLAGS_requests) > 1 || !absl::GetFlag(FLAGS_requests_json).empty() || grammar) {
     return RunLoad(arguments[0]);
   }
   return RunBatchOne(arguments[0]);
@@ -624,9 +659,9 @@ Subcommand BenchCommand() {
           "MODEL_OR_KVX [--prompt_tokens P] [--gen_tokens G] [--runs R] [--bench_cache_dtypes "
           "f32,f16] [--llamacpp_python PY] [--requests N | --requests_json FILE] [--samples S] "
           "[--max_batch_tokens B] [--speculative ngram|draft:FILE [--draft_tokens N]] [--report_json FILE] "
-          "[--profile] [--trace FILE]",
+          "[--profile] [--trace FILE] [--json_schema FILE | --json | --grammar FILE | --regex R]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          WithSpeculationFlags({"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"})};
+          WithGrammarFlags(WithSpeculationFlags({"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"}))};
 }
 
 }  // namespace kvjit::cli

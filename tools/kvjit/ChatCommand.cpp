@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "runtime/tokenizer/StreamingDecoder.h"
 #include "tools/kvjit/ChatHistory.h"
 #include "tools/kvjit/ChatModel.h"
+#include "tools/kvjit/GrammarFlags.h"
 #include "tools/kvjit/SharedFlags.h"
 #include "tools/kvjit/SpeculationFlags.h"
 #include "tools/kvjit/SpeculationReport.h"
@@ -141,6 +143,9 @@ struct ChatSession {
   bool stats = false;
   ChatHistory history;
   SpeculationChoice speculation;
+  // Every reply's constraint (--json_schema, --json, --grammar, --regex);
+  // null for none.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar = nullptr;
 };
 
 // One user's turn: the conversation rendered with `user` appended, the reply
@@ -149,14 +154,14 @@ struct ChatSession {
 // as it was.
 absl::Status TakeTurn(ChatSession& session, const std::string& user) {
   absl::StatusOr<std::vector<int32_t>> prompt =
-      session.codec.EncodeChat(session.history.MessagesFor(user));
+      session.codec.EncodeChat(session.history.MessagesFor(user), nlohmann::ordered_json::array());
   if (!prompt.ok()) {
     PrintTurnError(prompt.status());
     return absl::OkStatus();
   }
   absl::StatusOr<runtime::RequestId> id =
       session.scheduler.Submit(*std::move(prompt), session.params, absl::GetFlag(FLAGS_n),
-                               session.conditions.stop_token_ids);
+                               session.conditions.stop_token_ids, 1, session.grammar);
   if (!id.ok()) {
     PrintTurnError(absl::Status(id.status().code(),
                                 absl::StrCat(id.status().message(), " (/reset starts over)")));
@@ -236,6 +241,10 @@ absl::Status RunChat(const std::vector<std::string>& arguments) {
   // turn, not reported at every one.
   KVJIT_RETURN_IF_ERROR(sampling::ValidateSamplingParams(session.params));
   KVJIT_RETURN_IF_ERROR(sampling::StopChecker::Create(session.conditions).status());
+  KVJIT_ASSIGN_OR_RETURN(std::optional<grammar::GrammarSpec> grammar_spec, GrammarFromFlags());
+  if (grammar_spec) {
+    KVJIT_ASSIGN_OR_RETURN(session.grammar, codec->CompileGrammar(*grammar_spec));
+  }
   if (session.stats) std::fprintf(stderr, "chat: %s\n", codec->chat_format().c_str());
   return Converse(session);
 }
@@ -249,9 +258,9 @@ Subcommand ChatCommand() {
           "MODEL_OR_KVX [--system TEXT] [-n N] [--temperature T] [--speculative ngram|draft:FILE "
           "[--draft_tokens N]] [--stats] (then /reset, /exit)",
           "tools/kvjit/ChatCommand.cpp", RunChat,
-          WithSpeculationFlags({"n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
+          WithGrammarFlags(WithSpeculationFlags({"n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
            "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template", "temperature", "top_k",
-           "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"})};
+           "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}))};
 }
 
 }  // namespace kvjit::cli

@@ -146,7 +146,7 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
     params.seed = r * 1000;
     KVJIT_ASSIGN_OR_RETURN(runtime::RequestId id,
                            scheduler.Submit(requests[r].prompt, params, requests[r].max_new_tokens,
-                                            {}, requests[r].num_samples));
+                                            {}, requests[r].num_samples, options.grammar));
     ids.push_back(id);
     prompt_tokens += static_cast<int64_t>(requests[r].prompt.size());
   }
@@ -169,6 +169,9 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
   // Batched decode alone (llama-batched-bench's S_TG); 0 where no step was one.
   const double decode_tokens_per_s =
       steps.decode_step_seconds > 0 ? steps.decode_step_tokens / steps.decode_step_seconds : 0.0;
+  const auto share_of_decode = [&steps](double seconds) {
+    return steps.decode_step_seconds > 0 ? seconds / steps.decode_step_seconds : 0.0;
+  };
   return nlohmann::json{{"engine", "kvjit"},
                         {"requests", static_cast<int64_t>(requests.size())},
                         {"sequences", sequences},
@@ -200,7 +203,13 @@ absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executabl
                         {"accepted_tokens", steps.accepted_tokens},
                         {"verify_steps", steps.verify_steps},
                         {"mean_accepted_length",
-                         runtime::MeanAcceptedLength(steps.accepted_tokens, steps.verify_steps)}};
+                         runtime::MeanAcceptedLength(steps.accepted_tokens, steps.verify_steps)},
+                        {"grammar_masks", steps.grammar_masks},
+                        {"grammar_mask_ms", steps.grammar_masks > 0
+                                                ? steps.grammar_mask_seconds * 1e3 / steps.grammar_masks
+                                                : 0.0},
+                        {"grammar_mask_share", share_of_decode(steps.grammar_mask_seconds)},
+                        {"grammar_wait_share", share_of_decode(steps.grammar_wait_seconds)}};
 }
 
 nlohmann::json LoadRequestsToJson(const std::vector<LoadRequest>& requests) {

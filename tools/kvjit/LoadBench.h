@@ -2,6 +2,7 @@
 #define KVJIT_TOOLS_KVJIT_LOADBENCH_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepObserver.h"
 #include "tools/kvjit/BenchStatistics.h"
+#include "runtime/grammar/GrammarCompiler.h"
 #include "tools/kvjit/SpeculationFlags.h"
 
 namespace kvjit::cli {
@@ -56,6 +58,9 @@ struct LoadRunOptions {
   // the target compiled from `model_or_kvx`.
   SpeculationChoice speculation;
   std::string model_or_kvx;
+  // Structured output: every sample decoded under this grammar (ending
+  // where it ends), null for none.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 // Submits every request at once to a BatchScheduler over the executable
@@ -63,7 +68,10 @@ struct LoadRunOptions {
 // and p99 (ms; a request's TPOT is the mean over its samples), output
 // tokens/s over the run, and the scheduler's and KV manager's counters:
 // steps, preemptions, peak KV blocks, blocks shared at once, copied and
-// evicted, prefix-cache hit tokens, tokens drafted and accepted.
+// evicted, prefix-cache hit tokens, tokens drafted and accepted, and under a
+// grammar the masks computed beside the steps: their number, ms each, and
+// their time and the time the steps waited for them as shares of the decode
+// steps' time.
 absl::StatusOr<nlohmann::json> RunKvjitLoad(const runtime::Executable& executable,
                                             const std::vector<LoadRequest>& requests,
                                             const LoadRunOptions& options);

@@ -133,7 +133,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                                            *executable->root().tokenizer(), override_template));
     if (absl::GetFlag(FLAGS_stats)) std::fprintf(stderr, "chat: %s\n", chat_codec->chat_format().c_str());
     const serve::ChatMessage user = {"user", absl::GetFlag(FLAGS_p)};
-    KVJIT_ASSIGN_OR_RETURN(prompt_ids, chat_codec->EncodeChat({user}));
+    KVJIT_ASSIGN_OR_RETURN(prompt_ids, chat_codec->EncodeChat({user}, nlohmann::ordered_json::array()));
   }
   const tokenizer::Tokenizer* tokenizer = chat ? &chat_codec->tokenizer() : owned_tokenizer.get();
   if (!chat) {

@@ -2,13 +2,26 @@
 #define KVJIT_TOOLS_SERVE_CHATMESSAGE_H_
 
 #include <string>
+#include <vector>
 
 namespace kvjit::serve {
 
+// A function call an assistant turn made, as the OpenAI API's `tool_calls`
+// give it back in later requests.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object, as text
+};
+
 // One turn of a chat conversation, as the OpenAI API's `messages` give it.
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+  // An assistant turn's function calls.
+  std::vector<ChatToolCall> tool_calls;
+  // A tool turn: the call it answers.
+  std::string tool_call_id;
 };
 
 }  // namespace kvjit::serve

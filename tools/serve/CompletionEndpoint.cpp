@@ -2,6 +2,7 @@
 
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -12,6 +13,8 @@
 #include "tools/serve/EventStream.h"
 #include "tools/serve/OpenAiResponses.h"
 #include "tools/serve/PeerConnection.h"
+#include "tools/serve/ToolCallDeltas.h"
+#include "tools/serve/ToolCallGrammar.h"
 
 namespace kvjit::serve {
 namespace {
@@ -67,7 +70,9 @@ void ReplyWithError(const absl::Status& error, httplib::Response& response, int 
 absl::StatusOr<std::vector<int32_t>> CompletionEndpoint::PromptTokens(
     const CompletionRequest& request) const {
   if (request.kind == ApiKind::kChatCompletion) {
-    absl::StatusOr<std::vector<int32_t>> tokens = codec_.EncodeChat(request.messages);
+    const nlohmann::ordered_json no_tools = nlohmann::ordered_json::array();
+    absl::StatusOr<std::vector<int32_t>> tokens =
+        codec_.EncodeChat(request.messages, request.tools.active() ? request.tools.tools : no_tools);
     if (!tokens.ok()) return WithField(tokens.status(), "messages");
     return tokens;
   }
@@ -138,6 +143,15 @@ absl::StatusOr<TokenizedRequest> CompletionEndpoint::ToTokenizedRequest(
     if (!grammar.ok()) return WithField(grammar.status(), request.structured_output->field);
     tokenized_request.grammar = *std::move(grammar);
   }
+  // A forced call is decoded under its grammar, so that even a small model
+  // answers with a valid call.
+  if (request.tools.active() && (request.tools.choice == ToolRequest::Choice::kRequired ||
+                                 request.tools.choice == ToolRequest::Choice::kNamed)) {
+    absl::StatusOr<std::shared_ptr<const grammar::CompiledGrammar>> grammar =
+        codec_.CompileGrammar(ForcedToolCallGrammar(request.tools, codec_.tool_call_format()));
+    if (!grammar.ok()) return WithField(grammar.status(), "tools");
+    tokenized_request.grammar = *std::move(grammar);
+  }
   if (request.beam_search.has_value()) {
     runtime::BeamSearchParams beam;
     beam.request_id = "beam search request";
@@ -188,9 +202,11 @@ void CompletionEndpoint::Handle(ApiKind kind, const httplib::Request& http_reque
                                      : codec_.Decode(*request->prompt_token_ids);
   }
   ResponseBuilder builder(NewHeader(kind, model_name_), codec_, num_choices, std::move(echo_text));
+  std::optional<ToolCallDeltas> tool_calls;
+  if (request->tools.active()) tool_calls.emplace(codec_.tool_call_format(), num_choices);
   if (request->stream) {
     StartEventStream(*std::move(stream), std::move(builder), peer, std::move(early_deltas),
-                     num_choices, request->include_usage, response);
+                     num_choices, request->include_usage, std::move(tool_calls), response);
     return;
   }
 
@@ -198,7 +214,10 @@ void CompletionEndpoint::Handle(ApiKind kind, const httplib::Request& http_reque
   RequestStream::Update update = std::move(started);
   update.deltas = std::move(early_deltas);
   while (true) {
-    for (const ChoiceDelta& delta : update.deltas) choices[delta.index].Add(delta);
+    for (ChoiceDelta& delta : update.deltas) {
+      if (tool_calls) delta = tool_calls->Transform(std::move(delta));
+      choices[delta.index].Add(delta);
+    }
     if (!update.error.ok()) return ReplyWithError(update.error, response);
     if (update.complete) break;
     if (peer.Closed()) return (*stream)->Cancel();

@@ -90,6 +90,45 @@ absl::StatusOr<std::string> MessageContent(const Json& content, const std::strin
   return absl::StrJoin(texts, "\n");
 }
 
+// An assistant message's `tool_calls`: [{"id", "type": "function",
+// "function": {"name", "arguments"}}], arguments a JSON object's text (or
+// the object itself, as some clients send it).
+absl::StatusOr<std::vector<ChatToolCall>> MessageToolCalls(const JsonFields& message,
+                                                          const std::string& field) {
+  std::vector<ChatToolCall> calls;
+  const Json* list = message.Find("tool_calls");
+  if (list == nullptr) return calls;
+  if (!list->is_array()) {
+    return FieldError(field, absl::StrCat("must be a list, got ", JsonTypeName(*list)));
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json& call = (*list)[i];
+    const std::string call_field = absl::StrCat(field, "[", i, "]");
+    if (!call.is_object() || !call.contains("function") || !call.at("function").is_object()) {
+      return FieldError(call_field, "must be {\"id\", \"type\": \"function\", \"function\": "
+                                    "{\"name\", \"arguments\"}}");
+    }
+    const Json& function = call.at("function");
+    ChatToolCall parsed;
+    if (call.contains("id") && call.at("id").is_string()) parsed.id = call.at("id").get<std::string>();
+    if (!function.contains("name") || !function.at("name").is_string()) {
+      return FieldError(call_field + ".function.name", "is required");
+    }
+    parsed.name = function.at("name").get<std::string>();
+    const Json arguments = function.value("arguments", Json("{}"));
+    if (arguments.is_object()) {
+      parsed.arguments = arguments.dump();
+    } else if (arguments.is_string() &&
+               Json::parse(arguments.get<std::string>(), nullptr, false).is_object()) {
+      parsed.arguments = arguments.get<std::string>();
+    } else {
+      return FieldError(call_field + ".function.arguments", "must be a JSON object or its text");
+    }
+    calls.push_back(std::move(parsed));
+  }
+  return calls;
+}
+
 absl::Status ReadMessages(const JsonFields& fields, CompletionRequest& request) {
   const Json* messages = fields.Find("messages");
   if (messages == nullptr) return FieldError("messages", "is required");
@@ -109,15 +148,32 @@ absl::Status ReadMessages(const JsonFields& fields, CompletionRequest& request) 
     if (!role.has_value()) return FieldError(absl::StrCat(field, ".role"), "is required");
     // OpenAI's newer name for the system turn.
     if (*role == "developer") role = "system";
-    if (*role != "system" && *role != "user" && *role != "assistant") {
+    if (*role != "system" && *role != "user" && *role != "assistant" && *role != "tool") {
       return FieldError(absl::StrCat(field, ".role"),
-                        absl::StrCat("'", *role, "' is not supported (system, user or assistant)"));
+                        absl::StrCat("'", *role, "' is not supported (system, user, assistant "
+                                     "or tool)"));
     }
+    ChatMessage chat_message{*role, ""};
+    if (*role == "assistant") {
+      KVJIT_ASSIGN_OR_RETURN(chat_message.tool_calls,
+                             MessageToolCalls(message_fields, absl::StrCat(field, ".tool_calls")));
+    }
+    if (*role == "tool") {
+      KVJIT_ASSIGN_OR_RETURN(std::optional<std::string> call_id,
+                             message_fields.String("tool_call_id"));
+      if (!call_id) return FieldError(absl::StrCat(field, ".tool_call_id"), "is required");
+      chat_message.tool_call_id = *std::move(call_id);
+    }
+    // An assistant turn that only called functions has no content.
     const Json* content = message_fields.Find("content");
-    if (content == nullptr) return FieldError(absl::StrCat(field, ".content"), "is required");
-    KVJIT_ASSIGN_OR_RETURN(std::string text,
-                           MessageContent(*content, absl::StrCat(field, ".content")));
-    request.messages.push_back({*std::move(role), std::move(text)});
+    if (content == nullptr && chat_message.tool_calls.empty()) {
+      return FieldError(absl::StrCat(field, ".content"), "is required");
+    }
+    if (content != nullptr) {
+      KVJIT_ASSIGN_OR_RETURN(chat_message.content,
+                             MessageContent(*content, absl::StrCat(field, ".content")));
+    }
+    request.messages.push_back(std::move(chat_message));
   }
   return absl::OkStatus();
 }
@@ -271,9 +327,6 @@ absl::Status RefuseUnoffered(const JsonFields& fields) {
   if (const Json* bias = fields.Find("logit_bias"); bias != nullptr && !bias->empty()) {
     return FieldError("logit_bias", "is not supported by this server");
   }
-  if (const Json* tools = fields.Find("tools"); tools != nullptr && !tools->empty()) {
-    return FieldError("tools", "tool calls are not supported by this server");
-  }
   if (const Json* suffix = fields.Find("suffix");
       suffix != nullptr && !(suffix->is_string() && suffix->get<std::string>().empty())) {
     return FieldError("suffix", "is not supported by this server");
@@ -352,6 +405,16 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(ApiKind kind, absl::str
   KVJIT_ASSIGN_OR_RETURN(request.structured_output, ReadStructuredOutput(body));
   if (request.structured_output && request.beam_search) {
     return FieldError(request.structured_output->field, "is not offered with use_beam_search");
+  }
+  KVJIT_ASSIGN_OR_RETURN(request.tools, ReadToolRequest(body, kind == ApiKind::kChatCompletion));
+  if (request.tools.active() && request.beam_search) {
+    return FieldError("tools", "are not offered with use_beam_search");
+  }
+  if (request.tools.active() && request.structured_output &&
+      request.tools.choice != ToolRequest::Choice::kAuto) {
+    return FieldError(request.structured_output->field,
+                      "and a tool_choice that forces a call each constrain the output; give one "
+                      "of them");
   }
   return request;
 }

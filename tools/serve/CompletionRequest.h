@@ -12,6 +12,7 @@
 #include "runtime/sampling/Sampler.h"
 #include "tools/serve/ChatMessage.h"
 #include "tools/serve/StructuredOutputRequest.h"
+#include "tools/serve/ToolRequest.h"
 
 namespace kvjit::serve {
 
@@ -72,6 +73,8 @@ struct CompletionRequest {
   std::optional<BeamSearchRequest> beam_search;
   // What the output must match (response_format and the like).
   std::optional<StructuredOutput> structured_output;
+  // Chat: the functions the model may call.
+  ToolRequest tools;
 };
 
 // Reads a request body. Malformed JSON, a field of the wrong type or out of

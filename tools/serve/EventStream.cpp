@@ -18,6 +18,7 @@ struct EventStreamState {
   std::vector<ChoiceDelta> early_deltas;
   int64_t num_choices;
   bool include_usage;
+  std::optional<ToolCallDeltas> tool_calls;
 };
 
 bool WriteEvent(httplib::DataSink& sink, const std::string& data) {
@@ -34,7 +35,15 @@ bool WriteStream(EventStreamState& state, httplib::DataSink& sink) {
   RequestStream::Update update;
   update.deltas = std::move(state.early_deltas);
   while (true) {
-    for (const ChoiceDelta& delta : update.deltas) {
+    for (ChoiceDelta& delta : update.deltas) {
+      if (state.tool_calls) {
+        delta = state.tool_calls->Transform(std::move(delta));
+        // Held text: nothing to say yet.
+        if (delta.text.empty() && delta.tool_calls.empty() && delta.logprobs.empty() &&
+            !delta.finish) {
+          continue;
+        }
+      }
       if (!WriteEvent(sink, DumpJson(state.builder.Chunk(delta, state.include_usage)))) {
         return false;
       }
@@ -58,10 +67,11 @@ bool WriteStream(EventStreamState& state, httplib::DataSink& sink) {
 
 void StartEventStream(std::shared_ptr<RequestStream> stream, ResponseBuilder builder,
                       PeerConnection peer, std::vector<ChoiceDelta> early_deltas,
-                      int64_t num_choices, bool include_usage, httplib::Response& response) {
+                      int64_t num_choices, bool include_usage,
+                      std::optional<ToolCallDeltas> tool_calls, httplib::Response& response) {
   auto state = std::make_shared<EventStreamState>(
       EventStreamState{std::move(stream), std::move(builder), peer, std::move(early_deltas),
-                       num_choices, include_usage});
+                       num_choices, include_usage, std::move(tool_calls)});
   response.set_header("Cache-Control", "no-cache");
   response.set_chunked_content_provider(
       "text/event-stream",

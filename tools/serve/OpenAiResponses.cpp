@@ -17,6 +17,21 @@ Json FinishJson(const std::optional<ChoiceFinish>& finish) {
   return finish ? Json(ChoiceFinishName(*finish)) : Json(nullptr);
 }
 
+// OpenAI's tool_calls entries; `with_index` for stream deltas, which name
+// the call each fragment belongs to.
+Json ToolCallsJson(const std::vector<ToolCall>& calls, bool with_index) {
+  Json list = Json::array();
+  for (const ToolCall& call : calls) {
+    Json entry;
+    if (with_index) entry["index"] = call.index;
+    entry["id"] = call.id;
+    entry["type"] = "function";
+    entry["function"] = {{"name", call.name}, {"arguments", call.arguments}};
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
 // llama.cpp's server reports a request's speed in a "timings" object beside
 // the usage, under these names: prompt_n counts the prompt tokens computed,
 // cache_n those the prefix cache gave. kvjit's prompt_ms runs from the
@@ -42,6 +57,7 @@ void AddTimings(const RequestUsage& usage, Json& object) {
 void ChoiceText::Add(const ChoiceDelta& delta) {
   text += delta.text;
   logprobs.insert(logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+  tool_calls.insert(tool_calls.end(), delta.tool_calls.begin(), delta.tool_calls.end());
   if (delta.finish) finish = delta.finish;
 }
 
@@ -120,6 +136,11 @@ Json ResponseBuilder::Response(const std::vector<ChoiceText>& choices, const Req
                   {"finish_reason", FinishJson(choice.finish)}};
     if (chat) {
       entry["message"] = {{"role", "assistant"}, {"content", choice.text}};
+      // A reply that only called functions has no content.
+      if (!choice.tool_calls.empty()) {
+        if (choice.text.empty()) entry["message"]["content"] = nullptr;
+        entry["message"]["tool_calls"] = ToolCallsJson(choice.tool_calls, /*with_index=*/false);
+      }
     } else {
       entry["text"] = echo_text_ + choice.text;
     }
@@ -154,6 +175,9 @@ Json ResponseBuilder::Chunk(const ChoiceDelta& delta, bool include_usage) {
                  {"finish_reason", FinishJson(delta.finish)}};
   if (chat) {
     choice["delta"] = delta.text.empty() ? Json::object() : Json{{"content", delta.text}};
+    if (!delta.tool_calls.empty()) {
+      choice["delta"]["tool_calls"] = ToolCallsJson(delta.tool_calls, /*with_index=*/true);
+    }
   } else {
     choice["text"] = delta.text;
   }

@@ -27,6 +27,7 @@ struct ResponseHeader {
 struct ChoiceText {
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  std::vector<ToolCall> tool_calls;
   std::optional<ChoiceFinish> finish;
 
   void Add(const ChoiceDelta& delta);

@@ -3,7 +3,15 @@
 namespace kvjit::serve {
 
 const char* ChoiceFinishName(ChoiceFinish finish) {
-  return finish == ChoiceFinish::kStop ? "stop" : "length";
+  switch (finish) {
+    case ChoiceFinish::kStop:
+      return "stop";
+    case ChoiceFinish::kLength:
+      return "length";
+    case ChoiceFinish::kToolCalls:
+      return "tool_calls";
+  }
+  return "stop";
 }
 
 void RequestStream::MarkAccepted() {

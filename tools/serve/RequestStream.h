@@ -23,9 +23,18 @@ struct TokenLogprob {
   std::vector<std::pair<int32_t, float>> top;
 };
 
-// OpenAI's finish_reason: "stop" (an end token or a stop string) or
-// "length" (max_tokens or the context's end).
-enum class ChoiceFinish { kStop, kLength };
+// OpenAI's finish_reason: "stop" (an end token or a stop string),
+// "length" (max_tokens or the context's end) or "tool_calls" (the reply
+// called functions).
+enum class ChoiceFinish { kStop, kLength, kToolCalls };
+
+// A function call parsed out of a reply, as OpenAI's tool_calls report it.
+struct ToolCall {
+  int64_t index = 0;  // among the choice's calls
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object, as text
+};
 
 const char* ChoiceFinishName(ChoiceFinish finish);
 
@@ -35,6 +44,7 @@ struct ChoiceDelta {
   int64_t index = 0;
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  std::vector<ToolCall> tool_calls;
   std::optional<ChoiceFinish> finish;
 };
 

@@ -1,5 +1,6 @@
 #include "tools/serve/ServeTextCodec.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,7 @@ absl::StatusOr<std::unique_ptr<ServeTextCodec>> ServeTextCodec::Create(
     codec->chat_template_source_ = override_template;
     codec->chat_template_ = *std::move(parsed);
     codec->chat_format_ = "the chat template of --chat_template";
+    codec->tool_support_ = DetectToolSupport(override_template);
     return codec;
   }
   if (table.chat_template() != nullptr) codec->chat_template_source_ = table.chat_template()->str();
@@ -69,6 +71,7 @@ absl::StatusOr<std::unique_ptr<ServeTextCodec>> ServeTextCodec::Create(
   }
   codec->chat_template_ = *std::move(parsed);
   codec->chat_format_ = "the model's chat template";
+  codec->tool_support_ = DetectToolSupport(codec->chat_template_source_);
   return codec;
 }
 
@@ -78,9 +81,17 @@ absl::StatusOr<std::vector<int32_t>> ServeTextCodec::EncodePrompt(absl::string_v
 }
 
 absl::StatusOr<std::vector<int32_t>> ServeTextCodec::EncodeChat(
-    absl::Span<const ChatMessage> messages) const {
+    absl::Span<const ChatMessage> messages, const nlohmann::ordered_json& tools) const {
+  const bool has_tool_turns = std::any_of(messages.begin(), messages.end(), [](const ChatMessage& m) {
+    return m.role == "tool" || !m.tool_calls.empty();
+  });
+  std::vector<ChatMessage> with_tools;
+  if (!tool_support_.native && (!tools.empty() || has_tool_turns)) {
+    with_tools = WithToolsInText(messages, tools);
+    messages = with_tools;
+  }
   if (!chat_template_.has_value()) return EncodeChatMl(*tokenizer_, chat_template_source_, messages);
-  return EncodeWithTemplate(messages);
+  return EncodeWithTemplate(messages, tool_support_.native ? tools : nlohmann::ordered_json::array());
 }
 
 // The rendered text is encoded whole, its control tokens parsed, exactly as
@@ -88,17 +99,28 @@ absl::StatusOr<std::vector<int32_t>> ServeTextCodec::EncodeChat(
 // that spells a control token would be turned into that token, so it is
 // refused.
 absl::StatusOr<std::vector<int32_t>> ServeTextCodec::EncodeWithTemplate(
-    absl::Span<const ChatMessage> messages) const {
-  nlohmann::ordered_json conversation = {{"messages", nlohmann::ordered_json::array()},
-                                         {"add_generation_prompt", true}};
+    absl::Span<const ChatMessage> messages, const nlohmann::ordered_json& tools) const {
   for (size_t i = 0; i < messages.size(); ++i) {
     if (std::optional<std::string> control = FindControlTokenText(*tokenizer_, messages[i].content)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "messages[", i, "].content holds the text of the control token ", *control,
           ", which the model's chat template would make that token"));
     }
-    conversation["messages"].push_back({{"role", messages[i].role}, {"content", messages[i].content}});
+    for (const ChatToolCall& call : messages[i].tool_calls) {
+      if (std::optional<std::string> control = FindControlTokenText(*tokenizer_, call.arguments)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "messages[", i, "].tool_calls holds the text of the control token ", *control));
+      }
+    }
   }
+  if (std::optional<std::string> control = FindControlTokenText(*tokenizer_, tools.dump())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tools holds the text of the control token ", *control,
+                     ", which the model's chat template would make that token"));
+  }
+  nlohmann::ordered_json conversation = {{"messages", MessagesJson(messages)},
+                                         {"add_generation_prompt", true}};
+  if (!tools.empty()) conversation["tools"] = tools;
   absl::StatusOr<std::string> prompt =
       chat_template::RenderConversation(*chat_template_, conversation, special_tokens_);
   if (!prompt.ok()) {

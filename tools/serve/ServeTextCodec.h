@@ -9,6 +9,7 @@
 #include "runtime/schema/kvx_generated.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "tools/serve/TextCodec.h"
+#include "tools/serve/ToolPrompt.h"
 #include "tools/serve/template/ChatTemplate.h"
 
 namespace kvjit::serve {
@@ -36,8 +37,11 @@ class ServeTextCodec final : public TextCodec {
   const std::string& chat_format() const { return chat_format_; }
 
   absl::StatusOr<std::vector<int32_t>> EncodePrompt(absl::string_view text) const override;
+  // A template without tool support gets the tools and tool turns written
+  // into its messages (ToolPrompt.h).
   absl::StatusOr<std::vector<int32_t>> EncodeChat(
-      absl::Span<const ChatMessage> messages) const override;
+      absl::Span<const ChatMessage> messages, const nlohmann::ordered_json& tools) const override;
+  ToolCallFormat tool_call_format() const override { return tool_support_.format; }
   std::string Decode(absl::Span<const int32_t> tokens) const override;
   std::string TokenBytes(int32_t token) const override;
   std::unique_ptr<TokenTextStream> NewTextStream() const override;
@@ -52,7 +56,7 @@ class ServeTextCodec final : public TextCodec {
   explicit ServeTextCodec(std::unique_ptr<tokenizer::Tokenizer> tokenizer);
 
   absl::StatusOr<std::vector<int32_t>> EncodeWithTemplate(
-      absl::Span<const ChatMessage> messages) const;
+      absl::Span<const ChatMessage> messages, const nlohmann::ordered_json& tools) const;
 
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   std::string chat_template_source_;
@@ -61,6 +65,7 @@ class ServeTextCodec final : public TextCodec {
   chat_template::SpecialTokens special_tokens_;
   std::string chat_format_;
   std::vector<int32_t> end_of_generation_;
+  ToolTemplateSupport tool_support_;
   mutable std::mutex grammar_compiler_mutex_;
   mutable std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;
 };

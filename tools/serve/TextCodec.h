@@ -11,7 +11,9 @@
 #include "absl/types/span.h"
 #include "runtime/grammar/GrammarCompiler.h"
 #include "runtime/grammar/GrammarSpec.h"
+#include "nlohmann/json.hpp"
 #include "tools/serve/ChatMessage.h"
+#include "tools/serve/ToolCallParser.h"
 
 namespace kvjit::serve {
 
@@ -39,10 +41,14 @@ class TextCodec {
   virtual absl::StatusOr<std::vector<int32_t>> EncodePrompt(absl::string_view text) const = 0;
 
   // A conversation rendered by the model's chat template, ending with the
-  // assistant's turn opened. Message contents are never searched for
-  // control tokens.
+  // assistant's turn opened, with `tools` (OpenAI's list; empty for none)
+  // shown to the model. Message contents are never searched for control
+  // tokens.
   virtual absl::StatusOr<std::vector<int32_t>> EncodeChat(
-      absl::Span<const ChatMessage> messages) const = 0;
+      absl::Span<const ChatMessage> messages, const nlohmann::ordered_json& tools) const = 0;
+
+  // The format the model's replies call functions in.
+  virtual ToolCallFormat tool_call_format() const = 0;
 
   // The text of `tokens` (a prompt given as token ids, for echo).
   virtual std::string Decode(absl::Span<const int32_t> tokens) const = 0;

@@ -1,5 +1,7 @@
 #include "tools/kvjit/ChatHistory.h"
 
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -7,17 +9,24 @@ namespace kvjit::cli {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::FieldsAre;
+
+// A turn of role and content, without tool calls.
+::testing::Matcher<const serve::ChatMessage&> Turn(const std::string& role,
+                                                   const std::string& content) {
+  return ::testing::AllOf(::testing::Field(&serve::ChatMessage::role, role),
+                          ::testing::Field(&serve::ChatMessage::content, content),
+                          ::testing::Field(&serve::ChatMessage::tool_calls, ::testing::IsEmpty()));
+}
 
 TEST(ChatHistoryTest, AFirstTurnIsTheSystemMessageAndTheUsersMessage) {
   const ChatHistory history("Be brief.");
   EXPECT_THAT(history.MessagesFor("Hi"),
-              ElementsAre(FieldsAre("system", "Be brief."), FieldsAre("user", "Hi")));
+              ElementsAre(Turn("system", "Be brief."), Turn("user", "Hi")));
 }
 
 TEST(ChatHistoryTest, WithoutASystemMessageTheTemplatesDefaultApplies) {
   const ChatHistory history("");
-  EXPECT_THAT(history.MessagesFor("Hi"), ElementsAre(FieldsAre("user", "Hi")));
+  EXPECT_THAT(history.MessagesFor("Hi"), ElementsAre(Turn("user", "Hi")));
 }
 
 TEST(ChatHistoryTest, EarlierExchangesComeBeforeTheNewMessageInOrder) {
@@ -26,9 +35,9 @@ TEST(ChatHistoryTest, EarlierExchangesComeBeforeTheNewMessageInOrder) {
   history.AddExchange("two", "reply two");
   EXPECT_EQ(history.num_exchanges(), 2u);
   EXPECT_THAT(history.MessagesFor("three"),
-              ElementsAre(FieldsAre("system", "S"), FieldsAre("user", "one"),
-                          FieldsAre("assistant", "reply one"), FieldsAre("user", "two"),
-                          FieldsAre("assistant", "reply two"), FieldsAre("user", "three")));
+              ElementsAre(Turn("system", "S"), Turn("user", "one"),
+                          Turn("assistant", "reply one"), Turn("user", "two"),
+                          Turn("assistant", "reply two"), Turn("user", "three")));
 }
 
 TEST(ChatHistoryTest, ClearForgetsTheExchangesButKeepsTheSystemMessage) {
@@ -37,7 +46,7 @@ TEST(ChatHistoryTest, ClearForgetsTheExchangesButKeepsTheSystemMessage) {
   history.Clear();
   EXPECT_EQ(history.num_exchanges(), 0u);
   EXPECT_THAT(history.MessagesFor("again"),
-              ElementsAre(FieldsAre("system", "S"), FieldsAre("user", "again")));
+              ElementsAre(Turn("system", "S"), Turn("user", "again")));
 }
 
 TEST(ChatLineTest, CommandsAreRecognisedWithBlanksAround) {

@@ -151,6 +151,42 @@ TEST_F(SmolLm2GrammarTest, WhitespaceBetweenJsonTokensIsBoundedAt20Characters) {
   Walk(matcher, "}");
 }
 
+TEST_F(SmolLm2GrammarTest, TaggedJsonTakesOneToMaxRepeatsOfItsItem) {
+  GrammarSpec spec{Kind::kTaggedJson,
+                   R"({"type": "object", "properties": {"name": {"const": "f"},
+                       "arguments": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                     "required": ["x"]}},
+                       "required": ["name", "arguments"]})",
+                   {}};
+  spec.prefix = "<tool_call>\n";
+  spec.suffix = "\n</tool_call>";
+  spec.separator = "\n";
+  spec.max_repeats = 2;
+  auto grammar = Compile(spec);
+  ASSERT_NE(grammar, nullptr);
+  const std::string call = R"(<tool_call>
+{"name": "f", "arguments": {"x": 1}}
+</tool_call>)";
+  GrammarMatcher matcher = grammar->NewMatcher(stop_);
+  auto hello = tokenizer_->Encode("Hello", false, false);
+  ASSERT_TRUE(hello.ok());
+  EXPECT_FALSE(IsAllowed(Allowed(matcher), hello->front()));
+  Walk(matcher, call);
+  EXPECT_TRUE(IsAllowed(Allowed(matcher), tokenizer_->eos_id()));
+  Walk(matcher, "\n" + call);
+  // The second call is the last.
+  EXPECT_THAT(AllowedIds(Allowed(matcher)), ::testing::ElementsAre(tokenizer_->eos_id()));
+
+  GrammarMatcher wrong_name = grammar->NewMatcher(stop_);
+  Walk(wrong_name, "<tool_call>\n{\"name\": \"");
+  auto g = tokenizer_->Encode("g", false, false);
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(IsAllowed(Allowed(wrong_name), g->front()));
+
+  spec.max_repeats = 0;
+  EXPECT_EQ(compiler_->Compile(spec).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(SmolLm2GrammarTest, RegexAndEbnf) {
   auto regex = Compile({Kind::kRegex, "[0-9]{3}-[a-z]+", {}});
   ASSERT_NE(regex, nullptr);

@@ -166,7 +166,14 @@ TEST(CompletionRequestTest, MissingOrEmptyPromptsNameTheField) {
   ExpectFieldError(Chat(R"({"model": "m"})"), "messages");
   ExpectFieldError(Chat(R"({"messages": []})"), "messages");
   ExpectFieldError(Chat(R"({"messages": [{"content": "x"}]})"), "messages[0].role");
-  ExpectFieldError(Chat(R"({"messages": [{"role": "tool", "content": "x"}]})"), "messages[0].role");
+  ExpectFieldError(Chat(R"({"messages": [{"role": "function", "content": "x"}]})"), "messages[0].role");
+  ExpectFieldError(Chat(R"({"messages": [{"role": "tool", "content": "x"}]})"),
+                   "messages[0].tool_call_id");
+  ExpectFieldError(Chat(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "a"}]}]})"),
+                   "messages[0].tool_calls[0]");
+  ExpectFieldError(Chat(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "a",
+                           "function": {"name": "f", "arguments": "[1]"}}]}]})"),
+                   "messages[0].tool_calls[0].function.arguments");
   ExpectFieldError(Chat(R"({"messages": [{"role": "user"}]})"), "messages[0].content");
 }
 
@@ -178,7 +185,7 @@ TEST(CompletionRequestTest, RefusesWhatItWouldOtherwiseSilentlyIgnore) {
                    "logprobs");
   ExpectFieldError(Chat(R"({"messages": [{"role": "user", "content": "x"}],
                            "tools": [{"type": "function"}]})"),
-                   "tools");
+                   "tools[0].function");
   // Their empty or default forms are fine.
   EXPECT_TRUE(Chat(R"({"messages": [{"role": "user", "content": "x"}], "tools": [],
                       "logit_bias": {}, "response_format": {"type": "text"}})")
@@ -276,6 +283,69 @@ TEST(StructuredOutputTest, MalformedOrConflictingFieldsNameTheField) {
   ExpectFieldError(Completion(R"({"prompt": "x", "use_beam_search": true, "n": 2,
                                   "json_schema": {"type": "object"}})"),
                    "json_schema");
+}
+
+TEST(ToolRequestTest, ReadsToolsChoicesAndToolTurns) {
+  auto request = Chat(R"({"messages": [
+      {"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+    "parallel_tool_calls": false})");
+  ASSERT_TRUE(request.ok()) << request.status();
+  ASSERT_EQ(request->messages.size(), 3u);
+  ASSERT_EQ(request->messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(request->messages[1].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(request->messages[1].tool_calls[0].arguments, R"({"city": "Paris"})");
+  EXPECT_EQ(request->messages[1].content, "");
+  EXPECT_EQ(request->messages[2].tool_call_id, "call_1");
+  EXPECT_TRUE(request->tools.active());
+  EXPECT_EQ(request->tools.choice, ToolRequest::Choice::kNamed);
+  EXPECT_EQ(request->tools.named_function, "get_weather");
+  EXPECT_FALSE(request->tools.parallel_tool_calls);
+  // The tools keep the client's key order, for the chat template.
+  EXPECT_EQ(request->tools.tools.dump(),
+            R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
+
+  auto none = Chat(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "none",
+                      "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->tools.active());
+}
+
+TEST(ToolRequestTest, MalformedToolsNameTheField) {
+  const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+  const auto chat = [&](const std::string& fields) { return Chat("{" + user + ", " + fields + "}"); };
+  ExpectFieldError(chat(R"("tools": {"type": "function"})"), "tools");
+  ExpectFieldError(chat(R"("tools": [{"type": "retrieval"}])"), "tools[0]");
+  ExpectFieldError(chat(R"("tools": [{"type": "function", "function": {"name": "bad name"}}])"),
+                   "tools[0].function.name");
+  // 64 characters is the most a name may have.
+  EXPECT_TRUE(chat(absl::StrCat(R"("tools": [{"type": "function", "function": {"name": ")",
+                                std::string(64, 'f'), R"("}}])"))
+                  .ok());
+  ExpectFieldError(chat(absl::StrCat(R"("tools": [{"type": "function", "function": {"name": ")",
+                                     std::string(65, 'f'), R"("}}])")),
+                   "tools[0].function.name");
+  ExpectFieldError(chat(R"("tools": [{"type": "function", "function": {"name": "f"}},
+                                     {"type": "function", "function": {"name": "f"}}])"),
+                   "tools[1].function.name");
+  ExpectFieldError(chat(R"("tools": [{"type": "function", "function": {"name": "f"}}],
+                           "tool_choice": {"type": "function", "function": {"name": "g"}})"),
+                   "tool_choice");
+  ExpectFieldError(chat(R"("tool_choice": "required")"), "tool_choice");
+  ExpectFieldError(chat(R"("tools": [{"type": "function", "function": {"name": "f"}}],
+                           "parallel_tool_calls": "yes")"),
+                   "parallel_tool_calls");
+  ExpectFieldError(chat(R"("tools": [{"type": "function", "function": {"name": "f"}}],
+                           "tool_choice": "required", "response_format": {"type": "json_object"})"),
+                   "response_format");
+  ExpectFieldError(Completion(R"({"prompt": "x",
+                                  "tools": [{"type": "function", "function": {"name": "f"}}]})"),
+                   "tools");
 }
 
 }  // namespace

@@ -37,8 +37,8 @@ class LetterCodec final : public TextCodec {
     for (char c : text) tokens.push_back(c - 'a');
     return tokens;
   }
-  absl::StatusOr<std::vector<int32_t>> EncodeChat(
-      absl::Span<const ChatMessage> messages) const override {
+  absl::StatusOr<std::vector<int32_t>> EncodeChat(absl::Span<const ChatMessage> messages,
+                                                  const nlohmann::ordered_json&) const override {
     std::string text;
     for (const ChatMessage& message : messages) text += message.content;
     return EncodePrompt(text);
@@ -59,6 +59,7 @@ class LetterCodec final : public TextCodec {
   }
   std::vector<int32_t> EndOfGenerationTokens() const override { return {}; }
   int32_t vocab_size() const override { return kVocab; }
+  ToolCallFormat tool_call_format() const override { return ToolCallFormat::kHermes; }
   absl::StatusOr<std::shared_ptr<const grammar::CompiledGrammar>> CompileGrammar(
       const grammar::GrammarSpec&) const override {
     return absl::FailedPreconditionError("the fake vocabulary compiles no grammar");
