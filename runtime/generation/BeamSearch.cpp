@@ -24,6 +24,8 @@ struct Beam {
   kv::SequenceId sequence = 0;
   std::vector<int32_t> tokens;
   double sum_logprobs = 0;
+  // Under a grammar: where the beam's tokens have taken it.
+  std::optional<grammar::GrammarMatcher> grammar;
 };
 
 // One continuation of a live beam by one token.
@@ -185,11 +187,25 @@ absl::Status BeamSearchRun::AddCandidates(absl::Span<const float> logits, int32_
     if (!std::isnan(logit)) exp_sum += std::exp(logit - max_logit);
   }
   const double log_exp_sum = std::log(exp_sum);
+  absl::Span<const uint32_t> allowed;
+  if (live_[beam].grammar) {
+    KVJIT_ASSIGN_OR_RETURN(allowed, live_[beam].grammar->AllowedTokens());
+    if (allowed.empty()) {
+      return absl::InternalError(absl::StrCat(params_.request_id, ": beam ", beam,
+                                              "'s grammar allows no token"));
+    }
+  }
+  const auto is_allowed = [&allowed](int32_t token) {
+    const size_t word = static_cast<size_t>(token) / 32;
+    return allowed.empty() ||
+           (word < allowed.size() && ((allowed[word] >> (token % 32)) & 1u) != 0);
+  };
   scratch_.clear();
   for (int32_t token = 0; token < static_cast<int32_t>(logits.size()); ++token) {
     const float logit = logits[token];
-    const double logprob = std::isnan(logit) ? -std::numeric_limits<double>::infinity()
-                                             : (logit - max_logit) - log_exp_sum;
+    const double logprob = std::isnan(logit) || !is_allowed(token)
+                               ? -std::numeric_limits<double>::infinity()
+                               : (logit - max_logit) - log_exp_sum;
     scratch_.push_back({beam_sum + logprob, beam, token});
   }
   // No candidate past a beam's own best candidates_per_step_ can be among
@@ -202,7 +218,8 @@ absl::Status BeamSearchRun::AddCandidates(absl::Span<const float> logits, int32_
 
 absl::Status BeamSearchRun::Prefill() {
   const kv::SequenceId sequence = NewSequence();
-  live_.push_back({sequence, {}, 0});
+  live_.push_back({sequence, {}, 0, std::nullopt});
+  if (params_.grammar) live_.back().grammar = params_.grammar->NewMatcher(params_.eos_token_ids);
   const int64_t prompt_tokens = static_cast<int64_t>(prompt_.size());
   absl::Span<const float> logits;
   for (int64_t done = 0; done < prompt_tokens;) {
@@ -279,6 +296,9 @@ std::vector<Candidate> BeamSearchRun::Select() {
   std::vector<Candidate> chosen;
   for (int64_t rank = 0; rank < best; ++rank) {
     const Candidate& candidate = candidates_[rank];
+    // A token the grammar does not allow (or a beam's whole vocabulary when
+    // it allows few) is no continuation.
+    if (candidate.sum_logprobs == -std::numeric_limits<double>::infinity()) break;
     if (IsEos(candidate.token)) {
       // As in HF, an end among the lesser half of the candidates is dropped.
       if (rank < params_.num_beams) {
@@ -310,8 +330,12 @@ absl::Status BeamSearchRun::Advance(const std::vector<Candidate>& chosen) {
   next.reserve(chosen.size());
   for (const Candidate& candidate : chosen) {
     const Beam& parent = live_[candidate.beam];
-    Beam child{parent.sequence, parent.tokens, candidate.sum_logprobs};
+    Beam child{parent.sequence, parent.tokens, candidate.sum_logprobs, std::nullopt};
     child.tokens.push_back(candidate.token);
+    if (parent.grammar) {
+      child.grammar = parent.grammar->Fork();
+      KVJIT_RETURN_IF_ERROR(child.grammar->Accept(candidate.token));
+    }
     if (taken[candidate.beam]) {
       child.sequence = NewSequence();
       KVJIT_RETURN_IF_ERROR(blocks_.Fork(parent.sequence, child.sequence));
@@ -387,6 +411,10 @@ absl::StatusOr<BeamSearchResult> BeamSearch::Search(
       return absl::InvalidArgumentError(absl::StrCat(request, ": end-of-sequence token ", token,
                                                      " is outside the vocabulary of ", vocab));
     }
+  }
+  if (params.grammar && params.eos_token_ids.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(request, ": a grammar needs end-of-sequence tokens to end the hypotheses"));
   }
   const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
   KVJIT_ASSIGN_OR_RETURN(const int64_t max_new_tokens,

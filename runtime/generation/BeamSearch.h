@@ -3,12 +3,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/grammar/GrammarCompiler.h"
+#include "runtime/grammar/GrammarMatcher.h"
 #include "runtime/kv/KvBlockManager.h"
 #include "runtime/sampling/StopChecker.h"
 
@@ -48,6 +51,12 @@ struct BeamSearchParams {
   int64_t max_new_tokens = 32;
   // Tokens that finish a hypothesis (end of sequence / of turn).
   std::vector<int32_t> eos_token_ids;
+  // Where given, every hypothesis is one the grammar allows: a beam's
+  // continuations are only the tokens its matcher allows (scored by their
+  // log-probabilities under the whole vocabulary, as Hugging Face's logits
+  // processors leave them), and once the grammar is complete only the
+  // end-of-sequence tokens, which it then needs.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct BeamHypothesis {

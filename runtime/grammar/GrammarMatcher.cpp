@@ -66,4 +66,14 @@ absl::Status GrammarMatcher::Accept(int32_t token) {
 
 bool GrammarMatcher::Terminated() const { return state_->matcher.IsTerminated(); }
 
+GrammarMatcher GrammarMatcher::Fork() const {
+  auto state = std::make_unique<State>(state_->matcher.Fork(), state_->vocab_size);
+  // The mask depends only on the place, so a prepared one comes along.
+  state->bitmask = state_->bitmask;
+  state->prepared = state_->prepared;
+  state->any_allowed = state_->any_allowed;
+  state->error = state_->error;
+  return GrammarMatcher(std::move(state));
+}
+
 }  // namespace kvjit::grammar

@@ -43,6 +43,9 @@ class GrammarMatcher {
   // A stop token was accepted at the grammar's end.
   bool Terminated() const;
 
+  // A matcher at the same place, going on alone (a beam's child).
+  GrammarMatcher Fork() const;
+
  private:
   friend class CompiledGrammar;
   struct State;

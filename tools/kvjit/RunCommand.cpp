@@ -190,11 +190,6 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
   std::optional<grammar::GrammarMatcher> matcher;
   if (grammar_spec) {
-    if (beam_search) {
-      return absl::UnimplementedError(
-          "beam search under a grammar (--json_schema, --json, --grammar, --regex) is not "
-          "supported yet: sample or decode greedily instead");
-    }
     KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<grammar::GrammarCompiler> compiler,
                            grammar::GrammarCompiler::Create(*tokenizer, runner->vocab_size()));
     KVJIT_ASSIGN_OR_RETURN(grammar, compiler->Compile(*grammar_spec));
@@ -210,6 +205,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments) {
                            runtime::ParseEarlyStopping(absl::GetFlag(FLAGS_early_stopping)));
     beam_params.max_new_tokens = absl::GetFlag(FLAGS_n);
     beam_params.eos_token_ids = conditions.stop_token_ids;
+    beam_params.grammar = grammar;
     return PrintBeamSearch(*runner, context_length, *tokenizer, prompt_ids, beam_params,
                            conditions, stats);
   }

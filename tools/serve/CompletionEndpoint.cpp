@@ -161,6 +161,7 @@ absl::StatusOr<TokenizedRequest> CompletionEndpoint::ToTokenizedRequest(
     beam.early_stopping = request.beam_search->early_stopping;
     beam.max_new_tokens = max_tokens;
     beam.eos_token_ids = stop.stop_token_ids;
+    beam.grammar = tokenized_request.grammar;
     tokenized_request.beam_search = std::move(beam);
   }
   return tokenized_request;

@@ -403,9 +403,6 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(ApiKind kind, absl::str
   request.kind = kind;
   KVJIT_RETURN_IF_ERROR(ReadFields(JsonFields(json), limits, request));
   KVJIT_ASSIGN_OR_RETURN(request.structured_output, ReadStructuredOutput(body));
-  if (request.structured_output && request.beam_search) {
-    return FieldError(request.structured_output->field, "is not offered with use_beam_search");
-  }
   KVJIT_ASSIGN_OR_RETURN(request.tools, ReadToolRequest(body, kind == ApiKind::kChatCompletion));
   if (request.tools.active() && request.beam_search) {
     return FieldError("tools", "are not offered with use_beam_search");

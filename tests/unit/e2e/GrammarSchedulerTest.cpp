@@ -1,8 +1,8 @@
-// Structured output on SmolLM2 through both engines: greedy and sampled
-// samples, forked samples, n-gram drafts and requests arriving while others
-// run all produce text its grammar allows; the engines agree token for
-// token, drafts change nothing under greedy decoding, and a grammar with
-// nothing left to allow ends its sample.
+// Structured output on SmolLM2 through both engines and beam search: greedy
+// and sampled samples, forked samples, n-gram drafts, requests arriving while
+// others run and beams all produce text its grammar allows; the engines (and
+// one beam) agree token for token, drafts change nothing under greedy
+// decoding, and a grammar with nothing left to allow ends its sample.
 
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/generation/BatchScheduler.h"
+#include "runtime/generation/BeamSearch.h"
 #include "runtime/generation/Drafter.h"
 #include "runtime/generation/Generator.h"
 #include "runtime/grammar/GrammarCompiler.h"
@@ -214,6 +215,39 @@ TEST_F(GrammarSchedulerTest, AGrammarWithoutStopTokensEndsItsSample) {
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_TRUE(alone->grammar_ended);
   EXPECT_EQ(alone->tokens, result->samples.front().tokens);
+}
+
+TEST_F(GrammarSchedulerTest, BeamsFollowTheSchemaAndOneBeamIsGreedy) {
+  const std::vector<int32_t> prompt = Prompt("A user record as JSON:\n");
+  runtime::BeamSearchParams params;
+  params.num_beams = 3;
+  params.num_return_sequences = 3;
+  params.max_new_tokens = 96;
+  params.eos_token_ids = stops_;
+  params.grammar = person_;
+  runtime::BeamSearch search(*runner_, context());
+  auto beams = search.Search(prompt, params);
+  ASSERT_TRUE(beams.ok()) << beams.status();
+  ASSERT_EQ(beams->hypotheses.size(), 3u);
+  for (const runtime::BeamHypothesis& hypothesis : beams->hypotheses) {
+    EXPECT_EQ(hypothesis.finish_reason, sampling::StopReason::kEos) << Text(hypothesis.tokens);
+    EXPECT_EQ(PersonErrors(Text(hypothesis.tokens)), "");
+  }
+
+  params.num_beams = 1;
+  params.num_return_sequences = 1;
+  auto one = search.Search(prompt, params);
+  ASSERT_TRUE(one.ok()) << one.status();
+  grammar::GrammarMatcher matcher = person_->NewMatcher(stops_);
+  runtime::Generator generator(*runner_, context());
+  auto greedy = generator.Generate(prompt, Greedy(), 96, [&](int32_t token) {
+    return std::find(stops_.begin(), stops_.end(), token) == stops_.end();
+  }, nullptr, &matcher);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(one->hypotheses.front().tokens, greedy->tokens);
+
+  params.eos_token_ids.clear();
+  EXPECT_EQ(search.Search(prompt, params).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

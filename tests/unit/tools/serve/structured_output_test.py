@@ -2,7 +2,7 @@
 openai client: every schema of tests/data/structured_output/schemas.json under
 response_format json_schema (concurrently), json_object, vLLM's
 structured_outputs (regex, choice, json, grammar), llama.cpp's json_schema and
-grammar, streaming, n > 1, /v1/completions, the 400s a bad constraint gets,
+grammar, streaming, n > 1, beam search, /v1/completions, the 400s a bad constraint gets,
 and a constraint that ends the reply before max_tokens.
 
 Each reply is parsed and checked by jsonschema (Draft 2020-12) with format
@@ -328,6 +328,17 @@ class ResponseFormatTest(unittest.TestCase):
                                               PET_SCHEMA), [],
                              f"choice {choice.index}: {show(choice.message.content)}")
             print(f"\n  choice {choice.index}: {show(choice.message.content, 120)}", end="")
+        print()
+
+    def test_beam_search_choices_each_validate(self):
+        response = chat(PET_PROMPT, n=2, response_format=json_schema_format("pet", PET_SCHEMA),
+                        extra_body={"use_beam_search": True, "best_of": 3})
+        self.assertEqual(len(response.choices), 2)
+        for choice in response.choices:
+            self.assertEqual(check_json_reply(choice.message.content, choice.finish_reason,
+                                              PET_SCHEMA), [],
+                             f"beam {choice.index}: {show(choice.message.content)}")
+            print(f"\n  beam {choice.index}: {show(choice.message.content, 120)}", end="")
         print()
 
     def test_completions_endpoint(self):
