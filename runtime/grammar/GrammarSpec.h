@@ -2,6 +2,7 @@
 #define KVJIT_RUNTIME_GRAMMAR_GRAMMARSPEC_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -22,6 +23,11 @@ struct GrammarSpec {
     // model's format: <tool_call>{...}</tool_call>, [TOOL_CALLS][...]).
     kTaggedJson,
   };
+
+  GrammarSpec() = default;
+  GrammarSpec(Kind kind, std::string text, std::vector<std::string> choices = {})
+      : kind(kind), text(std::move(text)), choices(std::move(choices)) {}
+
   Kind kind = Kind::kJsonObject;
   std::string text;
   std::vector<std::string> choices;
