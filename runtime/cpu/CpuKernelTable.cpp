@@ -67,6 +67,10 @@ absl::Status GeluTanhStep(const float* lhs, const float*, float, float* out, int
                           cpu::ThreadPool& pool) {
   return cpu::GeluTanh(lhs, out, n, pool);
 }
+absl::Status TanhStep(const float* lhs, const float*, float, float* out, int64_t n,
+                      cpu::ThreadPool& pool) {
+  return cpu::Tanh(lhs, out, n, pool);
+}
 
 // The elementwise ops whose CPU kernel is a vector kernel of RowKernels
 // (their table entries have no scalar form); every other op runs its scalar
@@ -77,6 +81,7 @@ constexpr std::pair<kvx::ElementwiseOpCode, ElementwiseKernel> kVectorElementwis
     {kvx::ElementwiseOpCode::Scale, ScaleStep},
     {kvx::ElementwiseOpCode::Silu, SiluStep},
     {kvx::ElementwiseOpCode::GeluTanh, GeluTanhStep},
+    {kvx::ElementwiseOpCode::Tanh, TanhStep},
 };
 
 template <size_t kIndex>

@@ -180,6 +180,34 @@ absl::Status GeluTanh(const float* x, float* out, int64_t n, ThreadPool& pool) {
   });
 }
 
+absl::Status Tanh(const float* x, float* out, int64_t n, ThreadPool& pool) {
+  return ElementRanges("Tanh", n, {x, out}, pool, [&](int64_t begin, int64_t end) {
+    float exps[kSiluChunk];
+    float series[kSiluChunk];
+    for (int64_t first = begin; first < end; first += kSiluChunk) {
+      const int64_t count = std::min(kSiluChunk, end - first);
+      const float* v = x + first;
+      // Both forms of every element, then a select between values already
+      // computed: loops the compiler vectorizes (it does not speculate a
+      // form's arithmetic into a branch it might not take).
+      for (int64_t i = 0; i < count; ++i) exps[i] = -2.0f * std::fabs(v[i]);
+      FastExpRow(exps, exps, count);
+      for (int64_t i = 0; i < count; ++i) {
+        exps[i] = std::copysign((1.0f - exps[i]) / (1.0f + exps[i]), v[i]);
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        const float v2 = v[i] * v[i];
+        series[i] =
+            v[i] * (1.0f + v2 * (-1.0f / 3.0f + v2 * (2.0f / 15.0f + v2 * (-17.0f / 315.0f))));
+      }
+      // A quiet comparison: NaN takes the exp form's NaN.
+      for (int64_t i = 0; i < count; ++i) {
+        out[first + i] = std::isless(std::fabs(v[i]), 0.1f) ? series[i] : exps[i];
+      }
+    }
+  });
+}
+
 absl::Status Add(const float* a, const float* b, float* out, int64_t n, ThreadPool& pool) {
   return ElementWise("Add", n, {a, b, out}, pool, [&](int64_t i) { out[i] = a[i] + b[i]; });
 }

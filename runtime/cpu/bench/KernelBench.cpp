@@ -165,7 +165,8 @@ void RunActivations(int milliseconds) {
   std::printf("%-12s %-10s %9s %7s %10s %14s\n", "section", "kernel", "elements", "threads", "us/call",
               "Melements/s");
   using Kernel = absl::Status (*)(const float*, float*, int64_t, ThreadPool&);
-  const std::pair<const char*, Kernel> kernels[] = {{"silu", Silu}, {"gelu_tanh", GeluTanh}};
+  const std::pair<const char*, Kernel> kernels[] = {
+      {"silu", Silu}, {"gelu_tanh", GeluTanh}, {"tanh", Tanh}};
   for (int64_t elements : {int64_t{2048}, int64_t{128 * 2048}}) {
     std::vector<float> x(static_cast<size_t>(elements)), y(x.size());
     for (size_t i = 0; i < x.size(); ++i) x[i] = 4.0f * std::sin(0.001f * static_cast<float>(i));

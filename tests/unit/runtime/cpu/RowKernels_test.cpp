@@ -1,6 +1,7 @@
 #include "runtime/cpu/RowKernels.h"
 
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -164,6 +165,44 @@ TEST(ElementWiseTest, GeluTanhMatchesDoublePrecision) {
   const absl::Status negative = GeluTanh(x.data(), first.data(), -1, pool);
   EXPECT_NE(negative.message().find("GeluTanh"), std::string::npos) << negative;
   EXPECT_FALSE(GeluTanh(nullptr, first.data(), 4, pool).ok());
+}
+
+// tanh against the double, within 1e-6 relative, over [-20, 20] (finely
+// around 0.1, where the kernel changes form) and at the extremes; odd; the
+// same bits on any thread count.
+TEST(ElementWiseTest, TanhMatchesDoublePrecision) {
+  std::vector<float> x;
+  for (double v = -20.0; v <= 20.0; v += 1.0 / 512) x.push_back(static_cast<float>(v));
+  for (double v = 0.09; v <= 0.11; v += 1e-6) x.push_back(static_cast<float>(v));
+  for (float v : {-1e30f, -88.0f, -1e-30f, -0.0f, 0.0f, 1e-30f, 1e-7f, 88.0f, 1e30f,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
+    x.push_back(v);
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> first(n);
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> out(n);
+    ASSERT_TRUE(Tanh(x.data(), out.data(), n, pool).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      const double expected = std::tanh(static_cast<double>(x[i]));
+      ASSERT_FALSE(std::isnan(out[i])) << "x = " << x[i];
+      ASSERT_LE(std::fabs(out[i] - expected), 1e-6 * std::fabs(expected)) << "x = " << x[i];
+    }
+    if (threads == 1) first = out;
+    EXPECT_TRUE(AllEqual(out, first)) << threads << " threads";
+  }
+  std::vector<float> negated(n), out(n), out_negated(n);
+  for (int64_t i = 0; i < n; ++i) negated[i] = -x[i];
+  ThreadPool pool(1);
+  ASSERT_TRUE(Tanh(x.data(), out.data(), n, pool).ok());
+  ASSERT_TRUE(Tanh(negated.data(), out_negated.data(), n, pool).ok());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out_negated[i], -out[i]) << "x = " << x[i];
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float nan_out = 0;
+  ASSERT_TRUE(Tanh(&nan, &nan_out, 1, pool).ok());
+  EXPECT_TRUE(std::isnan(nan_out));
+  EXPECT_FALSE(Tanh(x.data(), out.data(), -1, pool).ok());
 }
 
 // Gate and up as column views of one fused [rows, 3 * width] result (gate
