@@ -1,7 +1,6 @@
 #include "runtime/generation/BatchScheduler.h"
 
 #include <algorithm>
-#include <future>
 #include <limits>
 #include <utility>
 
@@ -545,16 +544,20 @@ absl::StatusOr<absl::Span<const float>> BatchScheduler::RunStep(
   if (grammars.empty()) return runner_.Run(inputs);
   // The masks depend only on the tokens taken so far, which the step does
   // not change; the runner has the step's other threads.
-  std::future<double> masks = std::async(std::launch::async, [&grammars] {
+  if (mask_worker_ == nullptr) mask_worker_ = std::make_unique<BackgroundWorker>();
+  int64_t computed = 0;
+  double seconds = 0;
+  mask_worker_->Start([&grammars, &computed, &seconds] {
     const Clock::time_point start = Clock::now();
-    for (grammar::GrammarMatcher* matcher : grammars) matcher->PrepareAllowedTokens();
-    return SecondsBetween(start, Clock::now());
+    for (grammar::GrammarMatcher* matcher : grammars) computed += matcher->PrepareAllowedTokens();
+    seconds = SecondsBetween(start, Clock::now());
   });
   absl::StatusOr<absl::Span<const float>> logits = runner_.Run(inputs);
   const Clock::time_point ran = Clock::now();
-  counters_.grammar_mask_seconds += masks.get();
+  mask_worker_->Wait();
   counters_.grammar_wait_seconds += SecondsBetween(ran, Clock::now());
-  counters_.grammar_masks += static_cast<int64_t>(grammars.size());
+  counters_.grammar_mask_seconds += seconds;
+  counters_.grammar_masks += computed;
   return logits;
 }
 

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "runtime/generation/BackgroundWorker.h"
 #include "runtime/generation/BeamSearch.h"
 #include "runtime/generation/Drafter.h"
 #include "runtime/generation/Speculation.h"
@@ -136,8 +137,9 @@ struct SchedulerCounters {
   int64_t accepted_tokens = 0;
   int64_t verify_steps = 0;
   // Structured output: the masks computed beside the steps (one per
-  // constrained sequence in a step), the time computing them took, and the
-  // time a step waited for them after the runner was done.
+  // constrained sequence that took a token since its last), the time
+  // computing them took, and the time a step waited for them after the
+  // runner was done.
   int64_t grammar_masks = 0;
   double grammar_mask_seconds = 0;
   double grammar_wait_seconds = 0;
@@ -354,6 +356,8 @@ class BatchScheduler {
   std::vector<Sequence*> running_;
   absl::flat_hash_map<RequestId, RequestResult> results_;
   TokenObserver token_observer_;
+  // Computes grammar masks beside the steps; started at the first.
+  std::unique_ptr<BackgroundWorker> mask_worker_;
 };
 
 }  // namespace kvjit::runtime

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/RequestValidation.h"
@@ -32,10 +31,10 @@ absl::StatusOr<absl::Span<const float>> Generator::Step(kv::KvBlockManager& bloc
   const StepInputs inputs = std::move(builder).Finish();
   if (grammar == nullptr) return runner_.Run(inputs);
   // The next mask depends only on the tokens taken so far.
-  std::future<void> mask =
-      std::async(std::launch::async, [grammar] { grammar->PrepareAllowedTokens(); });
+  if (mask_worker_ == nullptr) mask_worker_ = std::make_unique<BackgroundWorker>();
+  mask_worker_->Start([grammar] { grammar->PrepareAllowedTokens(); });
   absl::StatusOr<absl::Span<const float>> rows = runner_.Run(inputs);
-  mask.wait();
+  mask_worker_->Wait();
   return rows;
 }
 

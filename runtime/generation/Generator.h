@@ -3,10 +3,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/exec/StepRunner.h"
+#include "runtime/generation/BackgroundWorker.h"
 #include "runtime/generation/Drafter.h"
 #include "runtime/generation/StepBuilder.h"
 #include "runtime/grammar/GrammarMatcher.h"
@@ -82,6 +84,8 @@ class Generator {
   int64_t context_length_;
   Drafter* drafter_;
   int64_t draft_tokens_;
+  // Computes the grammar's next mask beside each step; started at the first.
+  std::unique_ptr<BackgroundWorker> mask_worker_;
 };
 
 }  // namespace kvjit::runtime

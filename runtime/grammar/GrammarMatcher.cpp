@@ -13,12 +13,12 @@ GrammarMatcher::~GrammarMatcher() = default;
 GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
 GrammarMatcher& GrammarMatcher::operator=(GrammarMatcher&&) noexcept = default;
 
-void GrammarMatcher::PrepareAllowedTokens() {
+bool GrammarMatcher::PrepareAllowedTokens() {
   State& state = *state_;
-  if (state.prepared) return;
+  if (state.prepared) return false;
   state.prepared = true;
   state.any_allowed = false;
-  if (state.matcher.IsTerminated()) return;
+  if (state.matcher.IsTerminated()) return false;
   int64_t shape[2] = {1, static_cast<int64_t>(state.bitmask.size())};
   DLTensor tensor{};
   tensor.data = state.bitmask.data();
@@ -30,10 +30,11 @@ void GrammarMatcher::PrepareAllowedTokens() {
     state.matcher.FillNextTokenBitmask(&tensor);
   } catch (const std::exception& error) {
     state.error = error.what();
-    return;
+    return true;
   }
   state.any_allowed =
       std::any_of(state.bitmask.begin(), state.bitmask.end(), [](int32_t word) { return word != 0; });
+  return true;
 }
 
 absl::StatusOr<absl::Span<const uint32_t>> GrammarMatcher::AllowedTokens() {

@@ -25,8 +25,9 @@ class GrammarMatcher {
   GrammarMatcher& operator=(GrammarMatcher&&) noexcept;
 
   // Computes the tokens allowed next, if not computed since the last Accept:
-  // the work AllowedTokens would do, done ahead (while a step runs).
-  void PrepareAllowedTokens();
+  // the work AllowedTokens would do, done ahead (while a step runs). Returns
+  // whether it computed them.
+  bool PrepareAllowedTokens();
 
   // A bitmask over the logits' vocabulary (bit t % 32 of word t / 32 set
   // when token t may come next, the layout of Sampler::Sample's
