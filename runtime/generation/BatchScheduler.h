@@ -246,6 +246,14 @@ class BatchScheduler {
 
   // One sample's tokens: the unit the scheduler batches and preempts.
   struct Sequence {
+    Sequence(kv::SequenceId id, Request* request, sampling::Sampler sampler,
+             std::vector<int32_t> history, int64_t cached_tokens = 0)
+        : id(id),
+          request(request),
+          sampler(std::move(sampler)),
+          history(std::move(history)),
+          cached_tokens(cached_tokens) {}
+
     kv::SequenceId id;
     Request* request;
     sampling::Sampler sampler;

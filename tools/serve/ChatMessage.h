@@ -2,6 +2,7 @@
 #define KVJIT_TOOLS_SERVE_CHATMESSAGE_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvjit::serve {
@@ -16,6 +17,14 @@ struct ChatToolCall {
 
 // One turn of a chat conversation, as the OpenAI API's `messages` give it.
 struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string role, std::string content, std::vector<ChatToolCall> tool_calls = {},
+              std::string tool_call_id = "")
+      : role(std::move(role)),
+        content(std::move(content)),
+        tool_calls(std::move(tool_calls)),
+        tool_call_id(std::move(tool_call_id)) {}
+
   std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
   // An assistant turn's function calls.
