@@ -51,9 +51,11 @@ void CheckReply(ToolCallFormat format, const std::string& text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  (void)kvjit::serve::ReadStructuredOutput(text);
+  const nlohmann::ordered_json body =
+      nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  (void)kvjit::serve::ReadStructuredOutput(body);
   for (const bool chat : {true, false}) {
-    absl::StatusOr<kvjit::serve::ToolRequest> tools = kvjit::serve::ReadToolRequest(text, chat);
+    absl::StatusOr<kvjit::serve::ToolRequest> tools = kvjit::serve::ReadToolRequest(body, chat);
     if (!tools.ok() || !tools->active()) continue;
     for (const ToolCallFormat format :
          {ToolCallFormat::kHermes, ToolCallFormat::kLlama3Json, ToolCallFormat::kMistral}) {

@@ -402,8 +402,11 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(ApiKind kind, absl::str
   CompletionRequest request;
   request.kind = kind;
   KVJIT_RETURN_IF_ERROR(ReadFields(JsonFields(json), limits, request));
-  KVJIT_ASSIGN_OR_RETURN(request.structured_output, ReadStructuredOutput(body));
-  KVJIT_ASSIGN_OR_RETURN(request.tools, ReadToolRequest(body, kind == ApiKind::kChatCompletion));
+  // Schemas and tools keep their key order: the body again, as ordered JSON
+  // (valid JSON: it parsed above), for both.
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body.begin(), body.end());
+  KVJIT_ASSIGN_OR_RETURN(request.structured_output, ReadStructuredOutput(ordered));
+  KVJIT_ASSIGN_OR_RETURN(request.tools, ReadToolRequest(ordered, kind == ApiKind::kChatCompletion));
   if (request.tools.active() && request.beam_search) {
     return FieldError("tools", "are not offered with use_beam_search");
   }

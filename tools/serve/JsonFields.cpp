@@ -7,8 +7,8 @@
 
 namespace kvjit::serve {
 
-const char* JsonTypeName(const nlohmann::json& value) {
-  switch (value.type()) {
+const char* JsonTypeName(nlohmann::json::value_t type) {
+  switch (type) {
     case nlohmann::json::value_t::null:
       return "null";
     case nlohmann::json::value_t::object:
@@ -30,9 +30,7 @@ const char* JsonTypeName(const nlohmann::json& value) {
 }
 
 const nlohmann::json* JsonFields::Find(absl::string_view name) const {
-  auto it = object_.find(std::string(name));
-  if (it == object_.end() || it->is_null()) return nullptr;
-  return &*it;
+  return FindJsonField(object_, name);
 }
 
 absl::StatusOr<std::optional<double>> JsonFields::Number(absl::string_view name) const {

@@ -33,9 +33,23 @@ class JsonFields {
   const nlohmann::json& object_;
 };
 
-// The JSON type of `value` as an error message says it: "a string",
-// "an object", ...
-const char* JsonTypeName(const nlohmann::json& value);
+// A JSON type as an error message says it: "a string", "an object", ...
+const char* JsonTypeName(nlohmann::json::value_t type);
+
+// The JSON type of `value` (nlohmann::json, or ordered_json where the key
+// order matters) as an error message says it.
+template <class BasicJson>
+const char* JsonTypeName(const BasicJson& value) {
+  return JsonTypeName(value.type());
+}
+
+// `object`'s field `name`; null when absent or null (clients send null for
+// "the default"). For nlohmann::json and ordered_json alike.
+template <class BasicJson>
+const BasicJson* FindJsonField(const BasicJson& object, absl::string_view name) {
+  const auto it = object.find(std::string(name));
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
 
 }  // namespace kvjit::serve
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "tools/serve/ApiError.h"
+#include "tools/serve/JsonFields.h"
 
 namespace kvjit::serve {
 namespace {
@@ -15,42 +16,20 @@ namespace {
 // written in the output.
 using Json = nlohmann::ordered_json;
 
-const char* TypeName(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::object:
-      return "an object";
-    case Json::value_t::array:
-      return "an array";
-    case Json::value_t::string:
-      return "a string";
-    case Json::value_t::boolean:
-      return "a boolean";
-    case Json::value_t::null:
-      return "null";
-    default:
-      return "a number";
-  }
-}
-
-// The field's value; null when absent or null.
-const Json* Find(const Json& object, const char* name) {
-  const auto it = object.find(name);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
 using Kind = grammar::GrammarSpec::Kind;
 
 // A JSON schema given as an object (or a boolean schema), kept as text.
 absl::StatusOr<std::string> SchemaText(const Json& schema, const std::string& field) {
   if (!schema.is_object() && !schema.is_boolean()) {
     return FieldError(field, absl::StrCat("must be a JSON schema (an object), got ",
-                                          TypeName(schema)));
+                                          JsonTypeName(schema)));
   }
   return schema.dump();
 }
 
 absl::StatusOr<std::string> NonEmptyString(const Json& value, const std::string& field) {
   if (!value.is_string()) {
-    return FieldError(field, absl::StrCat("must be a string, got ", TypeName(value)));
+    return FieldError(field, absl::StrCat("must be a string, got ", JsonTypeName(value)));
   }
   if (value.get<std::string>().empty()) return FieldError(field, "is empty");
   return value.get<std::string>();
@@ -59,7 +38,7 @@ absl::StatusOr<std::string> NonEmptyString(const Json& value, const std::string&
 absl::StatusOr<std::optional<StructuredOutput>> ReadResponseFormat(const Json& format) {
   const std::string field = "response_format";
   if (!format.is_object()) {
-    return FieldError(field, absl::StrCat("must be an object, got ", TypeName(format)));
+    return FieldError(field, absl::StrCat("must be an object, got ", JsonTypeName(format)));
   }
   const Json* type = format.contains("type") ? &format.at("type") : nullptr;
   if (type == nullptr || !type->is_string()) {
@@ -87,7 +66,7 @@ absl::StatusOr<std::optional<StructuredOutput>> ReadResponseFormat(const Json& f
 absl::StatusOr<std::optional<StructuredOutput>> ReadVllmStructuredOutputs(const Json& options) {
   const std::string field = "structured_outputs";
   if (!options.is_object()) {
-    return FieldError(field, absl::StrCat("must be an object, got ", TypeName(options)));
+    return FieldError(field, absl::StrCat("must be an object, got ", JsonTypeName(options)));
   }
   std::vector<std::string> kinds;
   std::optional<StructuredOutput> output;
@@ -121,13 +100,13 @@ absl::StatusOr<std::optional<StructuredOutput>> ReadVllmStructuredOutputs(const 
       for (size_t i = 0; i < value.size(); ++i) {
         if (!value[i].is_string()) {
           return FieldError(key_field, absl::StrCat("element ", i, " must be a string, got ",
-                                                    TypeName(value[i])));
+                                                    JsonTypeName(value[i])));
         }
         spec.choices.push_back(value[i].get<std::string>());
       }
     } else if (key == "json_object") {
       if (!value.is_boolean()) {
-        return FieldError(key_field, absl::StrCat("must be a boolean, got ", TypeName(value)));
+        return FieldError(key_field, absl::StrCat("must be a boolean, got ", JsonTypeName(value)));
       }
       spec.kind = Kind::kJsonObject;
     } else {
@@ -146,8 +125,8 @@ absl::StatusOr<std::optional<StructuredOutput>> ReadVllmStructuredOutputs(const 
 
 }  // namespace
 
-absl::StatusOr<std::optional<StructuredOutput>> ReadStructuredOutput(absl::string_view body) {
-  const Json request = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+absl::StatusOr<std::optional<StructuredOutput>> ReadStructuredOutput(
+    const nlohmann::ordered_json& request) {
   if (!request.is_object()) return std::nullopt;
   std::vector<std::string> given;
   std::optional<StructuredOutput> output;
@@ -160,24 +139,24 @@ absl::StatusOr<std::optional<StructuredOutput>> ReadStructuredOutput(absl::strin
     }
     return absl::OkStatus();
   };
-  if (const Json* format = Find(request, "response_format")) {
+  if (const Json* format = FindJsonField(request, "response_format")) {
     if (absl::Status status = take(ReadResponseFormat(*format), "response_format"); !status.ok()) {
       return status;
     }
   }
-  if (const Json* options = Find(request, "structured_outputs")) {
+  if (const Json* options = FindJsonField(request, "structured_outputs")) {
     if (absl::Status status = take(ReadVllmStructuredOutputs(*options), "structured_outputs");
         !status.ok()) {
       return status;
     }
   }
-  if (const Json* schema = Find(request, "json_schema")) {
+  if (const Json* schema = FindJsonField(request, "json_schema")) {
     absl::StatusOr<std::string> text = SchemaText(*schema, "json_schema");
     if (!text.ok()) return text.status();
     given.push_back("json_schema");
     output = StructuredOutput{{Kind::kJsonSchema, *std::move(text), {}}, "json_schema"};
   }
-  if (const Json* ebnf = Find(request, "grammar")) {
+  if (const Json* ebnf = FindJsonField(request, "grammar")) {
     absl::StatusOr<std::string> text = NonEmptyString(*ebnf, "grammar");
     if (!text.ok()) return text.status();
     given.push_back("grammar");

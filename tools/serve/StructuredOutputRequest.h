@@ -6,7 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/grammar/GrammarSpec.h"
-#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
 
 namespace kvjit::serve {
 
@@ -27,9 +27,10 @@ struct StructuredOutput {
 // - llama.cpp's `json_schema` (a schema) and `grammar` (GBNF).
 // An error names the field that is malformed, a second field asking too,
 // or a vLLM setting this server does not offer.
-// `body` is the request, a JSON object (read again here so that schemas keep
-// their key order).
-absl::StatusOr<std::optional<StructuredOutput>> ReadStructuredOutput(absl::string_view body);
+// `request` is the body read as ordered JSON, so that schemas keep their key
+// order.
+absl::StatusOr<std::optional<StructuredOutput>> ReadStructuredOutput(
+    const nlohmann::ordered_json& request);
 
 }  // namespace kvjit::serve
 

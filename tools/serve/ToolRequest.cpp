@@ -5,16 +5,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "tools/serve/ApiError.h"
+#include "tools/serve/JsonFields.h"
 
 namespace kvjit::serve {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-const Json* Find(const Json& object, const char* name) {
-  const auto it = object.find(name);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
 
 // OpenAI's rule for function names.
 bool IsFunctionName(const std::string& name) {
@@ -26,14 +22,14 @@ bool IsFunctionName(const std::string& name) {
 }
 
 absl::Status CheckTool(const Json& tool, const std::string& field, std::set<std::string>& names) {
-  if (!tool.is_object() || Find(tool, "type") == nullptr || tool.at("type") != "function") {
+  if (!tool.is_object() || FindJsonField(tool, "type") == nullptr || tool.at("type") != "function") {
     return FieldError(field, "must be {\"type\": \"function\", \"function\": {...}}");
   }
-  const Json* function = Find(tool, "function");
+  const Json* function = FindJsonField(tool, "function");
   if (function == nullptr || !function->is_object()) {
     return FieldError(field + ".function", "must be an object");
   }
-  const Json* name = Find(*function, "name");
+  const Json* name = FindJsonField(*function, "name");
   if (name == nullptr || !name->is_string() || !IsFunctionName(name->get<std::string>())) {
     return FieldError(field + ".function.name",
                       "must be 1 to 64 letters, digits, underscores or dashes");
@@ -42,7 +38,7 @@ absl::Status CheckTool(const Json& tool, const std::string& field, std::set<std:
     return FieldError(field + ".function.name",
                       absl::StrCat("'", name->get<std::string>(), "' names an earlier tool too"));
   }
-  const Json* parameters = Find(*function, "parameters");
+  const Json* parameters = FindJsonField(*function, "parameters");
   if (parameters != nullptr && !parameters->is_object()) {
     return FieldError(field + ".function.parameters", "must be a JSON schema (an object)");
   }
@@ -51,12 +47,11 @@ absl::Status CheckTool(const Json& tool, const std::string& field, std::set<std:
 
 }  // namespace
 
-absl::StatusOr<ToolRequest> ReadToolRequest(absl::string_view body, bool chat) {
+absl::StatusOr<ToolRequest> ReadToolRequest(const nlohmann::ordered_json& json, bool chat) {
   ToolRequest request;
-  const Json json = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) return request;
-  const Json* tools = Find(json, "tools");
-  const Json* choice = Find(json, "tool_choice");
+  const Json* tools = FindJsonField(json, "tools");
+  const Json* choice = FindJsonField(json, "tool_choice");
   if (tools != nullptr) {
     if (!tools->is_array()) return FieldError("tools", "must be a list");
     if (!tools->empty() && !chat) {
@@ -71,7 +66,7 @@ absl::StatusOr<ToolRequest> ReadToolRequest(absl::string_view body, bool chat) {
     }
     request.tools = *tools;
   }
-  if (const Json* parallel = Find(json, "parallel_tool_calls")) {
+  if (const Json* parallel = FindJsonField(json, "parallel_tool_calls")) {
     if (!parallel->is_boolean()) return FieldError("parallel_tool_calls", "must be a boolean");
     request.parallel_tool_calls = parallel->get<bool>();
   }
@@ -89,8 +84,8 @@ absl::StatusOr<ToolRequest> ReadToolRequest(absl::string_view body, bool chat) {
                                                     "a function, got \"", value, "\""));
     }
   } else {
-    const Json* function = choice->is_object() ? Find(*choice, "function") : nullptr;
-    const Json* name = function != nullptr && function->is_object() ? Find(*function, "name")
+    const Json* function = choice->is_object() ? FindJsonField(*choice, "function") : nullptr;
+    const Json* name = function != nullptr && function->is_object() ? FindJsonField(*function, "name")
                                                                      : nullptr;
     if (name == nullptr || !name->is_string()) {
       return FieldError("tool_choice", "must be \"auto\", \"none\", \"required\" or "

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
 namespace kvjit::serve {
@@ -30,13 +29,14 @@ struct ToolRequest {
   bool active() const { return !tools.empty() && choice != Choice::kNone; }
 };
 
-// Reads a chat request's tool fields from its body (a JSON object). An error
+// Reads a chat request's tool fields from its body, read as ordered JSON (the
+// template renders the tools in the client's key order). An error
 // names the field: a tool that is not a function with a name (letters,
 // digits, _ and -, at most 64) and an object schema for parameters, two
 // tools of one name, a tool_choice that is none of auto, none, required or
 // {"type": "function", "function": {"name"}} naming a tool, or tools sent to
 // /v1/completions (`chat` false).
-absl::StatusOr<ToolRequest> ReadToolRequest(absl::string_view body, bool chat);
+absl::StatusOr<ToolRequest> ReadToolRequest(const nlohmann::ordered_json& body, bool chat);
 
 }  // namespace kvjit::serve
 
