@@ -12,6 +12,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/generation/RequestValidation.h"
 #include "runtime/generation/StepBuilder.h"
+#include "runtime/sampling/Sampler.h"
 
 namespace kvjit::runtime {
 namespace {
@@ -195,15 +196,11 @@ absl::Status BeamSearchRun::AddCandidates(absl::Span<const float> logits, int32_
                                               "'s grammar allows no token"));
     }
   }
-  const auto is_allowed = [&allowed](int32_t token) {
-    const size_t word = static_cast<size_t>(token) / 32;
-    return allowed.empty() ||
-           (word < allowed.size() && ((allowed[word] >> (token % 32)) & 1u) != 0);
-  };
   scratch_.clear();
   for (int32_t token = 0; token < static_cast<int32_t>(logits.size()); ++token) {
     const float logit = logits[token];
-    const double logprob = std::isnan(logit) || !is_allowed(token)
+    const double logprob = std::isnan(logit) ||
+                                   (!allowed.empty() && !sampling::IsTokenAllowed(allowed, token))
                                ? -std::numeric_limits<double>::infinity()
                                : (logit - max_logit) - log_exp_sum;
     scratch_.push_back({beam_sum + logprob, beam, token});

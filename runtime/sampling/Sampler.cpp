@@ -131,8 +131,7 @@ std::optional<int32_t> Sampler::PrepareDraw(absl::Span<const float> logits,
   if (!allowed_tokens.empty()) {
     best = -1;
     for (int32_t token = 0; token < vocab_size; ++token) {
-      const size_t word = static_cast<size_t>(token) / 32;
-      if (word < allowed_tokens.size() && ((allowed_tokens[word] >> (token % 32)) & 1u) != 0) {
+      if (IsTokenAllowed(allowed_tokens, token)) {
         if (best < 0) best = token;
       } else {
         scores_[token] = -std::numeric_limits<float>::infinity();

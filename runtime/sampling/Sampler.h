@@ -32,6 +32,13 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// Whether `allowed_tokens`, a grammar's mask (bit t % 32 of word t / 32 set
+// for each token t that may come next), allows `token`; false past its words.
+inline bool IsTokenAllowed(absl::Span<const uint32_t> allowed_tokens, int32_t token) {
+  const size_t word = static_cast<size_t>(token) / 32;
+  return word < allowed_tokens.size() && ((allowed_tokens[word] >> (token % 32)) & 1u) != 0;
+}
+
 // An InvalidArgument error naming the first parameter out of range.
 absl::Status ValidateSamplingParams(const SamplingParams& params);
 
