@@ -533,7 +533,8 @@ class RequestsFile {
   std::string path_;
 };
 
-absl::Status RunLoad(const std::string& model) {
+// `grammar_spec`: GrammarFromFlags'.
+absl::Status RunLoad(const std::string& model, const std::optional<grammar::GrammarSpec>& grammar_spec) {
   KVJIT_RETURN_IF_ERROR(CheckLlamaCppComparable(model));
   KVJIT_ASSIGN_OR_RETURN(auto executables, KvjitExecutables(model));
   std::vector<std::unique_ptr<runtime::Executable>> loaded;
@@ -564,7 +565,6 @@ absl::Status RunLoad(const std::string& model) {
   options.temperature = static_cast<float>(absl::GetFlag(FLAGS_sample_temperature));
   KVJIT_ASSIGN_OR_RETURN(options.speculation, SpeculationFromFlags());
   options.model_or_kvx = model;
-  KVJIT_ASSIGN_OR_RETURN(std::optional<grammar::GrammarSpec> grammar_spec, GrammarFromFlags());
   if (grammar_spec) {
     if (!absl::GetFlag(FLAGS_llamacpp_python).empty()) {
       return absl::InvalidArgumentError(
@@ -642,10 +642,10 @@ absl::Status RunBench(const std::vector<std::string>& arguments) {
   }
   // Structured output is measured where the server decodes it: in the
   // in-flight batching scheduler, even for one request.
-  const bool grammar = !absl::GetFlag(FLAGS_json_schema).empty() || absl::GetFlag(FLAGS_json) ||
-                       !absl::GetFlag(FLAGS_grammar).empty() || !absl::GetFlag(FLAGS_regex).empty();
-  if (absl::GetFlag(FLAGS_requests) > 1 || !absl::GetFlag(FLAGS_requests_json).empty() || grammar) {
-    return RunLoad(arguments[0]);
+  KVJIT_ASSIGN_OR_RETURN(const std::optional<grammar::GrammarSpec> grammar_spec, GrammarFromFlags());
+  if (absl::GetFlag(FLAGS_requests) > 1 || !absl::GetFlag(FLAGS_requests_json).empty() ||
+      grammar_spec.has_value()) {
+    return RunLoad(arguments[0], grammar_spec);
   }
   return RunBatchOne(arguments[0]);
 }
