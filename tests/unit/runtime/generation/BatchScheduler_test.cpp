@@ -1053,7 +1053,9 @@ class FakeDrafter final : public Drafter {
     for (const DraftRequest& request : requests) {
       const kv::BlockTable* table = target_cache.FindSequence(request.sequence);
       EXPECT_NE(table, nullptr) << "sequence " << request.sequence;
-      if (table != nullptr) EXPECT_EQ(table->num_tokens, request.cached_tokens);
+      if (table != nullptr) {
+        EXPECT_EQ(table->num_tokens, request.cached_tokens);
+      }
       EXPECT_EQ(request.cached_tokens, static_cast<int64_t>(request.history.size()) - 1);
       EXPECT_GE(request.max_tokens, 1);
       proposed_for_.insert(request.sequence);

@@ -319,27 +319,25 @@ class ResponseFormatTest(unittest.TestCase):
         self.assertEqual(text, whole.message.content)
         print(f"\n  {len(chunks)} chunks: {show(text, 120)}")
 
+    def assert_each_pet_choice_validates(self, response, label):
+        for choice in response.choices:
+            self.assertEqual(check_json_reply(choice.message.content, choice.finish_reason,
+                                              PET_SCHEMA), [],
+                             f"{label} {choice.index}: {show(choice.message.content)}")
+            print(f"\n  {label} {choice.index}: {show(choice.message.content, 120)}", end="")
+        print()
+
     def test_n_sampled_choices_each_validate(self):
         response = chat(PET_PROMPT, n=3, temperature=1.0, seed=11,
                         response_format=json_schema_format("pet", PET_SCHEMA))
         self.assertEqual([c.index for c in response.choices], [0, 1, 2])
-        for choice in response.choices:
-            self.assertEqual(check_json_reply(choice.message.content, choice.finish_reason,
-                                              PET_SCHEMA), [],
-                             f"choice {choice.index}: {show(choice.message.content)}")
-            print(f"\n  choice {choice.index}: {show(choice.message.content, 120)}", end="")
-        print()
+        self.assert_each_pet_choice_validates(response, "choice")
 
     def test_beam_search_choices_each_validate(self):
         response = chat(PET_PROMPT, n=2, response_format=json_schema_format("pet", PET_SCHEMA),
                         extra_body={"use_beam_search": True, "best_of": 3})
         self.assertEqual(len(response.choices), 2)
-        for choice in response.choices:
-            self.assertEqual(check_json_reply(choice.message.content, choice.finish_reason,
-                                              PET_SCHEMA), [],
-                             f"beam {choice.index}: {show(choice.message.content)}")
-            print(f"\n  beam {choice.index}: {show(choice.message.content, 120)}", end="")
-        print()
+        self.assert_each_pet_choice_validates(response, "beam")
 
     def test_completions_endpoint(self):
         response = client.completions.create(
