@@ -227,6 +227,64 @@ absl::Status RunCopy(CpuOpContext& context) {
   return absl::OkStatus();
 }
 
+// The communicator of a tensor-parallel rank's collectives; refused where the
+// runner was made without one.
+absl::StatusOr<dist::Communicator*> CommunicatorOf(CpuOpContext& context, const char* op) {
+  if (context.communicator != nullptr) return context.communicator;
+  return absl::FailedPreconditionError(absl::StrCat(
+      op, " runs between the ranks of a tensor-parallel model, and this runner has no "
+          "communicator: start the executable under mpirun with one process per rank"));
+}
+
+// AllReduce: in x → out, x summed over the ranks.
+absl::Status RunAllReduce(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(dist::Communicator * communicator, CommunicatorOf(context, "AllReduce"));
+  const kvx::TensorRef& x_ref = context.input(kvx::AllReduceOperand::X);
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const int64_t n = context.Elements(x_ref);
+  if (out != x) std::memmove(out, x, n * sizeof(float));
+  return communicator->AllReduceSum(absl::MakeSpan(out, n));
+}
+
+// AllGather: in x [rows, this rank's columns] → out [rows, every rank's
+// columns in rank order]. The ranks' blocks arrive one after the other and
+// are interleaved into rows here.
+absl::Status RunAllGather(CpuOpContext& context) {
+  KVJIT_ASSIGN_OR_RETURN(dist::Communicator * communicator, CommunicatorOf(context, "AllGather"));
+  const kvx::TensorRef& x_ref = context.input(kvx::AllGatherOperand::X);
+  KVJIT_ASSIGN_OR_RETURN(float* x, context.Floats(x_ref));
+  KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(context.output(0)));
+  const auto& columns = *context.instruction.params_as_AllGatherParams()->rank_columns();
+  if (static_cast<int>(columns.size()) != communicator->size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("AllGather gathers from ", columns.size(), " ranks, and this process runs in ",
+                     communicator->size()));
+  }
+  const int64_t rows = context.Extent(x_ref, 0);
+  std::vector<int64_t> counts;
+  int64_t width = 0;
+  for (int64_t rank_columns : columns) {
+    counts.push_back(rows * rank_columns);
+    width += rank_columns;
+  }
+  std::vector<float> blocks(static_cast<size_t>(rows * width));
+  KVJIT_RETURN_IF_ERROR(communicator->AllGather(
+      absl::MakeConstSpan(x, static_cast<size_t>(context.Elements(x_ref))), counts,
+      absl::MakeSpan(blocks)));
+  const float* block = blocks.data();
+  int64_t first_column = 0;
+  for (int64_t rank_columns : columns) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(out + r * width + first_column, block + r * rank_columns,
+                  rank_columns * sizeof(float));
+    }
+    block += rows * rank_columns;
+    first_column += rank_columns;
+  }
+  return absl::OkStatus();
+}
+
 struct CpuKernelEntry {
   kvx::OpCode op;
   CpuKernel kernel;
@@ -237,7 +295,8 @@ constexpr CpuKernelEntry kKernels[] = {
     {kvx::OpCode::Embedding, RunEmbedding},     {kvx::OpCode::Linear, RunLinear},
     {kvx::OpCode::Elementwise, RunElementwise}, {kvx::OpCode::KvWrite, RunKvWrite},
     {kvx::OpCode::KvAttention, RunKvAttention}, {kvx::OpCode::GatherRows, RunGatherRows},
-    {kvx::OpCode::Copy, RunCopy},
+    {kvx::OpCode::Copy, RunCopy},               {kvx::OpCode::AllReduce, RunAllReduce},
+    {kvx::OpCode::AllGather, RunAllGather},
 };
 
 static_assert(DescribesEveryOpCodeOnce<kKernels>());

@@ -9,6 +9,7 @@
 #include "runtime/cpu/PagedAttention.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/dist/Communicator.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/schema/OpOperands.h"
@@ -51,6 +52,9 @@ struct CpuOpContext {
   CpuKvPool kv;
   // The step's Rope angles, shared by its Rope instructions.
   cpu::RopeAngles& rope_angles;
+  // The tensor-parallel ranks' collectives; null for a model run by one
+  // process.
+  dist::Communicator* communicator = nullptr;
 
   // An input by its operand's name (runtime/schema/OpOperands.h).
   template <typename Operand>

@@ -13,13 +13,42 @@
 #include "runtime/schema/WeightLayout.h"
 
 namespace kvjit::runtime {
+namespace {
+
+// A tensor-parallel rank's program runs with the communicator of its ranks,
+// as that rank; any other program alone.
+absl::Status CheckRankOf(const Executable& executable, dist::Communicator* communicator) {
+  const kvx::TensorParallel* parallel = executable.root().tensor_parallel();
+  if (parallel == nullptr) {
+    if (communicator == nullptr || communicator->size() == 1) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        executable.path(), " runs in one process, and this one is rank ", communicator->rank(),
+        " of ", communicator->size(), ": compile it with --tp ", communicator->size(),
+        " to split it over the ranks"));
+  }
+  if (communicator == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        executable.path(), " is split over ", parallel->ranks(),
+        " tensor-parallel ranks: run it under mpirun -np ", parallel->ranks()));
+  }
+  if (static_cast<uint32_t>(communicator->size()) != parallel->ranks() ||
+      static_cast<uint32_t>(communicator->rank()) != parallel->rank()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        executable.path(), " holds rank ", parallel->rank(), " of ", parallel->ranks(),
+        ", and this process is rank ", communicator->rank(), " of ", communicator->size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 CpuStepRunner::CpuStepRunner(const Executable& executable, int64_t num_blocks, int threads)
     : executable_(executable), num_blocks_(num_blocks), pool_(threads) {}
 
-absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Executable& executable,
-                                                                     int64_t num_blocks,
-                                                                     int threads) {
+absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(
+    const Executable& executable, int64_t num_blocks, int threads,
+    dist::Communicator* communicator) {
+  KVJIT_RETURN_IF_ERROR(CheckRankOf(executable, communicator));
   // The loader admitted only KvCacheFormat.h's key and value types, each of
   // which the CPU kernels store and read.
   const kvx::KvLayout& kv = executable.kv_layout();
@@ -52,6 +81,7 @@ absl::StatusOr<std::unique_ptr<CpuStepRunner>> CpuStepRunner::Create(const Execu
                                                                         " blocks")));
   runner->kv_data_ = runner->kv_pool_.data();
   runner->vocab_size_ = executable.config().vocab_size();
+  runner->communicator_ = communicator;
   return runner;
 }
 
@@ -206,7 +236,8 @@ absl::StatusOr<absl::Span<const float>> CpuStepRunner::Run(const StepInputs& inp
   auto execute = [&](size_t i) -> absl::Status {
     const kvx::Instruction& instruction = *instructions[i];
     CpuOpContext context{instruction, inputs, sizes, *this, pool_,
-                         CpuKvPool{kv_layout_, kv_data_, num_blocks_}, rope_angles_};
+                         CpuKvPool{kv_layout_, kv_data_, num_blocks_}, rope_angles_,
+                         communicator_};
     absl::Status status = CpuKernelOf(instruction.op())(context);
     if (status.ok()) return status;
     return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",

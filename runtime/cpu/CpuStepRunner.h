@@ -14,6 +14,7 @@
 #include "runtime/cpu/PagedAttention.h"
 #include "runtime/cpu/Rope.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/dist/Communicator.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepObserver.h"
 #include "runtime/exec/StepRunner.h"
@@ -27,8 +28,12 @@ namespace kvjit::runtime {
 // runner checks it (runtime/exec/StepValidation.h).
 class CpuStepRunner final : public StepRunner, private CpuOperands {
  public:
-  static absl::StatusOr<std::unique_ptr<CpuStepRunner>> Create(const Executable& executable,
-                                                               int64_t num_blocks, int threads);
+  // `communicator` carries the collectives of one rank of a tensor-parallel
+  // executable, which needs it (its ranks and rank must be the executable's);
+  // null for any other.
+  static absl::StatusOr<std::unique_ptr<CpuStepRunner>> Create(
+      const Executable& executable, int64_t num_blocks, int threads,
+      dist::Communicator* communicator = nullptr);
 
   // A runner of `executable` over `target`'s KV pool instead of a pool of its
   // own: its layers are the first layers of target's blocks, which must store
@@ -77,6 +82,7 @@ class CpuStepRunner final : public StepRunner, private CpuOperands {
   // The current step's Rope angles, cleared as each step begins.
   cpu::RopeAngles rope_angles_;
   StepObserver* observer_ = nullptr;
+  dist::Communicator* communicator_ = nullptr;
 };
 
 }  // namespace kvjit::runtime

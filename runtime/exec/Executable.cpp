@@ -71,13 +71,40 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(const std::string& 
   std::unique_ptr<Executable> executable(new Executable(path));
   KVJIT_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
   executable->file_ = std::make_unique<MappedFile>(std::move(file));
-  KVJIT_RETURN_IF_ERROR(executable->Verify());
+  KVJIT_RETURN_IF_ERROR(executable->Verify(options.tensor_parallel_rank));
   KVJIT_RETURN_IF_ERROR(executable->MapWeights(options));
   KVJIT_RETURN_IF_ERROR(executable->VerifyProgram());
   return executable;
 }
 
-absl::Status Executable::Verify() {
+// Rank 0's program is the file's root; the others are nested in it, each a
+// whole executable, verified with the root.
+absl::Status Executable::SelectRank(int rank) {
+  const kvx::TensorParallel* parallel = root_->tensor_parallel();
+  const uint32_t ranks = parallel != nullptr ? parallel->ranks() : 1;
+  if (rank < 0 || static_cast<uint32_t>(rank) >= ranks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": holds ", ranks == 1 ? "one program, for one process" :
+                                        absl::StrCat("the programs of ", ranks, " ranks"),
+        "; rank ", rank, " has none"));
+  }
+  if (rank == 0) return absl::OkStatus();
+  const auto* others = parallel->other_ranks();
+  if (others == nullptr || others->size() != ranks - 1) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": is split over ", ranks,
+                                                   " ranks but holds the programs of ",
+                                                   others ? others->size() + 1 : 1));
+  }
+  root_ = others->Get(rank - 1)->executable_nested_root();
+  const kvx::TensorParallel* own = root_->tensor_parallel();
+  if (own == nullptr || own->ranks() != ranks || own->rank() != static_cast<uint32_t>(rank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": the program stored for rank ", rank, " is not marked as that rank's"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executable::Verify(int tensor_parallel_rank) {
   absl::Span<const uint8_t> bytes = file_->bytes();
   auto invalid = [&](auto... parts) {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": ", parts...));
@@ -91,6 +118,7 @@ absl::Status Executable::Verify() {
     return invalid("the executable is truncated or corrupt (FlatBuffer verification failed)");
   }
   root_ = kvx::GetExecutable(bytes.data());
+  KVJIT_RETURN_IF_ERROR(SelectRank(tensor_parallel_rank));
   if (root_->schema_version() != kvx::kSchemaVersion) {
     return invalid("schema version ", root_->schema_version(), " is not this runtime's ",
                    kvx::kSchemaVersion, "; recompile the model with this kvjit");

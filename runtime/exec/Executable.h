@@ -45,6 +45,9 @@ struct LoadOptions {
   // by that name: the compiler's staged sidecar, which it renames to its
   // name only once the executable passes --verify.
   absl::flat_hash_map<std::string, std::string> staged_weight_files;
+  // The rank whose program to load from an executable split over
+  // tensor-parallel ranks (`kvjit compile --tp N`); 0 for any other.
+  int tensor_parallel_rank = 0;
 };
 
 // A .kvx file, verified once on load so that every later access is in
@@ -80,10 +83,19 @@ class Executable {
   // 0 where one of them reads its sequence's whole context: the query at
   // position p reads no cached position before p - window + 1 in any layer.
   int64_t AttentionWindow() const;
+  // How many tensor-parallel ranks the model is split over (1: none), and
+  // which of them this program is.
+  int tensor_parallel_ranks() const {
+    return root_->tensor_parallel() ? static_cast<int>(root_->tensor_parallel()->ranks()) : 1;
+  }
+  int tensor_parallel_rank() const {
+    return root_->tensor_parallel() ? static_cast<int>(root_->tensor_parallel()->rank()) : 0;
+  }
 
  private:
   explicit Executable(std::string path) : path_(std::move(path)) {}
-  absl::Status Verify();
+  absl::Status Verify(int tensor_parallel_rank);
+  absl::Status SelectRank(int rank);
   absl::Status MapWeights(const LoadOptions& options);
   absl::Status VerifyProgram() const;
   absl::Status VerifyInstruction(const kvx::Instruction& instruction, size_t index) const;

@@ -32,6 +32,7 @@ InstructionCost& InstructionCost::operator+=(const InstructionCost& other) {
   activation_bytes += other.activation_bytes;
   kv_bytes += other.kv_bytes;
   flops += other.flops;
+  collective_bytes += other.collective_bytes;
   return *this;
 }
 

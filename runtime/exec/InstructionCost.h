@@ -36,6 +36,10 @@ struct InstructionCost {
   // Floating-point operations: a multiply-add is two; an exp, erf or
   // division is one.
   uint64_t flops = 0;
+  // What a collective (AllReduce, AllGather) hands the other ranks: its
+  // input, which the network or the interconnect carries rather than this
+  // machine's memory, so bytes() leaves it out.
+  uint64_t collective_bytes = 0;
 
   uint64_t bytes() const { return weight_bytes + activation_bytes + kv_bytes; }
   InstructionCost& operator+=(const InstructionCost& other);

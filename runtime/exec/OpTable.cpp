@@ -205,6 +205,47 @@ void CostCopy(const OpCostContext& context, InstructionCost& cost) {
   }
 }
 
+// AllReduce: in x → out, x summed over the ranks; in place where the two
+// share their bytes.
+absl::Status VerifyAllReduce(const OpCheckContext& context) {
+  return OutputFits(SameShape(context.output(0), context.input(kvx::AllReduceOperand::X)));
+}
+
+void CostAllReduce(const OpCostContext& context, InstructionCost& cost) {
+  cost.collective_bytes = static_cast<uint64_t>(ElementsOf(
+                              context.executable,
+                              kvx::InputOf(context.instruction, kvx::AllReduceOperand::X),
+                              context.sizes)) *
+                          sizeof(float);
+}
+
+// AllGather: in x [rows, this rank's columns] → out [rows, every rank's].
+absl::Status VerifyAllGather(const OpCheckContext& context) {
+  const kvx::TensorRef& x = context.input(kvx::AllGatherOperand::X);
+  const kvx::TensorRef& out = context.output(0);
+  const auto* columns = context.instruction.params_as_AllGatherParams()->rank_columns();
+  int64_t total = 0;
+  for (int64_t rank_columns : *columns) {
+    if (rank_columns <= 0) {
+      return absl::InvalidArgumentError("every rank's column count must be positive");
+    }
+    total += rank_columns;
+  }
+  const bool matrices = x.shape()->size() == 2 && out.shape()->size() == 2 &&
+                        SameDim(*x.shape()->Get(0), *out.shape()->Get(0));
+  const int64_t local = LastStaticDim(x);
+  const bool counted = std::find(columns->begin(), columns->end(), local) != columns->end();
+  return OutputFits(matrices && counted && LastStaticDim(out) == total);
+}
+
+void CostAllGather(const OpCostContext& context, InstructionCost& cost) {
+  cost.collective_bytes = static_cast<uint64_t>(ElementsOf(
+                              context.executable,
+                              kvx::InputOf(context.instruction, kvx::AllGatherOperand::X),
+                              context.sizes)) *
+                          sizeof(float);
+}
+
 // The opcodes that are not row-wise; runtime/ops describes the others.
 using P = kvx::OpParams;
 constexpr OpDescription kOps[] = {
@@ -225,6 +266,12 @@ constexpr OpDescription kOps[] = {
      kvx::kOperandCount<kvx::GatherRowsOperand>, 1, P::NONE, false, VerifyGatherRows, NoFlops},
     {kvx::OpCode::Copy, kvx::kOperandCount<kvx::CopyOperand>, kvx::kOperandCount<kvx::CopyOperand>,
      1, P::NONE, true, VerifyCopy, CostCopy},
+    {kvx::OpCode::AllReduce, kvx::kOperandCount<kvx::AllReduceOperand>,
+     kvx::kOperandCount<kvx::AllReduceOperand>, 1, P::NONE, false, VerifyAllReduce,
+     CostAllReduce},
+    {kvx::OpCode::AllGather, kvx::kOperandCount<kvx::AllGatherOperand>,
+     kvx::kOperandCount<kvx::AllGatherOperand>, 1, P::AllGatherParams, false, VerifyAllGather,
+     CostAllGather},
 };
 
 static_assert(DescribesEveryOpCodeOnce<kOps>());

@@ -61,6 +61,12 @@ enum class GatherRowsOperand : uint8_t { X, Rows, MAX = Rows };
 // Copy: x → out (a reshape: same bytes, other shape).
 enum class CopyOperand : uint8_t { X, MAX = X };
 
+// AllReduce: x → out, x summed over the tensor-parallel ranks.
+enum class AllReduceOperand : uint8_t { X, MAX = X };
+
+// AllGather: x (this rank's columns) → out (every rank's, in rank order).
+enum class AllGatherOperand : uint8_t { X, MAX = X };
+
 template <typename Operand>
 constexpr int OperandIndex(Operand operand) {
   return static_cast<int>(operand);
