@@ -8,6 +8,7 @@
 #include "codegen/cuda/CudaModuleWriter.h"
 #include "codegen/lowering/ExecutableLowerableOpInterface.h"
 #include "codegen/lowering/InstructionEmitter.h"
+#include "ir/Dist/DistDialect.h"
 #include "ir/Kernel/KernelOps.h"
 #include "ir/Kv/KvOps.h"
 #include "ir/Kv/KvTypes.h"
@@ -89,7 +90,10 @@ class ExecutableBuilder final : public InstructionEmitter {
   absl::StatusOr<flatbuffers::DetachedBuffer> Build(mlir::func::FuncOp step,
                                                     const tokenizer::Vocabulary& vocabulary,
                                                     const std::string& chat_template,
-                                                    const CudaSection* cuda) {
+                                                    const CudaSection* cuda,
+                                                    const OtherRanks& other_ranks) {
+    KVJIT_ASSIGN_OR_RETURN(Offset<kvx::TensorParallel> parallel,
+                           AddTensorParallel(step->getParentOfType<mlir::ModuleOp>(), other_ranks));
     KVJIT_RETURN_IF_ERROR(AddStepInputs(step));
     KVJIT_ASSIGN_OR_RETURN(Offset<kvx::Program> program, AddProgram(step));
     std::vector<WeightFile> weight_files = sources_.files();
@@ -113,12 +117,52 @@ class ExecutableBuilder final : public InstructionEmitter {
     const std::string compiler_version(KvjitVersion());
     Offset<kvx::Executable> executable = kvx::CreateExecutableDirect(
         fbb_, kvx::kSchemaVersion, compiler_version.c_str(), config, tokenizer, &files,
-        &weights_, kv_layout, program, cuda_module);
+        &weights_, kv_layout, program, cuda_module, parallel);
     kvx::FinishExecutableBuffer(fbb_, executable);
     return fbb_.Release();
   }
 
  private:
+  // The rank a program of shard-tensor-parallel is (`dist.ranks`,
+  // `dist.rank` on its module); rank 0's holds the others' executables.
+  absl::StatusOr<Offset<kvx::TensorParallel>> AddTensorParallel(mlir::ModuleOp module,
+                                                                const OtherRanks& other_ranks) {
+    auto ranks = module->getAttrOfType<mlir::IntegerAttr>(
+        dist::DistDialect::RanksAttrHelper::getNameStr());
+    auto rank = module->getAttrOfType<mlir::IntegerAttr>(
+        dist::DistDialect::RankAttrHelper::getNameStr());
+    if (!ranks || ranks.getInt() <= 1) {
+      if (!other_ranks.empty()) {
+        return absl::InvalidArgumentError(
+            "other ranks' executables were given for a program that runs in one process");
+      }
+      return Offset<kvx::TensorParallel>();
+    }
+    if (!rank || rank.getInt() < 0 || rank.getInt() >= ranks.getInt()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the module is split over ", ranks.getInt(), " ranks (dist.ranks) but names no rank "
+          "of them in dist.rank"));
+    }
+    const size_t expected = rank.getInt() == 0 ? static_cast<size_t>(ranks.getInt() - 1) : 0;
+    if (other_ranks.size() != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank.getInt(), " of ", ranks.getInt(), " holds ", expected,
+          " other ranks' executables, and ", other_ranks.size(), " were given"));
+    }
+    std::vector<Offset<kvx::RankExecutable>> nested;
+    for (const flatbuffers::DetachedBuffer* other : other_ranks) {
+      // Each nested executable is read in place: its tables need the
+      // alignment of a root buffer.
+      fbb_.ForceVectorAlignment(other->size(), sizeof(uint8_t), kNestedAlignment);
+      nested.push_back(kvx::CreateRankExecutable(fbb_, fbb_.CreateVector(other->data(), other->size())));
+    }
+    return kvx::CreateTensorParallelDirect(fbb_, static_cast<uint32_t>(ranks.getInt()),
+                                           static_cast<uint32_t>(rank.getInt()),
+                                           expected > 0 ? &nested : nullptr);
+  }
+
+  static constexpr size_t kNestedAlignment = 16;
+
   absl::Status AddStepInputs(mlir::func::FuncOp step) {
     mlir::Block& body = step.getBody().front();
     if (body.getNumArguments() != kCacheArgument + 1 ||
@@ -465,14 +509,14 @@ absl::Status VerifyPlan(mlir::func::FuncOp step) {
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
-    const SidecarTarget& sidecar, const CudaSection* cuda) {
+    const SidecarTarget& sidecar, const CudaSection* cuda, const OtherRanks& other_ranks) {
   KVJIT_ASSIGN_OR_RETURN(mlir::func::FuncOp step, FindStepFunction(planned_module));
   KVJIT_RETURN_IF_ERROR(RequirePlan(step));
   KVJIT_RETURN_IF_ERROR(VerifyPlan(step));
   EnsureLoweringModels(*planned_module.getContext());
   KVJIT_ASSIGN_OR_RETURN(SourceWeights sources, SourceWeights::ForModel(model));
   ExecutableBuilder builder(model, std::move(sources), sidecar);
-  return builder.Build(step, vocabulary, chat_template, cuda);
+  return builder.Build(step, vocabulary, chat_template, cuda, other_ranks);
 }
 
 absl::Status WriteExecutableFile(const flatbuffers::DetachedBuffer& executable,

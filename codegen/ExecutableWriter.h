@@ -64,12 +64,20 @@ struct CudaSection {
 // The buffer carries the file identifier "KVJX" and passes
 // kvx::VerifyExecutableBuffer.
 //
+// A program of one rank of a model split by shard-tensor-parallel (its module
+// has `dist.ranks` and `dist.rank`) carries that in `tensor_parallel`; rank
+// 0's also holds `other_ranks`, the executables of ranks 1 to N - 1, nested.
+//
 // Where `cuda` is set, the executable also carries its CUDA module (an
 // InvalidArgument error where its instructions are not the program's).
+// Ranks 1 to N - 1's executables, which rank 0's holds.
+using OtherRanks = std::vector<const flatbuffers::DetachedBuffer*>;
+
 absl::StatusOr<flatbuffers::DetachedBuffer> WriteExecutable(
     mlir::ModuleOp planned_module, const model::ModelFile& model,
     const tokenizer::Vocabulary& vocabulary, const std::string& chat_template,
-    const SidecarTarget& sidecar, const CudaSection* cuda = nullptr);
+    const SidecarTarget& sidecar, const CudaSection* cuda = nullptr,
+    const OtherRanks& other_ranks = {});
 
 // Writes `executable` to `path` through a temporary file beside it and a
 // rename, so that readers never see half a file; errors name the path.

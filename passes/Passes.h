@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "ir/Dist/DistDialect.h"
 #include "ir/Kv/KvDialect.h"
 #include "ir/Tfm/TfmDialect.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -63,6 +63,64 @@ def FuseAttention : Pass<"fuse-attention", "::mlir::ModuleOp"> {
   let dependentDialects = ["::kvjit::tfm::TfmDialect"];
 }
 
+def ShardTensorParallel : Pass<"shard-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Makes one rank's program of a model split over `ranks` processes";
+  let description = [{
+    Tensor parallelism as Megatron-LM splits a decoder: rank `rank` of
+    `ranks` computes its share of each layer's attention heads and of its
+    feed-forward columns, and the ranks meet twice per layer to add up their
+    partial results. Run once per rank on the model as imported and after
+    `fuse-attention` (each attention is one `tfm.attention`), before
+    `fuse-projections` and `insert-kv-cache`; the driver (`kvjit compile --tp
+    N`) compiles the N programs from one import.
+
+    - **Attention.** The heads are shared out by whole KV-head groups: with
+      at least as many KV heads as ranks, rank r gets KV heads
+      [⌊r·KV/N⌋, ⌊(r+1)·KV/N⌋) and their query heads; with fewer, the N
+      ranks must be a multiple of the KV heads, each KV head is replicated
+      on N/KV ranks (as vLLM does) and its query heads are shared out among
+      them. Q, K and V (and their biases) become column-parallel: the rows
+      of their weights for the rank's heads. The ops between a projection
+      and the attention (reshape, rope, per-head norms) work on the rank's
+      heads, and so does the attention, so `insert-kv-cache` makes a cache
+      of the rank's KV heads alone. The output projection becomes
+      row-parallel: the columns of its weight for the rank's heads,
+      followed by `dist.all_reduce`; its bias stays on rank 0 alone.
+    - **Feed-forward.** A linear whose input is a tree of `Elementwise` ops
+      over linears that read one input (gate and up) is a feed-forward
+      block: the intermediate columns are shared out (their boundaries on
+      whole blocks of the down projection's storage type), gate and up
+      become column-parallel and the down projection row-parallel, followed
+      by `dist.all_reduce`.
+    - **Output.** The linear from which the function's result comes through
+      `Elementwise` ops (a soft cap) is split by vocabulary rows and
+      followed by `dist.all_gather`: each rank reads 1/N of the output
+      matrix, the largest of a small model.
+    - **Replicated**: the embedding (mapped in place, a rank touches only
+      the rows of the tokens it looks up), the norms and the residual
+      stream.
+
+    Each shard is a new `tfm.param ... sliced` of the model's weight, named
+    by the weight and the rank (`@blk.0.attn_q.weight.rank1`): a slice of
+    rows is read in place from the model file, a slice of columns goes into
+    the rank's sidecar. The module gets `dist.ranks` and `dist.rank`.
+
+    `ranks` 1 leaves the module unchanged. Errors name the op or weight:
+    heads that cannot be shared out (fewer heads than ranks; KV heads that
+    do not divide the ranks), a shard of columns that would not begin on a
+    block boundary, an attention whose operands do not come from
+    projections through per-head ops, a module with a KV cache or fused
+    projections already, or one sharded already.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "the processes the model is split over">,
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "which of them this program is, from 0">,
+  ];
+  let dependentDialects = ["::kvjit::tfm::TfmDialect", "::kvjit::dist::DistDialect"];
+}
+
 def FuseProjections : Pass<"fuse-projections", "::mlir::ModuleOp"> {
   let summary = "Fuses linears that read one input (Q, K, V; gate, up) into one linear";
   let description = [{

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "ir/Dist/DistDialect.h"
 #include "ir/Kernel/KernelOps.h"
 #include "ir/Kv/KvOps.h"
 #include "ir/Kv/KvTypes.h"
@@ -18,6 +19,7 @@ namespace {
 
 constexpr KvjitStage kStages[] = {
     {"fuse-attention", true},
+    {"shard-tensor-parallel", false},
     {"fuse-projections", false},
     {"choose-weight-layouts", false},
     {"insert-kv-cache", true},
@@ -51,6 +53,9 @@ bool IsPlanned(mlir::ModuleOp module) {
 bool LeftItsMark(mlir::ModuleOp module, size_t index) {
   const llvm::StringRef pass = kStages[index].pass;
   if (pass == "fuse-attention") return Contains<tfm::AttentionOp, kv::AttentionOp>(module);
+  if (pass == "shard-tensor-parallel") {
+    return module->hasAttr(dist::DistDialect::RanksAttrHelper::getNameStr());
+  }
   // Its concatenated weights, not its column views: a frontend may emit views
   // of a weight the checkpoint stores fused (Phi-3's qkv).
   if (pass == "fuse-projections") {
@@ -91,6 +96,11 @@ void BuildKvjitPipeline(mlir::OpPassManager& pm, const KvjitPipelineOptions& opt
   // First: the layers cut away need no pass's work.
   if (options.keepLayers > 0) pm.addPass(createKeepFirstLayers({options.keepLayers}));
   pm.addPass(createFuseAttention());
+  // On the attentions' operands, before fuse-projections joins them.
+  if (options.tensorParallelRanks > 1) {
+    pm.addPass(createShardTensorParallel(
+        {options.tensorParallelRanks, options.tensorParallelRank}));
+  }
   // Before the cache: the views of Q, K and V reach the reshapes that
   // insert-kv-cache's kv.write and kv.attention read, and fuse-elementwise
   // finds gate and up as views for its swiglu.
@@ -121,6 +131,10 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
               ? "keep-first-layers{layers=" + std::to_string(options.keepLayers.getValue()) + "},"
               : std::string()) +
          "fuse-attention," +
+         (options.tensorParallelRanks > 1
+              ? "shard-tensor-parallel{ranks=" + std::to_string(options.tensorParallelRanks.getValue()) +
+                    " rank=" + std::to_string(options.tensorParallelRank.getValue()) + "},"
+              : std::string()) +
          (options.fuseProjections ? "fuse-projections," : "") +
          (options.weightLayoutIsa != "none" ? "choose-weight-layouts{isa=" + options.weightLayoutIsa.getValue() +
                                                       " cpu=" + options.weightLayoutCpu.getValue() + "}," : "") +
@@ -137,7 +151,8 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options) {
 void RegisterKvjitPipeline() {
   mlir::PassPipelineRegistration<KvjitPipelineOptions>(
       "kvjit-pipeline",
-      "keep-first-layers (with keep-layers), fuse-attention, fuse-projections, choose-weight-layouts "
+      "keep-first-layers (with keep-layers), fuse-attention, shard-tensor-parallel (with "
+      "tensor-parallel-ranks), fuse-projections, choose-weight-layouts "
       "(with weight-layout-isa), insert-kv-cache, fuse-elementwise and plan-memory, in that order",
       BuildKvjitPipeline);
 }

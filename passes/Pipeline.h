@@ -59,9 +59,18 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
       *this, "weight-layout-cpu",
       llvm::cl::desc("the microarchitecture choose-weight-layouts' measurements are for (generic, zen4)"),
       llvm::cl::init("generic")};
+  Option<int64_t> tensorParallelRanks{
+      *this, "tensor-parallel-ranks",
+      llvm::cl::desc("the processes the model is split over (shard-tensor-parallel); 1: none, "
+                     "without the pass"),
+      llvm::cl::init(1)};
+  Option<int64_t> tensorParallelRank{
+      *this, "tensor-parallel-rank",
+      llvm::cl::desc("which of them the program is for, from 0"), llvm::cl::init(0)};
 };
 
 // keep-first-layers (for keep-layers, unless 0) → fuse-attention →
+// shard-tensor-parallel (for tensor-parallel-ranks, unless 1) →
 // fuse-projections (unless left out) → choose-weight-layouts (for
 // weight-layout-isa, unless none) → insert-kv-cache → fuse-elementwise →
 // plan-memory: from a whole-sequence tfm function to a
@@ -82,7 +91,8 @@ struct KvjitStage {
   bool required;
 };
 
-// fuse-attention, fuse-projections (optional), choose-weight-layouts
+// fuse-attention, shard-tensor-parallel (optional), fuse-projections
+// (optional), choose-weight-layouts
 // (optional), insert-kv-cache, fuse-elementwise (optional) and plan-memory,
 // in the order they must run.
 llvm::ArrayRef<KvjitStage> KvjitStages();
@@ -90,7 +100,8 @@ llvm::ArrayRef<KvjitStage> KvjitStages();
 // The kvjit passes `module` has been through, in stage order. Each is read
 // off what the pass leaves in the IR, so IR from `kvjit import`, written by
 // hand or printed by kvjit-opt is judged alike: a tfm.attention or
-// kv.attention (fuse-attention), a tfm.slice_columns (fuse-projections), a
+// kv.attention (fuse-attention), `dist.ranks` on the module
+// (shard-tensor-parallel), a tfm.slice_columns (fuse-projections), a
 // tfm.param with a layout (choose-weight-layouts), a function with a
 // !kv.cache argument (insert-kv-cache), a kernel.fusion
 // (fuse-elementwise), a function with kernel.arena (plan-memory). A

@@ -195,30 +195,34 @@ absl::Status MoveVerified(const std::string& staged, const std::string& path) {
 // neither the executable nor the sidecar already at those paths. The
 // sidecar moves into place first: the new executable never names a sidecar
 // that is not there yet.
+// A tensor-parallel executable has a sidecar per rank, all staged alike.
 absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executable,
-                                     const std::string& output_path, const SidecarTarget& sidecar,
+                                     const std::string& output_path,
+                                     absl::Span<const SidecarTarget> sidecars,
                                      const std::string& unverified_suffix, const EquivalenceChecker& verifier,
                                      const CompileOptions& options, std::FILE* progress) {
   const std::string unverified = absl::StrCat(output_path, unverified_suffix);
   KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, unverified));
   const absl::Status verified = [&]() -> absl::Status {
     runtime::LoadOptions load;
-    load.staged_weight_files[WeightFilePathAsNamed(sidecar.path)] = sidecar.staged_at;
-    KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> loaded,
-                           runtime::Executable::Load(unverified, load));
-    return CheckExecutable(verifier, *loaded, options.verify_threads, progress);
+    for (const SidecarTarget& sidecar : sidecars) {
+      load.staged_weight_files[WeightFilePathAsNamed(sidecar.path)] = sidecar.staged_at;
+    }
+    return CheckExecutableFile(verifier, unverified, load, options.verify_threads, progress);
   }();
   if (!verified.ok()) {
     std::error_code ignored;
     std::filesystem::remove(unverified, ignored);
-    std::filesystem::remove(sidecar.staged_at, ignored);
+    for (const SidecarTarget& sidecar : sidecars) std::filesystem::remove(sidecar.staged_at, ignored);
     return absl::Status(verified.code(),
                         absl::StrCat(verified.message(), "; ", output_path, " was not written"));
   }
   // A program without weights of the compiler's making has no sidecar.
-  std::error_code no_sidecar;
-  if (std::filesystem::exists(sidecar.staged_at, no_sidecar)) {
-    KVJIT_RETURN_IF_ERROR(MoveVerified(sidecar.staged_at, sidecar.path));
+  for (const SidecarTarget& sidecar : sidecars) {
+    std::error_code no_sidecar;
+    if (std::filesystem::exists(sidecar.staged_at, no_sidecar)) {
+      KVJIT_RETURN_IF_ERROR(MoveVerified(sidecar.staged_at, sidecar.path));
+    }
   }
   return MoveVerified(unverified, output_path);
 }
@@ -277,6 +281,25 @@ absl::Status CheckOptions(const CompileOptions& options) {
         "--target cuda: this kvjit was built without the CUDA toolkit (NVRTC was not found at "
         "configure time); install CUDA and reconfigure, or compile for --target cpu");
   }
+  if (options.tensor_parallel < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tp must be 1 (one process) or the number of processes to split the model over, got ",
+        options.tensor_parallel));
+  }
+  if (options.tensor_parallel > 1) {
+    const char* conflict = for_cuda                    ? "--target cuda (the CUDA backend does not "
+                                                         "run the ranks' collectives yet)"
+                           : options.keep_layers > 0   ? "--keep_layers"
+                           : options.verify_each_pass  ? "--verify_each_pass (the reference "
+                                                         "evaluator runs the ranks' programs only "
+                                                         "together, as a whole)"
+                           : !options.pipeline.empty() ? "--pipeline (--tp builds its own)"
+                                                       : nullptr;
+    if (conflict != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("--tp ", options.tensor_parallel,
+                                                     " cannot be combined with ", conflict));
+    }
+  }
   if (options.keep_layers < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--keep_layers must be 0 (every layer) or a number of layers to keep, got ",
@@ -308,7 +331,8 @@ absl::Status CheckOptions(const CompileOptions& options) {
 // size of the KV cache the passes give the program, and the layers to keep.
 absl::StatusOr<PipelineForModule> BuildPipeline(mlir::ModuleOp module, const std::string& source,
                                                 const CompileOptions& options,
-                                                mlir::PassManager& pm, std::FILE* progress) {
+                                                mlir::PassManager& pm, std::FILE* progress,
+                                                int64_t rank = 0) {
   if (options.build_pipeline) {
     options.build_pipeline(pm);
     PipelineForModule hooked;
@@ -325,6 +349,8 @@ absl::StatusOr<PipelineForModule> BuildPipeline(mlir::ModuleOp module, const std
   defaults.cacheRotation = options.cache_rotation;
   defaults.maxTokensPerStep = options.max_tokens_per_step;
   defaults.kvMemoryMib = options.kv_memory_mib;
+  defaults.tensorParallelRanks = options.tensor_parallel;
+  defaults.tensorParallelRank = rank;
   // The CUDA kernels read GGUF's rows.
   if (options.target == "cuda") {
     defaults.weightLayoutIsa = "none";
@@ -365,33 +391,12 @@ absl::Status KeepFirstLayers(mlir::MLIRContext& context, mlir::ModuleOp module,
   return absl::OkStatus();
 }
 
-// `module` through the pipeline and the executable writer into
-// `output_path`. `reference` is the whole-sequence IR --verify evaluates;
-// `source` names the input in messages.
-absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
-                           mlir::ModuleOp reference, const std::string& reference_description,
-                           const std::string& source, const model::ModelFile& model,
-                           const tokenizer::Vocabulary& vocabulary,
-                           const std::string& chat_template, const std::string& output_path,
-                           const CompileOptions& options, std::FILE* progress) {
-  mlir::PassManager pm(&context);
-  CompileOptions resolved = options;
-  KVJIT_ASSIGN_OR_RETURN(const PipelineForModule pipeline,
-                         BuildPipeline(module, source, options, pm, progress));
-  resolved.block_size = pipeline.kv_block_size;
-  std::string described_reference = reference_description;
-  if (pipeline.keep_layers) {
-    KVJIT_RETURN_IF_ERROR(
-        KeepFirstLayers(context, module, reference, *pipeline.keep_layers, source, progress));
-    absl::StrAppend(&described_reference, " cut to its first ", *pipeline.keep_layers, " layers");
-  }
-  KVJIT_ASSIGN_OR_RETURN(
-      std::unique_ptr<EquivalenceChecker> verifier,
-      StartVerification(reference, described_reference, model, resolved, progress));
-
-  Clock::time_point start = Clock::now();
+// Runs `pm` on `module` and reports the plan it made.
+absl::Status RunPasses(mlir::MLIRContext& context, mlir::PassManager& pm, mlir::ModuleOp module,
+                       const std::string& source, const CompileOptions& options,
+                       std::FILE* progress) {
+  const Clock::time_point start = Clock::now();
   Progress(progress, "running passes: %s…\n", DescribePasses(pm).c_str());
-  if (options.verify_each_pass) verifier->CheckAfterEachPass(pm);
   if (options.dump_ir_after_all) {
     pm.enableIRPrinting(
         /*shouldPrintBeforePass=*/[](mlir::Pass*, mlir::Operation*) { return false; },
@@ -419,9 +424,116 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
         source, ": --target cuda: the pipeline chose CPU weight layouts (choose-weight-layouts), "
                 "but the CUDA kernels read GGUF's rows; leave the pass out"));
   }
+  return absl::OkStatus();
+}
+
+// The sidecar of rank `rank`'s derived weights: rank 0's is the executable's
+// own (SidecarPathFor), the others' beside it, `out.rank1.kvw`.
+std::string RankSidecarPathFor(const std::string& output_path, int64_t rank) {
+  const std::string sidecar = SidecarPathFor(output_path);
+  if (rank == 0) return sidecar;
+  return absl::StrCat(sidecar.substr(0, sidecar.size() - 4), ".rank", rank, ".kvw");
+}
+
+// Rank `rank`'s program (shard-tensor-parallel) of `module` through the
+// pipeline into an executable; rank 0's holds `other_ranks`.
+absl::StatusOr<flatbuffers::DetachedBuffer> CompileRank(
+    mlir::MLIRContext& context, mlir::ModuleOp module, int64_t rank, const std::string& source,
+    const model::ModelFile& model, const tokenizer::Vocabulary& vocabulary,
+    const std::string& chat_template, const SidecarTarget& sidecar, const OtherRanks& other_ranks,
+    const CompileOptions& options, std::FILE* progress) {
+  Progress(progress, "rank %lld of %lld:\n", static_cast<long long>(rank),
+           static_cast<long long>(options.tensor_parallel));
+  mlir::PassManager pm(&context);
+  KVJIT_RETURN_IF_ERROR(BuildPipeline(module, source, options, pm, progress, rank).status());
+  KVJIT_RETURN_IF_ERROR(RunPasses(context, pm, module, source, options, progress));
+  return WriteExecutable(module, model, vocabulary, chat_template, sidecar, nullptr, other_ranks);
+}
+
+// `module` split over options.tensor_parallel ranks, each rank's program
+// compiled from a copy of it, into one executable (kvx.fbs TensorParallel),
+// which --verify runs with every rank's program against the unsplit
+// `reference`.
+absl::Status CompileTensorParallel(mlir::MLIRContext& context, mlir::ModuleOp module,
+                                   mlir::ModuleOp reference,
+                                   const std::string& reference_description,
+                                   const std::string& source, const model::ModelFile& model,
+                                   const tokenizer::Vocabulary& vocabulary,
+                                   const std::string& chat_template,
+                                   const std::string& output_path, const CompileOptions& options,
+                                   std::FILE* progress) {
+  KVJIT_ASSIGN_OR_RETURN(
+      std::unique_ptr<EquivalenceChecker> verifier,
+      StartVerification(reference, reference_description, model, options, progress));
+  const Clock::time_point start = Clock::now();
+  const std::string unverified_suffix = verifier != nullptr ? UnverifiedSuffix() : "";
+  std::vector<SidecarTarget> sidecars;
+  for (int64_t rank = 0; rank < options.tensor_parallel; ++rank) {
+    const std::string path = RankSidecarPathFor(output_path, rank);
+    sidecars.emplace_back(path, verifier != nullptr ? absl::StrCat(path, unverified_suffix) : "");
+  }
+  // The other ranks first, from copies: rank 0's holds them and takes the
+  // module itself.
+  std::vector<flatbuffers::DetachedBuffer> others;
+  for (int64_t rank = 1; rank < options.tensor_parallel; ++rank) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy(module.clone());
+    KVJIT_ASSIGN_OR_RETURN(flatbuffers::DetachedBuffer executable,
+                           CompileRank(context, *copy, rank, source, model, vocabulary,
+                                       chat_template, sidecars[rank], {}, options, progress));
+    others.push_back(std::move(executable));
+  }
+  OtherRanks other_ranks;
+  for (const flatbuffers::DetachedBuffer& other : others) other_ranks.push_back(&other);
+  KVJIT_ASSIGN_OR_RETURN(flatbuffers::DetachedBuffer executable,
+                         CompileRank(context, module, 0, source, model, vocabulary, chat_template,
+                                     sidecars[0], other_ranks, options, progress));
+  Progress(progress, "writing %s (%lld ranks)…\n", output_path.c_str(),
+           static_cast<long long>(options.tensor_parallel));
+  if (verifier != nullptr) {
+    KVJIT_RETURN_IF_ERROR(WriteVerifiedExecutable(executable, output_path, sidecars,
+                                                  unverified_suffix, *verifier, options, progress));
+  } else {
+    KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
+  }
+  Progress(progress, "  %s (%zu bytes), weights stay in %s and the ranks' sidecars (%.2f s)\n",
+           MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),
+           SecondsSince(start));
+  return absl::OkStatus();
+}
+
+// `module` through the pipeline and the executable writer into
+// `output_path`. `reference` is the whole-sequence IR --verify evaluates;
+// `source` names the input in messages.
+absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
+                           mlir::ModuleOp reference, const std::string& reference_description,
+                           const std::string& source, const model::ModelFile& model,
+                           const tokenizer::Vocabulary& vocabulary,
+                           const std::string& chat_template, const std::string& output_path,
+                           const CompileOptions& options, std::FILE* progress) {
+  if (options.tensor_parallel > 1) {
+    return CompileTensorParallel(context, module, reference, reference_description, source, model,
+                                 vocabulary, chat_template, output_path, options, progress);
+  }
+  mlir::PassManager pm(&context);
+  CompileOptions resolved = options;
+  KVJIT_ASSIGN_OR_RETURN(const PipelineForModule pipeline,
+                         BuildPipeline(module, source, options, pm, progress));
+  resolved.block_size = pipeline.kv_block_size;
+  std::string described_reference = reference_description;
+  if (pipeline.keep_layers) {
+    KVJIT_RETURN_IF_ERROR(
+        KeepFirstLayers(context, module, reference, *pipeline.keep_layers, source, progress));
+    absl::StrAppend(&described_reference, " cut to its first ", *pipeline.keep_layers, " layers");
+  }
+  KVJIT_ASSIGN_OR_RETURN(
+      std::unique_ptr<EquivalenceChecker> verifier,
+      StartVerification(reference, described_reference, model, resolved, progress));
+
+  if (options.verify_each_pass) verifier->CheckAfterEachPass(pm);
+  KVJIT_RETURN_IF_ERROR(RunPasses(context, pm, module, source, options, progress));
   if (options.verify_each_pass) KVJIT_RETURN_IF_ERROR(ReportEachPass(*verifier, source, progress));
 
-  start = Clock::now();
+  Clock::time_point start = Clock::now();
   // The weights the passes made go beside the executable, which names them;
   // staged until the executable passes --verify.
   const std::string unverified_suffix = verifier != nullptr ? UnverifiedSuffix() : "";
@@ -449,7 +561,7 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
   }
   Progress(progress, "writing %s…\n", output_path.c_str());
   if (verifier != nullptr) {
-    KVJIT_RETURN_IF_ERROR(WriteVerifiedExecutable(executable, output_path, sidecar,
+    KVJIT_RETURN_IF_ERROR(WriteVerifiedExecutable(executable, output_path, {sidecar},
                                                   unverified_suffix, *verifier, options, progress));
   } else {
     KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));

@@ -32,6 +32,9 @@ struct CompileOptions {
   // the model's layer-skipping self-draft, whose KV cache is the first
   // keep_layers layers of the whole model's. 0: every layer.
   int64_t keep_layers = 0;
+  // The processes the model is split over (shard-tensor-parallel, one
+  // executable holding every rank's program, docs/scale-out.md); 1: none.
+  int64_t tensor_parallel = 1;
   int64_t block_size = 16;
   // How the KV cache stores keys and values (runtime/schema/KvCacheFormat.h);
   // cache_dtype_k and cache_dtype_v, where not empty, choose keys' and

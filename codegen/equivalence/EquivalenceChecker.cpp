@@ -341,7 +341,7 @@ absl::Status VerifyExecutableFile(const std::string& path, int threads, std::FIL
                          EquivalenceChecker::Create(*imported, model, executable->kv_layout().block_size()));
   std::fprintf(progress, "  reference logits of the imported IR (%.2f s)\n",
                verifier->reference_seconds());
-  return CheckExecutable(*verifier, *executable, threads, progress);
+  return CheckExecutableFile(*verifier, path, {}, threads, progress);
 }
 
 }  // namespace kvjit::codegen

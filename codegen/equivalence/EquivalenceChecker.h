@@ -102,6 +102,14 @@ class EquivalenceChecker {
   // cuda_tolerance().
   absl::StatusOr<CudaEquivalence> CheckCudaProgram(const runtime::Executable& executable) const;
   const LogitTolerance& cuda_tolerance() const { return cuda_tolerance_; }
+  // Runs every rank's CPU program of the executable at `path`, split over
+  // `ranks` tensor-parallel ranks, each in a thread with `threads` / `ranks`
+  // threads of its own, their collectives within the process, and checks
+  // rank 0's logits (TensorParallelEquivalence.cpp).
+  absl::StatusOr<EquivalenceReport> CheckTensorParallelProgram(const std::string& path,
+                                                               const runtime::LoadOptions& load,
+                                                               int ranks, int threads) const;
+  int64_t block_size() const { return block_size_; }
 
  private:
   EquivalenceChecker(const model::ModelFile& model, int64_t block_size)
@@ -146,6 +154,13 @@ class EquivalenceChecker {
 // tolerance.
 absl::Status CheckExecutable(const EquivalenceChecker& verifier, const runtime::Executable& executable,
                              int threads, std::FILE* progress);
+
+// Loads the executable at `path` with `load` and checks it: as
+// CheckExecutable does, or, for one split over tensor-parallel ranks, every
+// rank's program together (CheckTensorParallelProgram).
+absl::Status CheckExecutableFile(const EquivalenceChecker& verifier, const std::string& path,
+                                 const runtime::LoadOptions& load, int threads,
+                                 std::FILE* progress);
 
 // kvjit verify FILE.kvx: re-imports the model the executable's weights come
 // from and checks the executable (CheckExecutable).

@@ -20,6 +20,7 @@ void EnsureLoweringModels(mlir::MLIRContext& context) {
   RegisterTfmLoweringModels(registry);
   RegisterKvLoweringModels(registry);
   RegisterKernelLoweringModels(registry);
+  RegisterDistLoweringModels(registry);
   context.appendDialectRegistry(registry);
 }
 

@@ -20,8 +20,9 @@ namespace kvjit::codegen {
 void RegisterTfmLoweringModels(mlir::DialectRegistry& registry);
 void RegisterKvLoweringModels(mlir::DialectRegistry& registry);
 void RegisterKernelLoweringModels(mlir::DialectRegistry& registry);
+void RegisterDistLoweringModels(mlir::DialectRegistry& registry);
 
-// Attaches the lowering of every op of the tfm, kv and kernel dialects to
+// Attaches the lowering of every op of the tfm, kv, kernel and dist dialects to
 // `context` unless it is there already: the writer calls it, so that any
 // context it is given can be lowered.
 void EnsureLoweringModels(mlir::MLIRContext& context);

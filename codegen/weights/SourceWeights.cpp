@@ -1,5 +1,7 @@
 #include "codegen/weights/SourceWeights.h"
 
+#include "mlir/IR/SymbolTable.h"
+
 #include <filesystem>
 #include <system_error>
 
@@ -75,7 +77,43 @@ absl::StatusOr<const model::WeightInfo*> SourceWeights::Declared(tfm::ParamOp pa
   return weight;
 }
 
+bool SourceWeights::ReadsRowsInPlace(tfm::ParamOp param) {
+  if (!param.getSliced() || *param.getSliceAxis() != 0) return false;
+  auto source = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(param,
+                                                                       param.getSlicedAttr());
+  return source && !source.getSliced() && !source.getConcat() && !source.getShifted() &&
+         mlir::cast<mlir::RankedTensorType>(param.getType()).getRank() == 2;
+}
+
+absl::StatusOr<tfm::ParamOp> SourceWeights::SliceSource(tfm::ParamOp slice) const {
+  auto source = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(slice,
+                                                                       slice.getSlicedAttr());
+  if (!source || source.getSliced() || source.getConcat() || source.getShifted()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tfm.param @", slice.getSymName().str(), " slices @",
+        slice.getSlicedAttr().getValue().str(), ", which is not a weight of the model"));
+  }
+  return source;
+}
+
 absl::StatusOr<WeightEntry> SourceWeights::Locate(tfm::ParamOp param) const {
+  if (param.getSliced()) {
+    KVJIT_ASSIGN_OR_RETURN(tfm::ParamOp source, SliceSource(param));
+    KVJIT_ASSIGN_OR_RETURN(WeightEntry whole, Locate(source));
+    const uint64_t row_bytes = whole.size_bytes / static_cast<uint64_t>(whole.shape[0]);
+    const auto rows = static_cast<uint64_t>(
+        mlir::cast<mlir::RankedTensorType>(param.getType()).getDimSize(0));
+    const uint64_t skipped = static_cast<uint64_t>(*param.getSliceFrom()) * row_bytes;
+    KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, Declared(source));
+    absl::Span<const uint8_t> bytes =
+        weights().Bytes(*weight).subspan(skipped, rows * row_bytes);
+    return WeightEntry{whole.storage,
+                       {static_cast<int64_t>(rows), whole.shape[1]},
+                       whole.file_index,
+                       whole.offset + skipped,
+                       bytes.size(),
+                       runtime::Fnv1a64(bytes)};
+  }
   KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, Declared(param));
   KVJIT_ASSIGN_OR_RETURN(Location location, LocationOf(*weight));
   return WeightEntry{runtime::ToKvxStorage(weight->storage),

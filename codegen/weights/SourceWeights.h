@@ -51,8 +51,16 @@ class SourceWeights {
   const model::WeightSource& weights() const { return *model_->weights; }
 
   // The weight `param` declares, where it lies in the model's files, stored
-  // as the model stores it.
+  // as the model stores it: a model weight, or rows of one (a slice of
+  // axis 0 of a matrix, ReadsRowsInPlace).
   absl::StatusOr<WeightEntry> Locate(tfm::ParamOp param) const;
+
+  // Whether `param` is a slice of a model weight's rows, which lie one after
+  // the other in the model's file, so that the executable reads them there.
+  static bool ReadsRowsInPlace(tfm::ParamOp param);
+
+  // The source of a slice, which must be a model weight (Declared).
+  absl::StatusOr<tfm::ParamOp> SliceSource(tfm::ParamOp slice) const;
 
  private:
   struct Location {

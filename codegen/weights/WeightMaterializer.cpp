@@ -7,10 +7,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "ir/Tfm/TfmStorage.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/MappedFile.h"
 #include "runtime/core/StatusMacros.h"
 #include "runtime/exec/KvxTypes.h"
+#include "runtime/quant/StorageType.h"
 #include "runtime/schema/WeightLayout.h"
 
 namespace kvjit::codegen {
@@ -42,16 +44,55 @@ std::string SidecarPathFor(const std::string& executable_path) {
 }
 
 bool WeightMaterializer::Derives(tfm::ParamOp param) {
-  return param.getConcat() || param.getShifted() || LayoutOf(param) != kvx::WeightLayout::Gguf;
+  return param.getConcat() || param.getShifted() || LayoutOf(param) != kvx::WeightLayout::Gguf ||
+         (param.getSliced() && !SourceWeights::ReadsRowsInPlace(param));
 }
 
 absl::StatusOr<WeightEntry> WeightMaterializer::Materialize(tfm::ParamOp param) {
   if (param.getConcat()) return Concatenation(param);
   if (param.getShifted()) return Shifted(param);
-  KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, sources_.Declared(param));
+  KVJIT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, StoredBytes(param));
+  auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+  return Append(param, runtime::ToKvxStorage(tfm::ToQuantStorage(param.getStorage())),
+                std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                std::move(bytes));
+}
+
+// A block-quantized row is whole blocks, so a slice that begins and ends on
+// block boundaries (verified) is the bytes of its blocks in each row.
+absl::StatusOr<std::vector<uint8_t>> WeightMaterializer::StoredBytes(tfm::ParamOp param) const {
+  if (!param.getSliced()) {
+    KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, sources_.Declared(param));
+    absl::Span<const uint8_t> bytes = sources_.weights().Bytes(*weight);
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  }
+  KVJIT_ASSIGN_OR_RETURN(tfm::ParamOp source, sources_.SliceSource(param));
+  KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, sources_.Declared(source));
   absl::Span<const uint8_t> bytes = sources_.weights().Bytes(*weight);
-  return Append(param, runtime::ToKvxStorage(weight->storage), weight->shape,
-                std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  auto type = mlir::cast<mlir::RankedTensorType>(source.getType());
+  // A vector is one row; its slice is of that row's elements.
+  const int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 1;
+  const int64_t width = type.getShape().back();
+  const bool of_rows = type.getRank() == 2 && *param.getSliceAxis() == 0;
+  const int64_t from = *param.getSliceFrom();
+  const int64_t size = mlir::cast<mlir::RankedTensorType>(param.getType())
+                           .getDimSize(*param.getSliceAxis());
+  const uint64_t row_bytes = bytes.size() / static_cast<uint64_t>(rows);
+  if (of_rows) {
+    return std::vector<uint8_t>(bytes.begin() + from * row_bytes,
+                                bytes.begin() + (from + size) * row_bytes);
+  }
+  const int64_t block = quant::ElementsPerBlock(weight->storage);
+  const uint64_t block_bytes = row_bytes / static_cast<uint64_t>(width / block);
+  const uint64_t begin = static_cast<uint64_t>(from / block) * block_bytes;
+  const uint64_t length = static_cast<uint64_t>(size / block) * block_bytes;
+  std::vector<uint8_t> sliced;
+  sliced.reserve(static_cast<size_t>(rows) * length);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = bytes.begin() + r * row_bytes;
+    sliced.insert(sliced.end(), row + begin, row + begin + length);
+  }
+  return sliced;
 }
 
 // A row of any storage type is whole blocks, so the parts' bytes one after
@@ -67,9 +108,8 @@ absl::StatusOr<WeightEntry> WeightMaterializer::Concatenation(tfm::ParamOp param
                                                      " concatenates @", name.getValue().str(),
                                                      ", which no tfm.param declares"));
     }
-    KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, sources_.Declared(part));
-    storage = weight->storage;
-    absl::Span<const uint8_t> part_bytes = sources_.weights().Bytes(*weight);
+    storage = tfm::ToQuantStorage(part.getStorage());
+    KVJIT_ASSIGN_OR_RETURN(std::vector<uint8_t> part_bytes, StoredBytes(part));
     bytes.insert(bytes.end(), part_bytes.begin(), part_bytes.end());
   }
   auto type = mlir::cast<mlir::RankedTensorType>(param.getType());

@@ -49,7 +49,7 @@ class WeightMaterializer {
   explicit WeightMaterializer(const SourceWeights& sources) : sources_(sources) {}
 
   // Whether the weight `param` declares is made by the compiler rather than
-  // read where the model stores it.
+  // read where the model stores it (a slice of columns among them).
   static bool Derives(tfm::ParamOp param);
 
   // Makes the weight `param` declares (Derives holds for it) and appends it
@@ -65,6 +65,9 @@ class WeightMaterializer {
   absl::StatusOr<std::optional<WeightFile>> WriteSidecar(const SidecarTarget& target) const;
 
  private:
+  // The bytes of a model weight or of a slice of one, as the model stores
+  // its blocks.
+  absl::StatusOr<std::vector<uint8_t>> StoredBytes(tfm::ParamOp param) const;
   absl::StatusOr<WeightEntry> Concatenation(tfm::ParamOp param);
   absl::StatusOr<WeightEntry> Shifted(tfm::ParamOp param);
   absl::StatusOr<WeightEntry> Append(tfm::ParamOp param, kvx::StorageType storage,

@@ -41,6 +41,13 @@ absl::Status BindParams(mlir::ModuleOp module, const WeightSource& weights) {
       // fuse-projections' weight: its parts' rows, one after another.
       int64_t rows = 0;
       for (auto part : parts.getAsRange<mlir::FlatSymbolRefAttr>()) {
+        // A slice (shard-tensor-parallel's) is checked against its source on
+        // its own.
+        auto sliced = module.lookupSymbol<tfm::ParamOp>(part);
+        if (sliced && sliced.getSliced()) {
+          rows += mlir::cast<mlir::RankedTensorType>(sliced.getType()).getDimSize(0);
+          continue;
+        }
         const WeightInfo* weight = weights.Find(part.getValue().str());
         if (weight == nullptr || weight->shape.size() != 2 ||
             weight->shape[1] != type.getShape().back() ||
@@ -62,6 +69,9 @@ absl::Status BindParams(mlir::ModuleOp module, const WeightSource& weights) {
     // A norm's 1 + w: its source is a tfm.param of its shape (verified),
     // bound on its own.
     if (param.getShifted()) continue;
+    // A slice's source is a tfm.param that holds it (verified), bound on its
+    // own.
+    if (param.getSliced()) continue;
     const WeightInfo* weight = weights.Find(name);
     if (weight == nullptr) {
       return absl::NotFoundError(

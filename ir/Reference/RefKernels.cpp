@@ -402,6 +402,32 @@ absl::StatusOr<RefTensor> ConcatRows(const std::vector<const RefTensor*>& parts)
   return out;
 }
 
+absl::StatusOr<RefTensor> SliceAxis(const RefTensor& input, int64_t axis, int64_t from,
+                                    int64_t size) {
+  const int64_t rank = static_cast<int64_t>(input.shape.size());
+  if (axis < 0 || axis >= rank || axis > 1 || from < 0 || size < 0 ||
+      from + size > input.shape[axis]) {
+    return ShapeError("slice", absl::StrCat(size, " elements from ", from, " of axis ", axis,
+                                            " of ", input.ShapeString()));
+  }
+  const int64_t rows = rank == 0 ? 1 : input.shape[0];
+  const int64_t width = rank <= 1 ? 1 : input.element_count() / rows;
+  std::vector<int64_t> shape = input.shape;
+  shape[axis] = size;
+  RefTensor out = RefTensor::Float(shape, {});
+  if (axis == 0) {
+    out.values.assign(input.values.begin() + from * width,
+                      input.values.begin() + (from + size) * width);
+    return out;
+  }
+  out.values.reserve(rows * size);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = input.values.begin() + r * width;
+    out.values.insert(out.values.end(), row + from, row + from + size);
+  }
+  return out;
+}
+
 absl::StatusOr<RefTensor> GatherRows(const RefTensor& input, const RefTensor& rows) {
   if (absl::Status s = ExpectRank("gather_rows", "input", input, 2); !s.ok()) return s;
   const int64_t width = input.shape[1];

@@ -63,6 +63,11 @@ absl::StatusOr<RefTensor> GatherRows(const RefTensor& input, const RefTensor& ro
 absl::StatusOr<RefTensor> SliceColumns(const RefTensor& input, int64_t offset, int64_t size);
 // The rows of `parts`, matrices of one row length, one after the other.
 absl::StatusOr<RefTensor> ConcatRows(const std::vector<const RefTensor*>& parts);
+
+// `size` rows (axis 0) or columns (axis 1, of a matrix) of `input`, from
+// index `from`.
+absl::StatusOr<RefTensor> SliceAxis(const RefTensor& input, int64_t axis, int64_t from,
+                                    int64_t size);
 absl::StatusOr<RefTensor> Softmax(const RefTensor& input, int64_t axis);
 // Masks key j of query p = keys - queries + i where j > p, and with a
 // positive `window` also where j <= p - window.

@@ -13,6 +13,7 @@ void RegisterReferenceModels(mlir::DialectRegistry& registry) {
   RegisterTfmReferenceModels(registry);
   RegisterKvReferenceModels(registry);
   RegisterKernelReferenceModels(registry);
+  RegisterDistReferenceModels(registry);
 }
 
 void EnsureReferenceModels(mlir::MLIRContext& context) {

@@ -20,6 +20,7 @@ void RegisterReferenceModels(mlir::DialectRegistry& registry);
 void RegisterTfmReferenceModels(mlir::DialectRegistry& registry);
 void RegisterKvReferenceModels(mlir::DialectRegistry& registry);
 void RegisterKernelReferenceModels(mlir::DialectRegistry& registry);
+void RegisterDistReferenceModels(mlir::DialectRegistry& registry);
 
 // Attaches the models to `context` unless they are there already, so that a
 // context made without RegisterKvjitDialects (the importer's, a test's) can

@@ -23,8 +23,9 @@ std::string OpName(mlir::Operation* op) { return op->getName().getStringRef().st
 class Interpreter : public ReferenceFrame {
  public:
   Interpreter(WeightProvider& weights, RefKvCache* cache,
+              runtime::dist::Communicator* communicator,
               absl::node_hash_map<std::string, RefTensor>& derived)
-      : weights_(weights), cache_(cache), derived_(derived) {}
+      : weights_(weights), cache_(cache), communicator_(communicator), derived_(derived) {}
 
   absl::StatusOr<std::vector<RefTensor>> Run(mlir::func::FuncOp function,
                                              std::vector<RefTensor> arguments);
@@ -42,6 +43,12 @@ class Interpreter : public ReferenceFrame {
     if (cache_ != nullptr) return cache_;
     return absl::FailedPreconditionError(absl::StrCat(OpName(op), " needs a KV cache"));
   }
+  absl::StatusOr<runtime::dist::Communicator*> Communicator(mlir::Operation* op) override {
+    if (communicator_ != nullptr) return communicator_;
+    return absl::FailedPreconditionError(absl::StrCat(
+        OpName(op), " meets the other tensor-parallel ranks, and this program is evaluated "
+                    "alone: evaluate every rank's program together, each with its communicator"));
+  }
   absl::StatusOr<std::vector<RefTensor>> RunBlock(mlir::Block& block,
                                                   mlir::ValueRange inputs) override;
 
@@ -49,10 +56,14 @@ class Interpreter : public ReferenceFrame {
   // Runs `block`'s ops in order and returns the values its terminator
   // (func.return or kernel.yield) passes on.
   absl::StatusOr<std::vector<RefTensor>> RunOps(mlir::Block& block);
+  // A param's values: the provider's for a model weight, made once and kept
+  // for a weight the compiler makes.
+  absl::StatusOr<const RefTensor*> LoadParam(tfm::ParamOp param);
   absl::Status CheckAgainstType(mlir::Operation* op, mlir::Type type, const RefTensor& tensor);
 
   WeightProvider& weights_;
   RefKvCache* cache_;
+  runtime::dist::Communicator* communicator_;
   absl::node_hash_map<std::string, RefTensor>& derived_;
   // Node-based: references handed out by Get() stay valid while values are added.
   absl::node_hash_map<const void*, RefTensor> env_;
@@ -80,26 +91,48 @@ absl::Status Interpreter::CheckAgainstType(mlir::Operation* op, mlir::Type type,
 absl::StatusOr<const RefTensor*> Interpreter::LoadWeight(tfm::WeightOp weight) {
   auto param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(weight,
                                                                       weight.getParamAttr());
-  if (!param || (!param.getConcat() && !param.getShifted())) {
+  if (!param) {
     return weights_.Load(absl::string_view(weight.getParam().data(), weight.getParam().size()));
   }
+  return LoadParam(param);
+}
+
+absl::StatusOr<const RefTensor*> Interpreter::LoadParam(tfm::ParamOp param) {
   const std::string name = param.getSymName().str();
+  if (!param.getConcat() && !param.getShifted() && !param.getSliced()) return weights_.Load(name);
   if (auto known = derived_.find(name); known != derived_.end()) return &known->second;
+  auto source_of = [&](mlir::FlatSymbolRefAttr source) -> absl::StatusOr<const RefTensor*> {
+    auto source_param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(param, source);
+    if (!source_param) {
+      return absl::NotFoundError(absl::StrCat("weight @", name, " is made from @",
+                                              source.getValue().str(),
+                                              ", which no tfm.param declares"));
+    }
+    return LoadParam(source_param);
+  };
   if (mlir::FlatSymbolRefAttr source = param.getShiftedAttr()) {
-    KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded,
-                           weights_.Load(absl::string_view(source.getValue().data(),
-                                                           source.getValue().size())));
+    KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded, source_of(source));
     RefTensor shifted = *loaded;
     // In f32, as transformers adds Gemma's 1 to the weight.
     const float shift = param.getShiftAttr().getValue().convertToFloat();
     for (float& value : shifted.values) value = shift + value;
     return &derived_.emplace(name, std::move(shifted)).first->second;
   }
+  if (mlir::FlatSymbolRefAttr source = param.getSlicedAttr()) {
+    KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded, source_of(source));
+    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+    absl::StatusOr<RefTensor> slice =
+        SliceAxis(*loaded, *param.getSliceAxis(), *param.getSliceFrom(),
+                  type.getDimSize(*param.getSliceAxis()));
+    if (!slice.ok()) {
+      return absl::Status(slice.status().code(),
+                          absl::StrCat("weight @", name, ": ", slice.status().message()));
+    }
+    return &derived_.emplace(name, *std::move(slice)).first->second;
+  }
   std::vector<const RefTensor*> parts;
   for (mlir::FlatSymbolRefAttr part : param.getConcat()->getAsRange<mlir::FlatSymbolRefAttr>()) {
-    KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded,
-                           weights_.Load(absl::string_view(part.getValue().data(),
-                                                           part.getValue().size())));
+    KVJIT_ASSIGN_OR_RETURN(const RefTensor* loaded, source_of(part));
     parts.push_back(loaded);
   }
   absl::StatusOr<RefTensor> rows = ConcatRows(parts);
@@ -182,7 +215,7 @@ absl::StatusOr<std::vector<RefTensor>> ReferenceEvaluator::Run(absl::string_view
   if (!func || func.isExternal()) {
     return absl::NotFoundError(absl::StrCat("no function @", function, " to evaluate"));
   }
-  return Interpreter(weights_, cache_, derived_).Run(func, std::move(arguments));
+  return Interpreter(weights_, cache_, communicator_, derived_).Run(func, std::move(arguments));
 }
 
 }  // namespace kvjit::reference

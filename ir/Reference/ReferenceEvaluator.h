@@ -10,6 +10,7 @@
 #include "ir/Reference/RefKvCache.h"
 #include "ir/Reference/RefTensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "runtime/dist/Communicator.h"
 
 namespace kvjit::reference {
 
@@ -34,6 +35,12 @@ class ReferenceEvaluator {
   // The cache that kv ops read and write; it persists across Run calls, as
   // the runtime's KV pool does across steps.
   void set_cache(RefKvCache* cache) { cache_ = cache; }
+  // The collectives of the tensor-parallel rank whose program the module is
+  // (shard-tensor-parallel): the evaluators of every rank's program run
+  // together, each in its own thread, over one group's communicators.
+  void set_communicator(runtime::dist::Communicator* communicator) {
+    communicator_ = communicator;
+  }
 
   // Evaluates `function` on `arguments` (matched against its signature,
   // dynamic dimensions bound by the arguments) and returns its results. An
@@ -46,6 +53,7 @@ class ReferenceEvaluator {
   mlir::ModuleOp module_;
   WeightProvider& weights_;
   RefKvCache* cache_ = nullptr;
+  runtime::dist::Communicator* communicator_ = nullptr;
   // The weights the compiler makes (`tfm.param ... concat` and `shifted`),
   // made once from the model's and kept, as the provider keeps the model's own.
   absl::node_hash_map<std::string, RefTensor> derived_;

@@ -8,6 +8,7 @@
 #include "ir/Reference/RefKvCache.h"
 #include "ir/Reference/RefTensor.h"
 #include "ir/Tfm/TfmOps.h"
+#include "runtime/dist/Communicator.h"
 #include "mlir/IR/Block.h"
 #include "mlir/IR/Value.h"
 
@@ -38,6 +39,9 @@ class ReferenceFrame {
   // The KV cache kv ops read and write; an error naming `op` without one.
   virtual absl::StatusOr<RefKvCache*> Cache(mlir::Operation* op) = 0;
 
+  // The collectives of the rank whose program runs; an error naming `op`
+  // where the evaluator runs one program alone.
+  virtual absl::StatusOr<runtime::dist::Communicator*> Communicator(mlir::Operation* op) = 0;
   // Runs `block` with its arguments bound to the values of `inputs` and
   // returns the values its terminator passes on.
   virtual absl::StatusOr<std::vector<RefTensor>> RunBlock(mlir::Block& block,

@@ -1,5 +1,6 @@
 #include "ir/Tfm/TfmOps.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -69,6 +70,37 @@ LogicalResult VerifyShiftedSource(ParamOp param, mlir::SymbolTableCollection& sy
   return mlir::success();
 }
 
+// A slice's source: a model weight or another slice, of the same storage
+// and rank, whose extent on the axis holds the slice and on the other axis
+// equals it.
+LogicalResult VerifySliceSource(ParamOp param, mlir::SymbolTableCollection& symbols) {
+  mlir::FlatSymbolRefAttr name = param.getSlicedAttr();
+  auto source = symbols.lookupNearestSymbolFrom<ParamOp>(param, name);
+  if (!source) return param.emitOpError() << "slices " << name << ", which is no tfm.param";
+  if (source.getConcat() || source.getShifted()) {
+    return param.emitOpError() << "slices " << name
+                               << ", which the compiler makes: the source must be a model "
+                                  "weight or a slice of one";
+  }
+  auto type = mlir::cast<RankedTensorType>(param.getType());
+  auto source_type = mlir::cast<RankedTensorType>(source.getType());
+  const int64_t axis = *param.getSliceAxis();
+  const int64_t from = *param.getSliceFrom();
+  bool fits = source.getStorage() == param.getStorage() && source_type.getRank() == type.getRank();
+  for (int64_t d = 0; fits && d < type.getRank(); ++d) {
+    fits = d == axis ? from + type.getDimSize(d) <= source_type.getDimSize(d)
+                     : type.getDimSize(d) == source_type.getDimSize(d);
+  }
+  if (!fits) {
+    return param.emitOpError() << "slices " << type << " storage "
+                               << stringifyStorageType(param.getStorage()) << " from index " << from
+                               << " of axis " << axis << " of " << name << " (" << source_type
+                               << " storage " << stringifyStorageType(source.getStorage())
+                               << "), which does not hold it";
+  }
+  return mlir::success();
+}
+
 }  // namespace
 
 LogicalResult ParamOp::verify() {
@@ -94,6 +126,30 @@ LogicalResult ParamOp::verify() {
     }
   }
   int64_t block = quant::ElementsPerBlock(ToQuantStorage(getStorage()));
+  if (getSliced()) {
+    if (getConcat() || getShifted()) {
+      return emitOpError() << "weight @" << getSymName()
+                           << " is a slice, so it is neither shifted nor a concatenation";
+    }
+    if (!getSliceAxis() || !getSliceFrom()) {
+      return emitOpError() << "weight @" << getSymName() << " needs the slice's axis and start";
+    }
+    const int64_t axis = *getSliceAxis();
+    if (axis < 0 || axis >= std::max<int64_t>(type.getRank(), 1) || axis > 1) {
+      return emitOpError() << "weight @" << getSymName() << " slices axis " << axis
+                           << "; a slice is of rows (axis 0) or of a matrix's columns (axis 1)";
+    }
+    const int64_t from = *getSliceFrom();
+    if (from < 0 || (axis == type.getRank() - 1 && from % block != 0)) {
+      return emitOpError() << "weight @" << getSymName() << " slices from index " << from
+                           << ", which is not a block boundary of "
+                           << stringifyStorageType(getStorage()) << " (blocks of " << block
+                           << " elements)";
+    }
+  } else if (getSliceAxis() || getSliceFrom()) {
+    return emitOpError() << "weight @" << getSymName() << " has a slice's axis or start without "
+                         << "'sliced'";
+  }
   int64_t row = type.getRank() == 0 ? 1 : type.getShape().back();
   if (row % block != 0) {
     return emitOpError() << "weight @" << getSymName() << " stored as "
@@ -117,6 +173,7 @@ LogicalResult ParamOp::verify() {
 
 LogicalResult ParamOp::verifySymbolUses(mlir::SymbolTableCollection& symbols) {
   if (getShifted()) return VerifyShiftedSource(*this, symbols);
+  if (getSliced()) return VerifySliceSource(*this, symbols);
   if (!getConcat()) return mlir::success();
   auto type = mlir::cast<RankedTensorType>(getType());
   if (type.getRank() != 2) {

@@ -55,6 +55,20 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
         shifted @blk.0.attn_norm.weight by 1.000000e+00
     ```
 
+    With `sliced`, the weight is a contiguous part of another param along
+    one axis: rows (`axis 0`) or columns (`axis 1`) `from` the given index,
+    as many as this param's type has. `shard-tensor-parallel` gives each
+    rank its shard this way. A slice of rows of a model weight is read in
+    place from the model file; a slice of columns, whose rows lie apart, is
+    made by the compiler. Columns of a block-quantized weight begin and end
+    on block boundaries. The source is a model weight or a slice, of the
+    same storage type and rank, with this param's extent on the other axis.
+
+    ```mlir
+    tfm.param @blk.0.ffn_down.weight.rank1 : tensor<64x86xf32> storage <f32>
+        sliced @blk.0.ffn_down.weight axis 1 from 86
+    ```
+
     `layout` says how the executable orders the weight's blocks (absent:
     GGUF's rows, read in place from the model file). `choose-weight-layouts`
     sets `rows_interleaved8` on matrices of a 32-element block type (q8_0,
@@ -73,23 +87,29 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
                        OptionalAttr<FlatSymbolRefArrayAttr>:$concat,
                        OptionalAttr<FlatSymbolRefAttr>:$shifted,
                        OptionalAttr<F32Attr>:$shift,
-                       OptionalAttr<Tfm_WeightLayoutAttr>:$layout);
+                       OptionalAttr<Tfm_WeightLayoutAttr>:$layout,
+                       OptionalAttr<FlatSymbolRefAttr>:$sliced,
+                       OptionalAttr<I64Attr>:$slice_axis,
+                       OptionalAttr<I64Attr>:$slice_from);
   let assemblyFormat = [{
     $sym_name `:` $type `storage` $storage (`layout` $layout^)? (`concat` $concat^)?
-    (`shifted` $shifted^ `by` $shift)? attr-dict
+    (`shifted` $shifted^ `by` $shift)? (`sliced` $sliced^ `axis` $slice_axis `from` $slice_from)?
+    attr-dict
   }];
   let builders = [
     // A weight of the model file.
     OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
                    "::kvjit::tfm::StorageTypeAttr":$storage), [{
       build($_builder, $_state, sym_name, type, storage, /*concat=*/nullptr,
-            /*shifted=*/nullptr, /*shift=*/nullptr, /*layout=*/nullptr);
+            /*shifted=*/nullptr, /*shift=*/nullptr, /*layout=*/nullptr, /*sliced=*/nullptr,
+            /*slice_axis=*/nullptr, /*slice_from=*/nullptr);
     }]>,
     // The rows of `concat`'s params, one after the other.
     OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
                    "::kvjit::tfm::StorageTypeAttr":$storage, "::mlir::ArrayAttr":$concat), [{
       build($_builder, $_state, sym_name, type, storage, concat, /*shifted=*/nullptr,
-            /*shift=*/nullptr, /*layout=*/nullptr);
+            /*shift=*/nullptr, /*layout=*/nullptr, /*sliced=*/nullptr, /*slice_axis=*/nullptr,
+            /*slice_from=*/nullptr);
     }]>,
     // Any weight of GGUF's rows: one of the model file, a concatenation or a
     // shifted weight.
@@ -97,7 +117,16 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
                    "::kvjit::tfm::StorageTypeAttr":$storage, "::mlir::ArrayAttr":$concat,
                    "::mlir::FlatSymbolRefAttr":$shifted, "::mlir::FloatAttr":$shift), [{
       build($_builder, $_state, sym_name, type, storage, concat, shifted, shift,
-            /*layout=*/nullptr);
+            /*layout=*/nullptr, /*sliced=*/nullptr, /*slice_axis=*/nullptr, /*slice_from=*/nullptr);
+    }]>,
+    // `type`'s extent of `source`'s rows (axis 0) or columns (axis 1), from
+    // `from`.
+    OpBuilder<(ins "::mlir::StringAttr":$sym_name, "::mlir::TypeAttr":$type,
+                   "::kvjit::tfm::StorageTypeAttr":$storage, "::mlir::FlatSymbolRefAttr":$sliced,
+                   "int64_t":$axis, "int64_t":$from), [{
+      build($_builder, $_state, sym_name, type, storage, /*concat=*/nullptr, /*shifted=*/nullptr,
+            /*shift=*/nullptr, /*layout=*/nullptr, sliced, $_builder.getI64IntegerAttr(axis),
+            $_builder.getI64IntegerAttr(from));
     }]>,
   ];
   let hasVerifier = 1;

@@ -1,5 +1,6 @@
 #include "passes/registration/KvjitRegistration.h"
 
+#include "ir/Dist/DistDialect.h"
 #include "ir/Kernel/KernelDialect.h"
 #include "ir/Kv/KvDialect.h"
 #include "ir/Reference/ReferenceEvaluableOpInterface.h"
@@ -12,7 +13,7 @@
 namespace kvjit {
 
 void RegisterKvjitDialects(mlir::DialectRegistry& registry) {
-  registry.insert<tfm::TfmDialect, kv::KvDialect, kernel::KernelDialect,
+  registry.insert<tfm::TfmDialect, kv::KvDialect, kernel::KernelDialect, dist::DistDialect,
                   mlir::func::FuncDialect>();
   reference::RegisterReferenceModels(registry);
 }

@@ -56,7 +56,8 @@ std::string CacheKey(const std::filesystem::path& model, const codegen::CompileO
     add_file(model);
   }
   if (absl::StatusOr<std::string> compiler = CompilerPath(); compiler.ok()) add_file(*compiler);
-  absl::StrAppend(&identity, "|", options.target, "|", options.keep_layers, " layers|", options.block_size, "|",
+  absl::StrAppend(&identity, "|", options.target, "|", options.keep_layers, " layers|",
+                  options.tensor_parallel, " ranks|", options.block_size, "|",
                   options.cache_dtype, "|", options.cache_dtype_k, "|", options.cache_dtype_v, "|", options.cache_rotation, "|",
                   options.max_tokens_per_step, "|",
                   options.kv_memory_mib, "|", options.cuda_arch, "|", options.cuda_fast_math);
@@ -69,6 +70,7 @@ std::vector<std::string> CompileArguments(const std::string& model, const std::s
   std::vector<std::string> arguments = {
       "compile", model, "-o", output, absl::StrCat("--target=", options.target),
       absl::StrCat("--keep_layers=", options.keep_layers),
+      absl::StrCat("--tp=", options.tensor_parallel),
       absl::StrCat("--block_size=", options.block_size),
       absl::StrCat("--cache_dtype=", options.cache_dtype),
       absl::StrCat("--cache_dtype_k=", options.cache_dtype_k),

@@ -17,6 +17,11 @@ ABSL_FLAG(int64_t, keep_layers, 0,
           "projection: the layer-skipping self-draft, whose KV cache is the first K layers of "
           "the whole model's (0: every layer)");
 ABSL_FLAG(int64_t, block_size, 16, "tokens per KV-cache block");
+ABSL_FLAG(int64_t, tp, 1,
+          "tensor parallelism: the processes to split the model over (shard-tensor-parallel, "
+          "docs/scale-out.md). kvjit compile writes one executable with every rank's program; "
+          "kvjit run, chat, serve and bench of a model (not a .kvx) start mpirun with that many "
+          "processes on this machine");
 ABSL_FLAG(std::string, cache_dtype, "f32",
           "how the KV cache stores keys and values: f32, f16, bf16, q8_0, q4_0 or f8_e4m3");
 ABSL_FLAG(std::string, cache_dtype_k, "", "how the KV cache stores keys, where not as --cache_dtype says");
@@ -66,6 +71,7 @@ namespace kvjit::cli {
 codegen::CompileOptions CompileOptionsFromFlags() {
   codegen::CompileOptions options;
   options.keep_layers = absl::GetFlag(FLAGS_keep_layers);
+  options.tensor_parallel = absl::GetFlag(FLAGS_tp);
   options.block_size = absl::GetFlag(FLAGS_block_size);
   options.cache_dtype = absl::GetFlag(FLAGS_cache_dtype);
   options.cache_dtype_k = absl::GetFlag(FLAGS_cache_dtype_k);

@@ -16,6 +16,7 @@ ABSL_DECLARE_FLAG(std::string, o);
 ABSL_DECLARE_FLAG(std::string, p);
 ABSL_DECLARE_FLAG(int, n);
 ABSL_DECLARE_FLAG(int64_t, keep_layers);
+ABSL_DECLARE_FLAG(int64_t, tp);
 ABSL_DECLARE_FLAG(int64_t, block_size);
 ABSL_DECLARE_FLAG(std::string, cache_dtype);
 ABSL_DECLARE_FLAG(std::string, cache_dtype_k);
