@@ -5,6 +5,9 @@ find_package(FlatBuffers CONFIG REQUIRED)
 find_program(FLATC_EXECUTABLE flatc REQUIRED)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 find_package(nlohmann_json 3 REQUIRED)
+# Tensor parallelism's ranks as processes (runtime/dist/MpiCommunicator.h):
+# Open MPI from Debian; only the C API is used.
+find_package(MPI REQUIRED COMPONENTS C)
 if(KVJIT_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()
