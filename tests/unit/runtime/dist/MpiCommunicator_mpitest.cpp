@@ -66,6 +66,24 @@ void CheckAllReduce(MpiCommunicator& communicator, Checks& checks) {
                 absl::StrCat("the ranks' all_reduce results differ: ", Floats(every_rank)));
 }
 
+// A prefill step's hidden states (576 × 512 floats): large messages take
+// another path through MPI's transports than small ones.
+void CheckLargeAllReduce(MpiCommunicator& communicator, Checks& checks) {
+  std::vector<float> values(576 * 512);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = static_cast<float>((i % 1000) * (communicator.rank() + 1));
+  }
+  if (!checks.ExpectOk(communicator.AllReduceSum(absl::MakeSpan(values)), "large all_reduce")) {
+    return;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] != static_cast<float>((i % 1000) * 3)) {
+      checks.Expect(false, absl::StrCat("large all_reduce: element ", i, " is ", values[i]));
+      return;
+    }
+  }
+}
+
 void CheckAllGatherUneven(MpiCommunicator& communicator, Checks& checks) {
   const std::vector<int64_t> counts = {3, 1};
   std::vector<float> local =
@@ -166,6 +184,7 @@ int RunChecks(bool abort_mode) {
     return 1;
   }
   CheckAllReduce(**communicator, checks);
+  CheckLargeAllReduce(**communicator, checks);
   CheckAllGatherUneven(**communicator, checks);
   CheckBroadcasts(**communicator, checks);
   CheckWaitForever(**communicator, checks);
