@@ -157,7 +157,7 @@ absl::Status InProcessCommunicator::AllGather(absl::Span<const float> local,
     return arguments;
   }
   InProcessGroup::Contribution mine;
-  mine.operation = "all_gather";
+  mine.operation = absl::StrCat("all_gather of ", gathered.size(), " floats in all");
   mine.elements = static_cast<int64_t>(gathered.size());
   mine.bytes = BytesOf(local);
   KVJIT_ASSIGN_OR_RETURN(auto contributions, group_.Exchange(rank_, std::move(mine), false));
