@@ -5,6 +5,13 @@ find_package(FlatBuffers CONFIG REQUIRED)
 find_program(FLATC_EXECUTABLE flatc REQUIRED)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 find_package(nlohmann_json 3 REQUIRED)
+# Tensor parallelism's ranks as processes (runtime/dist/MpiCommunicator.h):
+# Open MPI from Debian; only the C API is used, and mpirun runs the tests.
+find_package(MPI COMPONENTS C)
+if(NOT MPI_C_FOUND OR NOT MPIEXEC_EXECUTABLE)
+  message(FATAL_ERROR "kvjit: MPI (libmpi and mpirun) was not found: run scripts/setup.sh "
+                      "(Debian's openmpi-bin and libopenmpi-dev)")
+endif()
 if(KVJIT_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()

@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev
   libpcre2-dev libicu-dev nlohmann-json3-dev
   libcpp-httplib-dev
+  # Tensor parallelism's ranks as processes (runtime/dist/MpiCommunicator.h).
+  openmpi-bin libopenmpi-dev
   # scripts/build_xgrammar.sh fetches xgrammar's sdist.
   curl ca-certificates
   # The chat page's browser test (tests/unit/tools/serve/webui_test.py).
