@@ -66,14 +66,17 @@ absl::StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::LoadConfigured() {
 }
 
 absl::StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::Load(const std::string& library) {
-  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Never unloaded (RTLD_NODELETE): NCCL starts threads that outlive its
+  // calls (ncclGetUniqueId's bootstrap root, a communicator's proxy), and
+  // unmapping their code under them crashes the process, as the tests saw.
+  void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     const char* reason = ::dlerror();
     return absl::FailedPreconditionError(
         absl::StrCat("no NCCL for multi-GPU tensor parallelism: ", library, " not found (",
                      reason != nullptr ? reason : "dlopen failed", "); ", kInstallHint));
   }
-  std::unique_ptr<NcclLibrary> loaded(new NcclLibrary(handle, library));
+  std::unique_ptr<NcclLibrary> loaded(new NcclLibrary(library));
 #define KVJIT_NCCL_RESOLVE(name)                                                         \
   loaded->name = reinterpret_cast<nccl::name##_t>(::dlsym(handle, #name));               \
   if (loaded->name == nullptr) {                                                         \
@@ -97,7 +100,5 @@ absl::StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::Load(const std::string
   }
   return loaded;
 }
-
-NcclLibrary::~NcclLibrary() { ::dlclose(handle_); }
 
 }  // namespace kvjit::runtime::dist

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,7 +36,8 @@ inline constexpr const char kDefaultNcclLibrary[] = "libnccl.so.2";
 
 // libnccl's entry points, resolved once with dlopen and dlsym: nothing in
 // kvjit links NCCL, so a build, and every run that is not a multi-GPU one,
-// works without it.
+// works without it. The library stays loaded for the rest of the process,
+// after this object too (NcclLibrary.cpp says why).
 class NcclLibrary {
  public:
   // Loads the library $KVJIT_NCCL_LIBRARY names, or libnccl.so.2 from the
@@ -47,7 +49,6 @@ class NcclLibrary {
   // point is FAILED_PRECONDITION naming the file and what to install.
   static absl::StatusOr<std::unique_ptr<NcclLibrary>> Load(const std::string& library);
 
-  ~NcclLibrary();
   NcclLibrary(const NcclLibrary&) = delete;
   NcclLibrary& operator=(const NcclLibrary&) = delete;
 
@@ -65,9 +66,8 @@ class NcclLibrary {
 #undef KVJIT_NCCL_MEMBER
 
  private:
-  NcclLibrary(void* handle, std::string library) : handle_(handle), library_(std::move(library)) {}
+  explicit NcclLibrary(std::string library) : library_(std::move(library)) {}
 
-  void* handle_;
   std::string library_;
   std::string version_;
 };
