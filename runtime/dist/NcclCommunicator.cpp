@@ -28,11 +28,12 @@ absl::Status WithPrefix(const absl::Status& status, absl::string_view prefix) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicator& host,
-                                                                            NcclLibrary& library,
-                                                                            int device_ordinal) {
+                                                                           NcclLibrary& library,
+                                                                           int device_ordinal) {
   const int rank = host.rank();
   const int size = host.size();
-  const std::string who = absl::StrCat("NCCL rank ", rank, " of ", size, " (cuda:", device_ordinal, ")");
+  const std::string who =
+      absl::StrCat("NCCL rank ", rank, " of ", size, " (cuda:", device_ordinal, ")");
   if (device_ordinal < 0) {
     return absl::InvalidArgumentError(absl::StrCat(who, ": the device ordinal is negative"));
   }
@@ -61,9 +62,9 @@ absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(Commu
   nccl::ncclUniqueId id;
   std::memcpy(id.internal, message.data() + kIdOffset, nccl::kUniqueIdBytes);
   nccl::ncclComm_t comm = nullptr;
-  KVJIT_RETURN_IF_ERROR(WithPrefix(
-      library.Check(library.ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank"),
-      absl::StrCat(who, ", NCCL ", library.version())));
+  KVJIT_RETURN_IF_ERROR(
+      WithPrefix(library.Check(library.ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank"),
+                 absl::StrCat(who, ", NCCL ", library.version())));
   // Owned from here, so that every return below destroys it.
   std::unique_ptr<NcclCommunicator> communicator(
       new NcclCommunicator(library, comm, rank, size, device_ordinal));
@@ -90,8 +91,8 @@ std::string NcclCommunicator::Who() const {
 
 absl::Status NcclCommunicator::Usable() const {
   if (comm_ != nullptr) return absl::OkStatus();
-  return absl::Status(failure_.code(), absl::StrCat(failure_.message(),
-                                                    " (the communicator was aborted then)"));
+  return absl::Status(failure_.code(),
+                      absl::StrCat(failure_.message(), " (the communicator was aborted then)"));
 }
 
 absl::Status NcclCommunicator::Abort(absl::Status failure) {

@@ -58,9 +58,8 @@ absl::StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::LoadConfigured() {
   if (named == nullptr || *named == '\0') return Load(kDefaultNcclLibrary);
   absl::StatusOr<std::unique_ptr<NcclLibrary>> library = Load(named);
   if (!library.ok()) {
-    return absl::Status(library.status().code(),
-                        absl::StrCat(library.status().message(), " (", kNcclLibraryVariable,
-                                     " names it)"));
+    return absl::Status(library.status().code(), absl::StrCat(library.status().message(), " (",
+                                                              kNcclLibraryVariable, " names it)"));
   }
   return library;
 }
@@ -77,12 +76,11 @@ absl::StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::Load(const std::string
                      reason != nullptr ? reason : "dlopen failed", "); ", kInstallHint));
   }
   std::unique_ptr<NcclLibrary> loaded(new NcclLibrary(library));
-#define KVJIT_NCCL_RESOLVE(name)                                                         \
-  loaded->name = reinterpret_cast<nccl::name##_t>(::dlsym(handle, #name));               \
-  if (loaded->name == nullptr) {                                                         \
-    return absl::FailedPreconditionError(                                                \
-        absl::StrCat(library, " has no " #name ": it is not libnccl, or too old an ",    \
-                     "NCCL; ", kInstallHint));                                           \
+#define KVJIT_NCCL_RESOLVE(name)                                                                   \
+  loaded->name = reinterpret_cast<nccl::name##_t>(::dlsym(handle, #name));                         \
+  if (loaded->name == nullptr) {                                                                   \
+    return absl::FailedPreconditionError(absl::StrCat(                                             \
+        library, " has no " #name ": it is not libnccl, or too old an NCCL; ", kInstallHint));     \
   }
   KVJIT_NCCL_FUNCTIONS(KVJIT_NCCL_RESOLVE)
 #undef KVJIT_NCCL_RESOLVE
@@ -94,9 +92,9 @@ absl::StatusOr<std::unique_ptr<NcclLibrary>> NcclLibrary::Load(const std::string
   }
   loaded->version_ = NcclVersionText(version_code);
   if (version_code < kOldestVersionCode) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(library, " is NCCL ", loaded->version_, ", older than 2.14, the oldest whose API ",
-                     "runtime/dist/NcclApi.h declares; ", kInstallHint));
+    return absl::FailedPreconditionError(absl::StrCat(
+        library, " is NCCL ", loaded->version_, ", older than 2.14, the oldest whose API ",
+        "runtime/dist/NcclApi.h declares; ", kInstallHint));
   }
   return loaded;
 }

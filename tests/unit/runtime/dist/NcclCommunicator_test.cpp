@@ -201,8 +201,8 @@ TEST_F(NcclCommunicatorTest, BroadcastCopiesTheRootsBytesToEveryRank) {
   std::vector<std::vector<uint8_t>> bytes = {{0, 0, 0}, {7, 8, 9}};
   std::vector<absl::Status> statuses(2);
   RunRanks(2, [&](int rank) {
-    statuses[rank] = communicators[rank]->Broadcast(bytes[rank].data(), 3, /*root=*/1,
-                                                    StreamOfRank(rank));
+    statuses[rank] =
+        communicators[rank]->Broadcast(bytes[rank].data(), 3, /*root=*/1, StreamOfRank(rank));
   });
   for (int rank = 0; rank < 2; ++rank) {
     ASSERT_TRUE(statuses[rank].ok()) << statuses[rank];
@@ -339,7 +339,8 @@ TEST_F(NcclCommunicatorTest, WhenRankZeroCannotMakeTheIdEveryRankFailsAtOnce) {
     ThreadGroupCommunicator host_communicator(host, rank);
     statuses[rank] = NcclCommunicator::Create(host_communicator, *library_, rank).status();
   });
-  EXPECT_THAT(statuses[0].message(), HasSubstr("NCCL rank 0 of 2 (cuda:0): ncclGetUniqueId failed"));
+  EXPECT_THAT(statuses[0].message(),
+              HasSubstr("NCCL rank 0 of 2 (cuda:0): ncclGetUniqueId failed"));
   EXPECT_EQ(statuses[1].code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(statuses[1].message(),
               HasSubstr("NCCL rank 1 of 2 (cuda:1): rank 0 could not make NCCL's unique id"));
