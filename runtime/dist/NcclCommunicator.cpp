@@ -169,7 +169,7 @@ absl::Status NcclCommunicator::CheckHealth() {
   if (async_error == nccl::ncclSuccess || async_error == nccl::ncclInProgress) {
     return absl::OkStatus();
   }
-  return Abort(WithPrefix(library_.Check(async_error, "a collective, asynchronously"), Who()));
+  return Abort(WithPrefix(library_.Check(async_error, "an enqueued collective"), Who()));
 }
 
 absl::Status NcclCommunicator::AwaitStream(
