@@ -219,8 +219,9 @@ TEST_F(NcclCommunicatorTest, AnAsynchronousErrorAbortsTheRanksCommunicatorAndNam
   absl::Status health = communicators[1]->CheckHealth();
   EXPECT_EQ(health.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(health.message(), HasSubstr("NCCL rank 1 of 2 (cuda:1)"));
-  EXPECT_THAT(health.message(),
-              HasSubstr("an enqueued collective failed: ncclResult_t 6 (fake: a remote rank failed)"));
+  EXPECT_THAT(
+      health.message(),
+      HasSubstr("an enqueued collective failed: ncclResult_t 6 (fake: a remote rank failed)"));
   EXPECT_THAT(health.message(), HasSubstr("aborted"));
   EXPECT_EQ(FakeNccl_CommsAborted(), 1);
   EXPECT_TRUE(communicators[0]->CheckHealth().ok());
