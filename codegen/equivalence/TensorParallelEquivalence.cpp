@@ -14,10 +14,10 @@
 #include "absl/time/time.h"
 #include "codegen/equivalence/EquivalenceChecker.h"
 #include "runtime/core/StatusMacros.h"
-#include "runtime/cpu/CpuStepRunner.h"
 #include "runtime/dist/InProcessCommunicator.h"
 #include "runtime/dist/RankWorker.h"
 #include "runtime/dist/TensorParallelRunner.h"
+#include "runtime/generation/RunnerFactory.h"
 
 namespace kvjit::codegen {
 namespace {
@@ -25,41 +25,6 @@ namespace {
 // How long a rank waits for the others at a collective: far more than a step
 // of a model small enough to verify takes.
 constexpr absl::Duration kCollectiveTimeout = absl::Seconds(120);
-
-// A runner of rank `rank`'s program in the executable at `path`, which it
-// keeps loaded for as long as the runner lives.
-class RankRunner final : public runtime::StepRunner {
- public:
-  static absl::StatusOr<std::unique_ptr<runtime::StepRunner>> Create(
-      const std::string& path, runtime::LoadOptions load, int rank,
-      const runtime::dist::RankSetup& setup, runtime::dist::Communicator& communicator) {
-    load.tensor_parallel_rank = rank;
-    std::unique_ptr<RankRunner> runner(new RankRunner());
-    KVJIT_ASSIGN_OR_RETURN(runner->executable_, runtime::Executable::Load(path, load));
-    KVJIT_ASSIGN_OR_RETURN(runner->runner_,
-                           runtime::CpuStepRunner::Create(*runner->executable_, setup.num_blocks,
-                                                          setup.threads, &communicator));
-    return runner;
-  }
-
-  int64_t num_blocks() const override { return runner_->num_blocks(); }
-  int64_t vocab_size() const override { return runner_->vocab_size(); }
-  int64_t max_tokens_per_step() const override { return runner_->max_tokens_per_step(); }
-  int64_t block_size() const override { return runner_->block_size(); }
-  int64_t attention_window() const override { return runner_->attention_window(); }
-  absl::Status CopyBlock(int64_t source, int64_t destination) override {
-    return runner_->CopyBlock(source, destination);
-  }
-  absl::StatusOr<absl::Span<const float>> Run(const runtime::StepInputs& inputs) override {
-    return runner_->Run(inputs);
-  }
-
- private:
-  RankRunner() = default;
-
-  std::unique_ptr<runtime::Executable> executable_;
-  std::unique_ptr<runtime::CpuStepRunner> runner_;
-};
 
 }  // namespace
 
@@ -69,8 +34,7 @@ absl::StatusOr<EquivalenceReport> EquivalenceChecker::CheckTensorParallelProgram
                          runtime::dist::InProcessGroup::Create(ranks, kCollectiveTimeout));
   auto factory_of = [&](int rank) {
     return [&, rank](const runtime::dist::RankSetup& setup) {
-      return RankRunner::Create(setup.executable_path, load, rank, setup,
-                                group->communicator(rank));
+      return runtime::CreateRankStepRunner(setup, group->communicator(rank), load);
     };
   };
   // A worker that fails ends every rank's collectives, rank 0's among them,

@@ -47,7 +47,7 @@ InProcessGroup::InProcessGroup(int ranks, absl::Duration timeout)
   rounds_[1].resize(ranks);
 }
 
-void InProcessGroup::Fail(const absl::Status& status) {
+void InProcessGroup::Abort(const absl::Status& status) {
   absl::MutexLock lock(&mutex_);
   if (failure_.ok()) failure_ = status;
 }
@@ -153,7 +153,7 @@ absl::Status InProcessCommunicator::AllGather(absl::Span<const float> local,
   }
   if (!arguments.ok()) {
     // The other ranks would otherwise wait for this one until their deadline.
-    group_.Fail(arguments);
+    group_.Abort(arguments);
     return arguments;
   }
   InProcessGroup::Contribution mine;
@@ -181,7 +181,7 @@ absl::Status InProcessCommunicator::Broadcast(absl::Span<uint8_t> bytes, int roo
   if (root < 0 || root >= size()) {
     absl::Status bad_root = absl::InvalidArgumentError(
         absl::StrCat("broadcast on rank ", rank_, ": root ", root, " is not a rank of ", size()));
-    group_.Fail(bad_root);
+    group_.Abort(bad_root);
     return bad_root;
   }
   InProcessGroup::Contribution mine;

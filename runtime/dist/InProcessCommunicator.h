@@ -56,6 +56,11 @@ class InProcessGroup {
   absl::Duration timeout() const { return timeout_; }
   InProcessCommunicator& communicator(int rank) { return *communicators_[rank]; }
 
+  // Ends every collective, waiting or to come, with `status`: after a rank
+  // failed, the ranks are out of step for good (a worker waiting, without a
+  // deadline, for rank 0's next command among them).
+  void Abort(const absl::Status& status);
+
  private:
   friend class InProcessCommunicator;
 
@@ -78,9 +83,6 @@ class InProcessGroup {
   // Whether every rank handed in the same operation and size; the error
   // names the first rank that did not.
   static absl::Status CheckAgreement(const std::vector<const Contribution*>& contributions);
-  // Ends every collective, waiting or to come, with `status`: after a rank
-  // failed, the ranks are out of step for good.
-  void Fail(const absl::Status& status);
 
   absl::Duration timeout_;
   std::vector<std::unique_ptr<InProcessCommunicator>> communicators_;

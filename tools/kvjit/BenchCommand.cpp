@@ -661,7 +661,7 @@ Subcommand BenchCommand() {
           "[--max_batch_tokens B] [--speculative ngram|draft:FILE [--draft_tokens N]] [--report_json FILE] "
           "[--profile] [--trace FILE] [--json_schema FILE | --json | --grammar FILE | --regex R]",
           "tools/kvjit/BenchCommand.cpp", RunBench,
-          WithGrammarFlags(WithSpeculationFlags({"block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"}))};
+          WithGrammarFlags(WithSpeculationFlags({"tp", "block_size", "max_tokens_per_step", "max_batch_tokens", "samples", "device", "verify_weights"}))};
 }
 
 }  // namespace kvjit::cli

@@ -258,7 +258,7 @@ Subcommand ChatCommand() {
           "MODEL_OR_KVX [--system TEXT] [-n N] [--temperature T] [--speculative ngram|draft:FILE "
           "[--draft_tokens N]] [--stats] (then /reset, /exit)",
           "tools/kvjit/ChatCommand.cpp", RunChat,
-          WithGrammarFlags(WithSpeculationFlags({"n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
+          WithGrammarFlags(WithSpeculationFlags({"n", "tp", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
            "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template", "temperature", "top_k",
            "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}))};
 }

@@ -20,7 +20,8 @@ namespace kvjit::cli {
 std::vector<std::string> MpirunCommand(const std::string& self, const std::vector<std::string>& command,
                                        const std::string& model_argument,
                                        const std::string& executable, int ranks, int cores,
-                                       bool threads_given, bool as_root) {
+                                       const std::string& threads_flag, bool threads_given,
+                                       bool as_root) {
   std::vector<std::string> line = {"mpirun", "-np", absl::StrCat(ranks), "--oversubscribe",
                                    "--bind-to", "none"};
   if (as_root) line.push_back("--allow-run-as-root");
@@ -34,11 +35,14 @@ std::vector<std::string> MpirunCommand(const std::string& self, const std::vecto
       line.push_back(argument);
     }
   }
-  if (!threads_given) line.push_back(absl::StrCat("--threads=", std::max(1, cores / ranks)));
+  if (!threads_given) {
+    line.push_back(absl::StrCat("--", threads_flag, "=", std::max(1, cores / ranks)));
+  }
   return line;
 }
 
-absl::Status LaunchUnderMpirun(int argc, char** argv, const std::string& model_argument) {
+absl::Status LaunchUnderMpirun(int argc, char** argv, const std::string& model_argument,
+                               const std::string& threads_flag) {
   codegen::CompileOptions options = CompileOptionsFromFlags();
   KVJIT_ASSIGN_OR_RETURN(const std::string executable, ExecutablePathFor(model_argument, options));
   char self[4096];
@@ -48,13 +52,13 @@ absl::Status LaunchUnderMpirun(int argc, char** argv, const std::string& model_a
                                             "mpirun: ", std::strerror(errno)));
   }
   self[length] = '\0';
-  const absl::CommandLineFlag* threads = absl::FindCommandLineFlag("threads");
-  const bool threads_given = threads->CurrentValue() != threads->DefaultValue();
+  const absl::CommandLineFlag* threads = absl::FindCommandLineFlag(threads_flag);
+  const bool threads_given = threads != nullptr && threads->CurrentValue() != threads->DefaultValue();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<std::string> line =
       MpirunCommand(self, std::vector<std::string>(argv + 1, argv + argc), model_argument,
-                    executable, static_cast<int>(options.tensor_parallel), cores, threads_given,
-                    geteuid() == 0);
+                    executable, static_cast<int>(options.tensor_parallel), cores, threads_flag,
+                    threads_given, geteuid() == 0);
   std::fprintf(stderr, "kvjit: %s\n", absl::StrJoin(line, " ").c_str());
   std::fflush(stderr);
   std::vector<char*> exec_argv;

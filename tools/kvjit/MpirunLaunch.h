@@ -17,17 +17,19 @@ namespace kvjit::cli {
 // on this machine: --oversubscribe (more ranks than cores is the user's
 // choice), --bind-to none (each rank's thread pool spreads over the cores),
 // --allow-run-as-root where this process is root (Open MPI refuses root
-// otherwise), and each rank's --threads where the command left it to the
-// default: the cores shared out among the ranks.
+// otherwise), and each rank's threads (the flag `threads_flag`) where the
+// command left them to the default: the cores shared out among the ranks.
 std::vector<std::string> MpirunCommand(const std::string& self, const std::vector<std::string>& command,
                                        const std::string& model_argument,
                                        const std::string& executable, int ranks, int cores,
-                                       bool threads_given, bool as_root);
+                                       const std::string& threads_flag, bool threads_given,
+                                       bool as_root);
 
 // Compiles `model_argument` for --tp ranks where it is not an executable
 // already and replaces this process with MpirunCommand's; returns only on an
 // error, which names what failed (mpirun not installed among them).
-absl::Status LaunchUnderMpirun(int argc, char** argv, const std::string& model_argument);
+absl::Status LaunchUnderMpirun(int argc, char** argv, const std::string& model_argument,
+                               const std::string& threads_flag);
 
 }  // namespace kvjit::cli
 

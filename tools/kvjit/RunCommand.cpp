@@ -288,7 +288,7 @@ Subcommand RunCommand() {
           "MODEL_OR_KVX -p PROMPT [-n N] [--temperature T [--samples N] | --beams K [--num_return N]] "
           "[--chat] [--stats] [--device cpu|cuda]",
           "tools/kvjit/RunCommand.cpp", RunRun,
-          WithGrammarFlags(WithSpeculationFlags({"p", "n", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "max_batch_tokens", "samples",
+          WithGrammarFlags(WithSpeculationFlags({"p", "n", "tp", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "max_batch_tokens", "samples",
            "device", "verify_weights", "threads", "kv_pool_mib", "chat_template", "temperature",
            "top_k", "top_p", "min_p", "repeat_penalty", "seed", "stop", "stats"}))};
 }

@@ -196,7 +196,7 @@ Subcommand ServeCommand() {
           "[--kv_pool_mib M] [--max_queued N] [--device cpu|cuda] [--speculative ngram|draft:FILE "
           "[--draft_tokens N]] [--no_webui]",
           "tools/kvjit/ServeCommand.cpp", RunServe,
-          WithSpeculationFlags({"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
+          WithSpeculationFlags({"tp", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "max_batch_tokens",
            "device", "verify_weights", "threads", "kv_pool_mib", "memory_utilization", "chat_template"})};
 }
 

@@ -12,7 +12,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/BuildInfo.h"
+#include "absl/flags/flag.h"
+#include "runtime/dist/MpiEnvironment.h"
 #include "tools/kvjit/CompilerCommands.h"
+#include "tools/kvjit/MpirunLaunch.h"
+#include "tools/kvjit/SharedFlags.h"
+#include "tools/kvjit/TensorParallelProcess.h"
 #include "tools/kvjit/Subcommand.h"
 
 namespace kvjit::cli {
@@ -90,6 +95,19 @@ int Run(int argc, char** argv) {
   std::vector<char*> positional_raw =
       absl::ParseCommandLine(static_cast<int>(sub_argv.size()), sub_argv.data());
   std::vector<std::string> positional(positional_raw.begin() + 1, positional_raw.end());
+  if (runtime::dist::MpiEnvironment::LaunchedByMpi()) {
+    return RunAsMpiRank(command->name, [&] { return command->run(positional); });
+  }
+  const bool splits = std::find(command->shared_flags.begin(), command->shared_flags.end(),
+                                "tp") != command->shared_flags.end();
+  if (splits && absl::GetFlag(FLAGS_tp) > 1 && !positional.empty()) {
+    const bool own_threads = std::find(command->shared_flags.begin(), command->shared_flags.end(),
+                                       "threads") != command->shared_flags.end();
+    const absl::Status launched = LaunchUnderMpirun(argc, argv, positional.front(),
+                                                    own_threads ? "threads" : "bench_threads");
+    std::fprintf(stderr, "kvjit %s: %s\n", command->name, std::string(launched.message()).c_str());
+    return 1;
+  }
   absl::Status status = command->run(positional);
   if (!status.ok()) {
     std::fprintf(stderr, "kvjit %s: %s\n", command->name, std::string(status.message()).c_str());
