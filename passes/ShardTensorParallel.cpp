@@ -10,6 +10,7 @@
 #include "ir/Tfm/TfmOps.h"
 #include "ir/Tfm/TfmStorage.h"
 #include "ir/Tfm/TfmTraits.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -91,6 +92,7 @@ class Sharder {
     for (tfm::LinearOp linear : linears) {
       if (mlir::failed(ShardFeedForward(linear))) return mlir::failure();
     }
+    if (mlir::failed(ShardFusedProjections())) return mlir::failure();
     for (auto weight : llvm::make_early_inc_range(function.getOps<tfm::WeightOp>())) {
       if (weight->use_empty()) weight->erase();
     }
@@ -182,14 +184,13 @@ class Sharder {
       }
       per_head.push_back(value);
       if (auto reshape = mlir::dyn_cast<tfm::ReshapeOp>(op)) {
-        auto projection = reshape.getInput().getDefiningOp<tfm::LinearOp>();
-        if (!projection || !reshape.getInput().hasOneUse()) {
+        if (!IsProjection(reshape.getInput())) {
           return attention.emitOpError()
-                 << "reads heads reshaped from something other than one projection's "
-                    "result alone (fused projections are split after this pass)";
+                 << "reads heads reshaped from something other than a projection's result "
+                    "(a tfm.linear's, or a tfm.slice_columns view of one) alone";
         }
         for (mlir::Value value : per_head) SetExtent(value, 1, share.size());
-        return ColumnParallel(projection, share.Times(head_dim));
+        return Project(reshape.getInput(), share.Times(head_dim));
       }
       if (!mlir::isa<tfm::RopeOp, tfm::RmsNormOp, tfm::LayerNormOp, tfm::ScaleOp>(op)) {
         return attention.emitOpError()
@@ -206,7 +207,7 @@ class Sharder {
     mlir::Operation* top = down.getInput().getDefiningOp();
     if (top == nullptr || !top->hasTrait<tfm::OpTrait::Elementwise>()) return mlir::success();
     llvm::SmallVector<mlir::Operation*> tree;
-    llvm::SmallVector<tfm::LinearOp> projections;
+    llvm::SmallVector<mlir::Value> projections;
     llvm::SmallVector<mlir::Operation*> pending{top};
     while (!pending.empty()) {
       mlir::Operation* op = pending.pop_back_val();
@@ -216,16 +217,15 @@ class Sharder {
         mlir::Operation* producer = operand.getDefiningOp();
         if (producer != nullptr && producer->hasTrait<tfm::OpTrait::Elementwise>()) {
           pending.push_back(producer);
-        } else if (auto projection = mlir::dyn_cast_or_null<tfm::LinearOp>(producer);
-                   projection && operand.hasOneUse()) {
-          projections.push_back(projection);
+        } else if (IsProjection(operand)) {
+          projections.push_back(operand);
         } else {
           return mlir::success();
         }
       }
     }
-    if (projections.empty() || llvm::any_of(projections, [&](tfm::LinearOp projection) {
-          return projection.getInput() != projections.front().getInput();
+    if (projections.empty() || llvm::any_of(projections, [&](mlir::Value projection) {
+          return ProjectionInput(projection) != ProjectionInput(projections.front());
         })) {
       return mlir::success();
     }
@@ -237,11 +237,97 @@ class Sharder {
                                 << block << ", fewer blocks than the " << ranks_ << " ranks";
     }
     const Range share = ShareOf(columns, block, ranks_, rank_);
-    for (tfm::LinearOp projection : projections) {
-      if (mlir::failed(ColumnParallel(projection, share))) return mlir::failure();
+    for (mlir::Value projection : projections) {
+      if (mlir::failed(Project(projection, share))) return mlir::failure();
     }
     for (mlir::Operation* op : tree) SetExtent(op->getResult(0), 1, share.size());
     return RowParallel(down, share);
+  }
+
+  // A linear's result read by one op, or a view of a fused linear's result
+  // (a checkpoint's fused QKV or gate-up, as Phi-3's): its own rows of the
+  // weight.
+  static bool IsProjection(mlir::Value value) {
+    if (!value.hasOneUse()) return false;
+    if (value.getDefiningOp<tfm::LinearOp>()) return true;
+    auto view = value.getDefiningOp<tfm::SliceColumnsOp>();
+    return view && view.getInput().getDefiningOp<tfm::LinearOp>();
+  }
+
+  static mlir::Value ProjectionInput(mlir::Value projection) {
+    if (auto view = projection.getDefiningOp<tfm::SliceColumnsOp>()) {
+      return view.getInput().getDefiningOp<tfm::LinearOp>().getInput();
+    }
+    return projection.getDefiningOp<tfm::LinearOp>().getInput();
+  }
+
+  // The rank's output features `rows` of a projection (IsProjection). A
+  // fused linear's views are shared out once all of them are known
+  // (ShardFusedProjections).
+  mlir::LogicalResult Project(mlir::Value projection, Range rows) {
+    if (auto view = projection.getDefiningOp<tfm::SliceColumnsOp>()) {
+      fused_views_[view.getInput().getDefiningOp<tfm::LinearOp>()].push_back({view, rows});
+      return mlir::success();
+    }
+    return ColumnParallel(projection.getDefiningOp<tfm::LinearOp>(), rows);
+  }
+
+  // Each fused linear whose views were shared out: its weight becomes the
+  // concatenation of each view's rows for the rank, in the views' order, and
+  // each view the rank's columns of the result.
+  mlir::LogicalResult ShardFusedProjections() {
+    for (auto& [linear, views] : fused_views_) {
+      const size_t users = std::distance(linear->getUsers().begin(), linear->getUsers().end());
+      if (users != views.size()) {
+        return linear.emitOpError() << "is a fused projection of which only some views are "
+                                       "shared out over the ranks; shard-tensor-parallel shares "
+                                       "out all of a fused projection's views or none";
+      }
+      if (linear.getBias()) {
+        return linear.emitOpError() << "is a fused projection with a bias, which "
+                                       "shard-tensor-parallel does not share out yet";
+      }
+      llvm::sort(views, [](FusedView a, FusedView b) {
+        return a.view.getOffset() < b.view.getOffset();
+      });
+      auto read = linear.getWeight().getDefiningOp<tfm::WeightOp>();
+      auto param = read ? module_.lookupSymbol<tfm::ParamOp>(read.getParamAttr()) : tfm::ParamOp();
+      if (!param || param.getConcat() || param.getShifted() || param.getSliced()) {
+        return linear.emitOpError() << "reads a weight that is not a model weight's tfm.param";
+      }
+      auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+      llvm::SmallVector<mlir::Attribute> parts;
+      int64_t rows = 0;
+      for (auto [index, part] : llvm::enumerate(views)) {
+        const Range own{part.view.getOffset() + part.rows.begin,
+                        part.view.getOffset() + part.rows.end};
+        const std::string name =
+            (param.getSymName() + ".rank" + llvm::Twine(rank_) + ".part" + llvm::Twine(index))
+                .str();
+        mlir::FailureOr<tfm::ParamOp> sliced = SliceParam(linear, param, 0, own, name);
+        if (mlir::failed(sliced)) return mlir::failure();
+        parts.push_back(mlir::FlatSymbolRefAttr::get(*sliced));
+        builder_.setInsertionPoint(part.view);
+        part.view.setOffsetAttr(builder_.getI64IntegerAttr(rows));
+        part.view.setSizeAttr(builder_.getI64IntegerAttr(part.rows.size()));
+        SetExtent(part.view.getResult(), 1, part.rows.size());
+        rows += part.rows.size();
+      }
+      llvm::SmallVector<int64_t> shape(type.getShape());
+      shape[0] = rows;
+      auto joined_type = mlir::RankedTensorType::get(shape, type.getElementType());
+      builder_.setInsertionPointAfter(param);
+      auto joined = builder_.create<tfm::ParamOp>(
+          param.getLoc(), builder_.getStringAttr((param.getSymName() + ".rank" +
+                                                  llvm::Twine(rank_)).str()),
+          mlir::TypeAttr::get(joined_type), param.getStorageAttr(), builder_.getArrayAttr(parts));
+      builder_.setInsertionPoint(linear);
+      auto read_joined = builder_.create<tfm::WeightOp>(read.getLoc(), joined_type,
+                                                        mlir::FlatSymbolRefAttr::get(joined));
+      linear.getWeightMutable().assign(read_joined.getResult());
+      SetExtent(linear.getResult(), 1, rows);
+    }
+    return mlir::success();
   }
 
   // The linear's output features `rows`: those rows of its weight and bias.
@@ -290,16 +376,28 @@ class Sharder {
              << "reads a weight that is not a model weight's tfm.param, which "
                 "shard-tensor-parallel cannot slice (run it before fuse-projections)";
     }
+    mlir::FailureOr<tfm::ParamOp> sliced =
+        SliceParam(user, param, axis, range, (param.getSymName() + ".rank" + llvm::Twine(rank_)).str());
+    if (mlir::failed(sliced)) return mlir::failure();
+    builder_.setInsertionPoint(user);
+    auto read_slice = builder_.create<tfm::WeightOp>(read.getLoc(), sliced->getType(),
+                                                     mlir::FlatSymbolRefAttr::get(*sliced));
+    return read_slice.getResult();
+  }
+
+  // The param `name`, the rank's `range` of `param` on `axis`, made where
+  // it is not yet (a tied output projection reads its embedding's rows).
+  mlir::FailureOr<tfm::ParamOp> SliceParam(mlir::Operation* user, tfm::ParamOp param,
+                                           int64_t axis, Range range, const std::string& name) {
     const int64_t block = quant::ElementsPerBlock(tfm::ToQuantStorage(param.getStorage()));
     auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
-    if (axis == type.getRank() - 1 && (range.begin % block != 0 || range.size() % block != 0)) {
-      return user->emitOpError()
-             << "would give rank " << rank_ << " columns [" << range.begin << ", " << range.end
-             << ") of @" << param.getSymName() << ", which are not whole blocks of "
-             << tfm::stringifyStorageType(param.getStorage()) << " (" << block
-             << " elements): these heads cannot be split over " << ranks_ << " ranks";
-    }
-    const std::string name = (param.getSymName() + ".rank" + llvm::Twine(rank_)).str();
+    // Columns that split a block (heads whose columns are not whole blocks:
+    // head_dim 64 in blocks of 256) are the block's values dequantized.
+    const bool splits_blocks =
+        axis == type.getRank() - 1 && (range.begin % block != 0 || range.size() % block != 0);
+    tfm::StorageTypeAttr storage =
+        splits_blocks ? tfm::StorageTypeAttr::get(module_.getContext(), tfm::StorageType::f32)
+                      : param.getStorageAttr();
     llvm::SmallVector<int64_t> shape(type.getShape());
     shape[axis] = range.size();
     auto sliced_type = mlir::RankedTensorType::get(shape, type.getElementType());
@@ -308,22 +406,26 @@ class Sharder {
       builder_.setInsertionPointAfter(param);
       sliced = builder_.create<tfm::ParamOp>(
           param.getLoc(), builder_.getStringAttr(name), mlir::TypeAttr::get(sliced_type),
-          param.getStorageAttr(), mlir::FlatSymbolRefAttr::get(param), axis, range.begin);
+          storage, mlir::FlatSymbolRefAttr::get(param), axis, range.begin);
     } else if (sliced.getType() != sliced_type || *sliced.getSliceAxis() != axis ||
                *sliced.getSliceFrom() != range.begin) {
       return user->emitOpError() << "reads @" << param.getSymName()
                                  << ", which another op reads as another slice";
     }
-    builder_.setInsertionPoint(user);
-    auto read_slice = builder_.create<tfm::WeightOp>(read.getLoc(), sliced_type,
-                                                     mlir::FlatSymbolRefAttr::get(sliced));
-    return read_slice.getResult();
+    return sliced;
   }
+
+  // One view of a fused linear's result and the rank's rows of it.
+  struct FusedView {
+    tfm::SliceColumnsOp view;
+    Range rows;
+  };
 
   mlir::ModuleOp module_;
   int64_t ranks_;
   int64_t rank_;
   mlir::OpBuilder builder_;
+  llvm::MapVector<tfm::LinearOp, llvm::SmallVector<FusedView>> fused_views_;
 };
 
 class ShardTensorParallelPass

@@ -69,6 +69,17 @@ absl::StatusOr<std::vector<uint8_t>> WeightMaterializer::StoredBytes(tfm::ParamO
   KVJIT_ASSIGN_OR_RETURN(tfm::ParamOp source, sources_.SliceSource(param));
   KVJIT_ASSIGN_OR_RETURN(const model::WeightInfo* weight, sources_.Declared(source));
   absl::Span<const uint8_t> bytes = sources_.weights().Bytes(*weight);
+  // A slice that splits blocks is of the source's values dequantized.
+  std::vector<uint8_t> dequantized;
+  quant::StorageType storage = weight->storage;
+  if (param.getStorage() != source.getStorage()) {
+    std::vector<float> values(static_cast<size_t>(weight->element_count()));
+    KVJIT_RETURN_IF_ERROR(sources_.weights().ReadF32(*weight, absl::MakeSpan(values)));
+    dequantized.resize(values.size() * sizeof(float));
+    std::memcpy(dequantized.data(), values.data(), dequantized.size());
+    bytes = dequantized;
+    storage = quant::StorageType::kF32;
+  }
   auto type = mlir::cast<mlir::RankedTensorType>(source.getType());
   // A vector is one row; its slice is of that row's elements.
   const int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 1;
@@ -82,7 +93,7 @@ absl::StatusOr<std::vector<uint8_t>> WeightMaterializer::StoredBytes(tfm::ParamO
     return std::vector<uint8_t>(bytes.begin() + from * row_bytes,
                                 bytes.begin() + (from + size) * row_bytes);
   }
-  const int64_t block = quant::ElementsPerBlock(weight->storage);
+  const int64_t block = quant::ElementsPerBlock(storage);
   const uint64_t block_bytes = row_bytes / static_cast<uint64_t>(width / block);
   const uint64_t begin = static_cast<uint64_t>(from / block) * block_bytes;
   const uint64_t length = static_cast<uint64_t>(size / block) * block_bytes;

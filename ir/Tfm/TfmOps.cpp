@@ -86,7 +86,10 @@ LogicalResult VerifySliceSource(ParamOp param, mlir::SymbolTableCollection& symb
   auto source_type = mlir::cast<RankedTensorType>(source.getType());
   const int64_t axis = *param.getSliceAxis();
   const int64_t from = *param.getSliceFrom();
-  bool fits = source.getStorage() == param.getStorage() && source_type.getRank() == type.getRank();
+  // Columns that split a block are dequantized (f32).
+  const bool storage_fits = source.getStorage() == param.getStorage() ||
+                            (param.getStorage() == StorageType::f32 && axis == type.getRank() - 1);
+  bool fits = storage_fits && source_type.getRank() == type.getRank();
   for (int64_t d = 0; fits && d < type.getRank(); ++d) {
     fits = d == axis ? from + type.getDimSize(d) <= source_type.getDimSize(d)
                      : type.getDimSize(d) == source_type.getDimSize(d);

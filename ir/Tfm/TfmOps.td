@@ -61,8 +61,10 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     rank its shard this way. A slice of rows of a model weight is read in
     place from the model file; a slice of columns, whose rows lie apart, is
     made by the compiler. Columns of a block-quantized weight begin and end
-    on block boundaries. The source is a model weight or a slice, of the
-    same storage type and rank, with this param's extent on the other axis.
+    on block boundaries, or the slice is stored as f32: its values
+    dequantized, exactly. The source is a model weight or a slice, of the
+    same storage type (or f32, for columns) and rank, with this param's
+    extent on the other axis.
 
     ```mlir
     tfm.param @blk.0.ffn_down.weight.rank1 : tensor<64x86xf32> storage <f32>

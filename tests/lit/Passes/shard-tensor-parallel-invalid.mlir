@@ -1,36 +1,5 @@
 // RUN: kvjit-opt %s --shard-tensor-parallel="ranks=2 rank=1" --split-input-file --verify-diagnostics
 
-// Two heads of 8 over two ranks: rank 1's columns of the output projection
-// would begin inside a 32-element block.
-tfm.param @token_embd.weight : tensor<6x32xf32> storage <f32>
-tfm.param @blk.0.attn_q.weight : tensor<32x32xf32> storage <f32>
-tfm.param @blk.0.attn_k.weight : tensor<16x32xf32> storage <f32>
-tfm.param @blk.0.attn_v.weight : tensor<16x32xf32> storage <f32>
-tfm.param @blk.0.attn_output.weight : tensor<32x32xf32> storage <q8_0>
-func.func @forward(%tokens: tensor<?xi32>, %positions: tensor<?xi32>) -> tensor<?x6xf32> {
-  %embed = tfm.weight @token_embd.weight : tensor<6x32xf32>
-  %x = tfm.embedding %embed, %tokens : (tensor<6x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %wq = tfm.weight @blk.0.attn_q.weight : tensor<32x32xf32>
-  %q = tfm.linear %x, %wq : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
-  %wk = tfm.weight @blk.0.attn_k.weight : tensor<16x32xf32>
-  %k = tfm.linear %x, %wk : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x16xf32>
-  %wv = tfm.weight @blk.0.attn_v.weight : tensor<16x32xf32>
-  %v = tfm.linear %x, %wv : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x16xf32>
-  %qh = tfm.reshape %q : (tensor<?x32xf32>) -> tensor<?x4x8xf32>
-  %kh = tfm.reshape %k : (tensor<?x16xf32>) -> tensor<?x2x8xf32>
-  %vh = tfm.reshape %v : (tensor<?x16xf32>) -> tensor<?x2x8xf32>
-  %att = tfm.attention %qh, %kh, %vh {causal, scale = 0.35 : f32} : (tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>) -> tensor<?x4x8xf32>
-  %flat = tfm.reshape %att : (tensor<?x4x8xf32>) -> tensor<?x32xf32>
-  %wo = tfm.weight @blk.0.attn_output.weight : tensor<32x32xf32>
-  // expected-error @+1 {{would give rank 1 columns [16, 32) of @blk.0.attn_output.weight, which are not whole blocks of q8_0 (32 elements)}}
-  %o = tfm.linear %flat, %wo : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
-  %x1 = tfm.add %x, %o : tensor<?x32xf32>
-  %logits = tfm.linear %x1, %embed : (tensor<?x32xf32>, tensor<6x32xf32>) -> tensor<?x6xf32>
-  return %logits : tensor<?x6xf32>
-}
-
-// -----
-
 // One query head cannot be shared out over two ranks.
 tfm.param @token_embd.weight : tensor<6x32xf32> storage <f32>
 tfm.param @blk.0.attn_q.weight : tensor<8x32xf32> storage <f32>
