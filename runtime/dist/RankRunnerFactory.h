@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "runtime/dist/StepCommand.h"
@@ -16,6 +17,10 @@ namespace kvjit::runtime::dist {
 // communicator; the tests make fakes.
 using RankRunnerFactory =
     std::function<absl::StatusOr<std::unique_ptr<StepRunner>>(const RankSetup& setup)>;
+
+// Ends every rank of the job with `message` (MpiCommunicator::Abort); the
+// tests record it instead.
+using AbortJob = std::function<void(const std::string& message)>;
 
 }  // namespace kvjit::runtime::dist
 

@@ -10,9 +10,6 @@
 
 namespace kvjit::runtime::dist {
 
-// Ends every rank of the job with `message` (MpiCommunicator::Abort); the
-// tests record it instead.
-using AbortJob = std::function<void(const std::string& message)>;
 
 // What every rank but 0 does for the life of its process, in step with
 // rank 0's TensorParallelStepRunner: waits, without a deadline, for rank 0's

@@ -21,7 +21,7 @@ absl::Status Send(Communicator& communicator, JobMessage message) {
 absl::StatusOr<std::unique_ptr<TensorParallelStepRunner>> TensorParallelJob::StartRunner(
     const RankSetup& setup, const RankRunnerFactory& create_runner) {
   KVJIT_RETURN_IF_ERROR(Send(communicator_, JobMessage::kRunnerFollows));
-  return TensorParallelStepRunner::Start(communicator_, setup, create_runner);
+  return TensorParallelStepRunner::Start(communicator_, setup, create_runner, abort_job_);
 }
 
 absl::Status TensorParallelJob::Finish() { return Send(communicator_, JobMessage::kEnd); }

@@ -19,7 +19,9 @@ namespace kvjit::runtime::dist {
 // Rank 0's side.
 class TensorParallelJob {
  public:
-  explicit TensorParallelJob(Communicator& communicator) : communicator_(communicator) {}
+  // `abort_job` ends every rank when a runner's ranks fall out of step.
+  TensorParallelJob(Communicator& communicator, AbortJob abort_job)
+      : communicator_(communicator), abort_job_(std::move(abort_job)) {}
 
   Communicator& communicator() { return communicator_; }
 
@@ -33,6 +35,7 @@ class TensorParallelJob {
 
  private:
   Communicator& communicator_;
+  AbortJob abort_job_;
 };
 
 // What every other rank does for the whole job: each runner rank 0 starts,

@@ -11,7 +11,8 @@
 namespace kvjit::runtime::dist {
 
 absl::StatusOr<std::unique_ptr<TensorParallelStepRunner>> TensorParallelStepRunner::Start(
-    Communicator& communicator, const RankSetup& setup, const RankRunnerFactory& create_runner) {
+    Communicator& communicator, const RankSetup& setup, const RankRunnerFactory& create_runner,
+    AbortJob on_out_of_step) {
   if (communicator.rank() != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("the tensor-parallel runner runs on rank 0, and this is rank ",
@@ -22,7 +23,7 @@ absl::StatusOr<std::unique_ptr<TensorParallelStepRunner>> TensorParallelStepRunn
   absl::StatusOr<std::unique_ptr<StepRunner>> local = create_runner(setup);
   KVJIT_RETURN_IF_ERROR(AgreeOnSetup(communicator, local.status()));
   return std::unique_ptr<TensorParallelStepRunner>(
-      new TensorParallelStepRunner(communicator, *std::move(local)));
+      new TensorParallelStepRunner(communicator, *std::move(local), std::move(on_out_of_step)));
 }
 
 TensorParallelStepRunner::~TensorParallelStepRunner() {
@@ -46,8 +47,16 @@ absl::Status TensorParallelStepRunner::CheckUsable() const {
 absl::Status TensorParallelStepRunner::Send(const StepCommand& command) {
   std::vector<uint8_t> bytes = EncodeStepCommand(command);
   absl::Status sent = BroadcastBytes(communicator_, bytes, /*root=*/0);
-  if (!sent.ok()) out_of_step_ = sent;
+  if (!sent.ok()) OutOfStep(sent);
   return sent;
+}
+
+void TensorParallelStepRunner::OutOfStep(const absl::Status& failure) {
+  out_of_step_ = failure;
+  if (on_out_of_step_) {
+    on_out_of_step_(absl::StrCat("tensor-parallel rank 0 of ", communicator_.size(),
+                                 ": the ranks are out of step: ", failure.message()));
+  }
 }
 
 absl::Status TensorParallelStepRunner::Stop() {
@@ -67,7 +76,7 @@ absl::Status TensorParallelStepRunner::CopyBlock(int64_t source, int64_t destina
   }
   KVJIT_RETURN_IF_ERROR(Send(CopyBlockCommand{source, destination}));
   absl::Status copied = local_->CopyBlock(source, destination);
-  if (!copied.ok()) out_of_step_ = copied;
+  if (!copied.ok()) OutOfStep(copied);
   return copied;
 }
 
@@ -81,7 +90,7 @@ absl::StatusOr<absl::Span<const float>> TensorParallelStepRunner::Run(const Step
   KVJIT_RETURN_IF_ERROR(ValidateStep(inputs, limits));
   KVJIT_RETURN_IF_ERROR(Send(inputs));
   absl::StatusOr<absl::Span<const float>> logits = local_->Run(inputs);
-  if (!logits.ok()) out_of_step_ = logits.status();
+  if (!logits.ok()) OutOfStep(logits.status());
   return logits;
 }
 

@@ -27,9 +27,12 @@ class TensorParallelStepRunner final : public StepRunner {
   // rank 0's runner with `create_runner`, and waits, without a deadline,
   // until every rank says whether it made its own (AgreeOnSetup). An error
   // on any rank's failure, naming the ranks; on a communicator that is not
-  // rank 0's.
+  // rank 0's. Once the ranks are out of step (a command failed after it was
+  // sent), `on_out_of_step`, where set, ends the job: the other ranks wait
+  // in a collective or for a command that will not come.
   static absl::StatusOr<std::unique_ptr<TensorParallelStepRunner>> Start(
-      Communicator& communicator, const RankSetup& setup, const RankRunnerFactory& create_runner);
+      Communicator& communicator, const RankSetup& setup, const RankRunnerFactory& create_runner,
+      AbortJob on_out_of_step = nullptr);
 
   // Stops the workers where Stop has not.
   ~TensorParallelStepRunner() override;
@@ -59,8 +62,14 @@ class TensorParallelStepRunner final : public StepRunner {
   absl::StatusOr<absl::Span<const float>> Run(const StepInputs& inputs) override;
 
  private:
-  TensorParallelStepRunner(Communicator& communicator, std::unique_ptr<StepRunner> local)
-      : communicator_(communicator), local_(std::move(local)) {}
+  TensorParallelStepRunner(Communicator& communicator, std::unique_ptr<StepRunner> local,
+                           AbortJob on_out_of_step)
+      : communicator_(communicator),
+        local_(std::move(local)),
+        on_out_of_step_(std::move(on_out_of_step)) {}
+
+  // Records the failure that put the ranks out of step, and ends the job.
+  void OutOfStep(const absl::Status& failure);
 
   // OK while commands may still be sent.
   absl::Status CheckUsable() const;
@@ -71,6 +80,7 @@ class TensorParallelStepRunner final : public StepRunner {
   bool stopped_ = false;
   // The first failure after a command was sent.
   absl::Status out_of_step_;
+  AbortJob on_out_of_step_;
 };
 
 }  // namespace kvjit::runtime::dist

@@ -177,7 +177,7 @@ Subcommand PerplexityCommand() {
           "MODEL_OR_KVX -f TEXT [--ctx 512] [--chunks N] [--save_logits FILE] "
           "[--kl_divergence FILE] [--cache_dtype TYPE] [--cache_dtype_k TYPE] [--cache_dtype_v TYPE] [--device cpu|cuda]",
           "tools/kvjit/PerplexityCommand.cpp", RunPerplexity,
-          {"block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
+          {"tp", "block_size", "cache_dtype", "cache_dtype_k", "cache_dtype_v", "cache_rotation", "max_tokens_per_step", "kv_memory_mib", "device",
            "verify_weights", "threads"}};
 }
 

@@ -40,7 +40,7 @@ int RunAsMpiRank(const char* command_name, const std::function<absl::Status()>& 
     communicator->reset();
     return 0;
   }
-  runtime::dist::TensorParallelJob job(mpi);
+  runtime::dist::TensorParallelJob job(mpi, [&mpi](const std::string& message) { mpi.Abort(message); });
   runtime::SetTensorParallelJob(&job);
   const absl::Status status = command();
   runtime::SetTensorParallelJob(nullptr);

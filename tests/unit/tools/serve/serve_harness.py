@@ -61,10 +61,11 @@ def main(needs_openai: bool = True) -> None:
 
 
 class Server:
-    """`kvjit serve MODEL --port 0 FLAGS...`, up once /health answers."""
+    """`kvjit serve MODEL --port 0 FLAGS...` (or `model` in place of MODEL), up once /health
+    answers."""
 
-    def __init__(self, *flags: str, start_timeout_s: float = 60):
-        command = [KVJIT, "serve", MODEL, "--port", "0", "--access_log=false", *flags]
+    def __init__(self, *flags: str, start_timeout_s: float = 60, model: Optional[str] = None):
+        command = [KVJIT, "serve", model or MODEL, "--port", "0", "--access_log=false", *flags]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True)
         self.stderr_lines: List[str] = []
