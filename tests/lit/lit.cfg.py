@@ -21,6 +21,10 @@ config.substitutions.append(("%kvjit_src_root", config.kvjit_source_dir))
 config.substitutions.append(("%kvjit_obj_root", config.kvjit_obj_root))
 # The pass plugin of the --load-pass-plugin tests (tests/passplugin).
 config.substitutions.append(("%count_ops_plugin", config.kvjit_count_ops_plugin))
+# Tensor-parallel ranks on this machine: more ranks than cores is the
+# test's choice, and CI runs as root, which Open MPI refuses unless told.
+config.substitutions.append(
+    ("%mpirun", "mpirun --oversubscribe --bind-to none --allow-run-as-root"))
 # The python lit runs under, for the tests' helper scripts.
 config.substitutions.append(("%python", sys.executable))
 
