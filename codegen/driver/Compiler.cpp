@@ -16,12 +16,15 @@
 #include "codegen/driver/IrFile.h"
 #include "codegen/equivalence/EquivalenceChecker.h"
 #include "codegen/weights/SourceWeights.h"
+#include "codegen/weights/WeightMaterializer.h"
 #include "frontend/model/DecoderBuilder.h"
 #include "frontend/model/ModelFile.h"
 #include "frontend/model/ParamBinding.h"
+#include "ir/Dist/DistOps.h"
 #include "ir/Kv/KvTypes.h"
 #include "ir/Tfm/TfmOps.h"
 #include "ir/Tfm/TfmStorage.h"
+#include "llvm/ADT/DenseSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/Pass.h"
@@ -427,6 +430,45 @@ absl::Status RunPasses(mlir::MLIRContext& context, mlir::PassManager& pm, mlir::
   return absl::OkStatus();
 }
 
+// What shard-tensor-parallel gave the rank: where its program reads the
+// weights it reads, and how the output is split.
+std::string DescribeShards(mlir::ModuleOp module) {
+  llvm::DenseSet<mlir::Operation*> read;
+  int64_t in_place = 0, whole = 0, sidecar = 0, dequantized = 0;
+  module.walk([&](tfm::WeightOp weight) {
+    auto param = module.lookupSymbol<tfm::ParamOp>(weight.getParamAttr());
+    if (!param || !read.insert(param).second) return;
+    if (SourceWeights::ReadsRowsInPlace(param) && !WeightMaterializer::Derives(param)) {
+      ++in_place;
+    } else if (WeightMaterializer::Derives(param)) {
+      ++sidecar;
+    } else {
+      ++whole;
+    }
+    if (param.getSliced() && param.getStorage() == tfm::StorageType::f32) {
+      auto source = module.lookupSymbol<tfm::ParamOp>(param.getSlicedAttr());
+      if (source && source.getStorage() != tfm::StorageType::f32) ++dequantized;
+    }
+  });
+  std::string output = "the output projection whole";
+  module.walk([&](dist::AllGatherOp gather) {
+    int64_t vocabulary = 0;
+    for (int64_t rank_columns : gather.getRankColumns()) vocabulary += rank_columns;
+    output = absl::StrCat("the output projection split by vocabulary rows (",
+                          gather.getRankColumns()[gather.getRank()], " of ", vocabulary,
+                          ", then dist.all_gather)");
+  });
+  return absl::StrCat(
+      "weights: ", in_place, " shards of rows read in place and ", whole,
+      " whole weights (norms, the embedding: replicated) from the model file, ", sidecar,
+      " in the rank's sidecar (fused projections of its rows, its columns of row-parallel "
+      "weights",
+      dequantized > 0 ? absl::StrCat("; ", dequantized, " dequantized to f32: their columns split "
+                                     "a block")
+                      : std::string(),
+      "); ", output);
+}
+
 // The sidecar of rank `rank`'s derived weights: rank 0's is the executable's
 // own (SidecarPathFor), the others' beside it, `out.rank1.kvw`.
 std::string RankSidecarPathFor(const std::string& output_path, int64_t rank) {
@@ -447,6 +489,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> CompileRank(
   mlir::PassManager pm(&context);
   KVJIT_RETURN_IF_ERROR(BuildPipeline(module, source, options, pm, progress, rank).status());
   KVJIT_RETURN_IF_ERROR(RunPasses(context, pm, module, source, options, progress));
+  Progress(progress, "  %s\n", DescribeShards(module).c_str());
   return WriteExecutable(module, model, vocabulary, chat_template, sidecar, nullptr, other_ranks);
 }
 
