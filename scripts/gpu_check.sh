@@ -141,6 +141,13 @@ prepare() {
       --cache_dtype f32 --max_tokens_per_step 64 -o "$bundle/kvx/stories260K-cpu.kvx"
     stage compile-stories260K-bench 300 "$kvjit" compile "$stories" --target cuda --sm "$sm" \
       --cache_dtype f16 -o "$bundle/kvx/stories260K-bench.kvx"
+    # Tensor parallelism over 2 GPUs (NCCL) against the same split on the
+    # CPU; run needs kvjit itself for mpirun.
+    stage compile-stories260K-tp2-cuda 300 "$kvjit" compile "$stories" --tp 2 --target cuda \
+      --sm "$sm" --cache_dtype f32 --max_tokens_per_step 64 -o "$bundle/kvx/stories260K-tp2-cuda.kvx"
+    stage compile-stories260K-tp2-cpu 300 "$kvjit" compile "$stories" --tp 2 --target cpu \
+      --cache_dtype f32 --max_tokens_per_step 64 -o "$bundle/kvx/stories260K-tp2-cpu.kvx"
+    cp "$kvjit" "$bundle/bin/" || { note "kvjit: not built"; failures=$((failures + 1)); }
   else
     note "stories260K: not found at $shared/models/stories260K.gguf (set KVJIT_SHARED_DIR)"
     failures=$((failures + 1))
@@ -220,6 +227,33 @@ run() {
       failures=$((failures + 1))
     fi
   done
+
+  # stories260K split over 2 GPUs (kvjit compile --tp 2 --target cuda, NCCL
+  # between them): its greedy text must be the CPU split's. Needs 2 GPUs,
+  # mpirun and libnccl.so.2 (KVJIT_NCCL_LIBRARY, docs/scale-out-nccl.md).
+  local gpus tp_prompt="Once upon a time"
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+  if ((gpus < 2)); then
+    note "tensor parallelism on GPUs: not checked ($gpus GPU(s); it needs 2)"
+  elif ! command -v mpirun >/dev/null; then
+    note "tensor parallelism on GPUs: not checked (no mpirun)"; failures=$((failures + 1))
+  elif [[ ! -x $bundle/bin/kvjit || ! -f $bundle/kvx/stories260K-tp2-cuda.kvx ]]; then
+    note "tensor parallelism on GPUs: kvjit or the --tp 2 executables are not in the bundle"
+    failures=$((failures + 1))
+  # The generated text alone (stdout) is compared, not the progress.
+  elif stage tp2-cpu 120 bash -c '"$@" >"$0"' "$logs/tp2-cpu.txt" \
+      mpirun --allow-run-as-root --oversubscribe -np 2 "$bundle/bin/kvjit" run \
+      "$bundle/kvx/stories260K-tp2-cpu.kvx" -p "$tp_prompt" -n 40 --temperature 0 --device cpu &&
+    stage tp2-cuda 120 bash -c '"$@" >"$0"' "$logs/tp2-cuda.txt" \
+      mpirun --allow-run-as-root -np 2 "$bundle/bin/kvjit" run \
+      "$bundle/kvx/stories260K-tp2-cuda.kvx" -p "$tp_prompt" -n 40 --temperature 0 --device cuda; then
+    if diff "$logs/tp2-cpu.txt" "$logs/tp2-cuda.txt" >"$logs/tp2-diff.log"; then
+      note "tensor parallelism on 2 GPUs (NCCL): the greedy text equals the CPU split's"
+    else
+      note "tensor parallelism on 2 GPUs (NCCL): the text differs from the CPU split's (tp2-diff.log)"
+      failures=$((failures + 1))
+    fi
+  fi
 
   # bench NAME KVX: benchmarks KVX with CUDA graphs and launch by launch.
   local bench=$bundle/bin/kvjit-cuda-bench name kvx

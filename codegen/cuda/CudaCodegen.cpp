@@ -72,14 +72,6 @@ absl::StatusOr<InstructionSpec> EmitRowOp(const EmitContext& context) {
   return std::move(emitter).spec();
 }
 
-// Tensor parallelism's collectives run on the GPU through NCCL, which the CUDA
-// backend does not call yet; a --tp executable is compiled for the CPU.
-absl::StatusOr<InstructionSpec> EmitCollective(const EmitContext& context) {
-  return absl::UnimplementedError(absl::StrCat(
-      kvx::EnumNameOpCode(context.instruction.op()),
-      ": the CUDA backend does not run tensor-parallel collectives yet; compile --tp for the CPU"));
-}
-
 // Each opcode's emitter, in kvx::OpCode's order.
 constexpr EmitterEntry kEmitters[] = {
     {kvx::OpCode::Embedding, EmitEmbedding},
@@ -93,8 +85,8 @@ constexpr EmitterEntry kEmitters[] = {
     {kvx::OpCode::KvAttention, EmitKvAttention},
     {kvx::OpCode::GatherRows, EmitGatherRows},
     {kvx::OpCode::Copy, EmitCopy},
-    {kvx::OpCode::AllReduce, EmitCollective},
-    {kvx::OpCode::AllGather, EmitCollective},
+    {kvx::OpCode::AllReduce, EmitAllReduce},
+    {kvx::OpCode::AllGather, EmitAllGather},
 };
 
 static_assert(kvx::CoversEnumInOrder(kEmitters),

@@ -34,6 +34,11 @@ absl::StatusOr<InstructionSpec> EmitKvWrite(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitKvAttention(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitGatherRows(const EmitContext& context);
 absl::StatusOr<InstructionSpec> EmitCopy(const EmitContext& context);
+// Tensor parallelism's collectives: the kernels around the collective that
+// the runner calls between a path's launches and its epilogue
+// (runtime/cuda/CollectiveLayout.h).
+absl::StatusOr<InstructionSpec> EmitAllReduce(const EmitContext& context);
+absl::StatusOr<InstructionSpec> EmitAllGather(const EmitContext& context);
 
 // The instruction's one kernel, one thread per element of output 0:
 // `body` computes element `i`.

@@ -232,12 +232,13 @@ absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executab
 
 #if KVJIT_HAVE_CUDA
 // The CUDA kernels of the program in `cpu_executable` (the executable for
-// the CPU alone), compiled by NVRTC, then the executable again with them.
+// the CPU alone), compiled by NVRTC, then the executable again with them
+// (and, for rank 0 of a tensor-parallel split, the other ranks').
 absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
     const flatbuffers::DetachedBuffer& cpu_executable, mlir::ModuleOp module,
     const model::ModelFile& model, const tokenizer::Vocabulary& vocabulary,
     const std::string& chat_template, const SidecarTarget& sidecar,
-    const CompileOptions& options, std::FILE* progress) {
+    const CompileOptions& options, std::FILE* progress, const OtherRanks& other_ranks = {}) {
   Clock::time_point start = Clock::now();
   Progress(progress, "generating CUDA kernels…\n");
   KVJIT_ASSIGN_OR_RETURN(cuda::CudaModuleSpec kernels,
@@ -269,7 +270,7 @@ absl::StatusOr<flatbuffers::DetachedBuffer> AddCudaModule(
   Progress(progress, "  cubin %s, PTX %s (%s, %.2f s)\n", MiB(compiled.binary.cubin.size()).c_str(),
            MiB(compiled.binary.ptx.size()).c_str(), origin.c_str(), SecondsSince(start));
   const CudaSection section{kernels, compiled.binary};
-  return WriteExecutable(module, model, vocabulary, chat_template, sidecar, &section);
+  return WriteExecutable(module, model, vocabulary, chat_template, sidecar, &section, other_ranks);
 }
 #endif
 
@@ -290,9 +291,7 @@ absl::Status CheckOptions(const CompileOptions& options) {
         options.tensor_parallel));
   }
   if (options.tensor_parallel > 1) {
-    const char* conflict = for_cuda                    ? "--target cuda (the CUDA backend does not "
-                                                         "run the ranks' collectives yet)"
-                           : options.keep_layers > 0   ? "--keep_layers"
+    const char* conflict = options.keep_layers > 0     ? "--keep_layers"
                            : options.verify_each_pass  ? "--verify_each_pass (the reference "
                                                          "evaluator runs the ranks' programs only "
                                                          "together, as a whole)"
@@ -490,7 +489,18 @@ absl::StatusOr<flatbuffers::DetachedBuffer> CompileRank(
   KVJIT_RETURN_IF_ERROR(BuildPipeline(module, source, options, pm, progress, rank).status());
   KVJIT_RETURN_IF_ERROR(RunPasses(context, pm, module, source, options, progress));
   Progress(progress, "  %s\n", DescribeShards(module).c_str());
-  return WriteExecutable(module, model, vocabulary, chat_template, sidecar, nullptr, other_ranks);
+  KVJIT_ASSIGN_OR_RETURN(
+      flatbuffers::DetachedBuffer executable,
+      WriteExecutable(module, model, vocabulary, chat_template, sidecar, nullptr, other_ranks));
+#if KVJIT_HAVE_CUDA
+  // Each rank's program gets its own kernels; its collectives run through
+  // NCCL between them (runtime/cuda/CollectiveLayout.h).
+  if (options.target == "cuda") {
+    return AddCudaModule(executable, module, model, vocabulary, chat_template, sidecar, options,
+                         progress, other_ranks);
+  }
+#endif
+  return executable;
 }
 
 // `module` split over options.tensor_parallel ranks, each rank's program

@@ -199,6 +199,13 @@ absl::Status CudaDevice::Synchronize() const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> CudaDevice::StreamFinished() const {
+  const CUresult result = driver_->cuStreamQuery(stream_);
+  if (result == CUDA_ERROR_NOT_READY) return false;
+  KVJIT_RETURN_IF_ERROR(driver_->Check(result, "cuStreamQuery"));
+  return true;
+}
+
 absl::StatusOr<LoadedModule> CudaDevice::LoadModule(absl::Span<const uint8_t> cubin, int cubin_arch,
                                                     absl::string_view ptx, int ptx_arch) const {
   KVJIT_ASSIGN_OR_RETURN(ModuleImage image, ChooseModuleImage(arch_, cubin.empty() ? 0 : cubin_arch,

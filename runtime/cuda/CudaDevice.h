@@ -145,6 +145,10 @@ class CudaDevice {
   absl::Status CopyOnDevice(CUdeviceptr destination, CUdeviceptr source, uint64_t bytes) const;
   absl::Status Zero(CUdeviceptr destination, uint64_t bytes) const;
   absl::Status Synchronize() const;
+  // Whether the stream's work is all done, without waiting (cuStreamQuery);
+  // an error where it failed. For waits that must not block forever
+  // (DeviceCommunicator::AwaitStream).
+  absl::StatusOr<bool> StreamFinished() const;
 
   // A module from an executable's images: the cubin when it was built for
   // this GPU's architecture, else the PTX JIT-compiled by the driver (see

@@ -48,6 +48,7 @@ namespace kvjit::cuda {
   X(cuStreamCreate)                    \
   X(cuStreamDestroy)                   \
   X(cuStreamSynchronize)               \
+  X(cuStreamQuery)                     \
   X(cuStreamBeginCapture)              \
   X(cuStreamEndCapture)                \
   X(cuGraphInstantiate)                \

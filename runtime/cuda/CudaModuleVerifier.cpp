@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cuda/CollectiveLayout.h"
 #include "runtime/schema/CudaLaunchAbi.h"
 #include "runtime/schema/OpOperands.h"
 
@@ -119,8 +120,19 @@ absl::Status VerifyCudaPath(const runtime::Executable& executable, const kvx::Cu
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": the GEMM's f16 weight and activation do not fit its scratch, in that order"));
     }
+  } else if (IsCollective(instruction.op())) {
+    // A collective's epilogue runs after the collective (CollectiveLayout.h),
+    // whose scratch the path must hold at the largest step.
+    const runtime::StepSizes largest = {max_tokens, max_tokens, max_tokens, 0};
+    KVJIT_ASSIGN_OR_RETURN(const CollectiveCall call, PlanCollective(instruction, largest));
+    if (runtime::ScratchBytes(*path, largest) < call.scratch_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": ", runtime::ScratchBytes(*path, largest), " bytes of scratch at the largest "
+          "step, and the collective needs ", call.scratch_bytes));
+    }
   } else if (path->epilogue() != nullptr && path->epilogue()->size() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": an epilogue without a GEMM"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": an epilogue without a GEMM or a collective"));
   }
   return absl::OkStatus();
 }

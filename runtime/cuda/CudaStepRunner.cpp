@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/StatusMacros.h"
+#include "runtime/cuda/CollectiveLayout.h"
 #include "runtime/cuda/CudaModuleVerifier.h"
 #include "runtime/cuda/PoolLayout.h"
 #include "runtime/exec/OpTable.h"
@@ -35,20 +36,23 @@ void ForEachLaunch(const kvx::CudaPath& path, const Visit& visit) {
 }  // namespace
 
 CudaStepRunner::CudaStepRunner(const runtime::Executable& executable, int64_t num_blocks,
-                               const CudaRunnerOptions& options)
+                               const CudaRunnerOptions& options,
+                               std::unique_ptr<runtime::dist::DeviceCommunicator> communicator)
     : executable_(executable),
       module_(*executable.cuda()),
       num_blocks_(num_blocks),
-      options_(options) {}
+      options_(options),
+      communicator_(std::move(communicator)) {}
 
 CudaStepRunner::~CudaStepRunner() {
   // Members free device memory, graphs and the cuBLAS handle as they go,
   // which needs the context current and the stream idle.
-  if (device_ != nullptr && device_->MakeCurrent().ok()) device_->Synchronize().IgnoreError();
+  if (device_ != nullptr && device_->MakeCurrent().ok()) AwaitStream().IgnoreError();
 }
 
 absl::StatusOr<std::unique_ptr<CudaStepRunner>> CudaStepRunner::Create(
-    const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options) {
+    const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options,
+    std::unique_ptr<runtime::dist::DeviceCommunicator> communicator) {
   if (executable.cuda() == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat(executable.path(),
@@ -60,7 +64,27 @@ absl::StatusOr<std::unique_ptr<CudaStepRunner>> CudaStepRunner::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("the KV pool needs at least one block, got ", num_blocks));
   }
-  std::unique_ptr<CudaStepRunner> runner(new CudaStepRunner(executable, num_blocks, options));
+  const auto& program = *executable.program().instructions();
+  const auto collective = std::find_if(program.begin(), program.end(), [](const auto* instruction) {
+    return IsCollective(instruction->op());
+  });
+  if (collective != program.end() && communicator == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        executable.path(), ": instruction ", collective - program.begin(), " (",
+        kvx::EnumNameOpCode(collective->op()), ") runs between the GPUs of ",
+        executable.tensor_parallel_ranks(), " tensor-parallel ranks, and this CUDA runner was "
+        "made without a device communicator (NCCL): start the ranks with mpirun -np ",
+        executable.tensor_parallel_ranks(), " kvjit ... --device cuda"));
+  }
+  if (communicator != nullptr && (communicator->size() != executable.tensor_parallel_ranks() ||
+                                  communicator->rank() != executable.tensor_parallel_rank())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        executable.path(), " holds the program of rank ", executable.tensor_parallel_rank(),
+        " of ", executable.tensor_parallel_ranks(), ", and the device communicator is rank ",
+        communicator->rank(), " of ", communicator->size()));
+  }
+  std::unique_ptr<CudaStepRunner> runner(
+      new CudaStepRunner(executable, num_blocks, options, std::move(communicator)));
   absl::Status status = runner->Initialize();
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat(executable.path(), ": ", status.message()));
@@ -92,7 +116,7 @@ absl::Status CudaStepRunner::Initialize() {
   KVJIT_RETURN_IF_ERROR(UploadWeights());
   KVJIT_RETURN_IF_ERROR(PrepareInstructions());
   graph_buckets_ = DecodeBuckets(LargestGraphBucket());
-  return device_->Synchronize();
+  return AwaitStream();
 }
 
 absl::Status CudaStepRunner::LoadKernels() {
@@ -239,7 +263,7 @@ absl::Status CudaStepRunner::PrepareInstructions() {
       return absl::Status(bound.status().code(),
                           absl::StrCat("instruction ", i, " ", bound.status().message()));
     }
-    instructions_.push_back({module_.instructions()->Get(i), *std::move(bound)});
+    instructions_.push_back({program[i], module_.instructions()->Get(i), *std::move(bound)});
   }
   return absl::OkStatus();
 }
@@ -253,6 +277,12 @@ const kvx::CudaPath& CudaStepRunner::PathFor(const PreparedInstruction& prepared
 
 int64_t CudaStepRunner::LargestGraphBucket() const {
   if (options_.synchronize_each_instruction) return 0;
+  // A tensor-parallel rank's steps run launch by launch, never from graphs.
+  // NCCL 2.9 on can be captured into graphs, but no multi-GPU machine has
+  // yet checked this runner's capture and replay of collectives against
+  // launch by launch (docs/scale-out-nccl.md), and a wrong replay would
+  // hang or corrupt every rank; so these programs pay the launches.
+  if (communicator_ != nullptr) return 0;
   const int64_t limit = std::min(options_.largest_graph_batch, limits_.max_tokens);
   // A bucket serves steps of 1 to `bucket` sequences, which must take the
   // paths that it takes: the decode and prefill paths reduce a row in
@@ -330,6 +360,10 @@ absl::Status CudaStepRunner::EnqueuePath(const kvx::CudaPath& path, PreparedInst
   args.buffers[prepared.launch.scratch_index()] =
       scratch_bytes > 0 ? DevicePointer(scratch_) : nullptr;
   KVJIT_RETURN_IF_ERROR(EnqueueLaunches(path.launches(), args, sizes));
+  if (IsCollective(prepared.instruction->op())) {
+    KVJIT_RETURN_IF_ERROR(EnqueueCollective(prepared, sizes));
+    return EnqueueLaunches(path.epilogue(), args, sizes);
+  }
   if (const kvx::CudaGemm* gemm = path.gemm()) {
     const int64_t rows = runtime::SizeProduct(gemm->m(), sizes);
     // cuBLAS starts on the first GEMM: decode-only use never pays for it.
@@ -347,6 +381,31 @@ absl::Status CudaStepRunner::EnqueuePath(const kvx::CudaPath& path, PreparedInst
   return absl::OkStatus();
 }
 
+absl::Status CudaStepRunner::EnqueueCollective(const PreparedInstruction& prepared,
+                                               const StepSizes& sizes) {
+  KVJIT_ASSIGN_OR_RETURN(const CollectiveCall call, PlanCollective(*prepared.instruction, sizes));
+  if (call.count == 0) return absl::OkStatus();
+  void* stream = device_->stream();
+  if (call.op == kvx::OpCode::AllReduce) {
+    return communicator_->AllReduceSum(
+        static_cast<float*>(DevicePointer(prepared.launch.first_output)), call.count, stream);
+  }
+  if (call.scratch_bytes > scratch_capacity_) {
+    return absl::OutOfRangeError(absl::StrCat("the all-gather needs ", call.scratch_bytes,
+                                              " bytes of scratch; the runner has ",
+                                              scratch_capacity_));
+  }
+  return communicator_->AllGather(static_cast<const float*>(DevicePointer(scratch_)), call.count,
+                                  static_cast<float*>(DevicePointer(scratch_ + call.gathered_offset_bytes)),
+                                  stream);
+}
+
+absl::Status CudaStepRunner::AwaitStream() {
+  if (communicator_ == nullptr) return device_->Synchronize();
+  return communicator_->AwaitStream([this] { return device_->StreamFinished(); },
+                                    options_.collective_timeout);
+}
+
 absl::Status CudaStepRunner::EnqueueProgram(const StepSizes& sizes) {
   const auto& program = *executable_.program().instructions();
   for (size_t i = 0; i < instructions_.size(); ++i) {
@@ -356,7 +415,7 @@ absl::Status CudaStepRunner::EnqueueProgram(const StepSizes& sizes) {
         observer_ != nullptr ? device_->Record(instruction_events_[i].first) : absl::OkStatus();
     if (status.ok()) status = EnqueuePath(PathFor(prepared, sizes), prepared, sizes);
     if (status.ok() && observer_ != nullptr) status = device_->Record(instruction_events_[i].second);
-    if (status.ok() && options_.synchronize_each_instruction) status = device_->Synchronize();
+    if (status.ok() && options_.synchronize_each_instruction) status = AwaitStream();
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat(executable_.path(), ": instruction ", i, " (",
                                                       kvx::EnumNameOpCode(program[i]->op()),
@@ -415,7 +474,7 @@ absl::StatusOr<absl::Span<const float>> CudaStepRunner::Run(const runtime::StepI
   const absl::Status enqueued = EnqueueStep(inputs);
   // Even after an error, nothing may still be copying from the pinned
   // buffers when the next step refills them.
-  const absl::Status done = device_->Synchronize();
+  const absl::Status done = AwaitStream();
   KVJIT_RETURN_IF_ERROR(enqueued);
   if (!done.ok()) {
     return absl::Status(done.code(), absl::StrCat(executable_.path(), ": the step failed on ",
@@ -481,9 +540,11 @@ absl::Status CudaStepRunner::CopyBlock(int64_t source, int64_t destination) {
 }
 
 absl::StatusOr<std::unique_ptr<runtime::StepRunner>> CreateCudaStepRunner(
-    const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options) {
-  KVJIT_ASSIGN_OR_RETURN(std::unique_ptr<CudaStepRunner> runner,
-                         CudaStepRunner::Create(executable, num_blocks, options));
+    const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options,
+    std::unique_ptr<runtime::dist::DeviceCommunicator> communicator) {
+  KVJIT_ASSIGN_OR_RETURN(
+      std::unique_ptr<CudaStepRunner> runner,
+      CudaStepRunner::Create(executable, num_blocks, options, std::move(communicator)));
   return runner;
 }
 

@@ -9,11 +9,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "runtime/cuda/CublasGemm.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/DecodePadding.h"
 #include "runtime/cuda/LaunchBinding.h"
+#include "runtime/dist/CollectiveTimeout.h"
+#include "runtime/dist/DeviceCommunicator.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/exec/StepRunner.h"
 #include "runtime/exec/StepValidation.h"
@@ -32,6 +35,9 @@ struct CudaRunnerOptions {
   // opcode (kernel faults are otherwise reported by the step's last call);
   // for debugging, and slower. Turns graphs off.
   bool synchronize_each_instruction = false;
+  // How long a wait for the stream may last where it holds collectives: a
+  // rank that never joins one must end the step, not hang it.
+  absl::Duration collective_timeout = runtime::dist::kDefaultCollectiveTimeout;
 };
 
 // Runs an executable's step program on one GPU, through the CUDA module the
@@ -46,10 +52,20 @@ struct CudaRunnerOptions {
 // blocks plus one padding block (see DecodePadding.h). A step uploads its
 // inputs into the fixed buffers, runs each instruction's decode path (few
 // rows) or prefill path (cuBLAS GEMM), and copies the logits back.
+//
+// A tensor-parallel rank's program (`kvjit compile --tp N --target cuda`)
+// holds collectives: each runs between its path's launches and epilogue as
+// a call of `communicator` (NCCL) on the runner's stream
+// (CollectiveLayout.h), and the runner waits for its steps with the
+// communicator's bounded AwaitStream instead of cuStreamSynchronize.
 class CudaStepRunner final : public runtime::StepRunner {
  public:
+  // `communicator` is this rank's, on `options.device_ordinal`, for a
+  // tensor-parallel rank's program (which is refused without one); null for
+  // a whole model's. The runner owns it.
   static absl::StatusOr<std::unique_ptr<CudaStepRunner>> Create(
-      const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options);
+      const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options,
+      std::unique_ptr<runtime::dist::DeviceCommunicator> communicator = nullptr);
   ~CudaStepRunner() override;
 
   int64_t num_blocks() const override { return num_blocks_; }
@@ -76,12 +92,14 @@ class CudaStepRunner final : public runtime::StepRunner {
   // Buffer pointers of one instruction's LaunchArgs; the sizes and the
   // scratch pointer are filled per step.
   struct PreparedInstruction {
+    const kvx::Instruction* instruction;
     const kvx::CudaInstruction* cuda;
     BoundInstruction launch;
   };
 
   CudaStepRunner(const runtime::Executable& executable, int64_t num_blocks,
-                 const CudaRunnerOptions& options);
+                 const CudaRunnerOptions& options,
+                 std::unique_ptr<runtime::dist::DeviceCommunicator> communicator);
   absl::Status Initialize();
   absl::Status LoadKernels();
   absl::Status PlanAndAllocate();
@@ -110,6 +128,12 @@ class CudaStepRunner final : public runtime::StepRunner {
       const flatbuffers::Vector<flatbuffers::Offset<kvx::CudaLaunch>>* launches,
       cuda_abi::LaunchArgs& args, const runtime::StepSizes& sizes);
   absl::Status RunGraph(int64_t bucket, const runtime::StepSizes& sizes);
+  // Enqueues a collective instruction's call of the communicator.
+  absl::Status EnqueueCollective(const PreparedInstruction& prepared,
+                                 const runtime::StepSizes& sizes);
+  // Waits until the stream's work is done: bounded by the collective
+  // timeout where the program holds collectives, whose peers may never come.
+  absl::Status AwaitStream();
 
   const runtime::Executable& executable_;
   const kvx::CudaModule& module_;
@@ -119,6 +143,9 @@ class CudaStepRunner final : public runtime::StepRunner {
   DecodeBuckets graph_buckets_{0};
 
   std::unique_ptr<CudaDevice> device_;
+  // Null without collectives. After the device: destroyed before it, while
+  // its context is still held.
+  std::unique_ptr<runtime::dist::DeviceCommunicator> communicator_;
   std::unique_ptr<CublasGemm> gemm_;  // from the first GEMM on
   LoadedModule kernels_module_;
   std::vector<CUfunction> kernels_;
@@ -148,7 +175,8 @@ class CudaStepRunner final : public runtime::StepRunner {
 
 // The factory the engines use: a CudaStepRunner as a StepRunner.
 absl::StatusOr<std::unique_ptr<runtime::StepRunner>> CreateCudaStepRunner(
-    const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options);
+    const runtime::Executable& executable, int64_t num_blocks, const CudaRunnerOptions& options,
+    std::unique_ptr<runtime::dist::DeviceCommunicator> communicator = nullptr);
 
 }  // namespace kvjit::cuda
 

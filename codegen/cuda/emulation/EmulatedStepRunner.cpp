@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/cuda/CollectiveLayout.h"
 #include "runtime/cuda/LaunchBinding.h"
 #include "runtime/exec/StepValidation.h"
 
@@ -17,6 +18,19 @@ absl::StatusOr<std::unique_ptr<EmulatedStepRunner>> EmulatedStepRunner::Create(
                      " instructions; the program has ", instructions));
   }
   if (num_blocks <= 0) return absl::InvalidArgumentError("the KV pool needs at least one block");
+  // A collective needs the other ranks' processes and NCCL between their
+  // GPUs; summing or gathering over this process alone would check nothing
+  // of it, so a rank's program is refused rather than simulated.
+  const auto& program = *executable.program().instructions();
+  for (size_t i = 0; i < program.size(); ++i) {
+    if (::kvjit::cuda::IsCollective(program[i]->op())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "instruction ", i, " (", kvx::EnumNameOpCode(program[i]->op()),
+          "): the host emulation runs one process without NCCL, so it does not run the "
+          "collectives of a tensor-parallel rank's program; run the ranks' CUDA kernels on GPUs "
+          "(mpirun -np N kvjit run ... --device cuda)"));
+    }
+  }
   return std::unique_ptr<EmulatedStepRunner>(
       new EmulatedStepRunner(executable, module, kernels, num_blocks, paths));
 }

@@ -21,7 +21,10 @@
 #include "codegen/driver/Compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/cuda/CollectiveLayout.h"
 #include "runtime/cuda/CudaStepRunner.h"
+#include "runtime/dist/DeviceCommunicator.h"
+#include "runtime/exec/OpTable.h"
 #include "runtime/generation/RunnerFactory.h"
 #include "runtime/exec/Executable.h"
 #include "runtime/schema/CudaLaunchAbi.h"
@@ -482,6 +485,235 @@ TEST(CudaStepRunnerRefusalTest, AnExecutableWithoutCudaKernelsIsRefused) {
   ASSERT_FALSE(through_factory.ok());
   EXPECT_THAT(through_factory.status().message(), HasSubstr("--target cuda"));
   EXPECT_TRUE(runtime::CreateStepRunner(**executable, 8, 1, "cpu").ok());
+}
+
+
+// ---- Tensor-parallel ranks: collectives through a device communicator ----
+
+// A DeviceCommunicator that records each call, with the number of kernel
+// launches the fake driver had recorded when it came, instead of moving data.
+class RecordingCommunicator final : public runtime::dist::DeviceCommunicator {
+ public:
+  struct Call {
+    kvx::OpCode op;
+    const void* source;  // AllGather's local shard; AllReduce's values
+    void* destination;   // AllGather's gathered blocks; AllReduce's values
+    int64_t count;
+    void* stream;
+    int launches_before;
+  };
+
+  RecordingCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  absl::Status AllReduceSum(float* values, int64_t count, void* stream) override {
+    calls.push_back({kvx::OpCode::AllReduce, values, values, count, stream, FakeCuda_LaunchCount()});
+    return absl::OkStatus();
+  }
+  absl::Status AllGather(const float* local, int64_t count_per_rank, float* gathered,
+                         void* stream) override {
+    calls.push_back(
+        {kvx::OpCode::AllGather, local, gathered, count_per_rank, stream, FakeCuda_LaunchCount()});
+    return absl::OkStatus();
+  }
+  absl::Status Broadcast(void*, int64_t, int, void*) override {
+    return absl::UnimplementedError("the runner broadcasts nothing");
+  }
+  absl::Status CheckHealth() override { return absl::OkStatus(); }
+  absl::Status AwaitStream(const std::function<absl::StatusOr<bool>()>& stream_finished,
+                           absl::Duration timeout) override {
+    ++awaits;
+    awaited_timeout = timeout;
+    absl::StatusOr<bool> finished = stream_finished();
+    if (!finished.ok()) return finished.status();
+    return *finished ? absl::OkStatus() : absl::DeadlineExceededError("the stream never finished");
+  }
+
+  std::vector<Call> calls;
+  int awaits = 0;
+  absl::Duration awaited_timeout;
+
+ private:
+  int rank_;
+  int size_;
+};
+
+// stories260K split over 3 ranks for the CUDA target: its logits head is
+// gathered from 170, 171 and 171 vocabulary columns, so rank 1's shard is
+// padded for NCCL's equal counts.
+class TensorParallelFakeDriverTest : public ::testing::Test {
+ protected:
+  static constexpr int kRanks = 3;
+  static constexpr int kRank = 1;
+  static constexpr int64_t kBlocks = 16;
+
+  void SetUp() override {
+    ASSERT_TRUE(kUsesTheFakeDriver);
+    const std::string model = testing::SharedPath("models/stories260K.gguf");
+    if (model.empty()) GTEST_SKIP() << "stories260K.gguf not found under $KVJIT_SHARED_DIR/models";
+    executable_ = Compile(model);
+    ASSERT_NE(executable_, nullptr);
+    FakeCuda_SetMemoryLimit(size_t{1} << 40);
+    FakeCuda_FailLaunch(-1);
+  }
+
+  static const runtime::Executable* Compile(const std::string& model) {
+    static std::unique_ptr<runtime::Executable> compiled;
+    if (compiled != nullptr) return compiled.get();
+    codegen::CompileOptions options;
+    options.target = "cuda";
+    options.cuda_arch = 90;
+    options.tensor_parallel = kRanks;
+    options.max_tokens_per_step = 64;
+    options.verification = codegen::Verification::kOff;
+    const std::string kvx = (std::filesystem::temp_directory_path() /
+                             ("kvjit-fake-driver-tp-" + std::to_string(::getpid()) + ".kvx"))
+                                .string();
+    absl::Status status = codegen::CompileModel(model, kvx, options, nullptr);
+    EXPECT_TRUE(status.ok()) << status;
+    if (!status.ok()) return nullptr;
+    runtime::LoadOptions load;
+    load.tensor_parallel_rank = kRank;
+    auto executable = runtime::Executable::Load(kvx, load);
+    EXPECT_TRUE(executable.ok()) << executable.status();
+    if (!executable.ok()) return nullptr;
+    compiled = *std::move(executable);
+    return compiled.get();
+  }
+
+  const runtime::Executable* executable_ = nullptr;
+};
+
+TEST_F(TensorParallelFakeDriverTest, CollectivesRunBetweenTheLaunchesOnTheRunnersStream) {
+  auto owned = std::make_unique<RecordingCommunicator>(kRank, kRanks);
+  RecordingCommunicator& communicator = *owned;
+  CudaRunnerOptions options;
+  options.collective_timeout = absl::Seconds(7);
+  auto created = CudaStepRunner::Create(*executable_, kBlocks, options, std::move(owned));
+  ASSERT_TRUE(created.ok()) << created.status();
+  CudaStepRunner& runner = **created;
+  // Collectives are not captured into graphs (CudaStepRunner.cpp says why).
+  EXPECT_TRUE(runner.graph_buckets().empty());
+  const int awaits_at_creation = communicator.awaits;
+  EXPECT_GE(awaits_at_creation, 1) << "creation waits through the communicator too";
+
+  for (const int64_t tokens : {int64_t{1}, int64_t{5}}) {
+    SCOPED_TRACE(tokens == 1 ? "a decode step" : "a prefill step");
+    communicator.calls.clear();
+    FakeCuda_ClearLaunches();
+    const int block_size = static_cast<int>(executable_->kv_layout().block_size());
+    runtime::StepInputs step;
+    for (int32_t p = 0; p < tokens; ++p) {
+      step.tokens().push_back(10 + p);
+      step.positions().push_back(p);
+      step.slot_mapping().push_back(2 * block_size + p);
+    }
+    step.seq_starts() = {0, static_cast<int32_t>(tokens)};
+    step.context_lens() = {static_cast<int32_t>(tokens)};
+    step.block_tables() = {2};
+    step.max_blocks = 1;
+    step.logits_rows() = {static_cast<int32_t>(tokens - 1)};
+    const int awaits_before = communicator.awaits;
+    absl::StatusOr<absl::Span<const float>> logits = runner.Run(step);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    EXPECT_EQ(communicator.awaits, awaits_before + 1) << "each step waits once, bounded";
+    EXPECT_EQ(communicator.awaited_timeout, absl::Seconds(7));
+    EXPECT_EQ(runner.graph_replays(), 0);
+
+    // Walk the program as the runner must: each instruction's launches,
+    // then (a collective's) the call, then its epilogue.
+    const runtime::StepSizes sizes = runtime::SizesOf(step);
+    const kvx::CudaModule& module = *executable_->cuda();
+    const auto& program = *executable_->program().instructions();
+    int launch = 0;
+    size_t call = 0;
+    int all_gathers = 0;
+    auto expect_launches = [&](const auto* launches, size_t instruction) {
+      if (launches == nullptr) return;
+      for (const kvx::CudaLaunch* expected : *launches) {
+        if (runtime::SizeProduct(expected->grid_x(), sizes) == 0) continue;
+        ASSERT_LT(launch, FakeCuda_LaunchCount()) << "instruction " << instruction;
+        EXPECT_STREQ(FakeCuda_Launch(launch)->kernel,
+                     module.kernels()->Get(expected->kernel())->name()->c_str())
+            << "instruction " << instruction;
+        ++launch;
+      }
+    };
+    uintptr_t arena_base = 0;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const kvx::Instruction& instruction = *program[i];
+      const kvx::CudaInstruction& cuda = *module.instructions()->Get(i);
+      const kvx::CudaPath& path =
+          runtime::SizeProduct(cuda.rows(), sizes) < module.prefill_min_rows() ? *cuda.decode()
+                                                                               : *cuda.prefill();
+      const int first_launch = launch;
+      expect_launches(path.launches(), i);
+      if (i == 0) {
+        // The embedding's output gives the arena's base.
+        const cuda_abi::LaunchArgs args = ArgsOf(*FakeCuda_Launch(0));
+        arena_base = reinterpret_cast<uintptr_t>(args.buffers[instruction.inputs()->size()]) -
+                     instruction.outputs()->Get(0)->offset();
+      }
+      if (!IsCollective(instruction.op())) {
+        if (path.gemm() == nullptr) expect_launches(path.epilogue(), i);
+        continue;
+      }
+      ASSERT_LT(call, communicator.calls.size()) << "instruction " << i << " made no call";
+      const RecordingCommunicator::Call& made = communicator.calls[call++];
+      EXPECT_EQ(made.op, instruction.op()) << "instruction " << i;
+      EXPECT_EQ(made.launches_before, launch) << "instruction " << i << ": out of order";
+      EXPECT_EQ(made.stream, static_cast<void*>(runner.device().stream()));
+      const kvx::TensorRef& out = *instruction.outputs()->Get(0);
+      if (instruction.op() == kvx::OpCode::AllReduce) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(made.destination), arena_base + out.offset())
+            << "instruction " << i;
+        EXPECT_EQ(made.count, runtime::Extent(out, 0, sizes) * runtime::Extent(out, 1, sizes) *
+                                  runtime::Extent(out, 2, sizes))
+            << "instruction " << i;
+      } else {
+        ++all_gathers;
+        // Rank 1's 170 columns, padded to 171 by the pack kernel, which
+        // writes the shard the call sends.
+        const int64_t rows = runtime::Extent(*instruction.inputs()->Get(0), 0, sizes);
+        EXPECT_EQ(made.count, rows * 171) << "instruction " << i;
+        ASSERT_EQ(launch - first_launch, 1) << "instruction " << i << ": one pack launch";
+        const cuda_abi::LaunchArgs pack = ArgsOf(*FakeCuda_Launch(first_launch));
+        const void* scratch = pack.buffers[cuda_abi::ScratchBuffer(1, 1)];
+        ASSERT_NE(scratch, nullptr);
+        EXPECT_EQ(made.source, scratch);
+        EXPECT_EQ(made.destination, static_cast<const char*>(scratch) + rows * 171 * 4);
+        EXPECT_THAT(FakeCuda_Launch(first_launch)->kernel, HasSubstr("all_gather_pack"));
+        ASSERT_LT(launch, FakeCuda_LaunchCount());
+        EXPECT_THAT(FakeCuda_Launch(launch)->kernel, HasSubstr("all_gather_interleave"));
+        const cuda_abi::LaunchArgs interleave = ArgsOf(*FakeCuda_Launch(launch));
+        EXPECT_EQ(interleave.buffers[cuda_abi::ScratchBuffer(1, 1)], scratch);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(interleave.buffers[1]), arena_base + out.offset());
+      }
+      expect_launches(path.epilogue(), i);
+    }
+    EXPECT_EQ(launch, FakeCuda_LaunchCount());
+    EXPECT_EQ(call, communicator.calls.size());
+    EXPECT_GE(call, 2u * executable_->config().num_layers()) << "two all-reduces per layer";
+    EXPECT_EQ(all_gathers, 1) << "the logits head";
+  }
+}
+
+TEST_F(TensorParallelFakeDriverTest, ARanksProgramWithoutACommunicatorIsRefused) {
+  auto runner = CudaStepRunner::Create(*executable_, kBlocks, CudaRunnerOptions());
+  ASSERT_FALSE(runner.ok());
+  EXPECT_EQ(runner.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(runner.status().message(), HasSubstr("(AllReduce) runs between the GPUs of 3"));
+  EXPECT_THAT(runner.status().message(), HasSubstr("mpirun -np 3"));
+}
+
+TEST_F(TensorParallelFakeDriverTest, ACommunicatorOfAnotherRankIsRefused) {
+  auto runner = CudaStepRunner::Create(*executable_, kBlocks, CudaRunnerOptions(),
+                                       std::make_unique<RecordingCommunicator>(0, kRanks));
+  ASSERT_FALSE(runner.ok());
+  EXPECT_THAT(runner.status().message(),
+              HasSubstr("holds the program of rank 1 of 3, and the device communicator is rank 0 "
+                        "of 3"));
 }
 
 }  // namespace

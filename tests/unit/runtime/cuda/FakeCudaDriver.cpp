@@ -213,6 +213,9 @@ CUresult CUDAAPI cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamSynchronize(CUstream) {
   return capturing ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuStreamQuery(CUstream) {
+  return capturing ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuStreamBeginCapture(CUstream, CUstreamCaptureMode) {
   if (capturing) return CUDA_ERROR_ILLEGAL_STATE;
   capturing = true;
