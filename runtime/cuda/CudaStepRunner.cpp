@@ -280,7 +280,7 @@ int64_t CudaStepRunner::LargestGraphBucket() const {
   // A tensor-parallel rank's steps run launch by launch, never from graphs.
   // NCCL 2.9 on can be captured into graphs, but no multi-GPU machine has
   // yet checked this runner's capture and replay of collectives against
-  // launch by launch (docs/scale-out-nccl.md), and a wrong replay would
+  // launch by launch (docs/scale-out.md, "On GPUs: NCCL"), and a wrong replay would
   // hang or corrupt every rank; so these programs pay the launches.
   if (communicator_ != nullptr) return 0;
   const int64_t limit = std::min(options_.largest_graph_batch, limits_.max_tokens);
