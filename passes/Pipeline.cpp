@@ -19,7 +19,7 @@ namespace {
 
 constexpr KvjitStage kStages[] = {
     {"fuse-attention", true},
-    {"shard-tensor-parallel", false},
+    {"shard-tensor-parallel", false, /*behind_when_left_out=*/false},
     {"fuse-projections", false},
     {"choose-weight-layouts", false},
     {"insert-kv-cache", true},
@@ -186,7 +186,11 @@ std::vector<std::string> PassesBehind(mlir::ModuleOp module) {
   std::vector<std::string> behind;
   for (size_t index = std::size(kStages); index-- > 0;) {
     if (!LeftItsMark(module, index)) continue;
-    for (size_t earlier = 0; earlier <= index; ++earlier) behind.push_back(kStages[earlier].pass);
+    for (size_t earlier = 0; earlier <= index; ++earlier) {
+      if (kStages[earlier].behind_when_left_out || LeftItsMark(module, earlier)) {
+        behind.push_back(kStages[earlier].pass);
+      }
+    }
     break;
   }
   return behind;

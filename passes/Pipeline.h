@@ -84,11 +84,15 @@ std::string KvjitPipelineText(const KvjitPipelineOptions& options);
 // Makes the pipeline available as `--kvjit-pipeline` to kvjit-opt.
 void RegisterKvjitPipeline();
 
-// One of kvjit's passes, as a pipeline names it, and whether the executable
-// writer needs the IR to have been through it.
+// One of kvjit's passes, as a pipeline names it, whether the executable
+// writer needs the IR to have been through it, and whether IR past a later
+// stage counts as past it where it left no mark: an optimization left out
+// does, but a module left unsplit has not been through shard-tensor-parallel
+// (it is the model of one process, not a split one without its mark).
 struct KvjitStage {
   const char* pass;
   bool required;
+  bool behind_when_left_out = true;
 };
 
 // fuse-attention, shard-tensor-parallel (optional), fuse-projections
@@ -106,7 +110,8 @@ llvm::ArrayRef<KvjitStage> KvjitStages();
 // !kv.cache argument (insert-kv-cache), a kernel.fusion
 // (fuse-elementwise), a function with kernel.arena (plan-memory). A
 // stage before the last one found counts as passed even where it left
-// nothing (an optional pass left out): it can no longer run.
+// nothing (an optional pass left out): it can no longer run; but for
+// shard-tensor-parallel, which counts only where the module is a rank's.
 std::vector<std::string> PassesBehind(mlir::ModuleOp module);
 
 // The KV cache the module's step function reads; null before insert-kv-cache.

@@ -71,7 +71,7 @@ absl::StatusOr<InstructionSpec> EmitAllGather(const EmitContext& context) {
   }
   KVJIT_ASSIGN_OR_RETURN(const int64_t columns, StaticDim(x, 1, "this rank's columns"));
   KVJIT_ASSIGN_OR_RETURN(const int64_t width, StaticDim(out, 1, "the gathered columns"));
-  if (out.row_stride() != 0 && out.row_stride() != width) {
+  if (out.row_stride() != 0 && out.row_stride() != static_cast<uint64_t>(width)) {
     return absl::UnimplementedError("an AllGather into a column view");
   }
   KVJIT_ASSIGN_OR_RETURN(const int64_t padded, ::kvjit::cuda::PaddedColumns(instruction));
