@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's own command-line tools (llama-completion, llama-bench,
-# llama-batched-bench, llama-server, llama-perplexity) natively for this CPU from the source of
+# llama-batched-bench, llama-server, llama-perplexity, llama-quantize) natively for this CPU from the source of
 # the pinned llama-cpp-python sdist, the same llama.cpp that
 # reference_env.sh builds: the peer for measurements a Python process would
 # distort (resident memory, start-up time).
@@ -20,7 +20,7 @@ LLAMA_CPP_PYTHON_VERSION="0.3.36"
 DIR="${KVJIT_LLAMACPP_DIR:-$HOME/.cache/kvjit/llama.cpp-native}"
 SOURCE="$DIR/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
 BUILD="$DIR/build-$LLAMA_CPP_PYTHON_VERSION"
-TOOLS=(llama-completion llama-bench llama-batched-bench llama-server llama-perplexity)
+TOOLS=(llama-completion llama-bench llama-batched-bench llama-server llama-perplexity llama-quantize)
 
 die() { echo "build_llamacpp_native.sh: error: $*" >&2; exit 1; }
 log() { echo "build_llamacpp_native.sh: $*" >&2; }

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Issue 28's performance matrix: kvjit beside llama.cpp built natively for
+this CPU, in the same run, model by model, each figure also as a share of the
+machine's limit.
+
+    tools/scripts/perf_matrix.py --kvjit build/tools/kvjit/kvjit \\
+        --model llama-3.2-1b/Q4_K_M=~/.cache/kvjit/shaped/llama-3.2-1b.q4_k_m.gguf [--model ...] \\
+        --rounds 3 --out docs/data/bench/matrix-DATE
+
+Per model, once: `kvjit bench --profile`, for the bytes a decode step reads
+and the FLOPs a prefill token costs, and the machine's measured read
+bandwidth and FMA peak at 2 threads. Then --rounds interleaved rounds, each
+running in turn (2 threads, f16 KV cache on both sides):
+  kvjit bench --prompt_tokens 128 --gen_tokens 128   pp128, tg128 after 128 tokens
+  kvjit bench --prompt_tokens 512 --gen_tokens 128   pp512, tg128 after 512 tokens
+  kvjit bench --requests 16 --prompt_tokens 8 --gen_tokens 128    16 concurrent decodes
+  llama-bench -p 128,512 -n 0                        pp128, pp512
+  llama-bench -p 0 -n 128 -d 128,512                 tg128 after 128 and 512 tokens
+  llama-batched-bench -npp 8 -ntg 128 -npl 16        16 concurrent decodes
+Every report is kept in --out; the table (medians, and kvjit / llama.cpp) is
+printed and written as matrix.md, the numbers as matrix.json.
+
+Shares of the limit: a decode figure's tokens/s times the bytes one decode
+step reads (weights and activations, and the KV cache at the cell's mean
+context: the profile's cost model) over the measured read bandwidth; a
+prefill figure's tokens/s times the FLOPs per token over the measured peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Dict, List
+
+CELLS = ["pp128", "pp512", "tg128 @128", "tg128 @512", "16 streams"]
+
+
+def run(command: List[str], out_path: str) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        sys.exit(f"perf_matrix.py: `{' '.join(command)}` failed:\n{done.stderr[-4000:]}")
+    with open(out_path, "w") as out:
+        out.write(done.stdout)
+    return done.stdout
+
+
+def kvjit_bench(kvjit: str, model: str, report: str, *flags: str) -> Dict:
+    run([kvjit, "bench", model, "--runs", "1", "--bench_threads", "2", "--bench_cache_dtypes", "f16",
+         "--report_json", report, *flags], report + ".txt")
+    with open(report) as file:
+        return json.load(file)
+
+
+def summary(report: Dict, key: str) -> float:
+    return report["engines"][0]["summary"][key]["median"]
+
+
+def llama_bench(llama_bin: str, model: str, out: str, *flags: str) -> List[Dict]:
+    text = run([os.path.join(llama_bin, "llama-bench"), "-m", model, "-t", "2", "-r", "1",
+                "-ctk", "f16", "-ctv", "f16", "-o", "json", *flags], out)
+    return json.loads(text)
+
+
+def llama_batched(llama_bin: str, model: str, out: str) -> float:
+    text = run([os.path.join(llama_bin, "llama-batched-bench"), "-m", model, "-c", "4096", "-b", "256",
+                "-ub", "256", "-npp", "8", "-ntg", "128", "-npl", "16", "-t", "2", "-fa", "on",
+                "--output-format", "jsonl"], out)
+    for line in text.splitlines():
+        if line.startswith("{") and '"speed_tg"' in line:
+            return json.loads(line)["speed_tg"]
+    sys.exit(f"perf_matrix.py: no result in {out}")
+
+
+# The profile run: its decode steps follow a prompt of PROFILE_PROMPT tokens.
+PROFILE_PROMPT, PROFILE_GEN = 128, 32
+
+
+def limits(profile: Dict) -> Dict[str, float]:
+    """The machine's limits, from the profile's cost model: the bytes of a
+    decode step but its KV cache's, the KV bytes per cached token, and the
+    FLOPs per prefill token."""
+    phases = profile["engines"][0]["profile"]["phases"]
+    decode = phases["decode"]["total"]
+    prefill = phases["prefill"]["total"]
+    return {"decode_fixed_bytes": decode["weight_bytes"] + decode["activation_bytes"],
+            "kv_bytes_per_cached_token": decode["kv_bytes"] / (PROFILE_PROMPT + PROFILE_GEN / 2),
+            "prefill_flops_per_token": prefill["flops"] / phases["prefill"]["tokens_per_step"],
+            "read_bandwidth_gb_s": profile["engines"][0]["profile"]["read_bandwidth_gb_s"],
+            "peak_gflop_s": profile["engines"][0]["profile"]["peak_gflop_s"]}
+
+
+def limit_tokens_per_s(limit: Dict[str, float], cell: str):
+    """A cell's tokens/s at the limit: decode 128 tokens after the cell's
+    depth (their mean context: depth + 64), or prefill at the FMA peak."""
+    if cell.startswith("pp"):
+        return limit["peak_gflop_s"] * 1e9 / limit["prefill_flops_per_token"]
+    if cell.startswith("tg"):
+        context = int(cell.split("@")[1]) + 64
+        step = limit["decode_fixed_bytes"] + limit["kv_bytes_per_cached_token"] * context
+        return limit["read_bandwidth_gb_s"] * 1e9 / step
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kvjit", required=True)
+    parser.add_argument("--llama_bin", help="llama.cpp's bin/ (default: build_llamacpp_native.sh's)")
+    parser.add_argument("--model", action="append", required=True, help="NAME=PATH, repeatable")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    llama_bin = args.llama_bin or subprocess.run(
+        [os.path.join(os.path.dirname(os.path.abspath(__file__)), "build_llamacpp_native.sh")],
+        capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    os.makedirs(args.out, exist_ok=True)
+    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe",
+                             "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+    matrix = {"commit": commit, "command": sys.argv, "rounds": args.rounds, "models": {}}
+    for spec in args.model:
+        name, path = spec.split("=", 1)
+        path = os.path.expanduser(path)
+        folder = os.path.join(args.out, name.replace("/", "-"))
+        os.makedirs(folder, exist_ok=True)
+        profile = kvjit_bench(args.kvjit, path, os.path.join(folder, "kvjit-profile.json"),
+                              "--prompt_tokens", str(PROFILE_PROMPT), "--gen_tokens",
+                              str(PROFILE_GEN), "--profile")
+        limit = limits(profile)
+        kvjit = {cell: [] for cell in CELLS}
+        llama = {cell: [] for cell in CELLS}
+        for r in range(1, args.rounds + 1):
+            print(f"{name}: round {r}/{args.rounds}", file=sys.stderr, flush=True)
+            a = kvjit_bench(args.kvjit, path, os.path.join(folder, f"kvjit-128-{r}.json"),
+                            "--prompt_tokens", "128", "--gen_tokens", "128")
+            b = kvjit_bench(args.kvjit, path, os.path.join(folder, f"kvjit-512-{r}.json"),
+                            "--prompt_tokens", "512", "--gen_tokens", "128")
+            c = kvjit_bench(args.kvjit, path, os.path.join(folder, f"kvjit-16-{r}.json"),
+                            "--requests", "16", "--prompt_tokens", "8", "--gen_tokens", "128",
+                            "--max_batch_tokens", "256")
+            kvjit["pp128"].append(summary(a, "prefill_tokens_per_s"))
+            kvjit["tg128 @128"].append(summary(a, "decode_tokens_per_s"))
+            kvjit["pp512"].append(summary(b, "prefill_tokens_per_s"))
+            kvjit["tg128 @512"].append(summary(b, "decode_tokens_per_s"))
+            kvjit["16 streams"].append(summary(c, "output_tokens_per_s"))
+            for entry in llama_bench(llama_bin, path, os.path.join(folder, f"llama-pp-{r}.json"),
+                                     "-p", "128,512", "-n", "0"):
+                llama[f"pp{entry['n_prompt']}"].append(entry["avg_ts"])
+            for entry in llama_bench(llama_bin, path, os.path.join(folder, f"llama-tg-{r}.json"),
+                                     "-p", "0", "-n", "128", "-d", "128,512"):
+                llama[f"tg128 @{entry['n_depth']}"].append(entry["avg_ts"])
+            llama["16 streams"].append(
+                llama_batched(llama_bin, path, os.path.join(folder, f"llama-batched-{r}.jsonl")))
+        cells = {}
+        for cell in CELLS:
+            ours, theirs = statistics.median(kvjit[cell]), statistics.median(llama[cell])
+            limit_tps = limit_tokens_per_s(limit, cell)
+            cells[cell] = {"kvjit": kvjit[cell], "llama.cpp": llama[cell], "kvjit_median": ours,
+                           "llama_median": theirs, "ratio": ours / theirs,
+                           "kvjit_share_of_limit": ours / limit_tps if limit_tps else None}
+        matrix["models"][name] = {"path": path, "limits": limit, "cells": cells}
+        with open(os.path.join(args.out, "matrix.json"), "w") as file:
+            json.dump(matrix, file, indent=1)
+
+    lines = ["| model / weights | " + " | ".join(CELLS) + " |",
+             "|---|" + "---|" * len(CELLS)]
+    for name, model in matrix["models"].items():
+        row = []
+        for cell in CELLS:
+            c = model["cells"][cell]
+            share = f", {c['kvjit_share_of_limit']:.0%} of limit" if c["kvjit_share_of_limit"] else ""
+            row.append(f"{c['kvjit_median']:.1f} / {c['llama_median']:.1f} = **{c['ratio']:.2f}×**{share}")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    table = "\n".join(lines)
+    print(table)
+    with open(os.path.join(args.out, "matrix.md"), "w") as file:
+        file.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
