@@ -290,9 +290,8 @@ class Sharder {
       llvm::sort(views, [](FusedView a, FusedView b) {
         return a.view.getOffset() < b.view.getOffset();
       });
-      auto read = linear.getWeight().getDefiningOp<tfm::WeightOp>();
-      auto param = read ? module_.lookupSymbol<tfm::ParamOp>(read.getParamAttr()) : tfm::ParamOp();
-      if (!param || param.getConcat() || param.getShifted() || param.getSliced()) {
+      tfm::ParamOp param = ParamOf(linear.getWeight());
+      if (!param || !param.isModelWeight()) {
         return linear.emitOpError() << "reads a weight that is not a model weight's tfm.param";
       }
       auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
@@ -322,7 +321,7 @@ class Sharder {
                                                   llvm::Twine(rank_)).str()),
           mlir::TypeAttr::get(joined_type), param.getStorageAttr(), builder_.getArrayAttr(parts));
       builder_.setInsertionPoint(linear);
-      auto read_joined = builder_.create<tfm::WeightOp>(read.getLoc(), joined_type,
+      auto read_joined = builder_.create<tfm::WeightOp>(linear.getWeight().getLoc(), joined_type,
                                                         mlir::FlatSymbolRefAttr::get(joined));
       linear.getWeightMutable().assign(read_joined.getResult());
       SetExtent(linear.getResult(), 1, rows);
@@ -358,10 +357,15 @@ class Sharder {
     return mlir::success();
   }
 
+  // The param a tfm.weight `weight` reads; null for any other value.
+  tfm::ParamOp ParamOf(mlir::Value weight) {
+    auto read = weight.getDefiningOp<tfm::WeightOp>();
+    return read ? module_.lookupSymbol<tfm::ParamOp>(read.getParamAttr()) : tfm::ParamOp();
+  }
+
   // Elements per block of the storage of the param `weight` reads.
   int64_t BlockOf(mlir::Value weight) {
-    auto read = weight.getDefiningOp<tfm::WeightOp>();
-    auto param = read ? module_.lookupSymbol<tfm::ParamOp>(read.getParamAttr()) : tfm::ParamOp();
+    tfm::ParamOp param = ParamOf(weight);
     return param ? quant::ElementsPerBlock(tfm::ToQuantStorage(param.getStorage())) : 1;
   }
 
@@ -369,9 +373,8 @@ class Sharder {
   // `user`.
   mlir::FailureOr<mlir::Value> Slice(mlir::Operation* user, mlir::Value weight, int64_t axis,
                                      Range range) {
-    auto read = weight.getDefiningOp<tfm::WeightOp>();
-    auto param = read ? module_.lookupSymbol<tfm::ParamOp>(read.getParamAttr()) : tfm::ParamOp();
-    if (!param || param.getConcat() || param.getShifted() || param.getSliced()) {
+    tfm::ParamOp param = ParamOf(weight);
+    if (!param || !param.isModelWeight()) {
       return user->emitOpError()
              << "reads a weight that is not a model weight's tfm.param, which "
                 "shard-tensor-parallel cannot slice (run it before fuse-projections)";
@@ -380,7 +383,7 @@ class Sharder {
         SliceParam(user, param, axis, range, (param.getSymName() + ".rank" + llvm::Twine(rank_)).str());
     if (mlir::failed(sliced)) return mlir::failure();
     builder_.setInsertionPoint(user);
-    auto read_slice = builder_.create<tfm::WeightOp>(read.getLoc(), sliced->getType(),
+    auto read_slice = builder_.create<tfm::WeightOp>(weight.getLoc(), sliced->getType(),
                                                      mlir::FlatSymbolRefAttr::get(*sliced));
     return read_slice.getResult();
   }

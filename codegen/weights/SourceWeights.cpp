@@ -81,14 +81,14 @@ bool SourceWeights::ReadsRowsInPlace(tfm::ParamOp param) {
   if (!param.getSliced() || *param.getSliceAxis() != 0) return false;
   auto source = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(param,
                                                                        param.getSlicedAttr());
-  return source && !source.getSliced() && !source.getConcat() && !source.getShifted() &&
+  return source && source.isModelWeight() &&
          mlir::cast<mlir::RankedTensorType>(param.getType()).getRank() == 2;
 }
 
 absl::StatusOr<tfm::ParamOp> SourceWeights::SliceSource(tfm::ParamOp slice) const {
   auto source = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(slice,
                                                                        slice.getSlicedAttr());
-  if (!source || source.getSliced() || source.getConcat() || source.getShifted()) {
+  if (!source || !source.isModelWeight()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tfm.param @", slice.getSymName().str(), " slices @",
         slice.getSlicedAttr().getValue().str(), ", which is not a weight of the model"));

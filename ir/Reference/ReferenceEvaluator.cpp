@@ -99,7 +99,7 @@ absl::StatusOr<const RefTensor*> Interpreter::LoadWeight(tfm::WeightOp weight) {
 
 absl::StatusOr<const RefTensor*> Interpreter::LoadParam(tfm::ParamOp param) {
   const std::string name = param.getSymName().str();
-  if (!param.getConcat() && !param.getShifted() && !param.getSliced()) return weights_.Load(name);
+  if (param.isModelWeight()) return weights_.Load(name);
   if (auto known = derived_.find(name); known != derived_.end()) return &known->second;
   auto source_of = [&](mlir::FlatSymbolRefAttr source) -> absl::StatusOr<const RefTensor*> {
     auto source_param = mlir::SymbolTable::lookupNearestSymbolFrom<tfm::ParamOp>(param, source);

@@ -59,7 +59,7 @@ LogicalResult VerifyShiftedSource(ParamOp param, mlir::SymbolTableCollection& sy
   mlir::FlatSymbolRefAttr name = param.getShiftedAttr();
   auto source = symbols.lookupNearestSymbolFrom<ParamOp>(param, name);
   if (!source) return param.emitOpError() << "shifts " << name << ", which is no tfm.param";
-  if (source.getConcat() || source.getShifted()) {
+  if (!source.isModelWeight()) {
     return param.emitOpError() << "shifts " << name
                                << ", which the compiler makes: the source must be a model weight";
   }
@@ -70,17 +70,15 @@ LogicalResult VerifyShiftedSource(ParamOp param, mlir::SymbolTableCollection& sy
   return mlir::success();
 }
 
-// A slice's source: a model weight or another slice, of the same storage
-// and rank, whose extent on the axis holds the slice and on the other axis
-// equals it.
+// A slice's source: a model weight, of the same storage and rank, whose
+// extent on the axis holds the slice and on the other axis equals it.
 LogicalResult VerifySliceSource(ParamOp param, mlir::SymbolTableCollection& symbols) {
   mlir::FlatSymbolRefAttr name = param.getSlicedAttr();
   auto source = symbols.lookupNearestSymbolFrom<ParamOp>(param, name);
   if (!source) return param.emitOpError() << "slices " << name << ", which is no tfm.param";
-  if (source.getConcat() || source.getShifted()) {
+  if (!source.isModelWeight()) {
     return param.emitOpError() << "slices " << name
-                               << ", which the compiler makes: the source must be a model "
-                                  "weight or a slice of one";
+                               << ", which the compiler makes: the source must be a model weight";
   }
   auto type = mlir::cast<RankedTensorType>(param.getType());
   auto source_type = mlir::cast<RankedTensorType>(source.getType());

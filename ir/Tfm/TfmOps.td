@@ -62,9 +62,9 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
     place from the model file; a slice of columns, whose rows lie apart, is
     made by the compiler. Columns of a block-quantized weight begin and end
     on block boundaries, or the slice is stored as f32: its values
-    dequantized, exactly. The source is a model weight or a slice, of the
-    same storage type (or f32, for columns) and rank, with this param's
-    extent on the other axis.
+    dequantized, exactly. The source is a model weight, of the same storage
+    type (or f32, for columns) and rank, with this param's extent on the
+    other axis.
 
     ```mlir
     tfm.param @blk.0.ffn_down.weight.rank1 : tensor<64x86xf32> storage <f32>
@@ -131,6 +131,11 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">,
             $_builder.getI64IntegerAttr(from));
     }]>,
   ];
+  let extraClassDeclaration = [{
+    // Whether the weight is one of the model file's, read as the model
+    // stores it, rather than one the compiler makes from others.
+    bool isModelWeight() { return !getConcat() && !getShifted() && !getSliced(); }
+  }];
   let hasVerifier = 1;
 }
 
