@@ -191,19 +191,28 @@ absl::Status MoveVerified(const std::string& staged, const std::string& path) {
   return absl::OkStatus();
 }
 
-// Writes `executable` to `output_path` only once its CPU step program is
-// within tolerance of the reference: it is checked in a file beside it,
-// staged with its sidecar (`sidecar.staged_at`, where the writer put it),
-// and both are removed when it fails, so that a failed compile changes
-// neither the executable nor the sidecar already at those paths. The
-// sidecar moves into place first: the new executable never names a sidecar
-// that is not there yet.
-// A tensor-parallel executable has a sidecar per rank, all staged alike.
-absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executable,
-                                     const std::string& output_path,
-                                     absl::Span<const SidecarTarget> sidecars,
-                                     const std::string& unverified_suffix, const EquivalenceChecker& verifier,
-                                     const CompileOptions& options, std::FILE* progress) {
+// The sidecar at `path`, staged at `path` + `unverified_suffix` until the
+// executable passes --verify; written in place without a suffix (no
+// verification).
+SidecarTarget StagedSidecar(const std::string& path, const std::string& unverified_suffix) {
+  return SidecarTarget(path, unverified_suffix.empty() ? "" : absl::StrCat(path, unverified_suffix));
+}
+
+// Writes `executable` to `output_path`; with a `verifier`, only once its CPU
+// step program is within tolerance of the reference: it is checked in a
+// file beside it, staged with its sidecars (each `sidecar.staged_at`, where
+// the writer put it), and all are removed when it fails, so that a failed
+// compile changes neither the executable nor the sidecars already at those
+// paths. The sidecars move into place first: the new executable never names
+// a sidecar that is not there yet. A tensor-parallel executable has a
+// sidecar per rank, all staged alike.
+absl::Status WriteCheckedExecutable(const flatbuffers::DetachedBuffer& executable,
+                                    const std::string& output_path,
+                                    absl::Span<const SidecarTarget> sidecars,
+                                    const std::string& unverified_suffix,
+                                    const EquivalenceChecker* verifier,
+                                    const CompileOptions& options, std::FILE* progress) {
+  if (verifier == nullptr) return WriteExecutableFile(executable, output_path);
   const std::string unverified = absl::StrCat(output_path, unverified_suffix);
   KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, unverified));
   const absl::Status verified = [&]() -> absl::Status {
@@ -211,7 +220,7 @@ absl::Status WriteVerifiedExecutable(const flatbuffers::DetachedBuffer& executab
     for (const SidecarTarget& sidecar : sidecars) {
       load.staged_weight_files[WeightFilePathAsNamed(sidecar.path)] = sidecar.staged_at;
     }
-    return CheckExecutableFile(verifier, unverified, load, options.verify_threads, progress);
+    return CheckExecutableFile(*verifier, unverified, load, options.verify_threads, progress);
   }();
   if (!verified.ok()) {
     std::error_code ignored;
@@ -522,8 +531,7 @@ absl::Status CompileTensorParallel(mlir::MLIRContext& context, mlir::ModuleOp mo
   const std::string unverified_suffix = verifier != nullptr ? UnverifiedSuffix() : "";
   std::vector<SidecarTarget> sidecars;
   for (int64_t rank = 0; rank < options.tensor_parallel; ++rank) {
-    const std::string path = RankSidecarPathFor(output_path, rank);
-    sidecars.emplace_back(path, verifier != nullptr ? absl::StrCat(path, unverified_suffix) : "");
+    sidecars.push_back(StagedSidecar(RankSidecarPathFor(output_path, rank), unverified_suffix));
   }
   // The other ranks first, from copies: rank 0's holds them and takes the
   // module itself.
@@ -542,12 +550,8 @@ absl::Status CompileTensorParallel(mlir::MLIRContext& context, mlir::ModuleOp mo
                                      sidecars[0], other_ranks, options, progress));
   Progress(progress, "writing %s (%lld ranks)…\n", output_path.c_str(),
            static_cast<long long>(options.tensor_parallel));
-  if (verifier != nullptr) {
-    KVJIT_RETURN_IF_ERROR(WriteVerifiedExecutable(executable, output_path, sidecars,
-                                                  unverified_suffix, *verifier, options, progress));
-  } else {
-    KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
-  }
+  KVJIT_RETURN_IF_ERROR(WriteCheckedExecutable(executable, output_path, sidecars,
+                                               unverified_suffix, verifier.get(), options, progress));
   Progress(progress, "  %s (%zu bytes), weights stay in %s and the ranks' sidecars (%.2f s)\n",
            MiB(executable.size()).c_str(), executable.size(), model.path.c_str(),
            SecondsSince(start));
@@ -590,10 +594,7 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
   // The weights the passes made go beside the executable, which names them;
   // staged until the executable passes --verify.
   const std::string unverified_suffix = verifier != nullptr ? UnverifiedSuffix() : "";
-  const std::string sidecar_path = SidecarPathFor(output_path);
-  const SidecarTarget sidecar(sidecar_path, verifier != nullptr
-                                                ? absl::StrCat(sidecar_path, unverified_suffix)
-                                                : "");
+  const SidecarTarget sidecar = StagedSidecar(SidecarPathFor(output_path), unverified_suffix);
   KVJIT_ASSIGN_OR_RETURN(flatbuffers::DetachedBuffer executable,
                          WriteExecutable(module, model, vocabulary, chat_template, sidecar));
 #if KVJIT_HAVE_CUDA
@@ -613,12 +614,8 @@ absl::Status CompileModule(mlir::MLIRContext& context, mlir::ModuleOp module,
     }
   }
   Progress(progress, "writing %s…\n", output_path.c_str());
-  if (verifier != nullptr) {
-    KVJIT_RETURN_IF_ERROR(WriteVerifiedExecutable(executable, output_path, {sidecar},
-                                                  unverified_suffix, *verifier, options, progress));
-  } else {
-    KVJIT_RETURN_IF_ERROR(WriteExecutableFile(executable, output_path));
-  }
+  KVJIT_RETURN_IF_ERROR(WriteCheckedExecutable(executable, output_path, {sidecar},
+                                               unverified_suffix, verifier.get(), options, progress));
   std::string weights_in = model.path;
   if (model.gguf_files != nullptr && model.gguf_files->parts().size() > 1) {
     absl::StrAppend(&weights_in, " and the split's other ",
