@@ -20,6 +20,7 @@
 #include "runtime/dist/MpiEnvironment.h"
 #include "runtime/dist/RankWorker.h"
 #include "runtime/dist/TensorParallelRunner.h"
+#include "tests/unit/runtime/dist/PrefillStep.h"
 
 namespace kvjit::runtime::dist {
 namespace {
@@ -61,22 +62,6 @@ class SummingRunner final : public StepRunner {
   std::vector<std::string>& log_;
   std::vector<float> logits_;
 };
-
-StepInputs Prefill(std::vector<int32_t> tokens) {
-  StepInputs inputs;
-  const int32_t count = static_cast<int32_t>(tokens.size());
-  inputs.max_blocks = 1;
-  inputs.tokens() = std::move(tokens);
-  for (int32_t t = 0; t < count; ++t) {
-    inputs.positions().push_back(t);
-    inputs.slot_mapping().push_back(t);
-  }
-  inputs.seq_starts() = {0, count};
-  inputs.context_lens() = {count};
-  inputs.block_tables() = {0};
-  inputs.logits_rows() = {count - 1};
-  return inputs;
-}
 
 // Rank 0's script: two steps around a block copy. Returns the failures.
 int DriveWorkers(Communicator& communicator, const RankSetup& setup,

@@ -17,6 +17,7 @@
 #include "runtime/dist/InProcessCommunicator.h"
 #include "runtime/dist/RankWorker.h"
 #include "runtime/dist/TensorParallelRunner.h"
+#include "tests/unit/runtime/dist/PrefillStep.h"
 
 namespace kvjit::runtime::dist {
 namespace {
@@ -60,24 +61,6 @@ class RecordingRunner final : public StepRunner {
   int runs_ = 0;
   std::vector<float> logits_;
 };
-
-// One sequence of `tokens.size()` new tokens from position 0 in block 0,
-// the last producing logits.
-StepInputs Prefill(std::vector<int32_t> tokens) {
-  StepInputs inputs;
-  const int32_t count = static_cast<int32_t>(tokens.size());
-  inputs.max_blocks = 1;
-  inputs.tokens() = std::move(tokens);
-  for (int32_t t = 0; t < count; ++t) {
-    inputs.positions().push_back(t);
-    inputs.slot_mapping().push_back(t);
-  }
-  inputs.seq_starts() = {0, count};
-  inputs.context_lens() = {count};
-  inputs.block_tables() = {0};
-  inputs.logits_rows() = {count - 1};
-  return inputs;
-}
 
 const RankSetup kSetup{"/models/tp.kvx", kBlocks, 2, "cpu"};
 
