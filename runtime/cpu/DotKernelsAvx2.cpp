@@ -158,10 +158,19 @@ float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t
 // dependent FMAs, one per block, so further chains keep the FMA units busy
 // while the first waits, and they share the activation block's loads.
 // Every row takes exactly DotBlocks32's operations in its order.
+//
+// Each block asks for the same block of the rows that come next: the next
+// kSideBySide rows of GGUF's layout, or the next group of the interleaved
+// one (which the caller hands over a group at a time). A fixed distance ahead
+// in the row, as DotBlocks32's, reaches only the first of the rows that come
+// next, and the rest then wait on memory: a Q8_0 GEMV read its weights at
+// 20 GB/s that way and at 41 GB/s this way (2 threads, a 285 MB matrix).
 template <class Format, int64_t kRowsInterleaved = 1, int kSideBySide = 2>
 void DotBlocks32Rows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row,
                      int64_t cols, float* out) {
   const auto* activations = static_cast<const Q8Block32*>(activation_row);
+  const int64_t ahead =
+      kRowsInterleaved == 1 ? kSideBySide * row_bytes : cols / 32 * kRowsInterleaved * Format::kBytes;
   int64_t r = 0;
   for (; r + kSideBySide <= rows; r += kSideBySide) {
     const uint8_t* side_by_side[kSideBySide];
@@ -178,7 +187,7 @@ void DotBlocks32Rows(const uint8_t* weights, int64_t row_bytes, int64_t rows, co
       const __m128 scales = ScalePair(a);
       for (int k = 0; k < kSideBySide; ++k) {
         const uint8_t* block = side_by_side[k] + b * kRowsInterleaved * Format::kBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block) + ahead, _MM_HINT_T0);
         const __m256i lanes = LaneSumsOf<Format::kSigned>(Format::Prepare(block), q);
         const __m128 halves = BlockHalves(block);
         const __m256 d = _mm256_broadcastss_ps(_mm_mul_ps(halves, scales));
@@ -300,6 +309,7 @@ float DotQ6_K(const uint8_t* weight_row, const void* activation_row, int64_t col
 }
 
 struct F32Elements {
+  static constexpr int64_t kBytes = 4;
   static __m256 Load8(const uint8_t* row, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i); }
   static float Load1(const uint8_t* row, int64_t i) {
     float value;
@@ -309,6 +319,7 @@ struct F32Elements {
 };
 
 struct F16Elements {
+  static constexpr int64_t kBytes = 2;
   static __m256 Load8(const uint8_t* row, int64_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
   }
@@ -316,6 +327,7 @@ struct F16Elements {
 };
 
 struct BF16Elements {
+  static constexpr int64_t kBytes = 2;
   static __m256 Load8(const uint8_t* row, int64_t i) {
     const __m256i widened = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
@@ -334,6 +346,10 @@ float DotFloat(const uint8_t* weight_row, const void* activation_row, int64_t co
   __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
   const int64_t vector_cols = cols / 32 * 32;
   for (int64_t c = 0; c < vector_cols; c += 32) {
+    for (int64_t line = 0; line < 32 * Elements::kBytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(weight_row + c * Elements::kBytes + line) + kWeightPrefetchBytes,
+                   _MM_HINT_T0);
+    }
     acc0 = _mm256_fmadd_ps(Elements::Load8(weight_row, c), _mm256_loadu_ps(x + c), acc0);
     acc1 = _mm256_fmadd_ps(Elements::Load8(weight_row, c + 8), _mm256_loadu_ps(x + c + 8), acc1);
     acc2 = _mm256_fmadd_ps(Elements::Load8(weight_row, c + 16), _mm256_loadu_ps(x + c + 16), acc2);
@@ -494,8 +510,8 @@ const DotKernels& Avx2DotKernels() {
 
 const RowsDotKernels& Avx2RowsDotKernels() {
   static constexpr RowsDotKernels kKernels = {
-      DotBlocks32Rows<Q8_0Format>, DotBlocks32Rows<Q4_0Format>, DotBlocks32Rows<Q4_1Format>,
-      DotBlocks32Rows<Q5_0Format>, DotBlocks32Rows<Q5_1Format>,
+      DotBlocks32Rows<Q8_0Format, 1, 4>, DotBlocks32Rows<Q4_0Format, 1, 4>, DotBlocks32Rows<Q4_1Format, 1, 4>,
+      DotBlocks32Rows<Q5_0Format, 1, 4>, DotBlocks32Rows<Q5_1Format, 1, 4>,
   };
   return kKernels;
 }
