@@ -170,7 +170,7 @@ def ChooseWeightLayouts : Pass<"choose-weight-layouts", "::mlir::ModuleOp"> {
 
     `policy=measured` (the default) chooses the layout only for the storage
     types where it measured faster than GGUF's rows on `isa` and the
-    microarchitecture `cpu` (generic or zen4; the table in
+    microarchitecture `cpu` (generic, zen4 or zen5; the table in
     ChooseWeightLayouts.cpp, from docs/benchmarks.md, *Weight layouts*);
     `policy=every` chooses it for every weight that qualifies (to measure
     it, and in tests). The kernels' results are the same bits in either
@@ -182,7 +182,7 @@ def ChooseWeightLayouts : Pass<"choose-weight-layouts", "::mlir::ModuleOp"> {
     Option<"isa", "isa", "std::string", /*default=*/"\"\"",
            "the CPU instruction set the executable is for: avx512vnni, avx2 or portable">,
     Option<"cpu", "cpu", "std::string", /*default=*/"\"generic\"",
-           "the microarchitecture the measurements are for: generic or zen4">,
+           "the microarchitecture the measurements are for: generic, zen4 or zen5">,
     Option<"policy", "policy", "std::string", /*default=*/"\"measured\"",
            "measured: where the layout measured faster on isa; every: every weight that qualifies">,
   ];

@@ -57,7 +57,7 @@ struct KvjitPipelineOptions : public mlir::PassPipelineOptions<KvjitPipelineOpti
       llvm::cl::init("none")};
   Option<std::string> weightLayoutCpu{
       *this, "weight-layout-cpu",
-      llvm::cl::desc("the microarchitecture choose-weight-layouts' measurements are for (generic, zen4)"),
+      llvm::cl::desc("the microarchitecture choose-weight-layouts' measurements are for (generic, zen4, zen5)"),
       llvm::cl::init("generic")};
   Option<int64_t> tensorParallelRanks{
       *this, "tensor-parallel-ranks",

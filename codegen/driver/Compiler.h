@@ -51,7 +51,7 @@ struct CompileOptions {
   // runs it.
   std::string weight_layout_isa = "host";
   // The microarchitecture those layouts' measurements are for: "host" (this
-  // machine's, cpu::HostCpuModel), generic or zen4.
+  // machine's, cpu::HostCpuModel), generic, zen4 or zen5.
   std::string weight_layout_cpu = "host";
   int64_t max_tokens_per_step = 512;
   int64_t kv_memory_mib = 1024;

@@ -33,7 +33,8 @@ bool DetectAvx512Vnni() {
 #endif
 }
 
-// AMD's family 19h spans Zen 3 and Zen 4; only Zen 4 has AVX-512.
+// AMD's family 19h spans Zen 3 and Zen 4 (only Zen 4 has AVX-512); 1Ah is
+// Zen 5.
 CpuModel DetectCpuModel() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -43,6 +44,7 @@ CpuModel DetectCpuModel() {
   const unsigned base_family = (eax >> 8) & 0xf;
   const unsigned family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
   if (family == 0x19 && CpuSupports(CpuIsa::kAvx512Vnni)) return CpuModel::kZen4;
+  if (family == 0x1a && CpuSupports(CpuIsa::kAvx512Vnni)) return CpuModel::kZen5;
 #endif
   return CpuModel::kGeneric;
 }
@@ -53,6 +55,7 @@ absl::string_view CpuModelName(CpuModel model) {
   switch (model) {
     case CpuModel::kGeneric: return "generic";
     case CpuModel::kZen4: return "zen4";
+    case CpuModel::kZen5: return "zen5";
   }
   return "unknown";
 }

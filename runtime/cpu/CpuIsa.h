@@ -39,6 +39,11 @@ enum class CpuModel {
   // faster than GGUF's rows (docs/benchmarks.md), where Intel's AVX-512
   // cores read them slower.
   kZen4,
+  // AMD Zen 5 (family 1Ah with AVX-512): full 512-bit data paths, and the
+  // same preference for interleaved rows in the one-token GEMV, by more
+  // storage types (docs/benchmarks.md, *Decode GEMV prefetch and Zen 5's
+  // layouts*).
+  kZen5,
 };
 
 absl::string_view CpuModelName(CpuModel model);

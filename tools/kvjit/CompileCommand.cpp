@@ -38,8 +38,8 @@ ABSL_FLAG(std::string, cpu_isa, "host",
           "executable runs on any CPU, whatever it was compiled for");
 ABSL_FLAG(std::string, cpu_model, "host",
           "with --target cpu: the microarchitecture whose measurements choose the weight layouts "
-          "(choose-weight-layouts' measured policy): host (this machine's), generic or zen4 (AMD "
-          "Zen 4)");
+          "(choose-weight-layouts' measured policy): host (this machine's), generic, zen4 (AMD "
+          "Zen 4) or zen5 (AMD Zen 5)");
 ABSL_FLAG(bool, dump_ir_after_all, false, "print the IR after every pass to stderr");
 ABSL_FLAG(bool, verify, false,
           "check the CPU step program's logits against the reference evaluator on the imported "
@@ -124,9 +124,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments) {
   }
   options.weight_layout_isa = cpu_isa;
   const std::string cpu_model = absl::GetFlag(FLAGS_cpu_model);
-  if (cpu_model != "host" && cpu_model != "generic" && cpu_model != "zen4") {
+  if (cpu_model != "host" && cpu_model != "generic" && cpu_model != "zen4" && cpu_model != "zen5") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--cpu_model must be host, generic or zen4, got '", cpu_model, "'"));
+        absl::StrCat("--cpu_model must be host, generic, zen4 or zen5, got '", cpu_model, "'"));
   }
   options.weight_layout_cpu = cpu_model;
   options.cuda_arch = absl::GetFlag(FLAGS_sm);

@@ -3,36 +3,47 @@
 // RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2" | FileCheck %s --check-prefix=AVX2
 // RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx512vnni cpu=zen4" | FileCheck %s --check-prefix=ZEN4
 // RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 cpu=zen4" | FileCheck %s --check-prefix=AVX2
+// RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx512vnni cpu=zen5" | FileCheck %s --check-prefix=ZEN5
+// RUN: kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 cpu=zen5" | FileCheck %s --check-prefix=AVX2
 // RUN: not kvjit-opt %s --split-input-file --choose-weight-layouts="isa=sse4" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=ISA
-// RUN: not kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 cpu=zen5" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=CPU
+// RUN: not kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 cpu=zen6" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=CPU
 // RUN: not kvjit-opt %s --split-input-file --choose-weight-layouts="isa=avx2 policy=fastest" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=POLICY
 
 // ISA: error: choose-weight-layouts: isa 'sse4' is none of avx512vnni, avx2, portable
 // POLICY: error: choose-weight-layouts: policy 'fastest' is neither measured nor every
-// CPU: error: choose-weight-layouts: cpu 'zen5' is neither generic nor zen4
+// CPU: error: choose-weight-layouts: cpu 'zen6' is none of generic, zen4, zen5
 
 // Matrices of 32-element block types, with a multiple of 8 rows, that only
 // linears read as their weight: policy=every interleaves them; the measured
-// policy chooses the layout for Q4_1 and Q8_0 on AVX-512 VNNI Zen 4 alone
-// (ChooseWeightLayouts.cpp).
+// policy chooses the layout for Q4_1 and Q8_0 on AVX-512 VNNI Zen 4, and
+// for Q4_0 too on Zen 5, alone (ChooseWeightLayouts.cpp).
 // CHECK: tfm.param @down.weight : tensor<64x32xf32> storage <q4_1> layout <rows_interleaved8>
 // CHECK: tfm.param @up.weight : tensor<32x64xf32> storage <q8_0> layout <rows_interleaved8>
+// CHECK: tfm.param @gate.weight : tensor<32x32xf32> storage <q4_0> layout <rows_interleaved8>
 // CHECK-LABEL: func.func @linears
 // ZEN4: tfm.param @down.weight : tensor<64x32xf32> storage <q4_1> layout <rows_interleaved8>
 // ZEN4: tfm.param @up.weight : tensor<32x64xf32> storage <q8_0> layout <rows_interleaved8>
+// ZEN4: tfm.param @gate.weight : tensor<32x32xf32> storage <q4_0>{{$}}
 // ZEN4-LABEL: func.func @linears
+// ZEN5: tfm.param @down.weight : tensor<64x32xf32> storage <q4_1> layout <rows_interleaved8>
+// ZEN5: tfm.param @up.weight : tensor<32x64xf32> storage <q8_0> layout <rows_interleaved8>
+// ZEN5: tfm.param @gate.weight : tensor<32x32xf32> storage <q4_0> layout <rows_interleaved8>
+// ZEN5-LABEL: func.func @linears
 // MEASURED-NOT: layout
 // MEASURED-LABEL: func.func @linears
 // AVX2-NOT: layout
 // AVX2-LABEL: func.func @linears
 tfm.param @down.weight : tensor<64x32xf32> storage <q4_1>
 tfm.param @up.weight : tensor<32x64xf32> storage <q8_0>
+tfm.param @gate.weight : tensor<32x32xf32> storage <q4_0>
 func.func @linears(%h: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %wd = tfm.weight @down.weight : tensor<64x32xf32>
   %d = tfm.linear %h, %wd : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
   %wu = tfm.weight @up.weight : tensor<32x64xf32>
   %u = tfm.linear %d, %wu : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
-  return %u : tensor<?x32xf32>
+  %wg = tfm.weight @gate.weight : tensor<32x32xf32>
+  %g = tfm.linear %u, %wg : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  return %g : tensor<?x32xf32>
 }
 
 // -----
