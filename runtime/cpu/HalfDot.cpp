@@ -1,5 +1,6 @@
 #include "runtime/cpu/HalfDot.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -56,6 +57,19 @@ void PortableHalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows, con
   for (int64_t r = 0; r < rows; ++r) {
     float* lane = lanes + (first_element + r) % lane_count * n;
     for (int64_t i = 0; i < n; ++i) lane[i] = std::fma(LoadHalf(x + r * row_bytes, i), a[r], lane[i]);
+  }
+}
+
+void PortableHalfDotRowsQueries(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows,
+                                const float* y, int64_t queries, int64_t n, float* out, int64_t out_stride) {
+  for (int64_t q = 0; q < queries; ++q) PortableHalfDotRows(order, x, row_bytes, rows, y + q * n, n, out + q * out_stride);
+}
+
+void PortableHalfAxpyRowsQueries(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride,
+                                 int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
+                                 int64_t first_element) {
+  for (int64_t q = 0; q < queries; ++q) {
+    PortableHalfAxpyRows(x, row_bytes, rows, a + q * a_stride, n, lanes + q * lanes_stride, lane_count, first_element);
   }
 }
 
@@ -139,6 +153,85 @@ __attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRows(const uint8_t* x,
       _mm256_storeu_ps(lane + i, _mm256_fmadd_ps(LoadHalf8(row + 2 * i), factor, _mm256_loadu_ps(lane + i)));
     }
     for (; i < n; ++i) lane[i] = std::fma(LoadHalf(row, i), a[r], lane[i]);
+  }
+}
+
+// kKeys key rows against kQueries queries in tinyBLAS's order: kKeys x
+// kQueries accumulators, each one row's and one query's chain of FMAs as
+// Avx2HalfDotRows runs it, so each sum is that kernel's bits. At least eight
+// chains keep the FMA units busy through each FMA's latency.
+template <int kQueries, int kKeys = kQueries <= 2 ? 4 : 2>
+__attribute__((target("avx2,fma,f16c"))) void Avx2TinyBlasRowsQueries(const uint8_t* x, int64_t row_bytes,
+                                                                     int64_t rows, const float* y, int64_t n,
+                                                                     float* out, int64_t out_stride) {
+  int64_t r = 0;
+  for (; r + kKeys <= rows; r += kKeys) {
+    const uint8_t* row = x + r * row_bytes;
+    __m256 sums[kKeys][kQueries];
+    for (int k = 0; k < kKeys; ++k) {
+      for (int q = 0; q < kQueries; ++q) sums[k][q] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n; i += kTinyBlasLanes) {
+      __m256 keys[kKeys];
+      for (int k = 0; k < kKeys; ++k) keys[k] = LoadHalf8(row + k * row_bytes + 2 * i);
+      for (int q = 0; q < kQueries; ++q) {
+        const __m256 y8 = _mm256_loadu_ps(y + q * n + i);
+        for (int k = 0; k < kKeys; ++k) sums[k][q] = _mm256_fmadd_ps(keys[k], y8, sums[k][q]);
+      }
+    }
+    for (int q = 0; q < kQueries; ++q) {
+      for (int k = 0; k < kKeys; ++k) out[q * out_stride + r + k] = Avx2TinyBlasFold(sums[k][q]);
+    }
+  }
+  for (; r < rows; ++r) {
+    for (int q = 0; q < kQueries; ++q) out[q * out_stride + r] = Avx2HalfDot(HalfDotOrder::kTinyBlas, x + r * row_bytes, y + q * n, n);
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void Avx2HalfDotRowsQueries(HalfDotOrder order, const uint8_t* x,
+                                                                    int64_t row_bytes, int64_t rows, const float* y,
+                                                                    int64_t queries, int64_t n, float* out,
+                                                                    int64_t out_stride) {
+  if (EffectiveOrder(order, n) != HalfDotOrder::kTinyBlas) {
+    for (int64_t q = 0; q < queries; ++q) Avx2HalfDotRows(order, x, row_bytes, rows, y + q * n, n, out + q * out_stride);
+    return;
+  }
+  // At most four queries at a time: 8 accumulators, 2 keys and a query in
+  // AVX2's 16 registers.
+  for (int64_t q = 0; q < queries; q += 4) {
+    const float* first_query = y + q * n;
+    float* first_out = out + q * out_stride;
+    switch (std::min<int64_t>(4, queries - q)) {
+      case 1: Avx2TinyBlasRowsQueries<1>(x, row_bytes, rows, first_query, n, first_out, out_stride); break;
+      case 2: Avx2TinyBlasRowsQueries<2>(x, row_bytes, rows, first_query, n, first_out, out_stride); break;
+      case 3: Avx2TinyBlasRowsQueries<3>(x, row_bytes, rows, first_query, n, first_out, out_stride); break;
+      default: Avx2TinyBlasRowsQueries<4>(x, row_bytes, rows, first_query, n, first_out, out_stride); break;
+    }
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRowsQueries(const uint8_t* x, int64_t row_bytes, int64_t rows,
+                                                                     const float* a, int64_t a_stride, int64_t queries,
+                                                                     int64_t n, float* lanes, int64_t lanes_stride,
+                                                                     int lane_count, int64_t first_element) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = x + r * row_bytes;
+    const int64_t lane_offset = (first_element + r) % lane_count * n;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const __m256 values = LoadHalf8(row + 2 * i);
+      for (int64_t q = 0; q < queries; ++q) {
+        float* lane = lanes + q * lanes_stride + lane_offset + i;
+        _mm256_storeu_ps(lane, _mm256_fmadd_ps(values, _mm256_set1_ps(a[q * a_stride + r]), _mm256_loadu_ps(lane)));
+      }
+    }
+    for (; i < n; ++i) {
+      const float value = LoadHalf(row, i);
+      for (int64_t q = 0; q < queries; ++q) {
+        float* lane = lanes + q * lanes_stride + lane_offset + i;
+        *lane = std::fma(value, a[q * a_stride + r], *lane);
+      }
+    }
   }
 }
 
@@ -267,6 +360,18 @@ void HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows, const float
   Kernels().axpy_rows(x, row_bytes, rows, a, n, lanes, lane_count, first_element);
 }
 
+void HalfDotRowsQueries(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y,
+                        int64_t queries, int64_t n, float* out, int64_t out_stride) {
+  Kernels().dot_rows_queries(order, x, row_bytes, rows, y, queries, n, out, out_stride);
+}
+
+void HalfAxpyRowsQueries(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride,
+                         int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
+                         int64_t first_element) {
+  Kernels().axpy_rows_queries(x, row_bytes, rows, a, a_stride, queries, n, lanes, lanes_stride, lane_count,
+                              first_element);
+}
+
 void RoundToHalfRow(const float* x, float* out, int64_t n) { Kernels().round_to_half(x, out, n); }
 
 void StoreHalfRow(const float* x, uint8_t* out, int64_t n) { Kernels().store_half(x, out, n); }
@@ -274,14 +379,16 @@ void StoreHalfRow(const float* x, uint8_t* out, int64_t n) { Kernels().store_hal
 namespace internal {
 
 const HalfDotKernels& PortableHalfDotKernels() {
-  static constexpr HalfDotKernels kKernels = {PortableHalfDotRows, PortableHalfAxpyRows, PortableRoundToHalfRow,
-                                              PortableStoreHalfRow};
+  static constexpr HalfDotKernels kKernels = {PortableHalfDotRows,         PortableHalfAxpyRows,
+                                              PortableHalfDotRowsQueries,  PortableHalfAxpyRowsQueries,
+                                              PortableRoundToHalfRow,      PortableStoreHalfRow};
   return kKernels;
 }
 
 const HalfDotKernels* Avx2HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows, Avx2HalfAxpyRows, Avx2RoundToHalfRow, Avx2StoreHalfRow};
+  static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows,         Avx2HalfAxpyRows,   Avx2HalfDotRowsQueries,
+                                              Avx2HalfAxpyRowsQueries, Avx2RoundToHalfRow, Avx2StoreHalfRow};
   if (CpuSupports(CpuIsa::kAvx2)) return &kKernels;
 #endif
   return nullptr;
@@ -289,8 +396,10 @@ const HalfDotKernels* Avx2HalfDotKernels() {
 
 const HalfDotKernels* Avx512HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows, Avx512HalfAxpyRows, Avx2RoundToHalfRow,
-                                              Avx2StoreHalfRow};
+  // The queries' forms are AVX2's: a query's tinyBLAS accumulator is one
+  // 8-lane register either way.
+  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows,       Avx512HalfAxpyRows, Avx2HalfDotRowsQueries,
+                                              Avx2HalfAxpyRowsQueries, Avx2RoundToHalfRow, Avx2StoreHalfRow};
   if (BestCpuIsa() == CpuIsa::kAvx512Vnni) return &kKernels;
 #endif
   return nullptr;

@@ -47,6 +47,13 @@ void FoldHalfDotLaneRows(HalfDotOrder order, const float* lanes, int64_t n, floa
 void HalfDotRows(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t n,
                  float* out);
 
+// HalfDotRows for `queries` query rows at once (y + q * n for q < queries):
+// out[q * out_stride + r] = dot(row r of x, query q), each the bits
+// HalfDotRows gives that query alone. A key row is loaded and converted once
+// for every query: the query heads of one kv head's group share their keys.
+void HalfDotRowsQueries(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y,
+                        int64_t queries, int64_t n, float* out, int64_t out_stride);
+
 // One step of n dot products at once, one per column of the rows of x
 // (as in HalfDotRows) against a: for r < rows, row r of x is element
 // e = first_element + r of each product and goes to lane accumulator
@@ -56,6 +63,14 @@ void HalfDotRows(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_
 // are then folded by FoldHalfDotLaneRows.
 void HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t n, float* lanes,
                   int lane_count, int64_t first_element);
+
+// HalfAxpyRows for `queries` sets of weights (a + q * a_stride) into their
+// own lanes (lanes + q * lanes_stride), each set's lanes the bits
+// HalfAxpyRows gives it alone; a value row is loaded and converted once for
+// every set.
+void HalfAxpyRowsQueries(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride,
+                         int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
+                         int64_t first_element);
 
 // out[i] = x[i] rounded to the nearest f16 (ties to even), as a float: how
 // ggml converts an f32 operand of an f16 product. `out` may alias `x`.
@@ -67,13 +82,18 @@ void RoundToHalfRow(const float* x, float* out, int64_t n);
 void StoreHalfRow(const float* x, uint8_t* out, int64_t n);
 
 namespace internal {
-// The implementations behind HalfDotRows, HalfAxpyRows, RoundToHalfRow and
-// StoreHalfRow, for tests.
+// The implementations behind HalfDotRows, HalfAxpyRows, their Queries forms,
+// RoundToHalfRow and StoreHalfRow, for tests.
 struct HalfDotKernels {
   void (*dot_rows)(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t n,
                    float* out);
   void (*axpy_rows)(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t n, float* lanes,
                     int lane_count, int64_t first_element);
+  void (*dot_rows_queries)(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y,
+                           int64_t queries, int64_t n, float* out, int64_t out_stride);
+  void (*axpy_rows_queries)(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride,
+                            int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
+                            int64_t first_element);
   void (*round_to_half)(const float* x, float* out, int64_t n);
   void (*store_half)(const float* x, uint8_t* out, int64_t n);
 };

@@ -132,6 +132,83 @@ TEST(HalfDotTest, AxpyRowsFeedTheirElementsLanes) {
   }
 }
 
+// tinyBLAS's eight lanes over whole slices of columns (64, as a head of 64,
+// and 128), for runs of 1 to 19 rows starting at every lane: every kernel
+// gives the portable loop's bits, lane by lane.
+TEST(HalfDotTest, AxpyRowsOverEightLanesEqualTheRowByRowLoop) {
+  for (const int64_t n : {64, 128}) {
+    const int64_t row_bytes = 2 * n + 16;
+    const Operands o = RandomOperands(static_cast<size_t>(19 * (n + 8)), 11);
+    std::vector<float> a(19);
+    for (size_t r = 0; r < a.size(); ++r) a[r] = o.y[r] * 0.25f;
+    for (int64_t rows = 1; rows <= 19; ++rows) {
+      for (int64_t first = 0; first < 9; ++first) {
+        std::vector<float> expected(8 * n);
+        for (size_t i = 0; i < expected.size(); ++i) expected[i] = o.y[i % o.y.size()];
+        std::vector<float> start = expected;
+        internal::PortableHalfDotKernels().axpy_rows(Bytes(o.x), row_bytes, rows, a.data(), n, expected.data(), 8,
+                                                     first);
+        for (const internal::HalfDotKernels* kernels : AllKernels()) {
+          std::vector<float> lanes = start;
+          kernels->axpy_rows(Bytes(o.x), row_bytes, rows, a.data(), n, lanes.data(), 8, first);
+          for (size_t i = 0; i < lanes.size(); ++i) {
+            ASSERT_EQ(lanes[i], expected[i]) << "n " << n << ", rows " << rows << ", first " << first << ", lane "
+                                             << i / n << ", element " << i % n;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The queries' forms give each query the bits of its own single-query call,
+// in both orders, for 1 to 7 queries (past the four a pass takes), an odd
+// number of key rows, and lengths of whole registers and not.
+TEST(HalfDotTest, QueriesFormsEqualEachQueryAlone) {
+  for (const int64_t n : {64, 128, 40, 43}) {
+    const int64_t row_bytes = 2 * n + 16;
+    constexpr int64_t kRows = 9;
+    const Operands keys = RandomOperands(kRows * (n + 8), 21);
+    const Operands queries = RandomOperands(7 * n, 22);
+    std::vector<float> rounded(queries.y.size());
+    RoundToHalfRow(queries.y.data(), rounded.data(), static_cast<int64_t>(rounded.size()));
+    for (const internal::HalfDotKernels* kernels : AllKernels()) {
+      for (const HalfDotOrder order : {HalfDotOrder::kTinyBlas, HalfDotOrder::kVecDot}) {
+        for (int64_t count = 1; count <= 7; ++count) {
+          std::vector<float> together(count * kRows), alone(kRows);
+          kernels->dot_rows_queries(order, Bytes(keys.x), row_bytes, kRows, rounded.data(), count, n,
+                                    together.data(), kRows);
+          for (int64_t q = 0; q < count; ++q) {
+            kernels->dot_rows(order, Bytes(keys.x), row_bytes, kRows, rounded.data() + q * n, n, alone.data());
+            for (int64_t r = 0; r < kRows; ++r) {
+              ASSERT_EQ(together[q * kRows + r], alone[r]) << "n " << n << ", query " << q << " of " << count
+                                                           << ", row " << r;
+            }
+          }
+        }
+      }
+      for (const int lane_count : {8, 32}) {
+        const int64_t count = 3, a_stride = kRows + 5, lanes_stride = lane_count * n + 8;
+        std::vector<float> a(count * a_stride);
+        for (size_t i = 0; i < a.size(); ++i) a[i] = queries.y[i] * 0.5f;
+        std::vector<float> together(count * lanes_stride);
+        for (size_t i = 0; i < together.size(); ++i) together[i] = queries.y[i % queries.y.size()];
+        const std::vector<float> start = together;
+        kernels->axpy_rows_queries(Bytes(keys.x), row_bytes, kRows, a.data(), a_stride, count, n, together.data(),
+                                   lanes_stride, lane_count, 5);
+        for (int64_t q = 0; q < count; ++q) {
+          std::vector<float> alone(start.begin() + q * lanes_stride, start.begin() + (q + 1) * lanes_stride);
+          kernels->axpy_rows(Bytes(keys.x), row_bytes, kRows, a.data() + q * a_stride, n, alone.data(), lane_count, 5);
+          for (int64_t i = 0; i < lanes_stride; ++i) {
+            ASSERT_EQ(together[q * lanes_stride + i], alone[i]) << "n " << n << ", lanes " << lane_count
+                                                                << ", query " << q << ", element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Values whose f16 rounding is telling (ties, f16 subnormals, overflow),
 // then 101 random ones: a length off a multiple of 8.
 std::vector<float> HalfRoundingCases(uint32_t seed) {
