@@ -210,10 +210,39 @@ __attribute__((target("avx2,fma,f16c"))) void Avx2HalfDotRowsQueries(HalfDotOrde
   }
 }
 
+// tinyBLAS's eight lanes of one set of weights, eight columns at a time: the
+// columns' eight lane rows are loaded once, take every row's FMA in row
+// order in registers, and are stored once, instead of a load and a store per
+// row. Row r feeds lane (first_element + r) % 8, which register r % 8 holds,
+// so every lane's operations and their order are the row-by-row loop's.
+__attribute__((target("avx2,fma,f16c"))) void Avx2AxpyEightLanes(const uint8_t* x, int64_t row_bytes, int64_t rows,
+                                                                const float* a, int64_t n, float* lanes,
+                                                                int64_t first_element) {
+  const int64_t first_lane = first_element % kTinyBlasLanes;
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 acc[kTinyBlasLanes];
+    for (int k = 0; k < kTinyBlasLanes; ++k) acc[k] = _mm256_loadu_ps(lanes + (first_lane + k) % kTinyBlasLanes * n + i);
+    for (int64_t r = 0; r < rows; r += kTinyBlasLanes) {
+      for (int k = 0; k < kTinyBlasLanes; ++k) {
+        if (r + k < rows) {
+          acc[k] = _mm256_fmadd_ps(LoadHalf8(x + (r + k) * row_bytes + 2 * i), _mm256_set1_ps(a[r + k]), acc[k]);
+        }
+      }
+    }
+    for (int k = 0; k < kTinyBlasLanes; ++k) _mm256_storeu_ps(lanes + (first_lane + k) % kTinyBlasLanes * n + i, acc[k]);
+  }
+}
+
 __attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRowsQueries(const uint8_t* x, int64_t row_bytes, int64_t rows,
                                                                      const float* a, int64_t a_stride, int64_t queries,
                                                                      int64_t n, float* lanes, int64_t lanes_stride,
                                                                      int lane_count, int64_t first_element) {
+  if (lane_count == kTinyBlasLanes && n % 8 == 0) {
+    for (int64_t q = 0; q < queries; ++q) {
+      Avx2AxpyEightLanes(x, row_bytes, rows, a + q * a_stride, n, lanes + q * lanes_stride, first_element);
+    }
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = x + r * row_bytes;
     const int64_t lane_offset = (first_element + r) % lane_count * n;
@@ -299,6 +328,68 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRows(const u
       _mm512_storeu_ps(lane + i, _mm512_fmadd_ps(LoadHalf16(row + 2 * i), factor, _mm512_loadu_ps(lane + i)));
     }
     for (; i < n; ++i) lane[i] = std::fma(LoadHalf(row, i), a[r], lane[i]);
+  }
+}
+// Avx2AxpyEightLanes for kQueries sets of weights at once: a value row's
+// eight columns are loaded and converted once for every set, whose 8 x
+// kQueries lane registers AVX-512VL's 32 ymm registers hold. Whole groups of
+// eight rows run without a bound check per row. Each set's lanes take the
+// row-by-row loop's operations in its order.
+template <int kQueries>
+__attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void Avx512VlAxpyEightLanesQueries(
+    const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes,
+    int64_t lanes_stride, int64_t first_element) {
+  const int64_t first_lane = first_element % kTinyBlasLanes;
+  const int64_t whole_groups = rows / kTinyBlasLanes * kTinyBlasLanes;
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 acc[kQueries][kTinyBlasLanes];
+    for (int q = 0; q < kQueries; ++q) {
+      for (int k = 0; k < kTinyBlasLanes; ++k) {
+        acc[q][k] = _mm256_loadu_ps(lanes + q * lanes_stride + (first_lane + k) % kTinyBlasLanes * n + i);
+      }
+    }
+    int64_t r = 0;
+    for (; r < whole_groups; r += kTinyBlasLanes) {
+      for (int k = 0; k < kTinyBlasLanes; ++k) {
+        const __m256 values = LoadHalf8(x + (r + k) * row_bytes + 2 * i);
+        for (int q = 0; q < kQueries; ++q) {
+          acc[q][k] = _mm256_fmadd_ps(values, _mm256_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
+        }
+      }
+    }
+    for (int k = 0; k < kTinyBlasLanes; ++k) {
+      if (r + k < rows) {
+        const __m256 values = LoadHalf8(x + (r + k) * row_bytes + 2 * i);
+        for (int q = 0; q < kQueries; ++q) {
+          acc[q][k] = _mm256_fmadd_ps(values, _mm256_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
+        }
+      }
+    }
+    for (int q = 0; q < kQueries; ++q) {
+      for (int k = 0; k < kTinyBlasLanes; ++k) {
+        _mm256_storeu_ps(lanes + q * lanes_stride + (first_lane + k) % kTinyBlasLanes * n + i, acc[q][k]);
+      }
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
+    const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride, int64_t queries, int64_t n,
+    float* lanes, int64_t lanes_stride, int lane_count, int64_t first_element) {
+  if (lane_count != kTinyBlasLanes || n % 8 != 0) {
+    return Avx2HalfAxpyRowsQueries(x, row_bytes, rows, a, a_stride, queries, n, lanes, lanes_stride, lane_count,
+                                   first_element);
+  }
+  // Two sets at a time: 16 lane registers, and the row's values and a
+  // broadcast weight beside them.
+  int64_t q = 0;
+  for (; q + 2 <= queries; q += 2) {
+    Avx512VlAxpyEightLanesQueries<2>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
+                                     lanes_stride, first_element);
+  }
+  if (q < queries) {
+    Avx512VlAxpyEightLanesQueries<1>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
+                                     lanes_stride, first_element);
   }
 }
 #endif
@@ -396,10 +487,10 @@ const HalfDotKernels* Avx2HalfDotKernels() {
 
 const HalfDotKernels* Avx512HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  // The queries' forms are AVX2's: a query's tinyBLAS accumulator is one
-  // 8-lane register either way.
-  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows,       Avx512HalfAxpyRows, Avx2HalfDotRowsQueries,
-                                              Avx2HalfAxpyRowsQueries, Avx2RoundToHalfRow, Avx2StoreHalfRow};
+  // The queries' dot products are AVX2's: a query's tinyBLAS accumulator is
+  // one 8-lane register either way.
+  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows,         Avx512HalfAxpyRows, Avx2HalfDotRowsQueries,
+                                              Avx512HalfAxpyRowsQueries, Avx2RoundToHalfRow, Avx2StoreHalfRow};
   if (BestCpuIsa() == CpuIsa::kAvx512Vnni) return &kKernels;
 #endif
   return nullptr;
