@@ -30,6 +30,7 @@
 
 #include "runtime/cpu/Avx2Nibbles.h"
 #include "runtime/cpu/BlockGemm.h"
+#include "runtime/cpu/Prefetch.h"
 
 namespace kvjit::cpu::internal {
 namespace {
@@ -276,6 +277,11 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
     const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
     for (int64_t first = row_begin; first < row_end; first += kGemmRowGroup) {
       const int64_t count = row_end - first < kGemmRowGroup ? row_end - first : kGemmRowGroup;
+      // The next group's rows come in while this one is unpacked and
+      // multiplied (KQuantGemmAvx512Vnni.cpp's reason).
+      if (first + kGemmRowGroup < row_end) {
+        PrefetchLines(weights + (first + kGemmRowGroup) * row_bytes, count * row_bytes);
+      }
       UnpackTile<Format, kRowsInterleaved>(weights + first * row_bytes, row_bytes, count, blocks, tile);
       MultiplyTile<Format>(tile, count, first, panel, pass, pass_end, tokens, blocks, y, y_stride);
     }

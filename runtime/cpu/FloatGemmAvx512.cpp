@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "runtime/cpu/BlockGemm.h"
+#include "runtime/cpu/Prefetch.h"
 #include "runtime/quant/Half.h"
 
 namespace kvjit::cpu::internal {
@@ -209,6 +210,11 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
     const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
     for (int64_t first = row_begin; first < row_end; first += kGemmRowGroup) {
       const int64_t count = row_end - first < kGemmRowGroup ? row_end - first : kGemmRowGroup;
+      // The next group's rows come in while this one is unpacked and
+      // multiplied (KQuantGemmAvx512Vnni.cpp's reason).
+      if (first + kGemmRowGroup < row_end) {
+        PrefetchLines(weights + (first + kGemmRowGroup) * row_bytes, count * row_bytes);
+      }
       UnpackTile<Elements>(weights + first * row_bytes, row_bytes, count, cols, tile);
       for (int64_t group = pass; group < pass_end; ++group) {
         const float* group_panel = reinterpret_cast<const float*>(panel) + group * kGemmTokenGroup * vector_cols;

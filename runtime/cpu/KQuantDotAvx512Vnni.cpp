@@ -32,6 +32,7 @@
 #include <cstring>
 
 #include "runtime/cpu/DotKernels.h"
+#include "runtime/cpu/Prefetch.h"
 
 namespace kvjit::cpu::internal {
 namespace {
@@ -227,13 +228,6 @@ float DotK(const uint8_t* weight_row, const void* activation_row, int64_t cols) 
   return Result(sums, Format::kHasMins);
 }
 
-// Asks for `bytes` from `p` on into the cache, a line at a time.
-void Prefetch(const uint8_t* p, int64_t bytes) {
-  for (int64_t line = 0; line < bytes; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T0);
-  }
-}
-
 // DotK for consecutive weight rows against one activation row (a decode
 // GEMV), two rows at once: each row's float sums are a chain of dependent
 // FMAs, one per super-block, and a second row's keeps the units busy while
@@ -252,7 +246,7 @@ void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const voi
   for (; r + 2 <= rows; r += 2) {
     const uint8_t* first = weights + r * row_bytes;
     const uint8_t* second = first + row_bytes;
-    if (r + 4 <= rows) Prefetch(first + 2 * row_bytes, 2 * row_bytes);
+    if (r + 4 <= rows) PrefetchLines(first + 2 * row_bytes, 2 * row_bytes);
     RowSums sums[2];
     for (int64_t b = 0; b < cols / 256; ++b) {
       AddSuperBlock<Format>(first + b * Format::kBlockBytes, activations[b], sums[0]);
