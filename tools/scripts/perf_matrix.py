@@ -26,6 +26,13 @@ context: the profile's cost model) over the best read bandwidth the
 profiles measured; a prefill figure's tokens/s times the FLOPs per token
 (at 128 tokens) over the measured f32 FMA peak, which the int8 (VNNI) GEMMs
 of quantized weights can exceed.
+
+The profile rule (issue 28): every instruction kind that takes >= 5% of a
+prefill or decode step of the profile run runs at >= 60% of its roofline,
+the time its bytes take at the best bandwidth measured or its FLOPs at the
+f32 FMA peak, whichever is longer. matrix.md lists, per model and phase,
+each such kind's share of the step and of its roofline, and marks those
+under 60%.
 """
 
 from __future__ import annotations
@@ -80,6 +87,26 @@ def llama_batched(llama_bin: str, model: str, out: str) -> float:
 # The profile run: its decode steps follow a prompt of PROFILE_PROMPT tokens.
 PROFILE_PROMPT, PROFILE_GEN = 128, 32
 
+# The profile rule's bounds: kinds from this share of a step on must reach
+# this share of their roofline.
+RULE_MIN_STEP_SHARE, RULE_MIN_ROOFLINE = 0.05, 0.60
+
+
+def profile_rule(profile: Dict, bandwidth_gb_s: float) -> Dict[str, List[Dict]]:
+    """Per phase, the instruction kinds taking >= RULE_MIN_STEP_SHARE of the
+    step, each with its share of its roofline."""
+    engine = profile["engines"][0]["profile"]
+    rows = {}
+    for phase in ("prefill", "decode"):
+        rows[phase] = []
+        for op in engine["phases"][phase]["ops"]:
+            if op["share"] < RULE_MIN_STEP_SHARE:
+                continue
+            roofline = max(op["gb_per_s"] / bandwidth_gb_s, op["gflop_per_s"] / engine["peak_gflop_s"])
+            rows[phase].append({"op": op["name"], "share": op["share"], "of_roofline": roofline,
+                                "holds": roofline >= RULE_MIN_ROOFLINE})
+    return rows
+
 
 def limits(profile: Dict) -> Dict[str, float]:
     """The machine's limits, from the profile's cost model: the bytes of a
@@ -131,6 +158,22 @@ def tabulate(matrix: Dict, out: str) -> None:
             share = f", {c['kvjit_share_of_limit']:.0%} of limit" if c["kvjit_share_of_limit"] else ""
             row.append(f"{c['kvjit_median']:.1f} / {c['llama_median']:.1f} = **{c['ratio']:.2f}×**{share}")
         lines.append(f"| {name} | " + " | ".join(row) + " |")
+    lines += ["", f"Profile rule (kinds >= {RULE_MIN_STEP_SHARE:.0%} of a step at >= "
+              f"{RULE_MIN_ROOFLINE:.0%} of their roofline; bandwidth {bandwidth:.1f} GB/s): "
+              "kind share of the step / share of its roofline, ✗ where it fails", "",
+              "| model / weights | prefill (128 tokens) | decode (after 128) |", "|---|---|---|"]
+    for name, model in matrix["models"].items():
+        profile_path = os.path.join(out, name.replace("/", "-"), "kvjit-profile.json")
+        if not os.path.exists(profile_path):
+            continue
+        with open(profile_path) as file:
+            rule = profile_rule(json.load(file), bandwidth)
+        model["profile_rule"] = rule
+        cells = [", ".join(f"{r['op']} {r['share']:.0%} / {r['of_roofline']:.0%}{'' if r['holds'] else ' ✗'}"
+                           for r in rule[phase]) for phase in ("prefill", "decode")]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    with open(os.path.join(out, "matrix.json"), "w") as file:
+        json.dump(matrix, file, indent=1)
     table = "\n".join(lines)
     print(table)
     with open(os.path.join(out, "matrix.md"), "w") as file:
