@@ -34,7 +34,8 @@ bool IsFloat(StorageType type) {
 // Odd sizes: 37 output rows; an odd number of blocks per row; for the float
 // types a column count with a tail past the last 32-element chunk.
 int64_t ColsFor(StorageType type) {
-  if (IsKQuant(type)) return 3 * 256;
+  // Six super-blocks: the K-quant GEMM's runs of four, the last one partial.
+  if (IsKQuant(type)) return 6 * 256;
   if (IsFloat(type)) return 13 * 32 + 21;
   return 13 * 32;
 }
