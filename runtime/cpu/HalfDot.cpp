@@ -330,53 +330,54 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRows(const u
     for (; i < n; ++i) lane[i] = std::fma(LoadHalf(row, i), a[r], lane[i]);
   }
 }
-// Avx2AxpyEightLanes for kQueries sets of weights at once: a value row's
-// eight columns are loaded and converted once for every set, whose 8 x
-// kQueries lane registers AVX-512VL's 32 ymm registers hold. Whole groups of
-// eight rows run without a bound check per row. Each set's lanes take the
-// row-by-row loop's operations in its order.
+// Avx2AxpyEightLanes for kQueries sets of weights at once, sixteen columns
+// at a time: a value row's sixteen columns are loaded and converted once for
+// every set, whose 8 x kQueries lane registers AVX-512's 32 registers hold.
+// Whole groups of eight rows run without a bound check per row. Each set's
+// lanes take the row-by-row loop's operations in its order (columns are
+// independent, so their width per register changes nothing).
 template <int kQueries>
-__attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void Avx512VlAxpyEightLanesQueries(
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyEightLanesQueries(
     const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes,
     int64_t lanes_stride, int64_t first_element) {
   const int64_t first_lane = first_element % kTinyBlasLanes;
   const int64_t whole_groups = rows / kTinyBlasLanes * kTinyBlasLanes;
-  for (int64_t i = 0; i < n; i += 8) {
-    __m256 acc[kQueries][kTinyBlasLanes];
+  for (int64_t i = 0; i < n; i += 16) {
+    __m512 acc[kQueries][kTinyBlasLanes];
     for (int q = 0; q < kQueries; ++q) {
       for (int k = 0; k < kTinyBlasLanes; ++k) {
-        acc[q][k] = _mm256_loadu_ps(lanes + q * lanes_stride + (first_lane + k) % kTinyBlasLanes * n + i);
+        acc[q][k] = _mm512_loadu_ps(lanes + q * lanes_stride + (first_lane + k) % kTinyBlasLanes * n + i);
       }
     }
     int64_t r = 0;
     for (; r < whole_groups; r += kTinyBlasLanes) {
       for (int k = 0; k < kTinyBlasLanes; ++k) {
-        const __m256 values = LoadHalf8(x + (r + k) * row_bytes + 2 * i);
+        const __m512 values = LoadHalf16(x + (r + k) * row_bytes + 2 * i);
         for (int q = 0; q < kQueries; ++q) {
-          acc[q][k] = _mm256_fmadd_ps(values, _mm256_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
+          acc[q][k] = _mm512_fmadd_ps(values, _mm512_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
         }
       }
     }
     for (int k = 0; k < kTinyBlasLanes; ++k) {
       if (r + k < rows) {
-        const __m256 values = LoadHalf8(x + (r + k) * row_bytes + 2 * i);
+        const __m512 values = LoadHalf16(x + (r + k) * row_bytes + 2 * i);
         for (int q = 0; q < kQueries; ++q) {
-          acc[q][k] = _mm256_fmadd_ps(values, _mm256_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
+          acc[q][k] = _mm512_fmadd_ps(values, _mm512_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
         }
       }
     }
     for (int q = 0; q < kQueries; ++q) {
       for (int k = 0; k < kTinyBlasLanes; ++k) {
-        _mm256_storeu_ps(lanes + q * lanes_stride + (first_lane + k) % kTinyBlasLanes * n + i, acc[q][k]);
+        _mm512_storeu_ps(lanes + q * lanes_stride + (first_lane + k) % kTinyBlasLanes * n + i, acc[q][k]);
       }
     }
   }
 }
 
-__attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
     const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride, int64_t queries, int64_t n,
     float* lanes, int64_t lanes_stride, int lane_count, int64_t first_element) {
-  if (lane_count != kTinyBlasLanes || n % 8 != 0) {
+  if (lane_count != kTinyBlasLanes || n % 16 != 0) {
     return Avx2HalfAxpyRowsQueries(x, row_bytes, rows, a, a_stride, queries, n, lanes, lanes_stride, lane_count,
                                    first_element);
   }
@@ -384,11 +385,11 @@ __attribute__((target("avx512f,avx512vl,avx2,fma,f16c"))) void Avx512HalfAxpyRow
   // broadcast weight beside them.
   int64_t q = 0;
   for (; q + 2 <= queries; q += 2) {
-    Avx512VlAxpyEightLanesQueries<2>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
+    Avx512AxpyEightLanesQueries<2>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
                                      lanes_stride, first_element);
   }
   if (q < queries) {
-    Avx512VlAxpyEightLanesQueries<1>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
+    Avx512AxpyEightLanesQueries<1>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
                                      lanes_stride, first_element);
   }
 }
