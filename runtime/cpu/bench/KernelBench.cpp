@@ -16,14 +16,21 @@
 //  - activations: SiLU and GELU's tanh form over a 128-token prefill's FFN
 //    (128 x 2048, Gemma 3 270M's width) and one decode token's: us/call
 //    and elements per second.
+//  - stream: a decode GEMV over weights far larger than the last-level cache
+//    (copies of one matrix, 256 MB or more in all, read one after another as
+//    a step's layers are), per storage type, at a 1B model's two shapes
+//    (2048 -> 16384, a fused gate/up; 8192 -> 2048, a down projection), in
+//    both layouts where the type has them, at 2 threads with the best ISA:
+//    weight GB/s beside a plain read of the same bytes.
 // Every ISA this CPU runs, at 1 and 2 threads; decode and shapes in both
 // weight layouts (gguf: GGUF's rows; il8: kvx's RowsInterleaved8, repacked by
 // runtime/schema/WeightLayout.h), the float types and the K-quants in GGUF's
 // rows only. Weights come from the kernel tests' RandomWeights. Not a test:
 // run by hand.
 //
-//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations]
+//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations|stream]
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -182,6 +189,59 @@ void RunActivations(int milliseconds) {
   }
 }
 
+void RunStream(int milliseconds) {
+  constexpr size_t kMinStreamBytes = size_t{256} << 20;
+  const quant::StorageType types[] = {quant::StorageType::kQ8_0, quant::StorageType::kQ4_0, quant::StorageType::kQ4_1,
+                                      quant::StorageType::kQ4_K, quant::StorageType::kQ5_K, quant::StorageType::kQ6_K,
+                                      quant::StorageType::kF16,  quant::StorageType::kBF16};
+  const int64_t shapes[][2] = {{2048, 16384}, {8192, 2048}};  // cols (in), rows (out)
+  std::mt19937 rng(2024);
+  ThreadPool pool(2);
+  std::printf("%-8s %-5s %-12s %-6s %7s %10s %10s\n", "section", "type", "in x out", "layout", "MB", "GEMV GB/s",
+              "read GB/s");
+  for (const quant::StorageType type : types) {
+    for (const auto& [cols, rows] : shapes) {
+      const Shape shape{type, cols, rows, "stream"};
+      const std::vector<uint8_t> gguf = testing::RandomWeights(type, rows, cols, rng);
+      const size_t copies = (kMinStreamBytes + gguf.size() - 1) / gguf.size();
+      for (int64_t rows_interleaved : kLayouts) {
+        if (rows_interleaved != 1 && quant::ElementsPerBlock(type) != 32) continue;
+        const std::vector<uint8_t> one = InLayout(shape, gguf, rows_interleaved);
+        std::vector<uint8_t> all(one.size() * copies);
+        for (size_t c = 0; c < copies; ++c) std::copy(one.begin(), one.end(), all.begin() + c * one.size());
+        std::vector<float> x(static_cast<size_t>(cols)), y(static_cast<size_t>(rows));
+        std::normal_distribution<float> normal;
+        for (float& v : x) v = normal(rng);
+        const double gemv = SecondsPerCall(milliseconds, [&] {
+          for (size_t c = 0; c < copies; ++c) {
+            const WeightView w{type, rows, cols, absl::MakeConstSpan(all).subspan(c * one.size(), one.size()),
+                               rows_interleaved};
+            MatMul(w, x.data(), 1, y.data(), pool).IgnoreError();
+          }
+        });
+        const auto* words = reinterpret_cast<const uint64_t*>(all.data());
+        const int64_t word_count = static_cast<int64_t>(all.size() / sizeof(uint64_t));
+        std::atomic<uint64_t> checksum{0};
+        const double read = SecondsPerCall(milliseconds, [&] {
+          pool.ParallelFor(word_count, [&](int64_t begin, int64_t end) {
+            uint64_t sums[4] = {};
+            for (int64_t i = begin; i + 4 <= end; i += 4) {
+              for (int k = 0; k < 4; ++k) sums[k] += words[i + k];
+            }
+            checksum.fetch_add(sums[0] + sums[1] + sums[2] + sums[3], std::memory_order_relaxed);
+          });
+        });
+        char shape_text[32];
+        std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(cols),
+                      static_cast<long long>(rows));
+        std::printf("%-8s %-5s %-12s %-6s %7.0f %10.2f %10.2f\n", "stream",
+                    std::string(quant::StorageTypeName(type)).c_str(), shape_text, LayoutName(rows_interleaved),
+                    all.size() / 1e6, all.size() / gemv / 1e9, all.size() / read / 1e9);
+      }
+    }
+  }
+}
+
 int RunShapes(int milliseconds) {
   const Shape shapes[] = {
       {quant::StorageType::kQ4_1, 576, 576, "attn_q/o"},   {quant::StorageType::kQ4_1, 576, 1536, "ffn_up/gate"},
@@ -242,10 +302,10 @@ int main(int argc, char** argv) {
   const bool all = std::strcmp(section, "all") == 0;
   if (!all && std::strcmp(section, "dispatch") != 0 && std::strcmp(section, "read") != 0 &&
       std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0 &&
-      std::strcmp(section, "activations") != 0) {
+      std::strcmp(section, "activations") != 0 && std::strcmp(section, "stream") != 0) {
     std::fprintf(stderr,
                  "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, "
-                 "activations, all\n",
+                 "activations, stream, all\n",
                  section);
     return 2;
   }
@@ -253,6 +313,7 @@ int main(int argc, char** argv) {
   if (all || std::strcmp(section, "read") == 0) kvjit::cpu::RunRead(milliseconds);
   if (all || std::strcmp(section, "decode") == 0) kvjit::cpu::RunDecodeStep(milliseconds);
   if (all || std::strcmp(section, "activations") == 0) kvjit::cpu::RunActivations(milliseconds);
+  if (all || std::strcmp(section, "stream") == 0) kvjit::cpu::RunStream(milliseconds);
   if (all || std::strcmp(section, "shapes") == 0) return kvjit::cpu::RunShapes(milliseconds);
   return 0;
 }
