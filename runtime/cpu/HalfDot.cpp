@@ -374,12 +374,44 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyEightLanesQuerie
   }
 }
 
+// tinyBLAS's order keeps one 8-lane accumulator per product, which AVX2's
+// queries form already holds in registers; kVecDot's (a decode step's) runs
+// AVX-512's rows query by query.
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRowsQueries(
+    HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t queries, int64_t n,
+    float* out, int64_t out_stride) {
+  if (EffectiveOrder(order, n) == HalfDotOrder::kTinyBlas) {
+    return Avx2HalfDotRowsQueries(order, x, row_bytes, rows, y, queries, n, out, out_stride);
+  }
+  for (int64_t q = 0; q < queries; ++q) Avx512HalfDotRows(order, x, row_bytes, rows, y + q * n, n, out + q * out_stride);
+}
+
 __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
     const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride, int64_t queries, int64_t n,
     float* lanes, int64_t lanes_stride, int lane_count, int64_t first_element) {
   if (lane_count != kTinyBlasLanes || n % 16 != 0) {
-    return Avx2HalfAxpyRowsQueries(x, row_bytes, rows, a, a_stride, queries, n, lanes, lanes_stride, lane_count,
-                                   first_element);
+    // One row at a time (kVecDot's 32 lanes, a decode step's), its values
+    // converted once for every set, sixteen columns to a register.
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* row = x + r * row_bytes;
+      const int64_t lane_offset = (first_element + r) % lane_count * n;
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        const __m512 values = LoadHalf16(row + 2 * i);
+        for (int64_t q = 0; q < queries; ++q) {
+          float* lane = lanes + q * lanes_stride + lane_offset + i;
+          _mm512_storeu_ps(lane, _mm512_fmadd_ps(values, _mm512_set1_ps(a[q * a_stride + r]), _mm512_loadu_ps(lane)));
+        }
+      }
+      for (; i < n; ++i) {
+        const float value = LoadHalf(row, i);
+        for (int64_t q = 0; q < queries; ++q) {
+          float* lane = lanes + q * lanes_stride + lane_offset + i;
+          *lane = std::fma(value, a[q * a_stride + r], *lane);
+        }
+      }
+    }
+    return;
   }
   // Two sets at a time: 16 lane registers, and the row's values and a
   // broadcast weight beside them.
@@ -488,9 +520,7 @@ const HalfDotKernels* Avx2HalfDotKernels() {
 
 const HalfDotKernels* Avx512HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  // The queries' dot products are AVX2's: a query's tinyBLAS accumulator is
-  // one 8-lane register either way.
-  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows,         Avx512HalfAxpyRows, Avx2HalfDotRowsQueries,
+  static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows,         Avx512HalfAxpyRows, Avx512HalfDotRowsQueries,
                                               Avx512HalfAxpyRowsQueries, Avx2RoundToHalfRow, Avx2StoreHalfRow};
   if (BestCpuIsa() == CpuIsa::kAvx512Vnni) return &kKernels;
 #endif
