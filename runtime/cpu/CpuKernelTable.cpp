@@ -157,12 +157,11 @@ absl::Status RunElementwise(CpuOpContext& context) {
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(out_ref));
   const auto& chain = *context.instruction.params_as_ElementwiseParams()->steps();
   const int64_t steps = chain.size();
+  if (steps == 0) return absl::InvalidArgumentError("Elementwise: a chain of no steps");
   cpu::ThreadPool& pool = context.pool;
   std::mutex error_mutex;
   absl::Status error;
-  // Enough elements per chunk to pay for handing it to another thread.
-  const int64_t min_rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 14) / width);
-  pool.ParallelFor(rows, min_rows_per_chunk, [&](int64_t begin, int64_t end) {
+  auto run_rows = [&](int64_t begin, int64_t end) {
     // Every step but the last, which writes the output row.
     std::vector<float> scratch(static_cast<size_t>((steps - 1) * width));
     for (int64_t r = begin; r < end; ++r) {
@@ -182,7 +181,15 @@ absl::Status RunElementwise(CpuOpContext& context) {
         }
       }
     }
-  });
+  };
+  if (rows < pool.num_threads()) {
+    // Too few rows to share out (a decode step's): each step's kernel shares
+    // out its row's elements instead (Gemma 2's soft cap of 256,000 logits).
+    run_rows(0, rows);
+  } else {
+    // Enough elements per chunk to pay for handing it to another thread.
+    pool.ParallelFor(rows, std::max<int64_t>(1, (int64_t{1} << 14) / width), run_rows);
+  }
   return error;
 }
 
