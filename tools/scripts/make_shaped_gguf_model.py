@@ -95,6 +95,13 @@ def random_weights(config, family, seed):
     return weights
 
 
+def general_name(preset: str) -> str:
+    """The model's general.name. llama.cpp gives a model whose name contains
+    "phi-3" or "phi3" Phi-3's SentencePiece token attributes and fails to load
+    it where those tokens are absent, as in this byte-level vocabulary."""
+    return preset.replace("-", " ") if preset.startswith("phi-3") else preset
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -121,7 +128,7 @@ def main() -> None:
         config["original_max_position_embeddings"] = args.context
     weights = random_weights(config, family, args.seed)
     gguf_layout.write_gguf(args.out_file, family, config, weights, tokenizer,
-                           f"random {args.preset} shapes (seed {args.seed})", args.dtype,
+                           f"random {general_name(args.preset)} shapes (seed {args.seed})", args.dtype,
                            as_converter=True)
 
 
