@@ -152,7 +152,7 @@ absl::Status RunElementwise(CpuOpContext& context) {
   std::vector<Operand> operands;
   for (const kvx::TensorRef* ref : *context.instruction.inputs()) {
     KVJIT_ASSIGN_OR_RETURN(float* data, context.Floats(*ref));
-    operands.push_back({data, ref->row_stride() != 0 ? ref->row_stride() : width});
+    operands.push_back({data, ref->row_stride() != 0 ? static_cast<int64_t>(ref->row_stride()) : width});
   }
   KVJIT_ASSIGN_OR_RETURN(float* out, context.Floats(out_ref));
   const auto& chain = *context.instruction.params_as_ElementwiseParams()->steps();
