@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -237,8 +239,19 @@ absl::StatusOr<std::string> CompiledExecutable(const std::string& model_path,
   KVJIT_RETURN_IF_ERROR(CompileModel(model_path, path.string(), options, nullptr));
   std::ifstream file(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  // Its sidecar stays: the bytes name it, and tests load them.
   std::filesystem::remove(path);
+  // Its sidecar stays while the process runs (the bytes name it, and tests
+  // load them) and goes when it exits: each run left up to 92 MB in /tmp.
+  static auto* sidecars = new std::vector<std::filesystem::path>();
+  if (sidecars->empty()) {
+    std::atexit([] {
+      for (const std::filesystem::path& sidecar : *sidecars) {
+        std::error_code ignored;
+        std::filesystem::remove(sidecar, ignored);
+      }
+    });
+  }
+  sidecars->push_back(std::filesystem::path(path).replace_extension(".kvw"));
   return compiled->emplace(std::make_pair(model_path, cache_dtype), std::move(bytes)).first->second;
 }
 
