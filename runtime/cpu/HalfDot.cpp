@@ -85,6 +85,19 @@ void PortableStoreHalfRow(const float* x, uint8_t* out, int64_t n) {
 }
 
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+// The columns first..n-1 of one value row (the vector forms' tail), for
+// every set of weights: set q's weight is a[q * a_stride], its lane row
+// lanes + q * lanes_stride.
+void AxpyTailColumns(const uint8_t* row, int64_t first, int64_t n, const float* a, int64_t a_stride,
+                     int64_t queries, float* lanes, int64_t lanes_stride) {
+  for (int64_t i = first; i < n; ++i) {
+    const float value = LoadHalf(row, i);
+    for (int64_t q = 0; q < queries; ++q) {
+      lanes[q * lanes_stride + i] = std::fma(value, a[q * a_stride], lanes[q * lanes_stride + i]);
+    }
+  }
+}
+
 __attribute__((target("avx2,fma,f16c"))) __m256 LoadHalf8(const uint8_t* x) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
 }
@@ -139,21 +152,6 @@ __attribute__((target("avx2,fma,f16c"))) void Avx2HalfDotRows(HalfDotOrder order
     }
   }
   for (; r < rows; ++r) out[r] = Avx2HalfDot(order, x + r * row_bytes, y, n);
-}
-
-__attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows,
-                                                              const float* a, int64_t n, float* lanes, int lane_count,
-                                                              int64_t first_element) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* row = x + r * row_bytes;
-    float* lane = lanes + (first_element + r) % lane_count * n;
-    const __m256 factor = _mm256_set1_ps(a[r]);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      _mm256_storeu_ps(lane + i, _mm256_fmadd_ps(LoadHalf8(row + 2 * i), factor, _mm256_loadu_ps(lane + i)));
-    }
-    for (; i < n; ++i) lane[i] = std::fma(LoadHalf(row, i), a[r], lane[i]);
-  }
 }
 
 // kKeys key rows against kQueries queries in tinyBLAS's order: kKeys x
@@ -254,13 +252,7 @@ __attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRowsQueries(const uint
         _mm256_storeu_ps(lane, _mm256_fmadd_ps(values, _mm256_set1_ps(a[q * a_stride + r]), _mm256_loadu_ps(lane)));
       }
     }
-    for (; i < n; ++i) {
-      const float value = LoadHalf(row, i);
-      for (int64_t q = 0; q < queries; ++q) {
-        float* lane = lanes + q * lanes_stride + lane_offset + i;
-        *lane = std::fma(value, a[q * a_stride + r], *lane);
-      }
-    }
+    AxpyTailColumns(row, i, n, a + r, a_stride, queries, lanes + lane_offset, lanes_stride);
   }
 }
 
@@ -315,21 +307,6 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRows(HalfDotO
   for (int64_t r = 0; r < rows; ++r) out[r] = Avx512VecDot(x + r * row_bytes, y, n);
 }
 
-__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRows(const uint8_t* x, int64_t row_bytes,
-                                                                          int64_t rows, const float* a, int64_t n,
-                                                                          float* lanes, int lane_count,
-                                                                          int64_t first_element) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* row = x + r * row_bytes;
-    float* lane = lanes + (first_element + r) % lane_count * n;
-    const __m512 factor = _mm512_set1_ps(a[r]);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      _mm512_storeu_ps(lane + i, _mm512_fmadd_ps(LoadHalf16(row + 2 * i), factor, _mm512_loadu_ps(lane + i)));
-    }
-    for (; i < n; ++i) lane[i] = std::fma(LoadHalf(row, i), a[r], lane[i]);
-  }
-}
 // Avx2AxpyEightLanes for kQueries sets of weights at once, sixteen columns
 // at a time: a value row's sixteen columns are loaded and converted once for
 // every set, whose 8 x kQueries lane registers AVX-512's 32 registers hold.
@@ -403,13 +380,7 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
           _mm512_storeu_ps(lane, _mm512_fmadd_ps(values, _mm512_set1_ps(a[q * a_stride + r]), _mm512_loadu_ps(lane)));
         }
       }
-      for (; i < n; ++i) {
-        const float value = LoadHalf(row, i);
-        for (int64_t q = 0; q < queries; ++q) {
-          float* lane = lanes + q * lanes_stride + lane_offset + i;
-          *lane = std::fma(value, a[q * a_stride + r], *lane);
-        }
-      }
+      AxpyTailColumns(row, i, n, a + r, a_stride, queries, lanes + lane_offset, lanes_stride);
     }
     return;
   }
@@ -424,6 +395,19 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
     Avx512AxpyEightLanesQueries<1>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
                                      lanes_stride, first_element);
   }
+}
+// One set of weights: the queries forms' single set, the same operations.
+__attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows,
+                                                              const float* a, int64_t n, float* lanes, int lane_count,
+                                                              int64_t first_element) {
+  Avx2HalfAxpyRowsQueries(x, row_bytes, rows, a, 0, 1, n, lanes, 0, lane_count, first_element);
+}
+
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRows(const uint8_t* x, int64_t row_bytes,
+                                                                          int64_t rows, const float* a, int64_t n,
+                                                                          float* lanes, int lane_count,
+                                                                          int64_t first_element) {
+  Avx512HalfAxpyRowsQueries(x, row_bytes, rows, a, 0, 1, n, lanes, 0, lane_count, first_element);
 }
 #endif
 
