@@ -84,6 +84,21 @@ double SecondsPerCall(int milliseconds, const std::function<void()>& body) {
   return elapsed.count() / static_cast<double>(calls);
 }
 
+// Seconds per plain read of `count` words through the pool: a sum the
+// compiler cannot drop, the rate at which those bytes can come in at all.
+double SecondsPerRead(int milliseconds, const uint64_t* words, int64_t count, ThreadPool& pool) {
+  std::atomic<uint64_t> checksum{0};
+  return SecondsPerCall(milliseconds, [&] {
+    pool.ParallelFor(count, [&](int64_t begin, int64_t end) {
+      uint64_t sums[4] = {};
+      for (int64_t i = begin; i + 4 <= end; i += 4) {
+        for (int k = 0; k < 4; ++k) sums[k] += words[i + k];
+      }
+      checksum.fetch_add(sums[0] + sums[1] + sums[2] + sums[3], std::memory_order_relaxed);
+    });
+  });
+}
+
 void RunDispatch(int milliseconds) {
   std::printf("%-10s %7s %10s\n", "section", "threads", "ns/call");
   for (int threads : {1, 2}) {
@@ -104,16 +119,7 @@ void RunRead(int milliseconds) {
   std::printf("%-10s %7s %10s %10s\n", "section", "threads", "ms/pass", "GB/s");
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
-    std::atomic<uint64_t> checksum{0};
-    const double seconds = SecondsPerCall(milliseconds, [&] {
-      pool.ParallelFor(kWords, [&](int64_t begin, int64_t end) {
-        uint64_t sums[4] = {};
-        for (int64_t i = begin; i + 4 <= end; i += 4) {
-          for (int k = 0; k < 4; ++k) sums[k] += words[i + k];
-        }
-        checksum.fetch_add(sums[0] + sums[1] + sums[2] + sums[3], std::memory_order_relaxed);
-      });
-    });
+    const double seconds = SecondsPerRead(milliseconds, words.data(), kWords, pool);
     std::printf("%-10s %7d %10.3f %10.2f\n", "read", threads, seconds * 1e3,
                 kWords * sizeof(uint64_t) / seconds / 1e9);
   }
@@ -219,18 +225,8 @@ void RunStream(int milliseconds) {
             MatMul(w, x.data(), 1, y.data(), pool).IgnoreError();
           }
         });
-        const auto* words = reinterpret_cast<const uint64_t*>(all.data());
-        const int64_t word_count = static_cast<int64_t>(all.size() / sizeof(uint64_t));
-        std::atomic<uint64_t> checksum{0};
-        const double read = SecondsPerCall(milliseconds, [&] {
-          pool.ParallelFor(word_count, [&](int64_t begin, int64_t end) {
-            uint64_t sums[4] = {};
-            for (int64_t i = begin; i + 4 <= end; i += 4) {
-              for (int k = 0; k < 4; ++k) sums[k] += words[i + k];
-            }
-            checksum.fetch_add(sums[0] + sums[1] + sums[2] + sums[3], std::memory_order_relaxed);
-          });
-        });
+        const double read = SecondsPerRead(milliseconds, reinterpret_cast<const uint64_t*>(all.data()),
+                                           static_cast<int64_t>(all.size() / sizeof(uint64_t)), pool);
         char shape_text[32];
         std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(cols),
                       static_cast<long long>(rows));
