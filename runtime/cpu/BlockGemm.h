@@ -88,6 +88,10 @@ struct KQuantGemmKernels {
   BlockGemmKernel q6_k;
 };
 const KQuantGemmKernels& Avx512VnniKQuantGemmKernels();
+// CpuNumerics::kFast's K-quant GEMMs (KQuantGemmSubBlockSumsAvx512Vnni.cpp):
+// each sub-block's products summed as one integer before its scale. Not
+// RowDot's bits: the same integers, float sums grouped by sub-block.
+const KQuantGemmKernels& Avx512VnniKQuantSubBlockSumGemmKernels();
 
 // Float weights, in GGUF's rows (FloatGemmAvx512.cpp): one-column blocks,
 // since a float row may have any number of columns; the same bits as the

@@ -83,6 +83,9 @@ struct KQuantDotKernels {
 };
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const KQuantDotKernels& Avx512VnniKQuantDotKernels();
+// CpuNumerics::kFast's: each sub-block's products summed as one integer
+// before its scale, the bits of Avx512VnniKQuantSubBlockSumGemmKernels().
+const KQuantDotKernels& Avx512VnniKQuantSubBlockSumDotKernels();
 #endif
 
 // One weight row against four activation rows at once, each result bit for
@@ -128,6 +131,7 @@ struct KQuantRowsDotKernels {
 };
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const KQuantRowsDotKernels& Avx512VnniKQuantRowsDotKernels();
+const KQuantRowsDotKernels& Avx512VnniKQuantSubBlockSumRowsDotKernels();
 #endif
 
 // The 32-element block types' single-row kernels, for the interleaved layout.

@@ -194,6 +194,105 @@ struct Q6_KFormat {
   }
 };
 
+// CpuNumerics::kFast's lane sums (KQuantGemmSubBlockSumsAvx512Vnni.cpp's):
+// lane l holds sub-block l's products summed as one integer times its scale
+// (Q6_K: sub-blocks l and 8 + l), so that one-token steps give the fast
+// GEMM's bits. vpdpbusd sums each chunk pair's products in 16 lanes of four;
+// a transposing tree of adds then brings each sub-block's lanes together.
+
+// The sums of each 128-bit quarter's four int32 lanes of z[0..3]: lane
+// 4q + p is quarter q of z[p].
+__m512i QuarterSums(const __m512i z[4]) {
+  const __m512i pairs01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+  const __m512i pairs23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(pairs01, pairs23), _mm512_unpackhi_epi64(pairs01, pairs23));
+}
+
+// Lanes 0..7 and 8..15 of v added.
+__m256i AddHalves(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+// Q4_K and Q5_K: z[g] holds chunk 2g in its low half and 2g + 1 in its high
+// half, so quarter q of z[g] is half q % 2 of chunk 2g + q / 2.
+template <int64_t kBlockBytesOf, bool kHasFifthBits>
+struct SubBlockScaledMinFormat {
+  static constexpr int64_t kBlockBytes = kBlockBytesOf;
+  static constexpr bool kHasMins = true;
+  static constexpr int64_t kDOffset = 0;
+
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    const ScalesAndMins unpacked = UnpackKScalesAndMinsBytes(block + 4);
+    const uint8_t* qs = block + (kHasFifthBits ? 48 : 16);
+    const __m512i fifth_bits = kHasFifthBits ? Broadcast256(block + 16) : _mm512_setzero_si512();
+    __m512i z[4];
+    for (int g = 0; g < 4; ++g) {
+      __m512i values = _mm512_and_si512(_mm512_srlv_epi16(Broadcast256(qs + 32 * g), nibble_shift), low_nibble);
+      if (kHasFifthBits) {
+        const __m512i bit_of_chunks = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * g))),
+                                                         _mm256_set1_epi8(static_cast<char>(1 << (2 * g + 1))), 1);
+        const __mmask64 top = _mm512_test_epi8_mask(fifth_bits, bit_of_chunks);
+        values = _mm512_mask_add_epi8(values, top, values, _mm512_set1_epi8(0x10));
+      }
+      z[g] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), values, Load512(a.q + 64 * g));
+    }
+    // Lane 4q + g of the quarter sums is half q % 2 of chunk 2g + q / 2;
+    // chunk c = 2g + h is lanes 8h + g and 8h + 4 + g.
+    const __m512i quarters = QuarterSums(z);
+    const __m512i halves = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15), quarters);
+    const __m256i chunk_sums = AddHalves(halves);
+    const __m256i scales = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales)));
+    min_sum = MinSum(unpacked.mins, a.sums32);
+    return _mm256_mullo_epi32(chunk_sums, scales);
+  }
+};
+
+// Q6_K: z[p] holds chunks 2p and 2p + 1 (Q6_KFormat's pairs), so quarter q
+// of z[p] is the 16-element sub-block 4p + q. The values go in as q + 32
+// (unsigned) and 32 times the activations' sums come off.
+struct SubBlockQ6_KFormat {
+  static constexpr int64_t kBlockBytes = 210;
+  static constexpr bool kHasMins = false;
+  static constexpr int64_t kDOffset = 208;
+
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    const __m512i top_bits = _mm512_set1_epi8(0x30);
+    const __m512i bias = _mm512_set1_epi8(32);
+    const __m512i first_pair_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i second_pair_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    __m512i z[4];
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = Load512(block + 64 * h);
+      const __m512i qh = Broadcast256(block + 128 + 32 * h);
+      for (int pair = 0; pair < 2; ++pair) {
+        const __m512i low = _mm512_and_si512(pair == 0 ? ql : _mm512_srli_epi16(ql, 4), low_nibble);
+        const __m512i top = _mm512_and_si512(
+            pair == 0 ? _mm512_sllv_epi16(qh, first_pair_shift) : _mm512_srlv_epi16(qh, second_pair_shift), top_bits);
+        const __m512i biased = _mm512_or_si512(low, top);  // q + 32, in 0..63
+        const __m512i q = Load512(a.q + 128 * h + 64 * pair);
+        z[2 * h + pair] = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), biased, q),
+                                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, q));
+      }
+    }
+    // Lane 4q + p of the quarter sums is sub-block 4p + q: scale them there,
+    // then lane l takes sub-blocks l and 8 + l.
+    const __m512i sub_block_sums = QuarterSums(z);
+    const __m512i scales = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192))));
+    const __m512i scaled = _mm512_mullo_epi32(sub_block_sums, scales);
+    // Sub-block s = 4p + q sits in lane 4(s % 4) + s / 4.
+    const __m512i by_lane = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), scaled);
+    min_sum = 0;
+    return AddHalves(by_lane);
+  }
+};
+
 // One row's running sums: DotKernelsAvx2.cpp's float steps, one for one.
 struct RowSums {
   __m256 acc = _mm256_setzero_ps();
@@ -267,6 +366,19 @@ const KQuantDotKernels& Avx512VnniKQuantDotKernels() {
 
 const KQuantRowsDotKernels& Avx512VnniKQuantRowsDotKernels() {
   static constexpr KQuantRowsDotKernels kKernels = {DotKRows<Q4_KFormat>, DotKRows<Q5_KFormat>, DotKRows<Q6_KFormat>};
+  return kKernels;
+}
+
+const KQuantDotKernels& Avx512VnniKQuantSubBlockSumDotKernels() {
+  static constexpr KQuantDotKernels kKernels = {DotK<SubBlockScaledMinFormat<144, false>>,
+                                                DotK<SubBlockScaledMinFormat<176, true>>, DotK<SubBlockQ6_KFormat>};
+  return kKernels;
+}
+
+const KQuantRowsDotKernels& Avx512VnniKQuantSubBlockSumRowsDotKernels() {
+  static constexpr KQuantRowsDotKernels kKernels = {DotKRows<SubBlockScaledMinFormat<144, false>>,
+                                                    DotKRows<SubBlockScaledMinFormat<176, true>>,
+                                                    DotKRows<SubBlockQ6_KFormat>};
   return kKernels;
 }
 

@@ -36,29 +36,19 @@
 #include <cstring>
 
 #include "runtime/cpu/BlockGemm.h"
-#include "runtime/cpu/Prefetch.h"
+#include "runtime/cpu/KQuantGemmParts.h"
 
 namespace kvjit::cpu::internal {
 namespace {
 
-constexpr int64_t kSuperBlock = 256;
+using namespace kquant_gemm;
+
 constexpr int kChunks = 8;  // 32-element chunks per super-block
 
-// The micro-kernel's rows: a tile unpacks this many weight rows at a time.
-constexpr int64_t kTileRows = 4;
-static_assert(kGemmRowGroup % kTileRows == 0, "a thread's row range is whole tiles");
-
-// Per token group and super-block: each chunk's activations (tokens 0 and 1,
-// then 2 and 3; Q6_K's as a + 128), the tokens' scales repeated over their
-// half's eight lanes (tokens 0 and 1, then 2 and 3), the 32-element sums of
-// q as int16 pairs for the mins (vector k: sub-blocks 2k and 2k + 1, token t
-// in lanes t, 4 + t, 8 + t and 12 + t), and the scales again in that lane
-// order.
-constexpr int64_t kPanelActivations = 0;
-constexpr int64_t kPanelScales = kPanelActivations + kChunks * 2 * 64;
-constexpr int64_t kPanelMinSums = kPanelScales + 2 * 64;
-constexpr int64_t kPanelMinScales = kPanelMinSums + 4 * 64;
-constexpr int64_t kPanelBlockBytes = kPanelMinScales + 64;
+// The panel's step c is chunk c: lane l takes its dword l.
+struct ChunkSteps {
+  static constexpr int ActivationDword(int s, int l) { return 8 * s + l; }
+};
 
 // Per tile (4 rows) and super-block: each row's chunks as bytes (row r, chunk
 // c at 32 * (8r + c)), their sub-block scales as int16s by the lane pair
@@ -70,21 +60,9 @@ constexpr int64_t kTileScales = kTileValues + kTileRows * kChunks * 32;
 constexpr int64_t kTileD = kTileScales + kTileRows * kChunks * 32;
 constexpr int64_t kTileStarts = kTileD + 64;
 constexpr int64_t kTileMins = kTileStarts + kTileRows * 32;
-constexpr int64_t kTileDmin = kTileMins + 4 * 64;
+constexpr int64_t kTileDmin = kTileMins + kTileMinBytes;
 constexpr int64_t kTileBlockBytes = kTileDmin + 64;
-static_assert(kPanelBlockBytes % 64 == 0 && kTileBlockBytes % 64 == 0, "blocks stay 64-byte aligned");
-
-float LoadHalf(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return _cvtsh_ss(bits);
-}
-
-__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-int32_t Int16Pair(int32_t low, int32_t high) {
-  return static_cast<int32_t>((static_cast<uint32_t>(low) & 0xffffu) | (static_cast<uint32_t>(high) << 16));
-}
+static_assert(kTileBlockBytes % 64 == 0, "blocks stay 64-byte aligned");
 
 // A row's super-block as the tile holds it.
 struct UnpackedSuperBlock {
@@ -178,8 +156,6 @@ __attribute__((always_inline)) inline void StoreTileRow(const UnpackedSuperBlock
   uint8_t* out = tile + b * kTileBlockBytes;
   auto* d = reinterpret_cast<float*>(out + kTileD);
   auto* starts = reinterpret_cast<int32_t*>(out + kTileStarts + 32 * r);
-  auto* mins = reinterpret_cast<int32_t*>(out + kTileMins);
-  auto* dmin = reinterpret_cast<float*>(out + kTileDmin);
   if (unpacked == nullptr) {
     for (int c = 0; c < kChunks; ++c) {
       std::memset(out + kTileValues + 32 * (kChunks * r + c), 0, 32);
@@ -187,10 +163,7 @@ __attribute__((always_inline)) inline void StoreTileRow(const UnpackedSuperBlock
     }
     d[r] = 0.0f;
     std::memset(starts, 0, 32);
-    for (int k = 0; k < 4; ++k) {
-      for (int t = 0; t < 4; ++t) mins[16 * k + 4 * r + t] = 0;
-    }
-    for (int t = 0; t < 4; ++t) dmin[4 * r + t] = 0.0f;
+    ZeroTileMins(r, out + kTileMins, out + kTileDmin);
     return;
   }
   for (int c = 0; c < kChunks; ++c) {
@@ -199,11 +172,7 @@ __attribute__((always_inline)) inline void StoreTileRow(const UnpackedSuperBlock
   }
   d[r] = unpacked->d;
   _mm256_store_si256(reinterpret_cast<__m256i*>(starts), unpacked->start);
-  for (int k = 0; k < 4; ++k) {
-    const int32_t pair = Int16Pair(unpacked->mins[2 * k], unpacked->mins[2 * k + 1]);
-    for (int t = 0; t < 4; ++t) mins[16 * k + 4 * r + t] = pair;
-  }
-  for (int t = 0; t < 4; ++t) dmin[4 * r + t] = unpacked->dmin;
+  StoreTileMins(unpacked->mins, unpacked->dmin, r, out + kTileMins, out + kTileDmin);
 }
 
 // Unpacks `count` (at most 4) rows from `rows` (row r at rows + r * row_bytes)
@@ -221,60 +190,6 @@ void UnpackTile(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t b
       }
     }
   }
-}
-
-template <bool kUnsignedActivations>
-void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, int64_t group_begin,
-                     int64_t group_end, uint8_t* panel) {
-  const auto* activations = static_cast<const Q8KBlock*>(activation_rows);
-  const int64_t blocks = cols / kSuperBlock;
-  for (int64_t group = group_begin; group < group_end; ++group) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* out = panel + (group * blocks + b) * kPanelBlockBytes;
-      auto* min_sums = reinterpret_cast<int32_t*>(out + kPanelMinSums);
-      auto* min_scales = reinterpret_cast<float*>(out + kPanelMinScales);
-      for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
-        const int64_t t = group * kGemmTokenGroup + i;
-        const int64_t half = 32 * i;  // i / 2 picks the pair's vector, i % 2 its half
-        float* scales = reinterpret_cast<float*>(out + kPanelScales + half);
-        if (t >= tokens) {
-          for (int c = 0; c < kChunks; ++c) std::memset(out + kPanelActivations + 128 * c + half, 0, 32);
-          for (int l = 0; l < 8; ++l) scales[l] = 0.0f;
-          for (int k = 0; k < 4; ++k) {
-            for (int r = 0; r < 4; ++r) min_sums[16 * k + 4 * r + i] = 0;
-          }
-          for (int r = 0; r < 4; ++r) min_scales[4 * r + i] = 0.0f;
-          continue;
-        }
-        const Q8KBlock& a = activations[t * blocks + b];
-        for (int c = 0; c < kChunks; ++c) {
-          __m256i q = Load256(a.q + 32 * c);
-          if (kUnsignedActivations) q = _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80)));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kPanelActivations + 128 * c + half), q);
-        }
-        for (int l = 0; l < 8; ++l) scales[l] = a.scale;
-        for (int k = 0; k < 4; ++k) {
-          const int32_t pair = Int16Pair(a.sums32[2 * k], a.sums32[2 * k + 1]);
-          for (int r = 0; r < 4; ++r) min_sums[16 * k + 4 * r + i] = pair;
-        }
-        for (int r = 0; r < 4; ++r) min_scales[4 * r + i] = a.scale;
-      }
-    }
-  }
-}
-
-// The float sums of the tile's four rows against one token group, between
-// the runs of super-blocks that MicroKernel takes them through.
-struct MicroSums {
-  __m512 acc[4][2];  // row r, tokens 2 * pair and 2 * pair + 1 in the halves
-  __m512 offsets;    // row r, token t in lane 4r + t
-};
-
-MicroSums ZeroSums() {
-  MicroSums sums;
-  for (int r = 0; r < 4; ++r) sums.acc[r][0] = sums.acc[r][1] = _mm512_setzero_ps();
-  sums.offsets = _mm512_setzero_ps();
-  return sums;
 }
 
 // The tile's four rows against one token group over super-blocks
@@ -316,110 +231,18 @@ void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t block_begin,
         }
       }
     }
-    const __m512 activation_scales[2] = {_mm512_load_ps(p + kPanelScales), _mm512_load_ps(p + kPanelScales + 64)};
-    const auto* d = reinterpret_cast<const float*>(w + kTileD);
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      const __m512 weight_d = _mm512_set1_ps(d[r]);
-#pragma GCC unroll 2
-      for (int pair = 0; pair < 2; ++pair) {
-        const __m512 scale = _mm512_mul_ps(weight_d, activation_scales[pair]);
-        acc[r][pair] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes[r][pair]), acc[r][pair]);
-      }
-    }
-    if (kHasMins) {
-      __m512i min_sum = _mm512_setzero_si512();
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        min_sum = _mm512_dpwssd_epi32(min_sum, _mm512_load_si512(w + kTileMins + 64 * k),
-                                      _mm512_load_si512(p + kPanelMinSums + 64 * k));
-      }
-      const __m512 dmin = _mm512_mul_ps(_mm512_load_ps(w + kTileDmin), _mm512_load_ps(p + kPanelMinScales));
-      // -(a * b) + c in one rounding: the single-row kernels' fma(-dmin, ...).
-      offsets = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(min_sum), offsets);
-    }
+    AccumulateSuperBlock(p, reinterpret_cast<const float*>(w + kTileD), lanes, acc);
+    if (kHasMins) AccumulateMins(w + kTileMins, w + kTileDmin, p, offsets);
   }
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) sums.acc[r][0] = acc[r][0], sums.acc[r][1] = acc[r][1];
   sums.offsets = offsets;
 }
 
-// The tile's four rows against one token group once every super-block is
-// in `sums`: results[r][t].
-template <class Format>
-void FoldSums(const MicroSums& sums, float results[4][4]) {
-  constexpr bool kHasMins = !Format::kSignedWeights;
-  alignas(64) float offset_of[16];
-  _mm512_store_ps(offset_of, sums.offsets);
-  for (int r = 0; r < 4; ++r) {
-    for (int pair = 0; pair < 2; ++pair) {
-      // LaneSum on both halves at once, as BlockGemmAvx512Vnni.cpp folds.
-      const __m512 v = sums.acc[r][pair];
-      const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-      const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
-      const __m512 sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
-      alignas(64) float folded[16];
-      _mm512_store_ps(folded, sums);
-      for (int i = 0; i < 2; ++i) {
-        const float sum = folded[8 * i];
-        results[r][2 * pair + i] = kHasMins ? sum + offset_of[4 * r + 2 * pair + i] : sum;
-      }
-    }
-  }
-}
-
-// Token groups per pass over a thread's rows, so that their panel blocks
-// stay in L2 while every tile reads them (32 groups of 1536 columns take
-// 276 KiB).
-constexpr int64_t kGroupsPerPass = 32;
-
-// Super-blocks the pass's token groups take, one group after another, before
-// the next run: the tile's part (10 KiB) stays in L1 for all of them, where a
-// whole tile of a long row (80 KiB at 8192 columns) came from L2 for each
-// group. At 128 tokens and 2 threads, 2048 rows of 8192 columns in Q4_K ran
-// at 477 GFLOP/s without runs and 625 with them (Q5_K 464 -> 634, Q6_K 503
-// -> 608); runs of 2 and 8 super-blocks did no better.
-constexpr int64_t kBlocksPerRun = 4;
-
-template <class Format>
-void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
-              int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* tile) {
-  const int64_t blocks = cols / kSuperBlock;
-  const int64_t groups = GemmTokenGroups(tokens);
-  for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
-    const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
-    for (int64_t first = row_begin; first < row_end; first += kTileRows) {
-      const int64_t count = row_end - first < kTileRows ? row_end - first : kTileRows;
-      // The next tile's rows come in while this one is unpacked and
-      // multiplied: 16 concurrent decodes of Llama-3.2-1B Q4_K_M spent 44%
-      // of their Q6_K unpacking waiting on a block's first load.
-      if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
-      UnpackTile<Format>(weights + first * row_bytes, row_bytes, count, blocks, tile);
-      MicroSums sums[kGroupsPerPass];
-      for (int64_t group = pass; group < pass_end; ++group) sums[group - pass] = ZeroSums();
-      for (int64_t run = 0; run < blocks; run += kBlocksPerRun) {
-        const int64_t run_end = blocks - run < kBlocksPerRun ? blocks : run + kBlocksPerRun;
-        for (int64_t group = pass; group < pass_end; ++group) {
-          MicroKernel<Format>(tile, panel + group * blocks * kPanelBlockBytes, run, run_end, sums[group - pass]);
-        }
-      }
-      for (int64_t group = pass; group < pass_end; ++group) {
-        float results[4][4];
-        FoldSums<Format>(sums[group - pass], results);
-        for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
-          const int64_t t = group * kGemmTokenGroup + i;
-          if (t >= tokens) break;
-          for (int64_t r = 0; r < count; ++r) y[t * y_stride + first + r] = results[r][i];
-        }
-      }
-    }
-  }
-}
-
 template <class Format>
 constexpr BlockGemmKernel KernelFor() {
-  return {kSuperBlock, kPanelBlockBytes, kTileBlockBytes, PackActivations<Format::kSignedWeights>,
-          Multiply<Format>};
+  return {kSuperBlock, kPanelBlockBytes, kTileBlockBytes, PackActivations<Format::kSignedWeights, ChunkSteps>,
+          Multiply<Format, UnpackTile<Format>, MicroKernel<Format>>};
 }
 
 }  // namespace

@@ -94,14 +94,16 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type, bool interleaved) {
   return nullptr;
 }
 
-// The several-rows kernel for `type` under `isa` and the weight's
-// interleaving, or null where there is none (rows then go one by one, with
+// The several-rows kernel for `type` under `isa`, the weight's interleaving
+// and `numerics`, or null where there is none (rows then go one by one, with
 // the same results).
-internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
+internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved, [[maybe_unused]] CpuNumerics numerics) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   // The K-quants' AVX-512 rows (see KQuantSingleRowDotFor), two at a time.
   if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
-    const internal::KQuantRowsDotKernels& k_quants = internal::Avx512VnniKQuantRowsDotKernels();
+    const internal::KQuantRowsDotKernels& k_quants = numerics == CpuNumerics::kFast
+                                                         ? internal::Avx512VnniKQuantSubBlockSumRowsDotKernels()
+                                                         : internal::Avx512VnniKQuantRowsDotKernels();
     switch (type) {
       case StorageType::kQ4_K: return k_quants.q4_k;
       case StorageType::kQ5_K: return k_quants.q5_k;
@@ -117,16 +119,19 @@ internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved) {
   return nullptr;
 }
 
-// The register-blocked GEMM for `type` under `isa` and the weight's
-// interleaving, or null where there is none (the four-row kernels then take
-// the step, with the same results).
-const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool interleaved) {
+// The register-blocked GEMM for `type` under `isa`, the weight's
+// interleaving and `numerics`, or null where there is none (the four-row
+// kernels then take the step, with the same results).
+const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool interleaved,
+                                             [[maybe_unused]] CpuNumerics numerics) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa != CpuIsa::kAvx512Vnni) return nullptr;
   // Only the 32-element block types can be interleaved (CheckWeight).
   const internal::BlockGemmKernels& blocks = interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels()
                                                          : internal::Avx512VnniBlockGemmKernels();
-  const internal::KQuantGemmKernels& k_quants = internal::Avx512VnniKQuantGemmKernels();
+  const internal::KQuantGemmKernels& k_quants = numerics == CpuNumerics::kFast
+                                                    ? internal::Avx512VnniKQuantSubBlockSumGemmKernels()
+                                                    : internal::Avx512VnniKQuantGemmKernels();
   const internal::FloatGemmKernels& floats = internal::Avx512FloatGemmKernels();
   switch (type) {
     case StorageType::kF32: return &floats.f32;
@@ -156,16 +161,18 @@ const DotKernels& KernelsFor(CpuIsa isa) {
   return internal::PortableDotKernels();
 }
 
-// The K-quants' single-row kernel for `type` under `isa`, or null where
+// The K-quants' single-row kernel for `type` under `isa` and `numerics`, or null where
 // KernelsFor's is the one. Unlike the 32-element block types', the
 // K-quants' decode GEMV is bound by the arithmetic, not by reading the
 // weights: in 512-bit registers it measured 1.4-1.8x AVX2's
 // (docs/benchmarks.md, "K-quant decode GEMV in AVX-512"). One-token steps
 // take these rows two at a time (RowsDotFor); two or three tokens, one by one.
-RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type) {
+RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type, [[maybe_unused]] CpuNumerics numerics) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa != CpuIsa::kAvx512Vnni) return nullptr;
-  const internal::KQuantDotKernels& k_quants = internal::Avx512VnniKQuantDotKernels();
+  const internal::KQuantDotKernels& k_quants = numerics == CpuNumerics::kFast
+                                                   ? internal::Avx512VnniKQuantSubBlockSumDotKernels()
+                                                   : internal::Avx512VnniKQuantDotKernels();
   switch (type) {
     case StorageType::kQ4_K: return k_quants.q4_k;
     case StorageType::kQ5_K: return k_quants.q5_k;
@@ -178,9 +185,9 @@ RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type) {
 
 // The single-row kernel for `type`, whose rows are interleaved by 8 where
 // `interleaved` (only the 32-element block types can be).
-RowDot SingleRowDotFor(CpuIsa isa, StorageType type, bool interleaved) {
+RowDot SingleRowDotFor(CpuIsa isa, StorageType type, bool interleaved, CpuNumerics numerics) {
   if (!interleaved) {
-    const RowDot k_quant = KQuantSingleRowDotFor(isa, type);
+    const RowDot k_quant = KQuantSingleRowDotFor(isa, type, numerics);
     return k_quant != nullptr ? k_quant : RowDotFor(KernelsFor(isa), type);
   }
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
@@ -374,10 +381,15 @@ absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView&
 }
 
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
-  return MatMul(w, x, tokens, y, pool, BestCpuIsa());
+  return MatMul(w, x, tokens, y, pool, BestCpuIsa(), ProcessCpuNumerics());
 }
 
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool, CpuIsa isa) {
+  return MatMul(w, x, tokens, y, pool, isa, CpuNumerics::kBatchInvariant);
+}
+
+absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool, CpuIsa isa,
+                    CpuNumerics numerics) {
   KVJIT_ASSIGN_OR_RETURN(const uint64_t row_bytes, CheckWeight("MatMul", w));
   KVJIT_RETURN_IF_ERROR(CheckOperands("MatMul", w, x, tokens, y));
   if (!CpuSupports(isa)) {
@@ -413,7 +425,7 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
            static_cast<uint64_t>(o % kInterleavedRows) * block_bytes;
   };
   const internal::BlockGemmKernel* gemm =
-      tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type, interleaved) : nullptr;
+      tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type, interleaved, numerics) : nullptr;
   if (gemm != nullptr) {
     AlignedBytes panel = AllocateAligned(internal::GemmPanelBytes(*gemm, tokens, cols));
     // Each token group is quantized and laid out by the same thread: one
@@ -435,10 +447,10 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   }
 
   pool.ParallelFor(tokens, prepare_activations);
-  const RowDot dot = SingleRowDotFor(isa, w.type, interleaved);
+  const RowDot dot = SingleRowDotFor(isa, w.type, interleaved, numerics);
   const internal::RowDot4 dot4 = RowDot4For(isa, w.type, interleaved);
   const int64_t min_rows_per_chunk = std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens));
-  const internal::RowsDot rows_dot = tokens == 1 ? RowsDotFor(isa, w.type, interleaved) : nullptr;
+  const internal::RowsDot rows_dot = tokens == 1 ? RowsDotFor(isa, w.type, interleaved, numerics) : nullptr;
   if (rows_dot != nullptr && interleaved) {
     // Whole groups per call: a group's rows lie in one stream.
     const int64_t min_groups_per_chunk = std::max<int64_t>(1, min_rows_per_chunk / kInterleavedRows);

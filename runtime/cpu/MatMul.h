@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "runtime/cpu/CpuIsa.h"
+#include "runtime/cpu/CpuNumerics.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/quant/StorageType.h"
 
@@ -63,8 +64,16 @@ absl::StatusOr<uint64_t> CheckWeight(absl::string_view kernel, const WeightView&
 // whole number of blocks, a byte count that does not match rows x cols, or
 // an interleaving other than 1 or 8, of a type without 32-element blocks or
 // of rows not a multiple of 8; FailedPrecondition for an ISA this CPU lacks.
+// The first form runs BestCpuIsa() under ProcessCpuNumerics(); the second
+// `isa` under CpuNumerics::kBatchInvariant.
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
 absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool, CpuIsa isa);
+// The same under `numerics`: CpuNumerics::kFast lets AVX-512 VNNI's K-quant
+// kernels (single rows and GEMMs alike) group their float sums by sub-block,
+// so their bits are not llama.cpp's unrepacked ones (CpuNumerics.h);
+// everything else above holds, batch invariance included.
+absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool, CpuIsa isa,
+                    CpuNumerics numerics);
 
 // The oracle for tests: each weight row dequantized to f32 (bit for bit as
 // ggml dequantizes), multiplied by the unquantized activations, accumulated

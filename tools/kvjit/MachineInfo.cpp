@@ -18,6 +18,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "runtime/cpu/CpuIsa.h"
+#include "runtime/cpu/CpuNumerics.h"
 
 namespace kvjit::cli {
 namespace {
@@ -193,7 +195,13 @@ nlohmann::json MachineInfoToJson(const MachineInfo& machine) {
           {"logical_cores", machine.logical_cores},
           {"read_bandwidth_gb_s", machine.read_bandwidth_gb_s},
           {"read_bandwidth_threads", machine.bandwidth_threads},
-          {"kvjit_commit", machine.kvjit_commit}};
+          {"kvjit_commit", machine.kvjit_commit},
+          // What kvjit's CPU kernels ran as: the ISA ($KVJIT_CPU_ISA caps
+          // it), the microarchitecture the layouts were chosen for, and the
+          // numerics ($KVJIT_CPU_NUMERICS).
+          {"kvjit_cpu_isa", std::string(cpu::CpuIsaName(cpu::BestCpuIsa()))},
+          {"kvjit_cpu_model", std::string(cpu::CpuModelName(cpu::HostCpuModel()))},
+          {"kvjit_cpu_numerics", std::string(cpu::CpuNumericsName(cpu::ProcessCpuNumerics()))}};
 }
 
 }  // namespace kvjit::cli

@@ -22,13 +22,16 @@
 //    (2048 -> 16384, a fused gate/up; 8192 -> 2048, a down projection), in
 //    both layouts where the type has them, at 2 threads with the best ISA:
 //    weight GB/s beside a plain read of the same bytes.
+//  - kquant_gemm: the K-quant GEMMs in both CPU numerics (batch-invariant
+//    and fast, CpuNumerics.h) at a 1B model's shapes, 16 and 128 tokens, 2
+//    threads: GFLOP/s.
 // Every ISA this CPU runs, at 1 and 2 threads; decode and shapes in both
 // weight layouts (gguf: GGUF's rows; il8: kvx's RowsInterleaved8, repacked by
 // runtime/schema/WeightLayout.h), the float types and the K-quants in GGUF's
 // rows only. Weights come from the kernel tests' RandomWeights. Not a test:
 // run by hand.
 //
-//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations|stream]
+//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations|stream|kquant_gemm]
 
 #include <algorithm>
 #include <atomic>
@@ -238,6 +241,41 @@ void RunStream(int milliseconds) {
   }
 }
 
+// The K-quant GEMMs of both numerics (CpuNumerics.h) at a 1B model's shapes,
+// 2 threads, AVX-512 VNNI: a batched decode of 16 and a 128-token prefill.
+void RunKQuantGemm(int milliseconds) {
+  if (!CpuSupports(CpuIsa::kAvx512Vnni)) return;
+  const int64_t shapes[][2] = {{2048, 2048}, {2048, 8192}, {8192, 2048}};  // cols (in), rows (out)
+  std::mt19937 rng(2024);
+  ThreadPool pool(2);
+  std::printf("%-12s %-5s %-12s %6s %-16s %10s %10s\n", "section", "type", "in x out", "tokens", "numerics",
+              "us/call", "GFLOP/s");
+  for (const quant::StorageType type :
+       {quant::StorageType::kQ4_K, quant::StorageType::kQ5_K, quant::StorageType::kQ6_K}) {
+    for (const auto& [cols, rows] : shapes) {
+      const std::vector<uint8_t> bytes = testing::RandomWeights(type, rows, cols, rng);
+      const WeightView weight{type, rows, cols, bytes};
+      for (int64_t tokens : {16, 128}) {
+        std::vector<float> x(static_cast<size_t>(cols * tokens)), y(static_cast<size_t>(rows * tokens));
+        std::normal_distribution<float> normal;
+        for (float& v : x) v = normal(rng);
+        for (CpuNumerics numerics : {CpuNumerics::kBatchInvariant, CpuNumerics::kFast}) {
+          const double seconds = SecondsPerCall(milliseconds, [&] {
+            MatMul(weight, x.data(), tokens, y.data(), pool, CpuIsa::kAvx512Vnni, numerics).IgnoreError();
+          });
+          char shape_text[32];
+          std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(cols),
+                        static_cast<long long>(rows));
+          std::printf("%-12s %-5s %-12s %6lld %-16s %10.1f %10.2f\n", "kquant_gemm",
+                      std::string(quant::StorageTypeName(type)).c_str(), shape_text, static_cast<long long>(tokens),
+                      std::string(CpuNumericsName(numerics)).c_str(), seconds * 1e6,
+                      2.0 * rows * cols * tokens / seconds / 1e9);
+        }
+      }
+    }
+  }
+}
+
 int RunShapes(int milliseconds) {
   const Shape shapes[] = {
       {quant::StorageType::kQ4_1, 576, 576, "attn_q/o"},   {quant::StorageType::kQ4_1, 576, 1536, "ffn_up/gate"},
@@ -298,10 +336,11 @@ int main(int argc, char** argv) {
   const bool all = std::strcmp(section, "all") == 0;
   if (!all && std::strcmp(section, "dispatch") != 0 && std::strcmp(section, "read") != 0 &&
       std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0 &&
-      std::strcmp(section, "activations") != 0 && std::strcmp(section, "stream") != 0) {
+      std::strcmp(section, "activations") != 0 && std::strcmp(section, "stream") != 0 &&
+      std::strcmp(section, "kquant_gemm") != 0) {
     std::fprintf(stderr,
                  "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, "
-                 "activations, stream, all\n",
+                 "activations, stream, kquant_gemm, all\n",
                  section);
     return 2;
   }
@@ -310,6 +349,7 @@ int main(int argc, char** argv) {
   if (all || std::strcmp(section, "decode") == 0) kvjit::cpu::RunDecodeStep(milliseconds);
   if (all || std::strcmp(section, "activations") == 0) kvjit::cpu::RunActivations(milliseconds);
   if (all || std::strcmp(section, "stream") == 0) kvjit::cpu::RunStream(milliseconds);
+  if (all || std::strcmp(section, "kquant_gemm") == 0) kvjit::cpu::RunKQuantGemm(milliseconds);
   if (all || std::strcmp(section, "shapes") == 0) return kvjit::cpu::RunShapes(milliseconds);
   return 0;
 }

@@ -1,0 +1,264 @@
+#ifndef KVJIT_RUNTIME_CPU_KQUANTGEMMPARTS_H_
+#define KVJIT_RUNTIME_CPU_KQUANTGEMMPARTS_H_
+// What the two K-quant GEMMs share (KQuantGemmAvx512Vnni.cpp, ggml's lanes;
+// KQuantGemmSubBlockSumsAvx512Vnni.cpp, a sub-block per lane): the panel of
+// Q8_K activations, the mins, the float steps per super-block, the final
+// fold and the passes over a thread's rows. Each kernel brings its tile
+// layout, its unpacking and its integer lane sums.
+//
+// Included only by translation units compiled for AVX-512 BW/VL/VNNI; every
+// definition is in an anonymous namespace, so that none of this code can be
+// chosen by the linker for a caller built for another ISA (DotKernels.h's
+// linkage rule).
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512VL__) || !defined(__AVX512BW__)
+#error "KQuantGemmParts.h is for translation units compiled with AVX-512 BW/VL/VNNI"
+#endif
+
+#include <immintrin.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/cpu/BlockGemm.h"
+#include "runtime/cpu/DotKernels.h"
+#include "runtime/cpu/Prefetch.h"
+
+namespace kvjit::cpu::internal::kquant_gemm {
+namespace {
+
+constexpr int64_t kSuperBlock = 256;
+
+// The micro-kernel's rows: a tile unpacks this many weight rows at a time.
+constexpr int64_t kTileRows = 4;
+static_assert(kGemmRowGroup % kTileRows == 0, "a thread's row range is whole tiles");
+
+// Per token group and super-block: the activations in eight steps of 128
+// bytes (tokens 0 and 1, then 2 and 3, 32 bytes each; Q6_K's as a + 128; a
+// kernel chooses which of a token's 64 dwords each step's lanes take), the
+// tokens' scales repeated over their half's eight lanes (tokens 0 and 1,
+// then 2 and 3), the 32-element sums of q as int16 pairs for the mins
+// (vector k: sub-blocks 2k and 2k + 1, token t in lanes t, 4 + t, 8 + t and
+// 12 + t), and the scales again in that lane order.
+constexpr int64_t kPanelActivations = 0;
+constexpr int64_t kPanelScales = kPanelActivations + 8 * 2 * 64;
+constexpr int64_t kPanelMinSums = kPanelScales + 2 * 64;
+constexpr int64_t kPanelMinScales = kPanelMinSums + 4 * 64;
+constexpr int64_t kPanelBlockBytes = kPanelMinScales + 64;
+static_assert(kPanelBlockBytes % 64 == 0, "blocks stay 64-byte aligned");
+
+// A tile's mins per super-block: int16 pairs (vector k: sub-blocks 2k and
+// 2k + 1, row r in lanes 4r..4r + 3), then the rows' dmin in those lanes.
+constexpr int64_t kTileMinBytes = 4 * 64;
+
+float LoadHalf(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return _cvtsh_ss(bits);
+}
+
+__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+int32_t Int16Pair(int32_t low, int32_t high) {
+  return static_cast<int32_t>((static_cast<uint32_t>(low) & 0xffffu) | (static_cast<uint32_t>(high) << 16));
+}
+
+void StoreTileMins(const int32_t mins[8], float dmin_of_row, int64_t r, uint8_t* tile_mins, uint8_t* tile_dmin) {
+  auto* pairs = reinterpret_cast<int32_t*>(tile_mins);
+  auto* dmin = reinterpret_cast<float*>(tile_dmin);
+  for (int k = 0; k < 4; ++k) {
+    const int32_t pair = Int16Pair(mins[2 * k], mins[2 * k + 1]);
+    for (int t = 0; t < 4; ++t) pairs[16 * k + 4 * r + t] = pair;
+  }
+  for (int t = 0; t < 4; ++t) dmin[4 * r + t] = dmin_of_row;
+}
+
+void ZeroTileMins(int64_t r, uint8_t* tile_mins, uint8_t* tile_dmin) {
+  constexpr int32_t kNoMins[8] = {};
+  StoreTileMins(kNoMins, 0.0f, r, tile_mins, tile_dmin);
+}
+
+// Which of a token's 64 activation dwords lane l of step s takes: a
+// kernel's Steps::ActivationDword(s, l).
+template <class Steps>
+constexpr std::array<int32_t, 64> StepDwords() {
+  std::array<int32_t, 64> dwords{};
+  for (int s = 0; s < 8; ++s) {
+    for (int l = 0; l < 8; ++l) dwords[8 * s + l] = Steps::ActivationDword(s, l);
+  }
+  return dwords;
+}
+
+template <bool kUnsignedActivations, class Steps>
+void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, int64_t group_begin,
+                     int64_t group_end, uint8_t* panel) {
+  static constexpr std::array<int32_t, 64> kStepDwords = StepDwords<Steps>();
+  const auto* activations = static_cast<const Q8KBlock*>(activation_rows);
+  const int64_t blocks = cols / kSuperBlock;
+  for (int64_t group = group_begin; group < group_end; ++group) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* out = panel + (group * blocks + b) * kPanelBlockBytes;
+      auto* min_sums = reinterpret_cast<int32_t*>(out + kPanelMinSums);
+      auto* min_scales = reinterpret_cast<float*>(out + kPanelMinScales);
+      for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
+        const int64_t t = group * kGemmTokenGroup + i;
+        const int64_t half = 32 * i;  // i / 2 picks the pair's vector, i % 2 its half
+        float* scales = reinterpret_cast<float*>(out + kPanelScales + half);
+        if (t >= tokens) {
+          for (int s = 0; s < 8; ++s) std::memset(out + kPanelActivations + 128 * s + half, 0, 32);
+          for (int l = 0; l < 8; ++l) scales[l] = 0.0f;
+          for (int k = 0; k < 4; ++k) {
+            for (int r = 0; r < 4; ++r) min_sums[16 * k + 4 * r + i] = 0;
+          }
+          for (int r = 0; r < 4; ++r) min_scales[4 * r + i] = 0.0f;
+          continue;
+        }
+        const Q8KBlock& a = activations[t * blocks + b];
+        int32_t q[64];
+        std::memcpy(q, a.q, sizeof q);
+        if (kUnsignedActivations) {
+          for (int32_t& four : q) four ^= static_cast<int32_t>(0x80808080u);
+        }
+        for (int s = 0; s < 8; ++s) {
+          int32_t step[8];
+          for (int l = 0; l < 8; ++l) step[l] = q[kStepDwords[8 * s + l]];
+          std::memcpy(out + kPanelActivations + 128 * s + half, step, sizeof step);
+        }
+        for (int l = 0; l < 8; ++l) scales[l] = a.scale;
+        for (int k = 0; k < 4; ++k) {
+          const int32_t pair = Int16Pair(a.sums32[2 * k], a.sums32[2 * k + 1]);
+          for (int r = 0; r < 4; ++r) min_sums[16 * k + 4 * r + i] = pair;
+        }
+        for (int r = 0; r < 4; ++r) min_scales[4 * r + i] = a.scale;
+      }
+    }
+  }
+}
+
+// The float sums of the tile's four rows against one token group, between
+// the runs of super-blocks that a micro-kernel takes them through.
+struct MicroSums {
+  __m512 acc[4][2];  // row r, tokens 2 * pair and 2 * pair + 1 in the halves
+  __m512 offsets;    // row r, token t in lane 4r + t
+};
+
+MicroSums ZeroSums() {
+  MicroSums sums;
+  for (int r = 0; r < 4; ++r) sums.acc[r][0] = sums.acc[r][1] = _mm512_setzero_ps();
+  sums.offsets = _mm512_setzero_ps();
+  return sums;
+}
+
+// acc[r][pair] = fma(d_r * d_token, float(lanes[r][pair]), acc[r][pair]):
+// one super-block's integer lane sums into the float accumulators.
+__attribute__((always_inline)) inline void AccumulateSuperBlock(const uint8_t* panel_block, const float* d,
+                                                                const __m512i lanes[4][2], __m512 acc[4][2]) {
+  const __m512 activation_scales[2] = {_mm512_load_ps(panel_block + kPanelScales),
+                                       _mm512_load_ps(panel_block + kPanelScales + 64)};
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    const __m512 weight_d = _mm512_set1_ps(d[r]);
+#pragma GCC unroll 2
+    for (int pair = 0; pair < 2; ++pair) {
+      const __m512 scale = _mm512_mul_ps(weight_d, activation_scales[pair]);
+      acc[r][pair] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(lanes[r][pair]), acc[r][pair]);
+    }
+  }
+}
+
+// Q4_K / Q5_K: offsets -= dmin * d_token * sum over sub-blocks of min * bsum,
+// in one rounding (the single-row kernels' fma(-dmin, ...)).
+__attribute__((always_inline)) inline void AccumulateMins(const uint8_t* tile_mins, const uint8_t* tile_dmin,
+                                                          const uint8_t* panel_block, __m512& offsets) {
+  __m512i min_sum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    min_sum = _mm512_dpwssd_epi32(min_sum, _mm512_load_si512(tile_mins + 64 * k),
+                                  _mm512_load_si512(panel_block + kPanelMinSums + 64 * k));
+  }
+  const __m512 dmin = _mm512_mul_ps(_mm512_load_ps(tile_dmin), _mm512_load_ps(panel_block + kPanelMinScales));
+  offsets = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(min_sum), offsets);
+}
+
+// The tile's four rows against one token group once every super-block is
+// in `sums`: results[r][t].
+template <bool kHasMins>
+void FoldSums(const MicroSums& sums, float results[4][4]) {
+  alignas(64) float offset_of[16];
+  _mm512_store_ps(offset_of, sums.offsets);
+  for (int r = 0; r < 4; ++r) {
+    for (int pair = 0; pair < 2; ++pair) {
+      // LaneSum on both halves at once, as BlockGemmAvx512Vnni.cpp folds.
+      const __m512 v = sums.acc[r][pair];
+      const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
+      const __m512 folded_sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
+      alignas(64) float folded[16];
+      _mm512_store_ps(folded, folded_sums);
+      for (int i = 0; i < 2; ++i) {
+        const float sum = folded[8 * i];
+        results[r][2 * pair + i] = kHasMins ? sum + offset_of[4 * r + 2 * pair + i] : sum;
+      }
+    }
+  }
+}
+
+// Token groups per pass over a thread's rows, so that their panel blocks
+// stay in L2 while every tile reads them (32 groups of 1536 columns take
+// 276 KiB).
+constexpr int64_t kGroupsPerPass = 32;
+
+// Super-blocks the pass's token groups take, one group after another, before
+// the next run: the tile's part (10 KiB) stays in L1 for all of them, where a
+// whole tile of a long row (80 KiB at 8192 columns) came from L2 for each
+// group. At 128 tokens and 2 threads, 2048 rows of 8192 columns in Q4_K ran
+// at 477 GFLOP/s without runs and 625 with them (Q5_K 464 -> 634, Q6_K 503
+// -> 608); runs of 2 and 8 super-blocks did no better.
+constexpr int64_t kBlocksPerRun = 4;
+
+using UnpackTileFn = void (*)(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t blocks, uint8_t* tile);
+using MicroKernelFn = void (*)(const uint8_t* tile, const uint8_t* panel, int64_t block_begin, int64_t block_end,
+                               MicroSums& sums);
+
+// BlockGemm.h's multiply: tiles of four rows, each unpacked once and taken
+// through the pass's token groups in runs of super-blocks.
+template <class Format, UnpackTileFn kUnpackTile, MicroKernelFn kMicroKernel>
+void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
+              int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* tile) {
+  const int64_t blocks = cols / kSuperBlock;
+  const int64_t groups = GemmTokenGroups(tokens);
+  for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
+    const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
+    for (int64_t first = row_begin; first < row_end; first += kTileRows) {
+      const int64_t count = row_end - first < kTileRows ? row_end - first : kTileRows;
+      // The next tile's rows come in while this one is unpacked and
+      // multiplied: 16 concurrent decodes of Llama-3.2-1B Q4_K_M spent 44%
+      // of their Q6_K unpacking waiting on a block's first load.
+      if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
+      kUnpackTile(weights + first * row_bytes, row_bytes, count, blocks, tile);
+      MicroSums sums[kGroupsPerPass];
+      for (int64_t group = pass; group < pass_end; ++group) sums[group - pass] = ZeroSums();
+      for (int64_t run = 0; run < blocks; run += kBlocksPerRun) {
+        const int64_t run_end = blocks - run < kBlocksPerRun ? blocks : run + kBlocksPerRun;
+        for (int64_t group = pass; group < pass_end; ++group) {
+          kMicroKernel(tile, panel + group * blocks * kPanelBlockBytes, run, run_end, sums[group - pass]);
+        }
+      }
+      for (int64_t group = pass; group < pass_end; ++group) {
+        float results[4][4];
+        FoldSums<!Format::kSignedWeights>(sums[group - pass], results);
+        for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
+          const int64_t t = group * kGemmTokenGroup + i;
+          if (t >= tokens) break;
+          for (int64_t r = 0; r < count; ++r) y[t * y_stride + first + r] = results[r][i];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvjit::cpu::internal::kquant_gemm
+
+#endif  // KVJIT_RUNTIME_CPU_KQUANTGEMMPARTS_H_
