@@ -116,14 +116,13 @@ struct ScaledMinFormat {
   static constexpr bool kHasMins = true;
   static constexpr int64_t kDOffset = 0;
 
-  // L_m of the super-block at `block` against `a`, and the sum of min * bsum.
-  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+  // L_m of the super-block at `block` against `a`; `scale_bytes`' low eight
+  // bytes are its sub-blocks' scales (ScalesAndMins::scales).
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i scale_bytes) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
     // Low half: the low nibbles, as they are; high half: the high nibbles.
     const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    const ScalesAndMins unpacked = UnpackKScalesAndMinsBytes(block + 4);
-    const __m512i scales = InBothInt16Halves(
-        _mm512_castsi256_si512(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales)))));
+    const __m512i scales = InBothInt16Halves(_mm512_castsi256_si512(_mm256_cvtepu8_epi32(scale_bytes)));
     const uint8_t* qs = block + (kHasFifthBits ? 48 : 16);
     const __m512i fifth_bits = kHasFifthBits ? Broadcast256(block + 16) : _mm512_setzero_si512();
     // Two sums, groups 0 and 2, 1 and 3: half the chain of dependent vpdpwssd.
@@ -141,7 +140,6 @@ struct ScaledMinFormat {
       const __m512i products = _mm512_maddubs_epi16(values, Load512(a.q + 64 * g));
       lanes[g % 2] = _mm512_dpwssd_epi32(lanes[g % 2], products, chunk_scales);
     }
-    min_sum = MinSum(unpacked.mins, a.sums32);
     return FoldChunkPairs(_mm512_add_epi32(lanes[0], lanes[1]));
   }
 };
@@ -158,7 +156,7 @@ struct Q6_KFormat {
   static constexpr bool kHasMins = false;
   static constexpr int64_t kDOffset = 208;
 
-  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i /*scale_bytes*/) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
     const __m512i top_bits = _mm512_set1_epi8(0x30);
     const __m512i bias = _mm512_set1_epi8(32);
@@ -189,7 +187,6 @@ struct Q6_KFormat {
         lanes[pair] = _mm512_dpwssd_epi32(lanes[pair], products, quarter_scales);
       }
     }
-    min_sum = 0;
     return FoldChunkPairs(_mm512_add_epi32(lanes[0], lanes[1]));
   }
 };
@@ -221,10 +218,9 @@ struct SubBlockScaledMinFormat {
   static constexpr bool kHasMins = true;
   static constexpr int64_t kDOffset = 0;
 
-  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i scale_bytes) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
     const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    const ScalesAndMins unpacked = UnpackKScalesAndMinsBytes(block + 4);
     const uint8_t* qs = block + (kHasFifthBits ? 48 : 16);
     const __m512i fifth_bits = kHasFifthBits ? Broadcast256(block + 16) : _mm512_setzero_si512();
     __m512i z[4];
@@ -244,9 +240,7 @@ struct SubBlockScaledMinFormat {
     const __m512i halves = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15), quarters);
     const __m256i chunk_sums = AddHalves(halves);
-    const __m256i scales = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales)));
-    min_sum = MinSum(unpacked.mins, a.sums32);
-    return _mm256_mullo_epi32(chunk_sums, scales);
+    return _mm256_mullo_epi32(chunk_sums, _mm256_cvtepu8_epi32(scale_bytes));
   }
 };
 
@@ -258,7 +252,7 @@ struct SubBlockQ6_KFormat {
   static constexpr bool kHasMins = false;
   static constexpr int64_t kDOffset = 208;
 
-  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, int32_t& min_sum) {
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i /*scale_bytes*/) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
     const __m512i top_bits = _mm512_set1_epi8(0x30);
     const __m512i bias = _mm512_set1_epi8(32);
@@ -288,7 +282,6 @@ struct SubBlockQ6_KFormat {
     // Sub-block s = 4p + q sits in lane 4(s % 4) + s / 4.
     const __m512i by_lane = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), scaled);
-    min_sum = 0;
     return AddHalves(by_lane);
   }
 };
@@ -303,8 +296,14 @@ struct RowSums {
 // sums through memory, which costs as much as the arithmetic.
 template <class Format>
 [[gnu::always_inline]] inline void AddSuperBlock(const uint8_t* block, const Q8KBlock& a, RowSums& sums) {
-  int32_t min_sum;
-  const __m256i lanes = Format::LaneSums(block, a, min_sum);
+  __m128i scale_bytes = _mm_setzero_si128();
+  int32_t min_sum = 0;
+  if (Format::kHasMins) {
+    const ScalesAndMins unpacked = UnpackKScalesAndMinsBytes(block + 4);
+    scale_bytes = _mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales));
+    min_sum = MinSum(unpacked.mins, a.sums32);
+  }
+  const __m256i lanes = Format::LaneSums(block, a, scale_bytes);
   const float d = LoadHalf(block + Format::kDOffset) * a.scale;
   sums.acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), sums.acc);
   if (Format::kHasMins) {
@@ -327,34 +326,124 @@ float DotK(const uint8_t* weight_row, const void* activation_row, int64_t cols) 
   return Result(sums, Format::kHasMins);
 }
 
+// What four rows' super-blocks need beside their values, unpacked together:
+// the per-row scalar work of AddSuperBlock (the 6-bit scales and mins, the
+// sum of min * bsum, the f16 factors) in the lanes of one vector.
+struct FourRowFactors {
+  __m128 d = _mm_setzero_ps();           // row r's d times the activations' scale
+  __m128 dmin = _mm_setzero_ps();        // likewise dmin (Q4_K / Q5_K)
+  __m128i min_sums = _mm_setzero_si128();  // row r's sum of min * bsum (Q4_K / Q5_K)
+  __m128i scale_bytes[4] = {};           // row r's sub-block scales in the low 8 bytes (Q4_K / Q5_K)
+};
+
+// The 32-bit words at `offset` of the four blocks, block r in lane r.
+__m128i GatherWords(const uint8_t* const blocks[4], int64_t offset) {
+  return _mm_setr_epi32(static_cast<int32_t>(LoadWord(blocks[0] + offset)),
+                        static_cast<int32_t>(LoadWord(blocks[1] + offset)),
+                        static_cast<int32_t>(LoadWord(blocks[2] + offset)),
+                        static_cast<int32_t>(LoadWord(blocks[3] + offset)));
+}
+
+template <class Format>
+[[gnu::always_inline]] inline FourRowFactors FactorsOfFourRows(const uint8_t* const blocks[4], const Q8KBlock& a) {
+  FourRowFactors f;
+  const __m128 activation_scale = _mm_set1_ps(a.scale);
+  if constexpr (!Format::kHasMins) {
+    uint16_t d[4];
+    for (int r = 0; r < 4; ++r) std::memcpy(&d[r], blocks[r] + Format::kDOffset, sizeof d[r]);
+    f.d = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(d[0]), static_cast<int16_t>(d[1]),
+                                                 static_cast<int16_t>(d[2]), static_cast<int16_t>(d[3]), 0, 0, 0, 0)),
+                     activation_scale);
+    return f;
+  } else {
+    // d, dmin of row r in halves 2r, 2r + 1.
+    const __m256 factors = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7),
+                                                 _mm256_cvtph_ps(GatherWords(blocks, 0)));
+    f.d = _mm_mul_ps(_mm256_castps256_ps128(factors), activation_scale);
+    f.dmin = _mm_mul_ps(_mm256_extractf128_ps(factors, 1), activation_scale);
+    // UnpackKScalesAndMinsBytes, a row per lane.
+    const __m128i w0 = GatherWords(blocks, 4), w1 = GatherWords(blocks, 8), w2 = GatherWords(blocks, 12);
+    const __m128i six_bits = _mm_set1_epi32(0x3f3f3f3f), low_nibbles = _mm_set1_epi32(0x0f0f0f0f);
+    const __m128i two_bits = _mm_set1_epi32(0x03030303);
+    const __m128i scales_low = _mm_and_si128(w0, six_bits);
+    const __m128i mins_low = _mm_and_si128(w1, six_bits);
+    const __m128i scales_high = _mm_or_si128(_mm_and_si128(w2, low_nibbles),
+                                             _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(w0, 6), two_bits), 4));
+    const __m128i mins_high = _mm_or_si128(_mm_and_si128(_mm_srli_epi32(w2, 4), low_nibbles),
+                                           _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(w1, 6), two_bits), 4));
+    // Rows 0 and 1's eight bytes, then rows 2 and 3's.
+    const __m128i scales01 = _mm_unpacklo_epi32(scales_low, scales_high);
+    const __m128i scales23 = _mm_unpackhi_epi32(scales_low, scales_high);
+    f.scale_bytes[0] = scales01;
+    f.scale_bytes[1] = _mm_unpackhi_epi64(scales01, scales01);
+    f.scale_bytes[2] = scales23;
+    f.scale_bytes[3] = _mm_unpackhi_epi64(scales23, scales23);
+    // MinSum, two rows per 256 bits: row 2k's pair sums in the low half,
+    // 2k + 1's in the high half; two horizontal adds leave row r's sum in
+    // lane r of the halves' order, which the permute puts in order.
+    const __m256i bsums = _mm256_broadcastsi128_si256(
+        _mm_packs_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.sums32)),
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.sums32 + 4))));
+    const __m256i products01 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi32(mins_low, mins_high)), bsums);
+    const __m256i products23 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi32(mins_low, mins_high)), bsums);
+    const __m256i pairs = _mm256_hadd_epi32(products01, products23);
+    const __m256i totals = _mm256_hadd_epi32(pairs, pairs);
+    f.min_sums = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(totals, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0)));
+    return f;
+  }
+}
+
+// DotK for four consecutive weight rows (row r at first + r * row_bytes):
+// each row takes exactly DotK's operations in its order; the rows' scalar
+// steps (scales, mins, factors, offsets) go four to a vector, and the
+// activations are loaded once for the four.
+template <class Format>
+[[gnu::always_inline]] inline void DotKFourRows(const uint8_t* first, int64_t row_bytes, const Q8KBlock* activations,
+                                                int64_t cols, float* out) {
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m128 offsets = _mm_setzero_ps();
+  for (int64_t b = 0; b < cols / 256; ++b) {
+    const uint8_t* blocks[4];
+    for (int r = 0; r < 4; ++r) blocks[r] = first + r * row_bytes + b * Format::kBlockBytes;
+    const FourRowFactors f = FactorsOfFourRows<Format>(blocks, activations[b]);
+    alignas(16) float d[4];
+    _mm_store_ps(d, f.d);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      const __m256i lanes = Format::LaneSums(blocks[r], activations[b], f.scale_bytes[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d[r]), _mm256_cvtepi32_ps(lanes), acc[r]);
+    }
+    // -(dmin * x) + offset in one rounding: AddSuperBlock's fma(-dmin, ...).
+    if (Format::kHasMins) offsets = _mm_fnmadd_ps(f.dmin, _mm_cvtepi32_ps(f.min_sums), offsets);
+  }
+  alignas(16) float offset_of[4];
+  _mm_store_ps(offset_of, offsets);
+  for (int r = 0; r < 4; ++r) out[r] = Format::kHasMins ? FoldLanes(acc[r]) + offset_of[r] : FoldLanes(acc[r]);
+}
+
 // DotK for consecutive weight rows against one activation row (a decode
-// GEMV), two rows at once: each row's float sums are a chain of dependent
-// FMAs, one per super-block, and a second row's keeps the units busy while
-// the first waits. Every row takes exactly DotK's operations in its order.
+// GEMV), four rows at once (DotKFourRows), the last one to three alone.
 //
-// The next pair of rows is prefetched while a pair is computed. A decode
-// reads every weight once, from memory, and the hardware prefetchers alone
-// keep too few lines in flight for it: Qwen2.5-1.5B Q4_K_M's decode read its
-// weights at 19 GB/s without this and at 48 GB/s (the machine's measured
-// read bandwidth, 2 threads) with it; further ahead gained nothing.
+// The four rows after the next four are prefetched while four are computed
+// (the next four were asked for one group earlier). A decode reads every
+// weight once, from memory, and the hardware prefetchers alone keep too few
+// lines in flight for it: Qwen2.5-1.5B Q4_K_M's decode read its weights at
+// 19 GB/s without prefetching and at 48 GB/s (the machine's measured read
+// bandwidth, 2 threads, Zen 5) with the next two rows asked for. On Zen 4,
+// where the kernel's arithmetic alone reads only ~39 GB/s from L3, four rows
+// at once and eight rows ahead took a 2048 x 16384 Q4_K GEMV from 0.4-0.55 to
+// 0.65-0.72 of the measured read bandwidth (docs/benchmarks.md).
 template <class Format>
 void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
               float* out) {
   const auto* activations = static_cast<const Q8KBlock*>(activation_row);
   int64_t r = 0;
-  for (; r + 2 <= rows; r += 2) {
+  for (; r + 4 <= rows; r += 4) {
     const uint8_t* first = weights + r * row_bytes;
-    const uint8_t* second = first + row_bytes;
-    if (r + 4 <= rows) PrefetchLines(first + 2 * row_bytes, 2 * row_bytes);
-    RowSums sums[2];
-    for (int64_t b = 0; b < cols / 256; ++b) {
-      AddSuperBlock<Format>(first + b * Format::kBlockBytes, activations[b], sums[0]);
-      AddSuperBlock<Format>(second + b * Format::kBlockBytes, activations[b], sums[1]);
-    }
-    out[r] = Result(sums[0], Format::kHasMins);
-    out[r + 1] = Result(sums[1], Format::kHasMins);
+    if (r + 12 <= rows) PrefetchLines(first + 8 * row_bytes, 4 * row_bytes);
+    DotKFourRows<Format>(first, row_bytes, activations, cols, out + r);
   }
-  if (r < rows) out[r] = DotK<Format>(weights + r * row_bytes, activation_row, cols);
+  for (; r < rows; ++r) out[r] = DotK<Format>(weights + r * row_bytes, activation_row, cols);
 }
 
 }  // namespace
