@@ -5,7 +5,11 @@ machine's limit.
 
     tools/scripts/perf_matrix.py --kvjit build/tools/kvjit/kvjit \\
         --model llama-3.2-1b/Q4_K_M=~/.cache/kvjit/shaped/llama-3.2-1b.q4_k_m.gguf [--model ...] \\
-        --rounds 3 --out docs/data/bench/matrix-DATE
+        [--numerics batch-invariant,fast] --rounds 3 --out docs/data/bench/matrix-DATE
+
+--numerics runs kvjit under each CPU numerics (KVJIT_CPU_NUMERICS,
+docs/numerics.md) in every round, beside the same llama.cpp runs; a
+numerics other than batch-invariant gets rows of its own, "NAME [fast]".
 
 Per model, once: `kvjit bench --profile`, for the bytes a decode step reads
 and the FLOPs a prefill token costs, and the machine's measured read
@@ -48,8 +52,9 @@ from typing import Dict, List
 CELLS = ["pp128", "pp512", "tg128 @128", "tg128 @512", "16 streams"]
 
 
-def run(command: List[str], out_path: str) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+def run(command: List[str], out_path: str, numerics: str = "batch-invariant") -> str:
+    env = dict(os.environ, KVJIT_CPU_NUMERICS=numerics)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600, env=env)
     if done.returncode != 0:
         sys.exit(f"perf_matrix.py: `{' '.join(command)}` failed:\n{done.stderr[-4000:]}")
     with open(out_path, "w") as out:
@@ -57,9 +62,9 @@ def run(command: List[str], out_path: str) -> str:
     return done.stdout
 
 
-def kvjit_bench(kvjit: str, model: str, report: str, *flags: str) -> Dict:
+def kvjit_bench(kvjit: str, model: str, numerics: str, report: str, *flags: str) -> Dict:
     run([kvjit, "bench", model, "--runs", "1", "--bench_threads", "2", "--bench_cache_dtypes", "f16",
-         "--report_json", report, *flags], report + ".txt")
+         "--report_json", report, *flags], report + ".txt", numerics)
     with open(report) as file:
         return json.load(file)
 
@@ -163,7 +168,8 @@ def tabulate(matrix: Dict, out: str) -> None:
               "kind share of the step / share of its roofline, ✗ where it fails", "",
               "| model / weights | prefill (128 tokens) | decode (after 128) |", "|---|---|---|"]
     for name, model in matrix["models"].items():
-        profile_path = os.path.join(out, name.replace("/", "-"), "kvjit-profile.json")
+        profile_path = os.path.join(out, name.replace("/", "-").replace(" [", "-").rstrip("]"),
+                                    "kvjit-profile.json")
         if not os.path.exists(profile_path):
             continue
         with open(profile_path) as file:
@@ -189,6 +195,8 @@ def main() -> None:
     parser.add_argument("--tabulate", action="store_true",
                         help="measure nothing: the table of --out's matrix.json again")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--numerics", default="batch-invariant",
+                        help="kvjit's CPU numerics, comma-separated: batch-invariant, fast")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.tabulate:
@@ -204,47 +212,58 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe",
                              "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     matrix = {"commit": commit, "command": sys.argv, "rounds": args.rounds, "models": {}}
+    numerics_list = args.numerics.split(",")
     for spec in args.model:
         name, path = spec.split("=", 1)
         path = os.path.expanduser(path)
-        folder = os.path.join(args.out, name.replace("/", "-"))
-        os.makedirs(folder, exist_ok=True)
-        profile = kvjit_bench(args.kvjit, path, os.path.join(folder, "kvjit-profile.json"),
-                              "--prompt_tokens", str(PROFILE_PROMPT), "--gen_tokens",
-                              str(PROFILE_GEN), "--profile")
-        limit = limits(profile)
-        kvjit = {cell: [] for cell in CELLS}
+        rows = {numerics: name if numerics == "batch-invariant" else f"{name} [{numerics}]"
+                for numerics in numerics_list}
+        folders = {numerics: os.path.join(args.out, row.replace("/", "-").replace(" [", "-").rstrip("]"))
+                   for numerics, row in rows.items()}
+        limit, kvjit = {}, {}
+        for numerics, folder in folders.items():
+            os.makedirs(folder, exist_ok=True)
+            profile = kvjit_bench(args.kvjit, path, numerics, os.path.join(folder, "kvjit-profile.json"),
+                                  "--prompt_tokens", str(PROFILE_PROMPT), "--gen_tokens",
+                                  str(PROFILE_GEN), "--profile")
+            limit[numerics] = limits(profile)
+            kvjit[numerics] = {cell: [] for cell in CELLS}
         llama = {cell: [] for cell in CELLS}
+        llama_folder = folders[numerics_list[0]]
         for r in range(1, args.rounds + 1):
             print(f"{name}: round {r}/{args.rounds}", file=sys.stderr, flush=True)
-            a = kvjit_bench(args.kvjit, path, os.path.join(folder, f"kvjit-128-{r}.json"),
-                            "--prompt_tokens", "128", "--gen_tokens", "128")
-            b = kvjit_bench(args.kvjit, path, os.path.join(folder, f"kvjit-512-{r}.json"),
-                            "--prompt_tokens", "512", "--gen_tokens", "128")
-            c = kvjit_bench(args.kvjit, path, os.path.join(folder, f"kvjit-16-{r}.json"),
-                            "--requests", "16", "--prompt_tokens", "8", "--gen_tokens", "128",
-                            "--max_batch_tokens", "256")
-            kvjit["pp128"].append(summary(a, "prefill_tokens_per_s"))
-            kvjit["tg128 @128"].append(summary(a, "decode_tokens_per_s"))
-            kvjit["pp512"].append(summary(b, "prefill_tokens_per_s"))
-            kvjit["tg128 @512"].append(summary(b, "decode_tokens_per_s"))
-            kvjit["16 streams"].append(summary(c, "output_tokens_per_s"))
-            for entry in llama_bench(llama_bin, path, os.path.join(folder, f"llama-pp-{r}.json"),
+            for numerics, folder in folders.items():
+                a = kvjit_bench(args.kvjit, path, numerics, os.path.join(folder, f"kvjit-128-{r}.json"),
+                                "--prompt_tokens", "128", "--gen_tokens", "128")
+                b = kvjit_bench(args.kvjit, path, numerics, os.path.join(folder, f"kvjit-512-{r}.json"),
+                                "--prompt_tokens", "512", "--gen_tokens", "128")
+                c = kvjit_bench(args.kvjit, path, numerics, os.path.join(folder, f"kvjit-16-{r}.json"),
+                                "--requests", "16", "--prompt_tokens", "8", "--gen_tokens", "128",
+                                "--max_batch_tokens", "256")
+                ours = kvjit[numerics]
+                ours["pp128"].append(summary(a, "prefill_tokens_per_s"))
+                ours["tg128 @128"].append(summary(a, "decode_tokens_per_s"))
+                ours["pp512"].append(summary(b, "prefill_tokens_per_s"))
+                ours["tg128 @512"].append(summary(b, "decode_tokens_per_s"))
+                ours["16 streams"].append(summary(c, "output_tokens_per_s"))
+            for entry in llama_bench(llama_bin, path, os.path.join(llama_folder, f"llama-pp-{r}.json"),
                                      "-p", "128,512", "-n", "0"):
                 llama[f"pp{entry['n_prompt']}"].append(entry["avg_ts"])
-            for entry in llama_bench(llama_bin, path, os.path.join(folder, f"llama-tg-{r}.json"),
+            for entry in llama_bench(llama_bin, path, os.path.join(llama_folder, f"llama-tg-{r}.json"),
                                      "-p", "0", "-n", "128", "-d", "128,512"):
                 llama[f"tg128 @{entry['n_depth']}"].append(entry["avg_ts"])
             llama["16 streams"].append(
-                llama_batched(llama_bin, path, os.path.join(folder, f"llama-batched-{r}.jsonl")))
-        cells = {}
-        for cell in CELLS:
-            ours, theirs = statistics.median(kvjit[cell]), statistics.median(llama[cell])
-            limit_tps = limit_tokens_per_s(limit, cell)
-            cells[cell] = {"kvjit": kvjit[cell], "llama.cpp": llama[cell], "kvjit_median": ours,
-                           "llama_median": theirs, "ratio": ours / theirs,
-                           "kvjit_share_of_limit": ours / limit_tps if limit_tps else None}
-        matrix["models"][name] = {"path": path, "limits": limit, "cells": cells}
+                llama_batched(llama_bin, path, os.path.join(llama_folder, f"llama-batched-{r}.jsonl")))
+        for numerics, row in rows.items():
+            cells = {}
+            for cell in CELLS:
+                ours, theirs = statistics.median(kvjit[numerics][cell]), statistics.median(llama[cell])
+                limit_tps = limit_tokens_per_s(limit[numerics], cell)
+                cells[cell] = {"kvjit": kvjit[numerics][cell], "llama.cpp": llama[cell], "kvjit_median": ours,
+                               "llama_median": theirs, "ratio": ours / theirs,
+                               "kvjit_share_of_limit": ours / limit_tps if limit_tps else None}
+            matrix["models"][row] = {"path": path, "numerics": numerics, "limits": limit[numerics],
+                                     "cells": cells}
         with open(os.path.join(args.out, "matrix.json"), "w") as file:
             json.dump(matrix, file, indent=1)
 
