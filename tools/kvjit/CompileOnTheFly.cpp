@@ -14,6 +14,7 @@
 #include "runtime/core/StatusMacros.h"
 #include "runtime/cpu/CpuIsa.h"
 #include "runtime/schema/SchemaVersion.h"
+#include "tools/kvjit/CompileCache.h"
 #include "tools/kvjit/CompilerCommands.h"
 
 namespace kvjit::cli {
@@ -106,10 +107,21 @@ absl::StatusOr<std::string> ExecutablePathFor(const std::string& model_or_kvx,
                                                     : model.filename().string();
   const std::string executable =
       (directory / absl::StrCat(name, "-", CacheKey(model, options), ".kvx")).string();
-  if (std::filesystem::exists(executable, error)) return executable;
+  if (std::filesystem::exists(executable, error)) {
+    MarkCompileCacheEntryUsed(executable);
+    return executable;
+  }
+  KVJIT_ASSIGN_OR_RETURN(const uint64_t limit_bytes, CompileCacheLimitBytes());
   std::fprintf(stderr, "compiling %s (cached as %s)\n", model_or_kvx.c_str(), executable.c_str());
   // The part named, whose reader finds the others or names the one missing.
   KVJIT_RETURN_IF_ERROR(RunCompiler(CompileArguments(model_or_kvx, executable, options)));
+  KVJIT_ASSIGN_OR_RETURN(const CompileCacheTrim trim, TrimCompileCache(directory, limit_bytes, executable));
+  if (trim.removed_entries > 0) {
+    std::fprintf(stderr,
+                 "compile cache: removed %d of the least recently used executables (%.1f MiB) to stay within "
+                 "%.0f MiB ($KVJIT_COMPILE_CACHE_MIB)\n",
+                 trim.removed_entries, trim.removed_bytes / 1048576.0, limit_bytes / 1048576.0);
+  }
   return executable;
 }
 

@@ -45,6 +45,7 @@ import gguf
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kquant_blocks  # noqa: E402
 import make_random_hf_model as hf  # noqa: E402
 
 ARCHITECTURE = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
@@ -183,26 +184,43 @@ def add_converter_general_keys(writer, tensors):
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
 
-def stored(data, outtype):
+def k_quant_type(hf_name):
+    """llama-quantize's Q4_K_M mix, simplified: Q6_K for the feed-forward's
+    down projection and the vocabulary matrices, Q5_K for attention's values,
+    Q4_K for the rest."""
+    if hf_name.endswith(("down_proj.weight", "lm_head.weight", "embed_tokens.weight")):
+        return gguf.GGMLQuantizationType.Q6_K
+    if hf_name.endswith("v_proj.weight"):
+        return gguf.GGMLQuantizationType.Q5_K
+    return gguf.GGMLQuantizationType.Q4_K
+
+
+def stored(data, outtype, hf_name=""):
     """The tensor as convert_hf_to_gguf.py stores it with --outtype: vectors
-    stay f32, matrices become f16 or q8_0 (rows of whole 32-value blocks)."""
+    stay f32, matrices become f16 or q8_0 (rows of whole 32-value blocks);
+    or, for q4_k_m (which llama-quantize writes, not the converter), the
+    K-quants of k_quant_type where the rows are whole 256-value super-blocks
+    and q8_0 where they are not."""
     if data.ndim < 2 or outtype == "f32":
         return data, None
     if outtype == "f16":
         return data.astype(np.float16), None
+    if outtype == "q4_k_m" and data.shape[-1] % kquant_blocks.SUPER_BLOCK == 0:
+        quant_type = k_quant_type(hf_name)
+        return kquant_blocks.quantize(data.reshape(-1, data.shape[-1]), quant_type), quant_type
     quantized = gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0)
     return quantized, gguf.GGMLQuantizationType.Q8_0
 
 
 FILE_TYPE = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
-             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
+             "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "q4_k_m": gguf.LlamaFileType.MOSTLY_Q4_K_M}
 
 
 def write_gguf(path, family, config, tensors, tokenizer, name, outtype="f32", as_converter=False):
     """Writes `tensors` ({Hugging Face name: f32 array}) of a `family` model
     whose config.json is `config` (rope_theta and rope_scaling as transformers
     4 writes them) as llama.cpp lays that architecture out, in `outtype` (f32,
-    f16 or q8_0). `as_converter` writes the metadata convert_hf_to_gguf.py
+    f16, q8_0 or q4_k_m). `as_converter` writes the metadata convert_hf_to_gguf.py
     writes too (add_converter_general_keys) and follows its choices where they
     differ from this script's own: no sliding window for the `llama`
     architecture (Mistral), no rope base for Gemma 2, Gemma 3's local rope
@@ -253,7 +271,7 @@ def write_gguf(path, family, config, tensors, tokenizer, name, outtype="f32", as
             data = permute_to_interleaved(data, kv_heads)
         if family in hf.GEMMA and hf_tensor_name.endswith("norm.weight"):
             data = data + np.float32(1.0)
-        data, raw_dtype = stored(data, outtype)
+        data, raw_dtype = stored(data, outtype, hf_tensor_name)
         writer.add_tensor(gguf_name(hf_tensor_name, family), data, raw_dtype=raw_dtype)
 
     writer.write_header_to_file()

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes a random-weight GGUF with the shapes of a published model, for speed
 measurements of models no one has fetched (issue 28's matrix): every matrix
-and vocabulary at its real size, weights drawn with numpy, in f16 (or f32, or
-bf16 through llama-quantize), laid out as llama.cpp's converter lays out the
+and vocabulary at its real size, weights drawn with numpy, in f16 (or f32,
+or bf16 through llama-quantize, or a Q4_K_M mix quantized by numpy), laid out as llama.cpp's converter lays out the
 family (make_random_gguf_model.write_gguf). Quantize it with llama.cpp's own
 llama-quantize for the other types:
 
@@ -60,6 +60,11 @@ PRESETS = {
                                   attn_logit_softcapping=50.0, final_logit_softcapping=30.0)),
     "phi-3-mini": ("phi3", dict(hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
                                 num_attention_heads=32, num_key_value_heads=32, vocab_size=32064)),
+    # Not a published model: the smallest Llama whose every matrix is whole
+    # 256-value super-blocks, for tests of the K-quant kernels (--dtype q4_k_m).
+    "tiny-kquants": ("llama", dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=2048,
+                                   rope_theta=10000.0)),
 }
 
 TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/data/hf_tokenizers",
@@ -107,7 +112,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_file")
     parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
-    parser.add_argument("--dtype", choices=["f32", "f16"], default="f16")
+    parser.add_argument("--dtype", choices=["f32", "f16", "q4_k_m"], default="f16",
+                        help="q4_k_m: K-quants written by kquant_blocks.py, where llama-quantize is not at hand")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--context", type=int, default=4096)
     args = parser.parse_args()
