@@ -29,6 +29,7 @@
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstring>
 
 #include "runtime/cpu/DotKernels.h"
@@ -118,6 +119,9 @@ struct ScaledMinFormat {
 
   // L_m of the super-block at `block` against `a`; `scale_bytes`' low eight
   // bytes are its sub-blocks' scales (ScalesAndMins::scales).
+  // The activations as LaneSums takes them: Q8_K's blocks as they are.
+  [[gnu::always_inline]] static const Q8KBlock& Prepare(const Q8KBlock& a) { return a; }
+
   [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i scale_bytes) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
     // Low half: the low nibbles, as they are; high half: the high nibbles.
@@ -155,6 +159,9 @@ struct Q6_KFormat {
   static constexpr int64_t kBlockBytes = 210;
   static constexpr bool kHasMins = false;
   static constexpr int64_t kDOffset = 208;
+
+  // The activations as LaneSums takes them: Q8_K's blocks as they are.
+  [[gnu::always_inline]] static const Q8KBlock& Prepare(const Q8KBlock& a) { return a; }
 
   [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i /*scale_bytes*/) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
@@ -210,13 +217,18 @@ __m256i AddHalves(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-// Q4_K and Q5_K: z[g] holds chunk 2g in its low half and 2g + 1 in its high
-// half, so quarter q of z[g] is half q % 2 of chunk 2g + q / 2.
+// Q5_K (and Q4_K, which StepQ4_KFormat computes by another route): z[g]
+// holds chunk 2g in its low half and 2g + 1 in its high half, so quarter q
+// of z[g] is half q % 2 of chunk 2g + q / 2. Q5_K keeps this route: its fifth
+// bits would cost the steps' route more than the tree.
 template <int64_t kBlockBytesOf, bool kHasFifthBits>
 struct SubBlockScaledMinFormat {
   static constexpr int64_t kBlockBytes = kBlockBytesOf;
   static constexpr bool kHasMins = true;
   static constexpr int64_t kDOffset = 0;
+
+  // The activations as LaneSums takes them: Q8_K's blocks as they are.
+  [[gnu::always_inline]] static const Q8KBlock& Prepare(const Q8KBlock& a) { return a; }
 
   [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i scale_bytes) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
@@ -244,6 +256,68 @@ struct SubBlockScaledMinFormat {
   }
 };
 
+// Per-lane values of the eight 32-byte steps of a super-block, two steps to
+// a zmm (KQuantGemmSubBlockSumsAvx512Vnni.cpp's layout): entry 16p + j is
+// lane j % 8 of step 2p + j / 8.
+template <class LaneValue>
+constexpr std::array<int32_t, 64> StepLanes(LaneValue value) {
+  std::array<int32_t, 64> lanes{};
+  for (int j = 0; j < 64; ++j) lanes[j] = value(2 * (j / 16) + (j % 16) / 8, j % 8);
+  return lanes;
+}
+
+__m512i LoadStepPair(const std::array<int32_t, 64>& lanes, int pair) {
+  return _mm512_loadu_si512(lanes.data() + 16 * pair);
+}
+
+// Q4_K with one token: SubBlockScaledMinFormat's integers by the GEMM's
+// route. The token's activations go into steps once per super-block (step
+// s, lane l: chunk l's dword s), shared by the rows DotKFourRows takes
+// together; a row's nibbles go into the same steps by vpermt2d, so each
+// vpdpbusd adds four products of one chunk to that chunk's lane, and no
+// transposing tree is needed.
+struct StepQ4_KFormat {
+  static constexpr int64_t kBlockBytes = 144;
+  static constexpr bool kHasMins = true;
+  static constexpr int64_t kDOffset = 0;
+
+  struct Steps {
+    __m512i pairs[4];  // steps 2p and 2p + 1
+  };
+
+  // q's 64 dwords into steps: dword 8l + s to step s, lane l. Lanes from
+  // dwords 0..31 come from the first two vectors, the others from the last
+  // two, by the same indices modulo 32.
+  [[gnu::always_inline]] static Steps Prepare(const Q8KBlock& a) {
+    static constexpr std::array<int32_t, 64> kDwords = StepLanes([](int s, int l) { return (8 * l + s) & 31; });
+    const __m512i q[4] = {Load512(a.q), Load512(a.q + 64), Load512(a.q + 128), Load512(a.q + 192)};
+    Steps steps;
+    for (int p = 0; p < 4; ++p) {
+      const __m512i index = LoadStepPair(kDwords, p);
+      // Lanes 4..7 of each step (chunks 4..7) lie in the upper dwords.
+      steps.pairs[p] = _mm512_mask_blend_epi32(0xf0f0, _mm512_permutex2var_epi32(q[0], index, q[1]),
+                                               _mm512_permutex2var_epi32(q[2], index, q[3]));
+    }
+    return steps;
+  }
+
+  [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Steps& a, __m128i scale_bytes) {
+    // Step s, lane l: chunk l's dword s, nibble l % 2 of qs' dword 8(l / 2) + s.
+    static constexpr std::array<int32_t, 64> kPackedDwords = StepLanes([](int s, int l) { return 8 * (l / 2) + s; });
+    static constexpr std::array<int32_t, 64> kNibbleShifts = StepLanes([](int, int l) { return 4 * (l % 2); });
+    const __m512i packed_low = Load512(block + 16);
+    const __m512i packed_high = Load512(block + 80);
+    const __m512i nibble_shifts = LoadStepPair(kNibbleShifts, 0);
+    __m512i sums = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      const __m512i packed = _mm512_permutex2var_epi32(packed_low, LoadStepPair(kPackedDwords, p), packed_high);
+      const __m512i values = _mm512_and_si512(_mm512_srlv_epi32(packed, nibble_shifts), _mm512_set1_epi8(0x0f));
+      sums = _mm512_dpbusd_epi32(sums, values, a.pairs[p]);
+    }
+    return _mm256_mullo_epi32(AddHalves(sums), _mm256_cvtepu8_epi32(scale_bytes));
+  }
+};
+
 // Q6_K: z[p] holds chunks 2p and 2p + 1 (Q6_KFormat's pairs), so quarter q
 // of z[p] is the 16-element sub-block 4p + q. The values go in as q + 32
 // (unsigned) and 32 times the activations' sums come off.
@@ -251,6 +325,9 @@ struct SubBlockQ6_KFormat {
   static constexpr int64_t kBlockBytes = 210;
   static constexpr bool kHasMins = false;
   static constexpr int64_t kDOffset = 208;
+
+  // The activations as LaneSums takes them: Q8_K's blocks as they are.
+  [[gnu::always_inline]] static const Q8KBlock& Prepare(const Q8KBlock& a) { return a; }
 
   [[gnu::always_inline]] static __m256i LaneSums(const uint8_t* block, const Q8KBlock& a, __m128i /*scale_bytes*/) {
     const __m512i low_nibble = _mm512_set1_epi8(0x0f);
@@ -303,7 +380,7 @@ template <class Format>
     scale_bytes = _mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales));
     min_sum = MinSum(unpacked.mins, a.sums32);
   }
-  const __m256i lanes = Format::LaneSums(block, a, scale_bytes);
+  const __m256i lanes = Format::LaneSums(block, Format::Prepare(a), scale_bytes);
   const float d = LoadHalf(block + Format::kDOffset) * a.scale;
   sums.acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), sums.acc);
   if (Format::kHasMins) {
@@ -406,11 +483,12 @@ template <class Format>
     const uint8_t* blocks[4];
     for (int r = 0; r < 4; ++r) blocks[r] = first + r * row_bytes + b * Format::kBlockBytes;
     const FourRowFactors f = FactorsOfFourRows<Format>(blocks, activations[b]);
+    decltype(auto) prepared = Format::Prepare(activations[b]);
     alignas(16) float d[4];
     _mm_store_ps(d, f.d);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
-      const __m256i lanes = Format::LaneSums(blocks[r], activations[b], f.scale_bytes[r]);
+      const __m256i lanes = Format::LaneSums(blocks[r], prepared, f.scale_bytes[r]);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d[r]), _mm256_cvtepi32_ps(lanes), acc[r]);
     }
     // -(dmin * x) + offset in one rounding: AddSuperBlock's fma(-dmin, ...).
@@ -459,13 +537,13 @@ const KQuantRowsDotKernels& Avx512VnniKQuantRowsDotKernels() {
 }
 
 const KQuantDotKernels& Avx512VnniKQuantSubBlockSumDotKernels() {
-  static constexpr KQuantDotKernels kKernels = {DotK<SubBlockScaledMinFormat<144, false>>,
+  static constexpr KQuantDotKernels kKernels = {DotK<StepQ4_KFormat>,
                                                 DotK<SubBlockScaledMinFormat<176, true>>, DotK<SubBlockQ6_KFormat>};
   return kKernels;
 }
 
 const KQuantRowsDotKernels& Avx512VnniKQuantSubBlockSumRowsDotKernels() {
-  static constexpr KQuantRowsDotKernels kKernels = {DotKRows<SubBlockScaledMinFormat<144, false>>,
+  static constexpr KQuantRowsDotKernels kKernels = {DotKRows<StepQ4_KFormat>,
                                                     DotKRows<SubBlockScaledMinFormat<176, true>>,
                                                     DotKRows<SubBlockQ6_KFormat>};
   return kKernels;
