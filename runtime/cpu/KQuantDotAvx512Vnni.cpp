@@ -473,15 +473,19 @@ template <class Format>
 // DotK for four consecutive weight rows (row r at first + r * row_bytes):
 // each row takes exactly DotK's operations in its order; the rows' scalar
 // steps (scales, mins, factors, offsets) go four to a vector, and the
-// activations are loaded once for the four.
+// activations are loaded once for the four. Each super-block asks for the
+// same super-block of the four rows from `ahead` on.
 template <class Format>
 [[gnu::always_inline]] inline void DotKFourRows(const uint8_t* first, int64_t row_bytes, const Q8KBlock* activations,
-                                                int64_t cols, float* out) {
+                                                int64_t cols, float* out, const uint8_t* ahead) {
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   __m128 offsets = _mm_setzero_ps();
   for (int64_t b = 0; b < cols / 256; ++b) {
     const uint8_t* blocks[4];
-    for (int r = 0; r < 4; ++r) blocks[r] = first + r * row_bytes + b * Format::kBlockBytes;
+    for (int r = 0; r < 4; ++r) {
+      blocks[r] = first + r * row_bytes + b * Format::kBlockBytes;
+      PrefetchLinesToL2(ahead + r * row_bytes + b * Format::kBlockBytes, Format::kBlockBytes);
+    }
     const FourRowFactors f = FactorsOfFourRows<Format>(blocks, activations[b]);
     decltype(auto) prepared = Format::Prepare(activations[b]);
     alignas(16) float d[4];
@@ -502,15 +506,15 @@ template <class Format>
 // DotK for consecutive weight rows against one activation row (a decode
 // GEMV), four rows at once (DotKFourRows), the last one to three alone.
 //
-// The four rows after the next four are prefetched while four are computed
-// (the next four were asked for one group earlier). A decode reads every
-// weight once, from memory, and the hardware prefetchers alone keep too few
-// lines in flight for it: Qwen2.5-1.5B Q4_K_M's decode read its weights at
-// 19 GB/s without prefetching and at 48 GB/s (the machine's measured read
-// bandwidth, 2 threads, Zen 5) with the next two rows asked for. On Zen 4,
-// where the kernel's arithmetic alone reads only ~39 GB/s from L3, four rows
-// at once and eight rows ahead took a 2048 x 16384 Q4_K GEMV from 0.4-0.55 to
-// 0.65-0.72 of the measured read bandwidth (docs/benchmarks.md).
+// While four rows are computed, the four after the next four are asked for,
+// a super-block at a time. A decode reads every weight once, from memory, and
+// the hardware prefetchers alone keep too few lines in flight for it:
+// Qwen2.5-1.5B Q4_K_M's decode read its weights at 19 GB/s without
+// prefetching and at 48 GB/s (the machine's measured read bandwidth, 2
+// threads, Zen 5) with the next rows asked for. On Zen 4 the four rows' lines
+// asked for all at once, into L1, held a 2048 x 16384 Q4_K GEMV to 0.4-0.55 of
+// the measured read bandwidth; a super-block at a time, into L2, it reads at
+// 0.9-1.0 of it, Q6_K too (docs/benchmarks.md).
 template <class Format>
 void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
               float* out) {
@@ -518,8 +522,10 @@ void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const voi
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const uint8_t* first = weights + r * row_bytes;
-    if (r + 12 <= rows) PrefetchLines(first + 8 * row_bytes, 4 * row_bytes);
-    DotKFourRows<Format>(first, row_bytes, activations, cols, out + r);
+    // Past the last rows there is nothing to ask for: the rows at hand
+    // stand in, whose lines are in L1 already.
+    const uint8_t* ahead = r + 12 <= rows ? first + 8 * row_bytes : first;
+    DotKFourRows<Format>(first, row_bytes, activations, cols, out + r, ahead);
   }
   for (; r < rows; ++r) out[r] = DotK<Format>(weights + r * row_bytes, activation_row, cols);
 }
