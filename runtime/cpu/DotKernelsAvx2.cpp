@@ -167,8 +167,9 @@ float DotBlocks32(const uint8_t* weight_row, const void* activation_row, int64_t
 // 20 GB/s that way and at 41 GB/s this way (2 threads, a 285 MB matrix).
 //
 // In GGUF's layout, from kL2PrefetchDistance ahead on, the requests go into
-// L2 (PrefetchLinesToL2 says why): into L1 they held a 2048-column Q8_0 GEMV
-// to 20 GB/s of Zen 4's 28, into L2 it reads at 29-30, and Gemma-3-1B's
+// L2 (PrefetchLinesToL2 says why): into L1 they held a 2048 x 16384 Q8_0 GEMV
+// to 23-25 GB/s on Zen 4, into L2 it reads at 51-52 (`kvjit_cpu_kernel_bench
+// stream`, docs/benchmarks.md, "Prefetching into L2"), and Gemma-3-1B's
 // decode (its 262,144-row Q8_0 output) gained 10-30%. Nearer, as SmolLM2's
 // narrow rows are, or a group ahead in the interleaved layout, the line must
 // be in L1 when its load comes: into L2, SmolLM2's decode lost 15%.

@@ -512,9 +512,9 @@ template <class Format>
 // Qwen2.5-1.5B Q4_K_M's decode read its weights at 19 GB/s without
 // prefetching and at 48 GB/s (the machine's measured read bandwidth, 2
 // threads, Zen 5) with the next rows asked for. On Zen 4 the four rows' lines
-// asked for all at once, into L1, held a 2048 x 16384 Q4_K GEMV to 0.4-0.55 of
-// the measured read bandwidth; a super-block at a time, into L2, it reads at
-// 0.9-1.0 of it, Q6_K too (docs/benchmarks.md).
+// asked for all at once, into L1, held Q4_K GEMVs to 17-27 GB/s and Q6_K's to
+// 17-19; a super-block at a time, into L2, they read at 33-46 GB/s
+// (`kvjit_cpu_kernel_bench stream`, docs/benchmarks.md, "Prefetching into L2").
 template <class Format>
 void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
               float* out) {
