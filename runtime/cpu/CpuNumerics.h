@@ -15,11 +15,12 @@ enum class CpuNumerics {
   // the tests say so.
   kBatchInvariant,
   // Under AVX-512 VNNI, K-quant weights (Q4_K, Q5_K, Q6_K) are multiplied
-  // summing each sub-block's products as one integer before its scale, as
-  // llama.cpp's repacked kernels do: the same integers, float sums grouped
-  // by sub-block instead of by ggml's lanes, and about 1.4x the GEMM's speed
-  // (prefill, batched decode). Every other weight type and ISA computes
-  // kBatchInvariant's bits.
+  // summing each sub-block's products as one integer before its scale, and
+  // the scaled sums as one integer per super-block before one float
+  // multiply-add, as llama.cpp's repacked kernels do: the same integers,
+  // fewer float roundings, and about 1.5x the GEMM's speed (prefill, batched
+  // decode). Every other weight type and ISA computes kBatchInvariant's
+  // bits.
   kFast,
 };
 

@@ -10,6 +10,7 @@
 // keep the AVX2 copy for callers on machines without AVX2.
 
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/cpu/CpuIsa.h"
 
@@ -193,6 +194,23 @@ static inline void UnpackKScalesAndMins(const uint8_t packed[12], int32_t scales
     scales[j] = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
     mins[j] = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
   }
+}
+
+// UnpackKScalesAndMins word by word: bytes 0..7 of `scales` and `mins` are
+// sub-blocks 0..7's.
+struct KScalesAndMinsBytes {
+  uint64_t scales;
+  uint64_t mins;
+};
+static inline KScalesAndMinsBytes UnpackKScalesAndMinsBytes(const uint8_t packed[12]) {
+  uint32_t w[3];
+  std::memcpy(w, packed, sizeof w);
+  constexpr uint32_t kSixBits = 0x3f3f3f3f, kLowNibbles = 0x0f0f0f0f, kTwoBits = 0x03030303;
+  const uint32_t scales_low = w[0] & kSixBits;
+  const uint32_t mins_low = w[1] & kSixBits;
+  const uint32_t scales_high = (w[2] & kLowNibbles) | (((w[0] >> 6) & kTwoBits) << 4);
+  const uint32_t mins_high = ((w[2] >> 4) & kLowNibbles) | (((w[1] >> 6) & kTwoBits) << 4);
+  return {scales_low | (static_cast<uint64_t>(scales_high) << 32), mins_low | (static_cast<uint64_t>(mins_high) << 32)};
 }
 
 }  // namespace kvjit::cpu::internal

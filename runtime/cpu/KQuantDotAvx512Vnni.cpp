@@ -77,23 +77,6 @@ __m512i InBothInt16Halves(__m512i int32_values) {
                          _mm512_slli_epi32(int32_values, 16));
 }
 
-// Q4_K / Q5_K's 12 bytes of 6-bit scales and mins (DotKernels.h's
-// UnpackKScalesAndMins) word by word: bytes 0..7 of `scales` and `mins` are
-// sub-blocks 0..7's.
-struct ScalesAndMins {
-  uint64_t scales;
-  uint64_t mins;
-};
-ScalesAndMins UnpackKScalesAndMinsBytes(const uint8_t packed[12]) {
-  const uint32_t w0 = LoadWord(packed), w1 = LoadWord(packed + 4), w2 = LoadWord(packed + 8);
-  constexpr uint32_t kSixBits = 0x3f3f3f3f, kLowNibbles = 0x0f0f0f0f, kTwoBits = 0x03030303;
-  const uint32_t scales_low = w0 & kSixBits;
-  const uint32_t mins_low = w1 & kSixBits;
-  const uint32_t scales_high = (w2 & kLowNibbles) | (((w0 >> 6) & kTwoBits) << 4);
-  const uint32_t mins_high = ((w2 >> 4) & kLowNibbles) | (((w1 >> 6) & kTwoBits) << 4);
-  return {scales_low | (static_cast<uint64_t>(scales_high) << 32), mins_low | (static_cast<uint64_t>(mins_high) << 32)};
-}
-
 // The sum over the 8 sub-blocks of min * bsum, exact: the mins (at most 63)
 // and the sums (at most 32 * 128 in magnitude) fit the int16 factors of the
 // pair multiply-add.
@@ -115,10 +98,11 @@ template <int64_t kBlockBytesOf, bool kHasFifthBits>
 struct ScaledMinFormat {
   static constexpr int64_t kBlockBytes = kBlockBytesOf;
   static constexpr bool kHasMins = true;
+  static constexpr bool kOneTotalPerSuperBlock = false;
   static constexpr int64_t kDOffset = 0;
 
   // L_m of the super-block at `block` against `a`; `scale_bytes`' low eight
-  // bytes are its sub-blocks' scales (ScalesAndMins::scales).
+  // bytes are its sub-blocks' scales (KScalesAndMinsBytes::scales).
   // The activations as LaneSums takes them: Q8_K's blocks as they are.
   [[gnu::always_inline]] static const Q8KBlock& Prepare(const Q8KBlock& a) { return a; }
 
@@ -158,6 +142,7 @@ using Q5_KFormat = ScaledMinFormat<176, true>;
 struct Q6_KFormat {
   static constexpr int64_t kBlockBytes = 210;
   static constexpr bool kHasMins = false;
+  static constexpr bool kOneTotalPerSuperBlock = false;
   static constexpr int64_t kDOffset = 208;
 
   // The activations as LaneSums takes them: Q8_K's blocks as they are.
@@ -200,9 +185,11 @@ struct Q6_KFormat {
 
 // CpuNumerics::kFast's lane sums (KQuantGemmSubBlockSumsAvx512Vnni.cpp's):
 // lane l holds sub-block l's products summed as one integer times its scale
-// (Q6_K: sub-blocks l and 8 + l), so that one-token steps give the fast
-// GEMM's bits. vpdpbusd sums each chunk pair's products in 16 lanes of four;
-// a transposing tree of adds then brings each sub-block's lanes together.
+// (Q6_K: sub-blocks l and 8 + l), and the eight lanes are then added as one
+// integer per super-block (kOneTotalPerSuperBlock), so that one-token steps
+// give the fast GEMM's bits. vpdpbusd sums each chunk pair's products in 16
+// lanes of four; a transposing tree of adds then brings each sub-block's
+// lanes together.
 
 // The sums of each 128-bit quarter's four int32 lanes of z[0..3]: lane
 // 4q + p is quarter q of z[p].
@@ -225,6 +212,7 @@ template <int64_t kBlockBytesOf, bool kHasFifthBits>
 struct SubBlockScaledMinFormat {
   static constexpr int64_t kBlockBytes = kBlockBytesOf;
   static constexpr bool kHasMins = true;
+  static constexpr bool kOneTotalPerSuperBlock = true;
   static constexpr int64_t kDOffset = 0;
 
   // The activations as LaneSums takes them: Q8_K's blocks as they are.
@@ -279,6 +267,7 @@ __m512i LoadStepPair(const std::array<int32_t, 64>& lanes, int pair) {
 struct StepQ4_KFormat {
   static constexpr int64_t kBlockBytes = 144;
   static constexpr bool kHasMins = true;
+  static constexpr bool kOneTotalPerSuperBlock = true;
   static constexpr int64_t kDOffset = 0;
 
   struct Steps {
@@ -324,6 +313,7 @@ struct StepQ4_KFormat {
 struct SubBlockQ6_KFormat {
   static constexpr int64_t kBlockBytes = 210;
   static constexpr bool kHasMins = false;
+  static constexpr bool kOneTotalPerSuperBlock = true;
   static constexpr int64_t kDOffset = 208;
 
   // The activations as LaneSums takes them: Q8_K's blocks as they are.
@@ -363,11 +353,27 @@ struct SubBlockQ6_KFormat {
   }
 };
 
-// One row's running sums: DotKernelsAvx2.cpp's float steps, one for one.
+// One row's running sums: DotKernelsAvx2.cpp's float steps, one for one, or
+// under kOneTotalPerSuperBlock one float sum of the super-blocks' totals.
 struct RowSums {
   __m256 acc = _mm256_setzero_ps();
+  float total = 0.0f;
   float offset = 0.0f;
 };
+
+// The eight int32 lanes added (exact in any order).
+int32_t LaneTotal(__m256i lanes) {
+  __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(sum);
+}
+
+// Four rows' lanes added row by row: row r's total in lane r.
+__m128i LaneTotals(const __m256i lanes[4]) {
+  const __m256i pairs = _mm256_hadd_epi32(_mm256_hadd_epi32(lanes[0], lanes[1]), _mm256_hadd_epi32(lanes[2], lanes[3]));
+  return _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+}
 
 // Inlined by force: GCC otherwise calls it per super-block, passing the
 // sums through memory, which costs as much as the arithmetic.
@@ -376,21 +382,27 @@ template <class Format>
   __m128i scale_bytes = _mm_setzero_si128();
   int32_t min_sum = 0;
   if (Format::kHasMins) {
-    const ScalesAndMins unpacked = UnpackKScalesAndMinsBytes(block + 4);
+    const KScalesAndMinsBytes unpacked = UnpackKScalesAndMinsBytes(block + 4);
     scale_bytes = _mm_cvtsi64_si128(static_cast<int64_t>(unpacked.scales));
     min_sum = MinSum(unpacked.mins, a.sums32);
   }
   const __m256i lanes = Format::LaneSums(block, Format::Prepare(a), scale_bytes);
   const float d = LoadHalf(block + Format::kDOffset) * a.scale;
-  sums.acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), sums.acc);
+  if constexpr (Format::kOneTotalPerSuperBlock) {
+    sums.total = __builtin_fmaf(d, static_cast<float>(LaneTotal(lanes)), sums.total);
+  } else {
+    sums.acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lanes), sums.acc);
+  }
   if (Format::kHasMins) {
     const float dmin = LoadHalf(block + 2) * a.scale;
     sums.offset = __builtin_fmaf(-dmin, static_cast<float>(min_sum), sums.offset);
   }
 }
 
-float Result(const RowSums& sums, bool has_mins) {
-  return has_mins ? FoldLanes(sums.acc) + sums.offset : FoldLanes(sums.acc);
+template <class Format>
+float Result(const RowSums& sums) {
+  const float sum = Format::kOneTotalPerSuperBlock ? sums.total : FoldLanes(sums.acc);
+  return Format::kHasMins ? sum + sums.offset : sum;
 }
 
 template <class Format>
@@ -400,7 +412,7 @@ float DotK(const uint8_t* weight_row, const void* activation_row, int64_t cols) 
   for (int64_t b = 0; b < cols / 256; ++b) {
     AddSuperBlock<Format>(weight_row + b * Format::kBlockBytes, activations[b], sums);
   }
-  return Result(sums, Format::kHasMins);
+  return Result<Format>(sums);
 }
 
 // What four rows' super-blocks need beside their values, unpacked together:
@@ -438,7 +450,7 @@ template <class Format>
                                                  _mm256_cvtph_ps(GatherWords(blocks, 0)));
     f.d = _mm_mul_ps(_mm256_castps256_ps128(factors), activation_scale);
     f.dmin = _mm_mul_ps(_mm256_extractf128_ps(factors, 1), activation_scale);
-    // UnpackKScalesAndMinsBytes, a row per lane.
+    // UnpackKScalesAndMinsBytes (DotKernels.h), a row per lane.
     const __m128i w0 = GatherWords(blocks, 4), w1 = GatherWords(blocks, 8), w2 = GatherWords(blocks, 12);
     const __m128i six_bits = _mm_set1_epi32(0x3f3f3f3f), low_nibbles = _mm_set1_epi32(0x0f0f0f0f);
     const __m128i two_bits = _mm_set1_epi32(0x03030303);
@@ -479,6 +491,7 @@ template <class Format>
 [[gnu::always_inline]] inline void DotKFourRows(const uint8_t* first, int64_t row_bytes, const Q8KBlock* activations,
                                                 int64_t cols, float* out, const uint8_t* ahead) {
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m128 totals = _mm_setzero_ps();  // kOneTotalPerSuperBlock: row r in lane r
   __m128 offsets = _mm_setzero_ps();
   for (int64_t b = 0; b < cols / 256; ++b) {
     const uint8_t* blocks[4];
@@ -488,19 +501,31 @@ template <class Format>
     }
     const FourRowFactors f = FactorsOfFourRows<Format>(blocks, activations[b]);
     decltype(auto) prepared = Format::Prepare(activations[b]);
-    alignas(16) float d[4];
-    _mm_store_ps(d, f.d);
+    if constexpr (Format::kOneTotalPerSuperBlock) {
+      __m256i lanes[4];
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      const __m256i lanes = Format::LaneSums(blocks[r], prepared, f.scale_bytes[r]);
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d[r]), _mm256_cvtepi32_ps(lanes), acc[r]);
+      for (int r = 0; r < 4; ++r) lanes[r] = Format::LaneSums(blocks[r], prepared, f.scale_bytes[r]);
+      totals = _mm_fmadd_ps(f.d, _mm_cvtepi32_ps(LaneTotals(lanes)), totals);
+    } else {
+      alignas(16) float d[4];
+      _mm_store_ps(d, f.d);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const __m256i lanes = Format::LaneSums(blocks[r], prepared, f.scale_bytes[r]);
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d[r]), _mm256_cvtepi32_ps(lanes), acc[r]);
+      }
     }
     // -(dmin * x) + offset in one rounding: AddSuperBlock's fma(-dmin, ...).
     if (Format::kHasMins) offsets = _mm_fnmadd_ps(f.dmin, _mm_cvtepi32_ps(f.min_sums), offsets);
   }
   alignas(16) float offset_of[4];
+  alignas(16) float total_of[4];
   _mm_store_ps(offset_of, offsets);
-  for (int r = 0; r < 4; ++r) out[r] = Format::kHasMins ? FoldLanes(acc[r]) + offset_of[r] : FoldLanes(acc[r]);
+  _mm_store_ps(total_of, totals);
+  for (int r = 0; r < 4; ++r) {
+    const float sum = Format::kOneTotalPerSuperBlock ? total_of[r] : FoldLanes(acc[r]);
+    out[r] = Format::kHasMins ? sum + offset_of[r] : sum;
+  }
 }
 
 // DotK for consecutive weight rows against one activation row (a decode

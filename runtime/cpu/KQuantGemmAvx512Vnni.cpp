@@ -242,7 +242,7 @@ void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t block_begin,
 template <class Format>
 constexpr BlockGemmKernel KernelFor() {
   return {kSuperBlock, kPanelBlockBytes, kTileBlockBytes, PackActivations<Format::kSignedWeights, ChunkSteps>,
-          Multiply<Format, UnpackTile<Format>, MicroKernel<Format>>};
+          Multiply<Format, MicroSums, UnpackTile<Format>, MicroKernel<Format>>};
 }
 
 }  // namespace

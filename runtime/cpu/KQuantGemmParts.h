@@ -40,12 +40,13 @@ static_assert(kGemmRowGroup % kTileRows == 0, "a thread's row range is whole til
 // tokens' scales repeated over their half's eight lanes (tokens 0 and 1,
 // then 2 and 3), the 32-element sums of q as int16 pairs for the mins
 // (vector k: sub-blocks 2k and 2k + 1, token t in lanes t, 4 + t, 8 + t and
-// 12 + t), and the scales again in that lane order.
+// 12 + t), and the scales again in that lane order (token t in lane 4r + t
+// beside row r's factors).
 constexpr int64_t kPanelActivations = 0;
 constexpr int64_t kPanelScales = kPanelActivations + 8 * 2 * 64;
 constexpr int64_t kPanelMinSums = kPanelScales + 2 * 64;
-constexpr int64_t kPanelMinScales = kPanelMinSums + 4 * 64;
-constexpr int64_t kPanelBlockBytes = kPanelMinScales + 64;
+constexpr int64_t kPanelTokenScales = kPanelMinSums + 4 * 64;
+constexpr int64_t kPanelBlockBytes = kPanelTokenScales + 64;
 static_assert(kPanelBlockBytes % 64 == 0, "blocks stay 64-byte aligned");
 
 // A tile's mins per super-block: int16 pairs (vector k: sub-blocks 2k and
@@ -64,14 +65,23 @@ int32_t Int16Pair(int32_t low, int32_t high) {
   return static_cast<int32_t>((static_cast<uint32_t>(low) & 0xffffu) | (static_cast<uint32_t>(high) << 16));
 }
 
+// Row r's mins as int16 pairs (`pairs`' dword k: sub-blocks 2k and 2k + 1)
+// into lanes 4r..4r + 3 of each vector k, and its dmin into lanes 4r..4r + 3.
+__attribute__((always_inline)) inline void StoreTileMinPairs(__m128i pairs, float dmin_of_row, int64_t r,
+                                                             uint8_t* tile_mins, uint8_t* tile_dmin) {
+  auto* row_pairs = reinterpret_cast<__m128i*>(tile_mins + 16 * r);
+  _mm_store_si128(row_pairs, _mm_shuffle_epi32(pairs, 0x00));
+  _mm_store_si128(row_pairs + 4, _mm_shuffle_epi32(pairs, 0x55));
+  _mm_store_si128(row_pairs + 8, _mm_shuffle_epi32(pairs, 0xaa));
+  _mm_store_si128(row_pairs + 12, _mm_shuffle_epi32(pairs, 0xff));
+  _mm_store_ps(reinterpret_cast<float*>(tile_dmin) + 4 * r, _mm_set1_ps(dmin_of_row));
+}
+
 void StoreTileMins(const int32_t mins[8], float dmin_of_row, int64_t r, uint8_t* tile_mins, uint8_t* tile_dmin) {
-  auto* pairs = reinterpret_cast<int32_t*>(tile_mins);
-  auto* dmin = reinterpret_cast<float*>(tile_dmin);
-  for (int k = 0; k < 4; ++k) {
-    const int32_t pair = Int16Pair(mins[2 * k], mins[2 * k + 1]);
-    for (int t = 0; t < 4; ++t) pairs[16 * k + 4 * r + t] = pair;
-  }
-  for (int t = 0; t < 4; ++t) dmin[4 * r + t] = dmin_of_row;
+  // The mins are 6-bit: packing to int16 keeps them.
+  const __m128i pairs = _mm_packs_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins)),
+                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(mins + 4)));
+  StoreTileMinPairs(pairs, dmin_of_row, r, tile_mins, tile_dmin);
 }
 
 void ZeroTileMins(int64_t r, uint8_t* tile_mins, uint8_t* tile_dmin) {
@@ -100,7 +110,7 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* out = panel + (group * blocks + b) * kPanelBlockBytes;
       auto* min_sums = reinterpret_cast<int32_t*>(out + kPanelMinSums);
-      auto* min_scales = reinterpret_cast<float*>(out + kPanelMinScales);
+      auto* token_scales = reinterpret_cast<float*>(out + kPanelTokenScales);
       for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
         const int64_t t = group * kGemmTokenGroup + i;
         const int64_t half = 32 * i;  // i / 2 picks the pair's vector, i % 2 its half
@@ -111,7 +121,7 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
           for (int k = 0; k < 4; ++k) {
             for (int r = 0; r < 4; ++r) min_sums[16 * k + 4 * r + i] = 0;
           }
-          for (int r = 0; r < 4; ++r) min_scales[4 * r + i] = 0.0f;
+          for (int r = 0; r < 4; ++r) token_scales[4 * r + i] = 0.0f;
           continue;
         }
         const Q8KBlock& a = activations[t * blocks + b];
@@ -130,25 +140,49 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
           const int32_t pair = Int16Pair(a.sums32[2 * k], a.sums32[2 * k + 1]);
           for (int r = 0; r < 4; ++r) min_sums[16 * k + 4 * r + i] = pair;
         }
-        for (int r = 0; r < 4; ++r) min_scales[4 * r + i] = a.scale;
+        for (int r = 0; r < 4; ++r) token_scales[4 * r + i] = a.scale;
       }
     }
   }
 }
 
 // The float sums of the tile's four rows against one token group, between
-// the runs of super-blocks that a micro-kernel takes them through.
+// the runs of super-blocks that a micro-kernel takes them through, when each
+// (row, token) keeps eight lanes of sums (ggml's lanes).
 struct MicroSums {
   __m512 acc[4][2];  // row r, tokens 2 * pair and 2 * pair + 1 in the halves
   __m512 offsets;    // row r, token t in lane 4r + t
-};
 
-MicroSums ZeroSums() {
-  MicroSums sums;
-  for (int r = 0; r < 4; ++r) sums.acc[r][0] = sums.acc[r][1] = _mm512_setzero_ps();
-  sums.offsets = _mm512_setzero_ps();
-  return sums;
-}
+  static MicroSums Zero() {
+    MicroSums sums;
+    for (int r = 0; r < 4; ++r) sums.acc[r][0] = sums.acc[r][1] = _mm512_setzero_ps();
+    sums.offsets = _mm512_setzero_ps();
+    return sums;
+  }
+
+  // results[r][t] once every super-block is in: each (row, token)'s lanes
+  // folded as DotKernels.h's LaneSum folds, plus its offset.
+  template <bool kHasMins>
+  void Fold(float results[4][4]) const {
+    alignas(64) float offset_of[16];
+    _mm512_store_ps(offset_of, offsets);
+    for (int r = 0; r < 4; ++r) {
+      for (int pair = 0; pair < 2; ++pair) {
+        // LaneSum on both halves at once, as BlockGemmAvx512Vnni.cpp folds.
+        const __m512 v = acc[r][pair];
+        const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+        const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
+        const __m512 folded_sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
+        alignas(64) float folded[16];
+        _mm512_store_ps(folded, folded_sums);
+        for (int i = 0; i < 2; ++i) {
+          const float sum = folded[8 * i];
+          results[r][2 * pair + i] = kHasMins ? sum + offset_of[4 * r + 2 * pair + i] : sum;
+        }
+      }
+    }
+  }
+};
 
 // acc[r][pair] = fma(d_r * d_token, float(lanes[r][pair]), acc[r][pair]):
 // one super-block's integer lane sums into the float accumulators.
@@ -177,31 +211,8 @@ __attribute__((always_inline)) inline void AccumulateMins(const uint8_t* tile_mi
     min_sum = _mm512_dpwssd_epi32(min_sum, _mm512_load_si512(tile_mins + 64 * k),
                                   _mm512_load_si512(panel_block + kPanelMinSums + 64 * k));
   }
-  const __m512 dmin = _mm512_mul_ps(_mm512_load_ps(tile_dmin), _mm512_load_ps(panel_block + kPanelMinScales));
+  const __m512 dmin = _mm512_mul_ps(_mm512_load_ps(tile_dmin), _mm512_load_ps(panel_block + kPanelTokenScales));
   offsets = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(min_sum), offsets);
-}
-
-// The tile's four rows against one token group once every super-block is
-// in `sums`: results[r][t].
-template <bool kHasMins>
-void FoldSums(const MicroSums& sums, float results[4][4]) {
-  alignas(64) float offset_of[16];
-  _mm512_store_ps(offset_of, sums.offsets);
-  for (int r = 0; r < 4; ++r) {
-    for (int pair = 0; pair < 2; ++pair) {
-      // LaneSum on both halves at once, as BlockGemmAvx512Vnni.cpp folds.
-      const __m512 v = sums.acc[r][pair];
-      const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-      const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
-      const __m512 folded_sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
-      alignas(64) float folded[16];
-      _mm512_store_ps(folded, folded_sums);
-      for (int i = 0; i < 2; ++i) {
-        const float sum = folded[8 * i];
-        results[r][2 * pair + i] = kHasMins ? sum + offset_of[4 * r + 2 * pair + i] : sum;
-      }
-    }
-  }
 }
 
 // Token groups per pass over a thread's rows, so that their panel blocks
@@ -218,12 +229,15 @@ constexpr int64_t kGroupsPerPass = 32;
 constexpr int64_t kBlocksPerRun = 4;
 
 using UnpackTileFn = void (*)(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t blocks, uint8_t* tile);
+template <class Sums>
 using MicroKernelFn = void (*)(const uint8_t* tile, const uint8_t* panel, int64_t block_begin, int64_t block_end,
-                               MicroSums& sums);
+                               Sums& sums);
 
 // BlockGemm.h's multiply: tiles of four rows, each unpacked once and taken
-// through the pass's token groups in runs of super-blocks.
-template <class Format, UnpackTileFn kUnpackTile, MicroKernelFn kMicroKernel>
+// through the pass's token groups in runs of super-blocks. `Sums` is the
+// micro-kernel's float sums (MicroSums or a kernel's own): Sums::Zero() and
+// sums.Fold<has mins>(results).
+template <class Format, class Sums, UnpackTileFn kUnpackTile, MicroKernelFn<Sums> kMicroKernel>
 void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
               int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* tile) {
   const int64_t blocks = cols / kSuperBlock;
@@ -237,8 +251,8 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
       // of their Q6_K unpacking waiting on a block's first load.
       if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
       kUnpackTile(weights + first * row_bytes, row_bytes, count, blocks, tile);
-      MicroSums sums[kGroupsPerPass];
-      for (int64_t group = pass; group < pass_end; ++group) sums[group - pass] = ZeroSums();
+      Sums sums[kGroupsPerPass];
+      for (int64_t group = pass; group < pass_end; ++group) sums[group - pass] = Sums::Zero();
       for (int64_t run = 0; run < blocks; run += kBlocksPerRun) {
         const int64_t run_end = blocks - run < kBlocksPerRun ? blocks : run + kBlocksPerRun;
         for (int64_t group = pass; group < pass_end; ++group) {
@@ -247,7 +261,7 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
       }
       for (int64_t group = pass; group < pass_end; ++group) {
         float results[4][4];
-        FoldSums<!Format::kSignedWeights>(sums[group - pass], results);
+        sums[group - pass].template Fold<!Format::kSignedWeights>(results);
         for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
           const int64_t t = group * kGemmTokenGroup + i;
           if (t >= tokens) break;

@@ -2,12 +2,14 @@
 // the single rows of one and two) against a scalar model of their stated
 // arithmetic (docs/numerics.md, "The fast CPU numerics"), written here from
 // ggml's block layouts: each sub-block's products summed as an integer and
-// scaled, per super-block one fma per lane of eight, the batch-invariant
-// kernels' mins and final fold.
+// scaled, the scaled sums added as one integer per super-block, one fma per
+// super-block, the batch-invariant kernels' mins, and acc + offset.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,38 +112,40 @@ SuperBlockIntegers Decode(StorageType type, const uint8_t* block) {
   return out;
 }
 
-// The fast numerics' y for one weight row and one token.
-float FastDot(StorageType type, const uint8_t* row, const float* x, int64_t cols) {
+// The fast numerics' y for one weight row and one token, and the sum of its
+// float terms' magnitudes (the scale of its rounding).
+struct FastResult {
+  float value;
+  double magnitude;
+};
+FastResult FastDot(StorageType type, const uint8_t* row, const float* x, int64_t cols) {
+  double magnitude = 0.0;
   const int64_t block_bytes = quant::BytesPerBlock(type);
-  float acc[8] = {};
+  float acc = 0.0f;
   float offset = 0.0f;
   for (int64_t b = 0; b < cols / kSuperBlock; ++b) {
     const SuperBlockIntegers w = Decode(type, row + b * block_bytes);
     const Q8K a = QuantizeQ8K(x + b * kSuperBlock);
-    int64_t lanes[8] = {};
-    if (type == StorageType::kQ6_K) {
-      for (int s = 0; s < 16; ++s) {
-        int64_t sum = 0;
-        for (int i = 16 * s; i < 16 * s + 16; ++i) sum += w.q[i] * a.q[i];
-        lanes[s % 8] += w.scales[s] * sum;
-      }
-    } else {
-      for (int s = 0; s < 8; ++s) {
-        int64_t sum = 0;
-        for (int i = 32 * s; i < 32 * s + 32; ++i) sum += w.q[i] * a.q[i];
-        lanes[s] = w.scales[s] * sum;
-      }
+    const int sub_blocks = type == StorageType::kQ6_K ? 16 : 8;
+    const int sub_block_size = kSuperBlock / sub_blocks;
+    int64_t total = 0;
+    for (int s = 0; s < sub_blocks; ++s) {
+      int64_t sum = 0;
+      for (int i = sub_block_size * s; i < sub_block_size * (s + 1); ++i) sum += w.q[i] * a.q[i];
+      total += w.scales[s] * sum;
     }
-    const float scale = w.d * a.scale;
-    for (int l = 0; l < 8; ++l) acc[l] = std::fma(scale, static_cast<float>(lanes[l]), acc[l]);
+    // The kernels' int32 lanes hold the total exactly.
+    EXPECT_LE(std::abs(total), int64_t{INT32_MAX});
+    acc = std::fma(w.d * a.scale, static_cast<float>(total), acc);
+    magnitude += std::fabs(static_cast<double>(w.d) * a.scale * static_cast<double>(total));
     if (type != StorageType::kQ6_K) {
       int64_t min_sum = 0;
       for (int s = 0; s < 8; ++s) min_sum += w.mins[s] * a.sums32[s];
       offset = std::fma(-(w.dmin * a.scale), static_cast<float>(min_sum), offset);
+      magnitude += std::fabs(static_cast<double>(w.dmin) * a.scale * static_cast<double>(min_sum));
     }
   }
-  const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-  return type == StorageType::kQ6_K ? sum : sum + offset;
+  return {type == StorageType::kQ6_K ? acc : acc + offset, magnitude};
 }
 
 bool HasFastGemm() { return CpuSupports(CpuIsa::kAvx512Vnni); }
@@ -209,7 +213,7 @@ TEST_P(KQuantFastNumericsTest, EqualsTheStatedArithmeticBitForBit) {
     for (int64_t t = 0; t < tokens; ++t) {
       for (int64_t o = 0; o < c.weight.rows; ++o) {
         expected[t * c.weight.rows + o] =
-            FastDot(type, c.bytes.data() + o * row_bytes, c.x.data() + t * c.weight.cols, c.weight.cols);
+            FastDot(type, c.bytes.data() + o * row_bytes, c.x.data() + t * c.weight.cols, c.weight.cols).value;
       }
     }
     for (int threads : {1, 2, 3}) {
@@ -220,8 +224,11 @@ TEST_P(KQuantFastNumericsTest, EqualsTheStatedArithmeticBitForBit) {
 }
 
 // The same integers, grouped otherwise: within float rounding of the
-// batch-invariant results (relative to each output row's scale), and not
-// equal to them (the test would pass on the batch-invariant kernel itself).
+// batch-invariant results, and not equal to them (the test would pass on the
+// batch-invariant kernel itself). Both round their running sums, whose size
+// is that of the terms, not of the result they cancel to: the bound is a few
+// float epsilons of the terms' magnitudes (six super-blocks and the offset
+// take at most eight roundings each).
 TEST_P(KQuantFastNumericsTest, DiffersFromBatchInvariantOnlyByFloatRounding) {
   if (!HasFastGemm()) GTEST_SKIP() << "this CPU or build has no AVX-512 VNNI GEMM";
   const StorageType type = GetParam();
@@ -229,12 +236,18 @@ TEST_P(KQuantFastNumericsTest, DiffersFromBatchInvariantOnlyByFloatRounding) {
   const Case c = MakeCase(type, kTokens, 12);
   const std::vector<float> fast = RunMatMul(c, kTokens, 2, CpuNumerics::kFast);
   const std::vector<float> invariant = RunMatMul(c, kTokens, 2, CpuNumerics::kBatchInvariant);
+  const int64_t row_bytes = static_cast<int64_t>(c.bytes.size()) / c.weight.rows;
   int64_t differing = 0;
-  for (size_t i = 0; i < fast.size(); ++i) {
-    ASSERT_FALSE(std::isnan(fast[i])) << i;
-    const float bound = 1e-5f * std::max(1.0f, std::fabs(invariant[i]));
-    EXPECT_NEAR(fast[i], invariant[i], bound) << quant::StorageTypeName(type) << ", output " << i;
-    differing += fast[i] != invariant[i];
+  for (int64_t t = 0; t < kTokens; ++t) {
+    for (int64_t o = 0; o < c.weight.rows; ++o) {
+      const size_t i = static_cast<size_t>(t * c.weight.rows + o);
+      ASSERT_FALSE(std::isnan(fast[i])) << i;
+      const double magnitude =
+          FastDot(type, c.bytes.data() + o * row_bytes, c.x.data() + t * c.weight.cols, c.weight.cols).magnitude;
+      const double bound = 16.0 * std::numeric_limits<float>::epsilon() * std::max(1.0, magnitude);
+      EXPECT_NEAR(fast[i], invariant[i], bound) << quant::StorageTypeName(type) << ", output " << i;
+      differing += fast[i] != invariant[i];
+    }
   }
   EXPECT_GT(differing, 0) << "the fast GEMM gave the batch-invariant bits everywhere: is it the one that ran?";
 }
