@@ -102,6 +102,17 @@ struct FloatGemmKernels {
   BlockGemmKernel bf16;
 };
 const FloatGemmKernels& Avx512FloatGemmKernels();
+
+// CpuNumerics::kFast's bf16 weights under AVX-512 BF16
+// (BFloat16DotAvx512Bf16.cpp), for rows of a multiple of 32 columns: the
+// single row, the decode GEMV and the GEMM, all in vdpbf16ps's arithmetic
+// (not the float RowDots' bits). Only where CpuSupportsAvx512Bf16().
+struct BFloat16FastKernels {
+  RowDot dot;
+  RowsDot rows_dot;
+  BlockGemmKernel gemm;
+};
+const BFloat16FastKernels& Avx512Bf16FastKernels();
 #endif
 
 }  // namespace kvjit::cpu::internal

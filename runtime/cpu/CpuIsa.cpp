@@ -85,6 +85,18 @@ bool CpuSupports(CpuIsa isa) {
   return false;
 }
 
+bool CpuSupportsAvx512Bf16() {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  static const bool has_avx512_bf16 = [] {
+    __builtin_cpu_init();
+    return CpuSupports(CpuIsa::kAvx512Vnni) && __builtin_cpu_supports("avx512bf16");
+  }();
+  return has_avx512_bf16;
+#else
+  return false;
+#endif
+}
+
 CpuIsa BestCpuIsa() {
   // $KVJIT_CPU_ISA caps the choice: to compare kernels, or to run as a
   // machine with less would (every ISA gives the same bits).

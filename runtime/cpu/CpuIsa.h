@@ -26,6 +26,11 @@ absl::string_view CpuIsaName(CpuIsa isa);
 // Whether this build has kernels for `isa` and this CPU (and OS) can run them.
 bool CpuSupports(CpuIsa isa);
 
+// Whether this build has CpuNumerics::kFast's bf16 kernels and this CPU runs
+// them: kAvx512Vnni's instruction sets and AVX-512 BF16 (vdpbf16ps);
+// checked once.
+bool CpuSupportsAvx512Bf16();
+
 // The fastest supported ISA; checked once.
 CpuIsa BestCpuIsa();
 

@@ -19,7 +19,9 @@ enum class CpuNumerics {
   // the scaled sums as one integer per super-block before one float
   // multiply-add, as llama.cpp's repacked kernels do: the same integers,
   // fewer float roundings, and about 1.5x the GEMM's speed (prefill, batched
-  // decode). Every other weight type and ISA computes kBatchInvariant's
+  // decode). Under AVX-512 BF16, bf16 weights (rows of a multiple of 32
+  // columns) are multiplied by vdpbf16ps, twice the f32 FMA's products per
+  // instruction. Every other weight type and ISA computes kBatchInvariant's
   // bits.
   kFast,
 };

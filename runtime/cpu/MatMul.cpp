@@ -80,6 +80,19 @@ auto BlockTypeKernel(const Kernels& kernels, StorageType type) -> decltype(kerne
   }
 }
 
+// Whether CpuNumerics::kFast's bf16 kernels (AVX-512 BF16's vdpbf16ps)
+// take this weight's rows: bf16 in GGUF's rows of a multiple of 32 columns
+// on a CPU that has them; every other bf16 weight keeps the batch-invariant
+// kernels.
+bool UsesFastBf16(CpuIsa isa, StorageType type, int64_t cols, CpuNumerics numerics) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  return type == StorageType::kBF16 && numerics == CpuNumerics::kFast && isa == CpuIsa::kAvx512Vnni &&
+         cols % 32 == 0 && CpuSupportsAvx512Bf16();
+#else
+  return false;
+#endif
+}
+
 // The four-row kernel for `type` under `isa` and the weight's interleaving,
 // or null where there is none (the rows then go one by one, with the same
 // results). AVX-512 VNNI takes steps of three tokens or more through the GEMM
@@ -97,8 +110,10 @@ internal::RowDot4 RowDot4For(CpuIsa isa, StorageType type, bool interleaved) {
 // The several-rows kernel for `type` under `isa`, the weight's interleaving
 // and `numerics`, or null where there is none (rows then go one by one, with
 // the same results).
-internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved, [[maybe_unused]] CpuNumerics numerics) {
+internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, int64_t cols, bool interleaved,
+                             [[maybe_unused]] CpuNumerics numerics) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (UsesFastBf16(isa, type, cols, numerics)) return internal::Avx512Bf16FastKernels().rows_dot;
   // The K-quants' AVX-512 rows (see KQuantSingleRowDotFor), two at a time.
   if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
     const internal::KQuantRowsDotKernels& k_quants = numerics == CpuNumerics::kFast
@@ -122,10 +137,11 @@ internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, bool interleaved, [[m
 // The register-blocked GEMM for `type` under `isa`, the weight's
 // interleaving and `numerics`, or null where there is none (the four-row
 // kernels then take the step, with the same results).
-const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, bool interleaved,
+const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, int64_t cols, bool interleaved,
                                              [[maybe_unused]] CpuNumerics numerics) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (isa != CpuIsa::kAvx512Vnni) return nullptr;
+  if (UsesFastBf16(isa, type, cols, numerics)) return &internal::Avx512Bf16FastKernels().gemm;
   // Only the 32-element block types can be interleaved (CheckWeight).
   const internal::BlockGemmKernels& blocks = interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels()
                                                          : internal::Avx512VnniBlockGemmKernels();
@@ -185,7 +201,10 @@ RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type, [[maybe_unused]] CpuN
 
 // The single-row kernel for `type`, whose rows are interleaved by 8 where
 // `interleaved` (only the 32-element block types can be).
-RowDot SingleRowDotFor(CpuIsa isa, StorageType type, bool interleaved, CpuNumerics numerics) {
+RowDot SingleRowDotFor(CpuIsa isa, StorageType type, int64_t cols, bool interleaved, CpuNumerics numerics) {
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
+  if (UsesFastBf16(isa, type, cols, numerics)) return internal::Avx512Bf16FastKernels().dot;
+#endif
   if (!interleaved) {
     const RowDot k_quant = KQuantSingleRowDotFor(isa, type, numerics);
     return k_quant != nullptr ? k_quant : RowDotFor(KernelsFor(isa), type);
@@ -425,7 +444,7 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
            static_cast<uint64_t>(o % kInterleavedRows) * block_bytes;
   };
   const internal::BlockGemmKernel* gemm =
-      tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type, interleaved, numerics) : nullptr;
+      tokens >= kMinGemmTokens ? BlockGemmFor(isa, w.type, w.cols, interleaved, numerics) : nullptr;
   if (gemm != nullptr) {
     AlignedBytes panel = AllocateAligned(internal::GemmPanelBytes(*gemm, tokens, cols));
     // Each token group is quantized and laid out by the same thread: one
@@ -447,10 +466,10 @@ absl::Status MatMul(const WeightView& w, const float* x, int64_t tokens, float* 
   }
 
   pool.ParallelFor(tokens, prepare_activations);
-  const RowDot dot = SingleRowDotFor(isa, w.type, interleaved, numerics);
+  const RowDot dot = SingleRowDotFor(isa, w.type, w.cols, interleaved, numerics);
   const internal::RowDot4 dot4 = RowDot4For(isa, w.type, interleaved);
   const int64_t min_rows_per_chunk = std::max<int64_t>(1, kMinMacsPerChunk / (cols * tokens));
-  const internal::RowsDot rows_dot = tokens == 1 ? RowsDotFor(isa, w.type, interleaved, numerics) : nullptr;
+  const internal::RowsDot rows_dot = tokens == 1 ? RowsDotFor(isa, w.type, w.cols, interleaved, numerics) : nullptr;
   if (rows_dot != nullptr && interleaved) {
     // Whole groups per call: a group's rows lie in one stream.
     const int64_t min_groups_per_chunk = std::max<int64_t>(1, min_rows_per_chunk / kInterleavedRows);

@@ -25,18 +25,21 @@
 //  - kquant_gemm: the K-quant GEMMs in both CPU numerics (batch-invariant
 //    and fast, CpuNumerics.h) at a 1B model's shapes, 16 and 128 tokens, 2
 //    threads: GFLOP/s.
+//  - bf16_gemm: the same for bf16 weights (the fast numerics' vdpbf16ps
+//    kernels where the CPU has AVX-512 BF16).
 // Every ISA this CPU runs, at 1 and 2 threads; decode and shapes in both
 // weight layouts (gguf: GGUF's rows; il8: kvx's RowsInterleaved8, repacked by
 // runtime/schema/WeightLayout.h), the float types and the K-quants in GGUF's
 // rows only. Weights come from the kernel tests' RandomWeights. Not a test:
 // run by hand.
 //
-//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations|stream|kquant_gemm]
+//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations|stream|kquant_gemm|bf16_gemm]
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <initializer_list>
 #include <cstring>
 #include <functional>
 #include <cstdio>
@@ -241,17 +244,17 @@ void RunStream(int milliseconds) {
   }
 }
 
-// The K-quant GEMMs of both numerics (CpuNumerics.h) at a 1B model's shapes,
-// 2 threads, AVX-512 VNNI: a batched decode of 16 and a 128-token prefill.
-void RunKQuantGemm(int milliseconds) {
+// The GEMMs of `types` in both numerics (CpuNumerics.h) at a 1B model's
+// shapes, 2 threads, AVX-512 VNNI: a batched decode of 16 and a 128-token
+// prefill.
+void RunNumericsGemm(int milliseconds, const char* section, std::initializer_list<quant::StorageType> types) {
   if (!CpuSupports(CpuIsa::kAvx512Vnni)) return;
   const int64_t shapes[][2] = {{2048, 2048}, {2048, 8192}, {8192, 2048}};  // cols (in), rows (out)
   std::mt19937 rng(2024);
   ThreadPool pool(2);
   std::printf("%-12s %-5s %-12s %6s %-16s %10s %10s\n", "section", "type", "in x out", "tokens", "numerics",
               "us/call", "GFLOP/s");
-  for (const quant::StorageType type :
-       {quant::StorageType::kQ4_K, quant::StorageType::kQ5_K, quant::StorageType::kQ6_K}) {
+  for (const quant::StorageType type : types) {
     for (const auto& [cols, rows] : shapes) {
       const std::vector<uint8_t> bytes = testing::RandomWeights(type, rows, cols, rng);
       const WeightView weight{type, rows, cols, bytes};
@@ -266,7 +269,7 @@ void RunKQuantGemm(int milliseconds) {
           char shape_text[32];
           std::snprintf(shape_text, sizeof shape_text, "%lldx%lld", static_cast<long long>(cols),
                         static_cast<long long>(rows));
-          std::printf("%-12s %-5s %-12s %6lld %-16s %10.1f %10.2f\n", "kquant_gemm",
+          std::printf("%-12s %-5s %-12s %6lld %-16s %10.1f %10.2f\n", section,
                       std::string(quant::StorageTypeName(type)).c_str(), shape_text, static_cast<long long>(tokens),
                       std::string(CpuNumericsName(numerics)).c_str(), seconds * 1e6,
                       2.0 * rows * cols * tokens / seconds / 1e9);
@@ -337,10 +340,10 @@ int main(int argc, char** argv) {
   if (!all && std::strcmp(section, "dispatch") != 0 && std::strcmp(section, "read") != 0 &&
       std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0 &&
       std::strcmp(section, "activations") != 0 && std::strcmp(section, "stream") != 0 &&
-      std::strcmp(section, "kquant_gemm") != 0) {
+      std::strcmp(section, "kquant_gemm") != 0 && std::strcmp(section, "bf16_gemm") != 0) {
     std::fprintf(stderr,
                  "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, "
-                 "activations, stream, kquant_gemm, all\n",
+                 "activations, stream, kquant_gemm, bf16_gemm, all\n",
                  section);
     return 2;
   }
@@ -349,7 +352,13 @@ int main(int argc, char** argv) {
   if (all || std::strcmp(section, "decode") == 0) kvjit::cpu::RunDecodeStep(milliseconds);
   if (all || std::strcmp(section, "activations") == 0) kvjit::cpu::RunActivations(milliseconds);
   if (all || std::strcmp(section, "stream") == 0) kvjit::cpu::RunStream(milliseconds);
-  if (all || std::strcmp(section, "kquant_gemm") == 0) kvjit::cpu::RunKQuantGemm(milliseconds);
+  if (all || std::strcmp(section, "kquant_gemm") == 0) {
+    kvjit::cpu::RunNumericsGemm(milliseconds, "kquant_gemm",
+                                {kvjit::quant::StorageType::kQ4_K, kvjit::quant::StorageType::kQ5_K, kvjit::quant::StorageType::kQ6_K});
+  }
+  if (all || std::strcmp(section, "bf16_gemm") == 0) {
+    kvjit::cpu::RunNumericsGemm(milliseconds, "bf16_gemm", {kvjit::quant::StorageType::kBF16});
+  }
   if (all || std::strcmp(section, "shapes") == 0) return kvjit::cpu::RunShapes(milliseconds);
   return 0;
 }
