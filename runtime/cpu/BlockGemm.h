@@ -89,8 +89,9 @@ struct KQuantGemmKernels {
 };
 const KQuantGemmKernels& Avx512VnniKQuantGemmKernels();
 // CpuNumerics::kFast's K-quant GEMMs (KQuantGemmSubBlockSumsAvx512Vnni.cpp):
-// each sub-block's products summed as one integer before its scale. Not
-// RowDot's bits: the same integers, float sums grouped by sub-block.
+// each sub-block's products summed as one integer before its scale, the
+// scaled sums as one integer per super-block before one fma. Not RowDot's
+// bits: the same integers, other float roundings.
 const KQuantGemmKernels& Avx512VnniKQuantSubBlockSumGemmKernels();
 
 // Float weights, in GGUF's rows (FloatGemmAvx512.cpp): one-column blocks,

@@ -85,7 +85,8 @@ struct KQuantDotKernels {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 const KQuantDotKernels& Avx512VnniKQuantDotKernels();
 // CpuNumerics::kFast's: each sub-block's products summed as one integer
-// before its scale, the bits of Avx512VnniKQuantSubBlockSumGemmKernels().
+// before its scale, the scaled sums as one integer per super-block before one
+// fma: the bits of Avx512VnniKQuantSubBlockSumGemmKernels().
 const KQuantDotKernels& Avx512VnniKQuantSubBlockSumDotKernels();
 #endif
 

@@ -32,6 +32,7 @@
 #include <array>
 #include <cstring>
 
+#include "runtime/cpu/Avx512QuarterSums.h"
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/cpu/Prefetch.h"
 
@@ -191,14 +192,6 @@ struct Q6_KFormat {
 // lanes of four; a transposing tree of adds then brings each sub-block's
 // lanes together.
 
-// The sums of each 128-bit quarter's four int32 lanes of z[0..3]: lane
-// 4q + p is quarter q of z[p].
-__m512i QuarterSums(const __m512i z[4]) {
-  const __m512i pairs01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
-  const __m512i pairs23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
-  return _mm512_add_epi32(_mm512_unpacklo_epi64(pairs01, pairs23), _mm512_unpackhi_epi64(pairs01, pairs23));
-}
-
 // Lanes 0..7 and 8..15 of v added.
 __m256i AddHalves(__m512i v) {
   return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
@@ -236,7 +229,7 @@ struct SubBlockScaledMinFormat {
     }
     // Lane 4q + g of the quarter sums is half q % 2 of chunk 2g + q / 2;
     // chunk c = 2g + h is lanes 8h + g and 8h + 4 + g.
-    const __m512i quarters = QuarterSums(z);
+    const __m512i quarters = QuarterSums(z[0], z[1], z[2], z[3]);
     const __m512i halves = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15), quarters);
     const __m256i chunk_sums = AddHalves(halves);
@@ -341,7 +334,7 @@ struct SubBlockQ6_KFormat {
     }
     // Lane 4q + p of the quarter sums is sub-block 4p + q: scale them there,
     // then lane l takes sub-blocks l and 8 + l.
-    const __m512i sub_block_sums = QuarterSums(z);
+    const __m512i sub_block_sums = QuarterSums(z[0], z[1], z[2], z[3]);
     const __m512i scales = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192))));

@@ -37,6 +37,7 @@
 #include <array>
 #include <cstring>
 
+#include "runtime/cpu/Avx512QuarterSums.h"
 #include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/KQuantGemmParts.h"
 #include "runtime/cpu/Prefetch.h"
@@ -222,14 +223,6 @@ struct TokenSums {
     }
   }
 };
-
-// The sums of each 128-bit quarter's four int32 lanes of z[0..3]: lane
-// 4q + i is quarter q of z[i].
-__attribute__((always_inline)) inline __m512i QuarterSums(__m512i z0, __m512i z1, __m512i z2, __m512i z3) {
-  const __m512i pairs01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
-  const __m512i pairs23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
-  return _mm512_add_epi32(_mm512_unpacklo_epi64(pairs01, pairs23), _mm512_unpackhi_epi64(pairs01, pairs23));
-}
 
 // Each (row, token)'s eight scaled sub-block lanes added: lanes[r][pair]
 // holds tokens 2 * pair (low half) and 2 * pair + 1 (high half); the total of
