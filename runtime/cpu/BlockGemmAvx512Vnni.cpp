@@ -29,6 +29,7 @@
 #include <cstring>
 
 #include "runtime/cpu/Avx2Nibbles.h"
+#include "runtime/cpu/Avx512LaneSums.h"
 #include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/Prefetch.h"
 
@@ -231,14 +232,8 @@ void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t blocks, floa
   _mm512_store_ps(offset_of + 16, offsets[1]);
   for (int r = 0; r < 8; ++r) {
     for (int pair = 0; pair < 2; ++pair) {
-      // LaneSum on both halves at once: lane 0 of each 256-bit half ends as
-      // ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
-      const __m512 v = acc[r][pair];
-      const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-      const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
-      const __m512 sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
       alignas(64) float lanes[16];  // token 2 * pair in lane 0, 2 * pair + 1 in lane 8
-      _mm512_store_ps(lanes, sums);
+      _mm512_store_ps(lanes, LaneSumOfEachHalf(acc[r][pair]));
       results[r][2 * pair] = lanes[0] + offset_of[4 * r + 2 * pair];
       results[r][2 * pair + 1] = lanes[8] + offset_of[4 * r + 2 * pair + 1];
     }

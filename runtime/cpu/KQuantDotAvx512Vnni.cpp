@@ -32,7 +32,7 @@
 #include <array>
 #include <cstring>
 
-#include "runtime/cpu/Avx512QuarterSums.h"
+#include "runtime/cpu/Avx512LaneSums.h"
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/cpu/Prefetch.h"
 
@@ -78,6 +78,13 @@ __m512i InBothInt16Halves(__m512i int32_values) {
                          _mm512_slli_epi32(int32_values, 16));
 }
 
+// The four int32 lanes added (exact in any order).
+int32_t Int32LaneSum(__m128i v) {
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(v);
+}
+
 // The sum over the 8 sub-blocks of min * bsum, exact: the mins (at most 63)
 // and the sums (at most 32 * 128 in magnitude) fit the int16 factors of the
 // pair multiply-add.
@@ -85,10 +92,7 @@ int32_t MinSum(uint64_t mins, const int32_t sums32[8]) {
   const __m128i mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mins)));
   const __m128i sums16 = _mm_packs_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sums32)),
                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(sums32 + 4)));
-  __m128i sum = _mm_madd_epi16(mins16, sums16);
-  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
-  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(sum);
+  return Int32LaneSum(_mm_madd_epi16(mins16, sums16));
 }
 
 // Q4_K and Q5_K: f16 d, f16 dmin, 12 bytes of scales and mins, Q5_K's 32
@@ -356,10 +360,7 @@ struct RowSums {
 
 // The eight int32 lanes added (exact in any order).
 int32_t LaneTotal(__m256i lanes) {
-  __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
-  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
-  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(sum);
+  return Int32LaneSum(_mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1)));
 }
 
 // Four rows' lanes added row by row: row r's total in lane r.

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/cpu/Avx512LaneSums.h"
 #include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/cpu/Prefetch.h"
@@ -168,13 +169,8 @@ struct MicroSums {
     _mm512_store_ps(offset_of, offsets);
     for (int r = 0; r < 4; ++r) {
       for (int pair = 0; pair < 2; ++pair) {
-        // LaneSum on both halves at once, as BlockGemmAvx512Vnni.cpp folds.
-        const __m512 v = acc[r][pair];
-        const __m512 quads = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
-        const __m512 pairs = _mm512_add_ps(quads, _mm512_permute_ps(quads, _MM_SHUFFLE(1, 0, 3, 2)));
-        const __m512 folded_sums = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
         alignas(64) float folded[16];
-        _mm512_store_ps(folded, folded_sums);
+        _mm512_store_ps(folded, LaneSumOfEachHalf(acc[r][pair]));
         for (int i = 0; i < 2; ++i) {
           const float sum = folded[8 * i];
           results[r][2 * pair + i] = kHasMins ? sum + offset_of[4 * r + 2 * pair + i] : sum;

@@ -37,7 +37,7 @@
 #include <array>
 #include <cstring>
 
-#include "runtime/cpu/Avx512QuarterSums.h"
+#include "runtime/cpu/Avx512LaneSums.h"
 #include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/KQuantGemmParts.h"
 #include "runtime/cpu/Prefetch.h"
