@@ -17,6 +17,7 @@
 #include "runtime/cpu/MatMul.h"
 #include "runtime/quant/Half.h"
 #include "tests/unit/common/NumericCompare.h"
+#include "tests/unit/runtime/cpu/MultiplyOnPool.h"
 
 namespace kvjit::cpu {
 namespace {
@@ -86,11 +87,7 @@ Case MakeCase(int64_t rows, int64_t cols, int64_t tokens, uint32_t seed) {
 }
 
 std::vector<float> RunMatMul(const Case& c, int64_t tokens, int threads, CpuNumerics numerics) {
-  ThreadPool pool(threads);
-  std::vector<float> y(static_cast<size_t>(tokens * c.weight.rows), std::nanf(""));
-  const absl::Status status = MatMul(c.weight, c.x.data(), tokens, y.data(), pool, CpuIsa::kAvx512Vnni, numerics);
-  EXPECT_TRUE(status.ok()) << status;
-  return y;
+  return testing::MultiplyOnPool(c.weight, c.x, tokens, threads, CpuIsa::kAvx512Vnni, numerics);
 }
 
 // Columns: one chunk, three (no multiple of a longer block), a Gemma 3

@@ -18,6 +18,7 @@
 #include "runtime/cpu/MatMul.h"
 #include "runtime/quant/Half.h"
 #include "tests/unit/common/NumericCompare.h"
+#include "tests/unit/runtime/cpu/MultiplyOnPool.h"
 #include "tests/unit/runtime/cpu/RandomWeights.h"
 
 namespace kvjit::cpu {
@@ -194,11 +195,7 @@ Case MakeCase(StorageType type, int64_t tokens, uint32_t seed) {
 }
 
 std::vector<float> RunMatMul(const Case& c, int64_t tokens, int threads, CpuNumerics numerics) {
-  ThreadPool pool(threads);
-  std::vector<float> y(static_cast<size_t>(tokens * c.weight.rows), std::nanf(""));
-  const absl::Status status = MatMul(c.weight, c.x.data(), tokens, y.data(), pool, CpuIsa::kAvx512Vnni, numerics);
-  EXPECT_TRUE(status.ok()) << status;
-  return y;
+  return testing::MultiplyOnPool(c.weight, c.x, tokens, threads, CpuIsa::kAvx512Vnni, numerics);
 }
 
 class KQuantFastNumericsTest : public ::testing::TestWithParam<StorageType> {};

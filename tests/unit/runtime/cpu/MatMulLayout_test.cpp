@@ -13,6 +13,7 @@
 #include "runtime/cpu/RowKernels.h"
 #include "runtime/schema/WeightLayout.h"
 #include "tests/unit/common/NumericCompare.h"
+#include "tests/unit/runtime/cpu/MultiplyOnPool.h"
 #include "tests/unit/runtime/cpu/RandomWeights.h"
 
 namespace kvjit::cpu {
@@ -48,14 +49,6 @@ std::vector<float> Activations(int64_t tokens, std::mt19937& rng) {
   return x;
 }
 
-std::vector<float> Multiply(const WeightView& w, const std::vector<float>& x, int64_t tokens, int threads, CpuIsa isa) {
-  ThreadPool pool(threads);
-  std::vector<float> y(static_cast<size_t>(tokens * w.rows), std::nanf(""));
-  const absl::Status status = MatMul(w, x.data(), tokens, y.data(), pool, isa);
-  EXPECT_TRUE(status.ok()) << status;
-  return y;
-}
-
 class MatMulLayoutTest : public ::testing::TestWithParam<StorageType> {};
 
 // Token counts below, at and past the GEMM's groups of four and its passes
@@ -69,10 +62,10 @@ TEST_P(MatMulLayoutTest, InterleavedEqualsGgufRowsBitForBit) {
   const WeightView interleaved_view{type, kRows, kCols, interleaved, /*rows_interleaved=*/8};
   for (int64_t tokens : {1, 2, 3, 4, 5, 16, 33, 133}) {
     const std::vector<float> x = Activations(tokens, rng);
-    const std::vector<float> expected = Multiply(gguf_view, x, tokens, 1, CpuIsa::kPortable);
+    const std::vector<float> expected = testing::MultiplyOnPool(gguf_view, x, tokens, 1, CpuIsa::kPortable);
     for (CpuIsa isa : SupportedIsas()) {
       for (int threads : {1, 2, 3}) {
-        EXPECT_TRUE(AllEqual(Multiply(interleaved_view, x, tokens, threads, isa), expected))
+        EXPECT_TRUE(AllEqual(testing::MultiplyOnPool(interleaved_view, x, tokens, threads, isa), expected))
             << CpuIsaName(isa) << ", " << threads << " threads, " << tokens << " tokens";
       }
     }

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "runtime/quant/Dequantize.h"
 #include "tests/unit/common/NumericCompare.h"
+#include "tests/unit/runtime/cpu/MultiplyOnPool.h"
 #include "tests/unit/runtime/cpu/RandomWeights.h"
 
 namespace kvjit::cpu {
@@ -70,11 +71,7 @@ Problem MakeProblem(StorageType type, int64_t tokens, uint32_t seed) {
 }
 
 std::vector<float> RunMatMul(const Problem& p, int threads, CpuIsa isa) {
-  ThreadPool pool(threads);
-  std::vector<float> y(static_cast<size_t>(p.tokens * p.weight.rows), std::nanf(""));
-  const absl::Status status = MatMul(p.weight, p.x.data(), p.tokens, y.data(), pool, isa);
-  EXPECT_TRUE(status.ok()) << status;
-  return y;
+  return testing::MultiplyOnPool(p.weight, p.x, p.tokens, threads, isa);
 }
 
 std::vector<CpuIsa> SupportedIsas() {
