@@ -30,6 +30,41 @@ __attribute__((always_inline)) inline __m512 LaneSumOfEachHalf(__m512 v) {
   return _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
 }
 
+// The float sums of four weight rows against one token group (four tokens)
+// in a GEMM whose (row, token) pairs keep eight lanes each: ggml's lanes
+// (KQuantGemmAvx512Vnni.cpp) or one lane per block of eight
+// (BlockGemmBlockSumsAvx512Vnni.cpp); kept between the runs of blocks a
+// micro-kernel takes them through.
+struct MicroSums {
+  __m512 acc[4][2];  // row r, tokens 2 * pair and 2 * pair + 1 in the halves
+  __m512 offsets;    // row r, token t in lane 4r + t
+
+  static MicroSums Zero() {
+    MicroSums sums;
+    for (int r = 0; r < 4; ++r) sums.acc[r][0] = sums.acc[r][1] = _mm512_setzero_ps();
+    sums.offsets = _mm512_setzero_ps();
+    return sums;
+  }
+
+  // results[r][t] once every block is in: each (row, token)'s lanes folded
+  // as DotKernels.h's LaneSum folds, plus its offset where there is one.
+  template <bool kHasOffsets>
+  void Fold(float results[4][4]) const {
+    alignas(64) float offset_of[16];
+    _mm512_store_ps(offset_of, offsets);
+    for (int r = 0; r < 4; ++r) {
+      for (int pair = 0; pair < 2; ++pair) {
+        alignas(64) float folded[16];
+        _mm512_store_ps(folded, LaneSumOfEachHalf(acc[r][pair]));
+        for (int i = 0; i < 2; ++i) {
+          const float sum = folded[8 * i];
+          results[r][2 * pair + i] = kHasOffsets ? sum + offset_of[4 * r + 2 * pair + i] : sum;
+        }
+      }
+    }
+  }
+};
+
 }  // namespace
 }  // namespace kvjit::cpu::internal
 

@@ -57,11 +57,16 @@ struct BlockGemmKernel {
   BlockGemm multiply;
 };
 
+// A row's last block may be short (the fast numerics' octets of 32-element
+// blocks); the panel and the tile hold it whole.
+static constexpr int64_t GemmBlocks(const BlockGemmKernel& kernel, int64_t cols) {
+  return (cols + kernel.block_elements - 1) / kernel.block_elements;
+}
 static constexpr int64_t GemmPanelBytes(const BlockGemmKernel& kernel, int64_t tokens, int64_t cols) {
-  return GemmTokenGroups(tokens) * (cols / kernel.block_elements) * kernel.panel_block_bytes;
+  return GemmTokenGroups(tokens) * GemmBlocks(kernel, cols) * kernel.panel_block_bytes;
 }
 static constexpr int64_t GemmTileBytes(const BlockGemmKernel& kernel, int64_t cols) {
-  return (cols / kernel.block_elements) * kernel.tile_block_bytes;
+  return GemmBlocks(kernel, cols) * kernel.tile_block_bytes;
 }
 
 struct BlockGemmKernels {
@@ -79,6 +84,14 @@ const BlockGemmKernels& Avx512VnniBlockGemmKernels();
 // start of the group of row o, a multiple of 8, and the row group's tile is
 // unpacked from one stream. The same bits.
 const BlockGemmKernels& Avx512VnniInterleaved8BlockGemmKernels();
+
+// CpuNumerics::kFast's GEMMs of the same types, in both layouts
+// (BlockGemmBlockSumsAvx512Vnni.cpp): each block's products summed as one
+// integer before one fma per block, eight blocks to a register, in octets of
+// 256 columns (the last may be short). Not RowDot's bits: the bits of
+// Avx512VnniBlockSumDotKernels().
+const BlockGemmKernels& Avx512VnniBlockSumGemmKernels();
+const BlockGemmKernels& Avx512VnniInterleaved8BlockSumGemmKernels();
 
 // The K-quants against Q8KBlock activations (KQuantGemmAvx512Vnni.cpp), in
 // 256-element super-blocks.

@@ -156,6 +156,15 @@ const BlockDotKernels& PortableInterleaved8DotKernels();
 const BlockDotKernels& Avx2Interleaved8DotKernels();
 const DotKernels4& Avx2Interleaved8DotKernels4();
 const RowsDotKernels& Avx2Interleaved8RowsDotKernels();
+// CpuNumerics::kFast's single rows of the 32-element block types in AVX-512
+// BW/VL/VNNI (BlockDotBlockSumsAvx512Vnni.cpp), in GGUF's rows and
+// interleaved: each block's products summed as one integer, eight blocks to
+// a register, one fma per block; the bits of Avx512VnniBlockSumGemmKernels()
+// (BlockGemm.h), not of the kernels above.
+const BlockDotKernels& Avx512VnniBlockSumDotKernels();
+const BlockDotKernels& Avx512VnniInterleaved8BlockSumDotKernels();
+const RowsDotKernels& Avx512VnniBlockSumRowsDotKernels();
+const RowsDotKernels& Avx512VnniInterleaved8BlockSumRowsDotKernels();
 #endif
 
 // The numeric contract both implementations follow exactly, so that their

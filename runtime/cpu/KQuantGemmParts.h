@@ -147,39 +147,6 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
   }
 }
 
-// The float sums of the tile's four rows against one token group, between
-// the runs of super-blocks that a micro-kernel takes them through, when each
-// (row, token) keeps eight lanes of sums (ggml's lanes).
-struct MicroSums {
-  __m512 acc[4][2];  // row r, tokens 2 * pair and 2 * pair + 1 in the halves
-  __m512 offsets;    // row r, token t in lane 4r + t
-
-  static MicroSums Zero() {
-    MicroSums sums;
-    for (int r = 0; r < 4; ++r) sums.acc[r][0] = sums.acc[r][1] = _mm512_setzero_ps();
-    sums.offsets = _mm512_setzero_ps();
-    return sums;
-  }
-
-  // results[r][t] once every super-block is in: each (row, token)'s lanes
-  // folded as DotKernels.h's LaneSum folds, plus its offset.
-  template <bool kHasMins>
-  void Fold(float results[4][4]) const {
-    alignas(64) float offset_of[16];
-    _mm512_store_ps(offset_of, offsets);
-    for (int r = 0; r < 4; ++r) {
-      for (int pair = 0; pair < 2; ++pair) {
-        alignas(64) float folded[16];
-        _mm512_store_ps(folded, LaneSumOfEachHalf(acc[r][pair]));
-        for (int i = 0; i < 2; ++i) {
-          const float sum = folded[8 * i];
-          results[r][2 * pair + i] = kHasMins ? sum + offset_of[4 * r + 2 * pair + i] : sum;
-        }
-      }
-    }
-  }
-};
-
 // acc[r][pair] = fma(d_r * d_token, float(lanes[r][pair]), acc[r][pair]):
 // one super-block's integer lane sums into the float accumulators.
 __attribute__((always_inline)) inline void AccumulateSuperBlock(const uint8_t* panel_block, const float* d,

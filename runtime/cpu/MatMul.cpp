@@ -14,6 +14,7 @@
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/quant/Dequantize.h"
 #include "runtime/quant/Half.h"
+#include "runtime/quant/StorageType.h"
 
 namespace kvjit::cpu {
 namespace {
@@ -93,6 +94,13 @@ bool UsesFastBf16(CpuIsa isa, StorageType type, int64_t cols, CpuNumerics numeri
 #endif
 }
 
+// Whether CpuNumerics::kFast's block sums (BlockGemmBlockSumsAvx512Vnni.cpp
+// and its single rows) take this weight: a 32-element block type, in either
+// layout, under AVX-512 VNNI.
+bool UsesBlockSums(CpuIsa isa, StorageType type, CpuNumerics numerics) {
+  return numerics == CpuNumerics::kFast && isa == CpuIsa::kAvx512Vnni && quant::ElementsPerBlock(type) == 32;
+}
+
 // The four-row kernel for `type` under `isa` and the weight's interleaving,
 // or null where there is none (the rows then go one by one, with the same
 // results). AVX-512 VNNI takes steps of three tokens or more through the GEMM
@@ -114,6 +122,11 @@ internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, int64_t cols, bool in
                              [[maybe_unused]] CpuNumerics numerics) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (UsesFastBf16(isa, type, cols, numerics)) return internal::Avx512Bf16FastKernels().rows_dot;
+  if (UsesBlockSums(isa, type, numerics)) {
+    return BlockTypeKernel(interleaved ? internal::Avx512VnniInterleaved8BlockSumRowsDotKernels()
+                                       : internal::Avx512VnniBlockSumRowsDotKernels(),
+                           type);
+  }
   // The K-quants' AVX-512 rows (see KQuantSingleRowDotFor), two at a time.
   if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
     const internal::KQuantRowsDotKernels& k_quants = numerics == CpuNumerics::kFast
@@ -143,8 +156,11 @@ const internal::BlockGemmKernel* BlockGemmFor(CpuIsa isa, StorageType type, int6
   if (isa != CpuIsa::kAvx512Vnni) return nullptr;
   if (UsesFastBf16(isa, type, cols, numerics)) return &internal::Avx512Bf16FastKernels().gemm;
   // Only the 32-element block types can be interleaved (CheckWeight).
-  const internal::BlockGemmKernels& blocks = interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels()
-                                                         : internal::Avx512VnniBlockGemmKernels();
+  const internal::BlockGemmKernels& blocks =
+      numerics == CpuNumerics::kFast
+          ? (interleaved ? internal::Avx512VnniInterleaved8BlockSumGemmKernels()
+                         : internal::Avx512VnniBlockSumGemmKernels())
+          : (interleaved ? internal::Avx512VnniInterleaved8BlockGemmKernels() : internal::Avx512VnniBlockGemmKernels());
   const internal::KQuantGemmKernels& k_quants = numerics == CpuNumerics::kFast
                                                     ? internal::Avx512VnniKQuantSubBlockSumGemmKernels()
                                                     : internal::Avx512VnniKQuantGemmKernels();
@@ -204,6 +220,11 @@ RowDot KQuantSingleRowDotFor(CpuIsa isa, StorageType type, [[maybe_unused]] CpuN
 RowDot SingleRowDotFor(CpuIsa isa, StorageType type, int64_t cols, bool interleaved, CpuNumerics numerics) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (UsesFastBf16(isa, type, cols, numerics)) return internal::Avx512Bf16FastKernels().dot;
+  if (UsesBlockSums(isa, type, numerics)) {
+    return BlockTypeKernel(interleaved ? internal::Avx512VnniInterleaved8BlockSumDotKernels()
+                                       : internal::Avx512VnniBlockSumDotKernels(),
+                           type);
+  }
 #endif
   if (!interleaved) {
     const RowDot k_quant = KQuantSingleRowDotFor(isa, type, numerics);

@@ -244,9 +244,9 @@ void RunStream(int milliseconds) {
   }
 }
 
-// The GEMMs of `types` in both numerics (CpuNumerics.h) at a 1B model's
-// shapes, 2 threads, AVX-512 VNNI: a batched decode of 16 and a 128-token
-// prefill.
+// The products of `types` in both numerics (CpuNumerics.h) at a 1B model's
+// shapes, 2 threads, AVX-512 VNNI: a decode GEMV, a batched decode of 16 and
+// a 128-token prefill.
 void RunNumericsGemm(int milliseconds, const char* section, std::initializer_list<quant::StorageType> types) {
   if (!CpuSupports(CpuIsa::kAvx512Vnni)) return;
   const int64_t shapes[][2] = {{2048, 2048}, {2048, 8192}, {8192, 2048}};  // cols (in), rows (out)
@@ -258,7 +258,7 @@ void RunNumericsGemm(int milliseconds, const char* section, std::initializer_lis
     for (const auto& [cols, rows] : shapes) {
       const std::vector<uint8_t> bytes = testing::RandomWeights(type, rows, cols, rng);
       const WeightView weight{type, rows, cols, bytes};
-      for (int64_t tokens : {16, 128}) {
+      for (int64_t tokens : {1, 16, 128}) {
         std::vector<float> x(static_cast<size_t>(cols * tokens)), y(static_cast<size_t>(rows * tokens));
         std::normal_distribution<float> normal;
         for (float& v : x) v = normal(rng);
@@ -340,10 +340,11 @@ int main(int argc, char** argv) {
   if (!all && std::strcmp(section, "dispatch") != 0 && std::strcmp(section, "read") != 0 &&
       std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0 &&
       std::strcmp(section, "activations") != 0 && std::strcmp(section, "stream") != 0 &&
-      std::strcmp(section, "kquant_gemm") != 0 && std::strcmp(section, "bf16_gemm") != 0) {
+      std::strcmp(section, "kquant_gemm") != 0 && std::strcmp(section, "bf16_gemm") != 0 &&
+      std::strcmp(section, "block_gemm") != 0) {
     std::fprintf(stderr,
                  "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, "
-                 "activations, stream, kquant_gemm, bf16_gemm, all\n",
+                 "activations, stream, kquant_gemm, bf16_gemm, block_gemm, all\n",
                  section);
     return 2;
   }
@@ -355,6 +356,11 @@ int main(int argc, char** argv) {
   if (all || std::strcmp(section, "kquant_gemm") == 0) {
     kvjit::cpu::RunNumericsGemm(milliseconds, "kquant_gemm",
                                 {kvjit::quant::StorageType::kQ4_K, kvjit::quant::StorageType::kQ5_K, kvjit::quant::StorageType::kQ6_K});
+  }
+  if (all || std::strcmp(section, "block_gemm") == 0) {
+    kvjit::cpu::RunNumericsGemm(milliseconds, "block_gemm",
+                                {kvjit::quant::StorageType::kQ8_0, kvjit::quant::StorageType::kQ4_0,
+                                 kvjit::quant::StorageType::kQ5_0, kvjit::quant::StorageType::kQ4_1});
   }
   if (all || std::strcmp(section, "bf16_gemm") == 0) {
     kvjit::cpu::RunNumericsGemm(milliseconds, "bf16_gemm", {kvjit::quant::StorageType::kBF16});
