@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstring>
 
 #include "runtime/cpu/BlockFormatsAvx512.h"
 #include "runtime/cpu/DotKernels.h"
@@ -31,17 +32,25 @@ namespace {
 
 constexpr int64_t kOctet = 8;
 
-// Lane l: the sum of partial[l]'s eight lanes. Integer adds, exact.
-__attribute__((always_inline)) inline __m256i BlockTotals(const __m256i partial[kOctet]) {
-  __m256i quads[2];  // blocks 4h..4h + 3 in lanes 0..3, their other halves in 4..7
-  for (int h = 0; h < 2; ++h) {
-    const __m256i* p = partial + 4 * h;
-    const __m256i pairs01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-    const __m256i pairs23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-    quads[h] = _mm256_add_epi32(_mm256_unpacklo_epi64(pairs01, pairs23), _mm256_unpackhi_epi64(pairs01, pairs23));
+// Blocks 0..3 of p in lanes 0..3, each the sum of its low half's four lanes;
+// the sums of their high halves in lanes 4..7.
+__attribute__((always_inline)) inline __m256i QuadSums(const __m256i p[4]) {
+  const __m256i pairs01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+  const __m256i pairs23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(pairs01, pairs23), _mm256_unpackhi_epi64(pairs01, pairs23));
+}
+
+// Lane l: the sum of partial[l]'s eight lanes, for the `valid` first blocks
+// (the rest are zeros). Integer adds, exact. A row's short last octet of up
+// to four blocks takes half the tree: narrow rows (SmolLM2's 576 columns,
+// two octets and two blocks) spend a good part of their time in it.
+__attribute__((always_inline)) inline __m256i BlockTotals(const __m256i partial[kOctet], int64_t valid) {
+  const __m256i low = QuadSums(partial);
+  if (valid <= 4) {
+    return _mm256_zextsi128_si256(_mm_add_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
   }
-  return _mm256_add_epi32(_mm256_permute2x128_si256(quads[0], quads[1], 0x20),
-                          _mm256_permute2x128_si256(quads[0], quads[1], 0x31));
+  const __m256i high = QuadSums(partial + 4);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31));
 }
 
 // What every row of an octet shares: the activations' q, their scales (and
@@ -53,6 +62,23 @@ struct OctetActivations {
   __m256i corrections;
 };
 
+// Lane l: the four bytes at first + l * kStride, for l < valid; zeros past
+// them. Loaded one by one and interleaved: a vpgatherdd of them measured
+// slower on Zen 4.
+template <int64_t kStride>
+__attribute__((always_inline)) inline __m256i FirstDwords(const void* first, int64_t valid) {
+  const auto* row = static_cast<const uint8_t*>(first);
+  __m128i words[kOctet];
+  for (int64_t l = 0; l < kOctet; ++l) {
+    int32_t word = 0;
+    if (l < valid) std::memcpy(&word, row + l * kStride, sizeof word);
+    words[l] = _mm_cvtsi32_si128(word);
+  }
+  const __m128i low = _mm_unpacklo_epi64(_mm_unpacklo_epi32(words[0], words[1]), _mm_unpacklo_epi32(words[2], words[3]));
+  const __m128i high = _mm_unpacklo_epi64(_mm_unpacklo_epi32(words[4], words[5]), _mm_unpacklo_epi32(words[6], words[7]));
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(low), high, 1);
+}
+
 template <class Format>
 __attribute__((always_inline)) inline OctetActivations LoadOctet(const Q8Block32* a, int64_t valid) {
   OctetActivations octet;
@@ -61,15 +87,12 @@ __attribute__((always_inline)) inline OctetActivations LoadOctet(const Q8Block32
     octet.q[l] = l < valid ? Load256(a[l].q) : _mm256_setzero_si256();
     if (Format::kBias != 0) ones_sums[l] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), octet.q[l]);
   }
-  const __mmask8 lanes = static_cast<__mmask8>((1u << valid) - 1);
-  const __m256i stride = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                            _mm256_set1_epi32(static_cast<int32_t>(sizeof(Q8Block32))));
-  octet.scales = _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), lanes, stride, &a->scale, 1);
-  octet.scaled_sums = Format::kHasOffset
-                          ? _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), lanes, stride, &a->scaled_sum, 1)
-                          : _mm256_setzero_ps();
+  constexpr int64_t kStride = sizeof(Q8Block32);
+  octet.scales = _mm256_castsi256_ps(FirstDwords<kStride>(&a->scale, valid));
+  octet.scaled_sums =
+      Format::kHasOffset ? _mm256_castsi256_ps(FirstDwords<kStride>(&a->scaled_sum, valid)) : _mm256_setzero_ps();
   octet.corrections = Format::kBias != 0
-                          ? _mm256_mullo_epi32(BlockTotals(ones_sums), _mm256_set1_epi32(-Format::kBias))
+                          ? _mm256_mullo_epi32(BlockTotals(ones_sums, valid), _mm256_set1_epi32(-Format::kBias))
                           : _mm256_setzero_si256();
   return octet;
 }
@@ -88,11 +111,9 @@ __attribute__((always_inline)) inline void AddOctet(const uint8_t* row, const Oc
     partial[l] = l < valid ? _mm256_dpbusd_epi32(_mm256_setzero_si256(), Format::Unsigned(row + l * kBlockStride), x.q[l])
                            : _mm256_setzero_si256();
   }
-  const __m256i totals = _mm256_add_epi32(BlockTotals(partial), x.corrections);
-  // d (and m) of the blocks, one gather of their first four bytes.
-  const __mmask8 lanes = static_cast<__mmask8>((1u << valid) - 1);
-  const __m256i stride = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(kBlockStride));
-  const __m256i factors = _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), lanes, stride, row, 1);
+  const __m256i totals = _mm256_add_epi32(BlockTotals(partial, valid), x.corrections);
+  // d (and m) of the blocks.
+  const __m256i factors = FirstDwords<kBlockStride>(row, valid);
   acc = _mm256_fmadd_ps(_mm256_mul_ps(LowHalves(factors), x.scales), _mm256_cvtepi32_ps(totals), acc);
   if (Format::kHasOffset) acc = _mm256_fmadd_ps(HighHalves(factors), x.scaled_sums, acc);
 }
@@ -103,6 +124,16 @@ float Result(__m256 acc) {
   return LaneSum(lanes);
 }
 
+// visit(b, valid) for each octet of `blocks` blocks from block b, `valid` of
+// them: whole octets with valid a constant, so that their loops and masks
+// fold away, then the short last one.
+template <class Visit>
+__attribute__((always_inline)) inline void ForEachOctet(int64_t blocks, Visit visit) {
+  const int64_t whole = blocks / kOctet * kOctet;
+  for (int64_t b = 0; b < whole; b += kOctet) visit(b, kOctet);
+  if (whole < blocks) visit(whole, blocks - whole);
+}
+
 // Row-major blocks (kRowsInterleaved 1) or the interleaved layout's (8): the
 // next block of a row lies kRowsInterleaved blocks further on.
 template <class Format, int64_t kRowsInterleaved>
@@ -111,11 +142,10 @@ float DotBlockSums(const uint8_t* weight_row, const void* activation_row, int64_
   const auto* activations = static_cast<const Q8Block32*>(activation_row);
   const int64_t blocks = cols / 32;
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; b += kOctet) {
-    const int64_t valid = blocks - b < kOctet ? blocks - b : kOctet;
+  ForEachOctet(blocks, [&](int64_t b, int64_t valid) __attribute__((always_inline)) {
     const OctetActivations x = LoadOctet<Format>(activations + b, valid);
     AddOctet<Format, kBlockStride>(weight_row + b * kBlockStride, x, valid, acc);
-  }
+  });
   return Result(acc);
 }
 
@@ -148,8 +178,7 @@ void DotBlockSumsRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, c
   for (; r + kSideBySide <= rows; r += kSideBySide) {
     __m256 acc[kSideBySide];
     for (int k = 0; k < kSideBySide; ++k) acc[k] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < blocks; b += kOctet) {
-      const int64_t valid = blocks - b < kOctet ? blocks - b : kOctet;
+    ForEachOctet(blocks, [&](int64_t b, int64_t valid) __attribute__((always_inline)) {
       if (kRowsInterleaved != 1) {
         PrefetchLines(weights + b * kBlockStride + kStreamPrefetchBytes, valid * kBlockStride);
       }
@@ -167,7 +196,7 @@ void DotBlockSumsRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, c
         }
         AddOctet<Format, kBlockStride>(row, x, valid, acc[k]);
       }
-    }
+    });
     for (int k = 0; k < kSideBySide; ++k) out[r + k] = Result(acc[k]);
   }
   for (; r < rows; ++r) out[r] = DotBlockSums<Format, kRowsInterleaved>(weights + r * row_bytes, activation_row, cols);

@@ -34,9 +34,10 @@ struct Sequence {
   int32_t new_tokens;  // the step's tokens: the last new_tokens positions
 };
 
-// A step mixing a chunked prefill (4 new of 37), a whole prefill (5 of 5)
-// and decodes (1 of 70, 1 of 16: a full block).
-const std::vector<Sequence> kSequences = {{37, 4}, {5, 5}, {70, 1}, {16, 1}};
+// A step mixing a chunked prefill (19 new of 37: its tokens end in
+// different registers of 8 and blocks), a whole prefill (5 of 5) and decodes
+// (1 of 70, 1 of 16: a full block).
+const std::vector<Sequence> kSequences = {{37, 19}, {5, 5}, {70, 1}, {16, 1}};
 
 struct Cache {
   PagedKvLayout layout;
@@ -534,7 +535,7 @@ TEST(WriteKvTest, RoundsToNearestEvenHalf) {
 TEST(PagedAttentionErrors, RejectsBadMetadataBeforeReadingTheCache) {
   const Cache cache = BuildCache(kvx::StorageType::F32, 3);
   const float scale = 0.1f;
-  std::vector<float> out(6 * kHeads * kHeadDim);
+  std::vector<float> out(19 * kHeads * kHeadDim);
   ThreadPool pool(1);
   const auto run = [&](const Step& step, int64_t heads) {
     return PagedAttention(step.query.data(), step.tokens, heads, cache.layout, kLayer, cache.pool.data(), kPoolBlocks,
@@ -553,7 +554,7 @@ TEST(PagedAttentionErrors, RejectsBadMetadataBeforeReadingTheCache) {
 
   Step bad_starts = step;
   bad_starts.seq_starts[1] = 3;
-  EXPECT_THAT(run(bad_starts, kHeads).message(), HasSubstr("seq_starts must run from 0 to 4"));
+  EXPECT_THAT(run(bad_starts, kHeads).message(), HasSubstr("seq_starts must run from 0 to 19"));
 
   EXPECT_THAT(PagedAttention(step.query.data(), step.tokens, kHeads, cache.layout, kLayer, cache.pool.data(),
                              kPoolBlocks, step.Batch(cache.max_blocks), scale, /*window=*/0, /*softcap=*/-1.0f,
