@@ -124,16 +124,6 @@ float Result(__m256 acc) {
   return LaneSum(lanes);
 }
 
-// visit(b, valid) for each octet of `blocks` blocks from block b, `valid` of
-// them: whole octets with valid a constant, so that their loops and masks
-// fold away, then the short last one.
-template <class Visit>
-__attribute__((always_inline)) inline void ForEachOctet(int64_t blocks, Visit visit) {
-  const int64_t whole = blocks / kOctet * kOctet;
-  for (int64_t b = 0; b < whole; b += kOctet) visit(b, kOctet);
-  if (whole < blocks) visit(whole, blocks - whole);
-}
-
 // Row-major blocks (kRowsInterleaved 1) or the interleaved layout's (8): the
 // next block of a row lies kRowsInterleaved blocks further on.
 template <class Format, int64_t kRowsInterleaved>
@@ -142,10 +132,11 @@ float DotBlockSums(const uint8_t* weight_row, const void* activation_row, int64_
   const auto* activations = static_cast<const Q8Block32*>(activation_row);
   const int64_t blocks = cols / 32;
   __m256 acc = _mm256_setzero_ps();
-  ForEachOctet(blocks, [&](int64_t b, int64_t valid) __attribute__((always_inline)) {
+  for (int64_t b = 0; b < blocks; b += kOctet) {
+    const int64_t valid = blocks - b < kOctet ? blocks - b : kOctet;
     const OctetActivations x = LoadOctet<Format>(activations + b, valid);
     AddOctet<Format, kBlockStride>(weight_row + b * kBlockStride, x, valid, acc);
-  });
+  }
   return Result(acc);
 }
 
@@ -178,7 +169,8 @@ void DotBlockSumsRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, c
   for (; r + kSideBySide <= rows; r += kSideBySide) {
     __m256 acc[kSideBySide];
     for (int k = 0; k < kSideBySide; ++k) acc[k] = _mm256_setzero_ps();
-    ForEachOctet(blocks, [&](int64_t b, int64_t valid) __attribute__((always_inline)) {
+    for (int64_t b = 0; b < blocks; b += kOctet) {
+      const int64_t valid = blocks - b < kOctet ? blocks - b : kOctet;
       if (kRowsInterleaved != 1) {
         PrefetchLines(weights + b * kBlockStride + kStreamPrefetchBytes, valid * kBlockStride);
       }
@@ -196,7 +188,7 @@ void DotBlockSumsRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, c
         }
         AddOctet<Format, kBlockStride>(row, x, valid, acc[k]);
       }
-    });
+    }
     for (int k = 0; k < kSideBySide; ++k) out[r + k] = Result(acc[k]);
   }
   for (; r < rows; ++r) out[r] = DotBlockSums<Format, kRowsInterleaved>(weights + r * row_bytes, activation_row, cols);
