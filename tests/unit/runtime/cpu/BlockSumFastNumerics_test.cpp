@@ -128,7 +128,7 @@ struct Case {
 // add by half their tree), rows past a tile's four (37 in GGUF's rows; five
 // groups of 8 interleaved), rows whose bytes but d (and m) are all 0x00,
 // 0xff, 0x80 or 0x7f (the integer ranges' edges) beside random ones, and
-// activations at +-4 throughout, Gaussian with outliers, and zero.
+// testing::EdgeActivations.
 constexpr int64_t kLongTail = 69;
 constexpr int64_t kShortTail = 66;
 Case MakeCase(StorageType type, int64_t tokens, int64_t rows_interleaved, uint32_t seed, int64_t blocks = kLongTail) {
@@ -151,16 +151,7 @@ Case MakeCase(StorageType type, int64_t tokens, int64_t rows_interleaved, uint32
                 ? c.gguf
                 : kvx::InterleaveRows(c.gguf.data(), rows, blocks, static_cast<uint64_t>(block_bytes));
   c.weight = WeightView{type, rows, cols, c.bytes, rows_interleaved};
-  c.x.resize(static_cast<size_t>(tokens * cols));
-  std::normal_distribution<float> normal;
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t i = 0; i < cols; ++i) {
-      float& v = c.x[t * cols + i];
-      if (t % 3 == 0) v = i % 3 == 0 ? -4.0f : 4.0f;
-      if (t % 3 == 1) v = i % 97 == 0 ? 20.0f * normal(rng) : normal(rng);
-      if (t % 3 == 2) v = i < 300 ? 0.0f : normal(rng);
-    }
-  }
+  c.x = testing::EdgeActivations(tokens, cols, rng);
   return c;
 }
 

@@ -160,7 +160,8 @@ struct Case {
 // Rows past a tile's four (37), six super-blocks (a partial run of four),
 // rows whose packed bytes are all 0x00, 0xff, 0x80 or 0x7f (the integer
 // ranges' edges, with the random f16 factors) beside random ones, and
-// activations at +-127 throughout, Gaussian with outliers, and zero.
+// testing::EdgeActivations (quantized to +-127 throughout, Gaussian with
+// outliers, and zero).
 Case MakeCase(StorageType type, int64_t tokens, uint32_t seed) {
   constexpr int64_t kRows = 37, kCols = 6 * kSuperBlock;
   constexpr uint8_t kFills[] = {0x00, 0xff, 0x80, 0x7f};
@@ -181,16 +182,7 @@ Case MakeCase(StorageType type, int64_t tokens, uint32_t seed) {
     }
   }
   c.weight = WeightView{type, kRows, kCols, c.bytes};
-  c.x.resize(static_cast<size_t>(tokens * kCols));
-  std::normal_distribution<float> normal;
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t i = 0; i < kCols; ++i) {
-      float& v = c.x[t * kCols + i];
-      if (t % 3 == 0) v = i % 3 == 0 ? -4.0f : 4.0f;
-      if (t % 3 == 1) v = i % 97 == 0 ? 20.0f * normal(rng) : normal(rng);
-      if (t % 3 == 2) v = i < 300 ? 0.0f : normal(rng);
-    }
-  }
+  c.x = testing::EdgeActivations(tokens, kCols, rng);
   return c;
 }
 

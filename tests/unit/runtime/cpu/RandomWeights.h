@@ -69,6 +69,24 @@ inline std::vector<uint8_t> RandomWeights(quant::StorageType type, int64_t rows,
   return bytes;
 }
 
+// `tokens` rows of `cols` activations that take the 8-bit quantizations to
+// their edges, by token: +-4 throughout (every element at the block's
+// scale), Gaussian with an outlier every 97 elements, and zeros in the first
+// 300 then Gaussian (blocks whose scale is 0).
+inline std::vector<float> EdgeActivations(int64_t tokens, int64_t cols, std::mt19937& rng) {
+  std::vector<float> x(static_cast<size_t>(tokens * cols));
+  std::normal_distribution<float> normal;
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < cols; ++i) {
+      float& v = x[t * cols + i];
+      if (t % 3 == 0) v = i % 3 == 0 ? -4.0f : 4.0f;
+      if (t % 3 == 1) v = i % 97 == 0 ? 20.0f * normal(rng) : normal(rng);
+      if (t % 3 == 2) v = i < 300 ? 0.0f : normal(rng);
+    }
+  }
+  return x;
+}
+
 }  // namespace kvjit::cpu::testing
 
 #endif  // KVJIT_TESTS_UNIT_RUNTIME_CPU_RANDOMWEIGHTS_H_
