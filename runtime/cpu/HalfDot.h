@@ -72,6 +72,13 @@ void HalfAxpyRowsQueries(const uint8_t* x, int64_t row_bytes, int64_t rows, cons
                          int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
                          int64_t first_element);
 
+// HalfAxpyRowsQueries over rows wherever they lie, row r at rows[r] (the
+// value rows of consecutive positions across a paged cache's blocks), so that
+// the lanes can stay in registers from one block to the next. The same bits.
+void HalfAxpyRowPointersQueries(const uint8_t* const* rows, int64_t count, const float* a, int64_t a_stride,
+                                int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
+                                int64_t first_element);
+
 // out[i] = x[i] rounded to the nearest f16 (ties to even), as a float: how
 // ggml converts an f32 operand of an f16 product. `out` may alias `x`.
 void RoundToHalfRow(const float* x, float* out, int64_t n);

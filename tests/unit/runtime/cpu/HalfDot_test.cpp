@@ -209,6 +209,47 @@ TEST(HalfDotTest, QueriesFormsEqualEachQueryAlone) {
   }
 }
 
+// The row-pointer form (the value rows of a paged cache, block after block)
+// gives each set the bits of the strided form over the same rows in order,
+// for 5 rows and 45 scattered in runs of 16 and alone, 1 to 5 sets, both lane
+// counts and lengths of whole 16-float registers (AVX-512's kernel, 128
+// columns a pass: 256 takes two) and not.
+TEST(HalfDotTest, RowPointersEqualTheStridedRows) {
+  for (const int64_t n : {64, 128, 256, 40}) {
+    const int64_t row_bytes = 2 * n + 16;
+    constexpr int64_t kRows = 45;
+    const Operands values = RandomOperands(2 * kRows * (n + 8), 31);
+    const Operands weights = RandomOperands(5 * 64, 32);
+    // Rows 0..15 and 16..31 as two blocks placed in reverse, then 13 single
+    // rows at every other slot.
+    std::vector<const uint8_t*> rows(kRows);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const int64_t slot = r < 16 ? 16 + r : r < 32 ? r - 16 : 32 + 2 * (r - 32);
+      rows[r] = Bytes(values.x) + slot * row_bytes;
+    }
+    for (const int64_t count : {int64_t{5}, kRows}) {
+      for (const int lane_count : {8, 32}) {
+        for (int64_t sets = 1; sets <= 5; ++sets) {
+          const int64_t a_stride = 64, lanes_stride = lane_count * n + 8;
+          std::vector<float> start(sets * lanes_stride);
+          for (size_t i = 0; i < start.size(); ++i) start[i] = weights.y[i % weights.y.size()];
+          std::vector<float> together = start, expected = start;
+          HalfAxpyRowPointersQueries(rows.data(), count, weights.y.data(), a_stride, sets, n, together.data(),
+                                     lanes_stride, lane_count, 3);
+          for (int64_t r = 0; r < count; ++r) {
+            HalfAxpyRowsQueries(rows[r], row_bytes, 1, weights.y.data() + r, a_stride, sets, n, expected.data(),
+                                lanes_stride, lane_count, 3 + r);
+          }
+          for (size_t i = 0; i < together.size(); ++i) {
+            ASSERT_EQ(together[i], expected[i]) << "n " << n << ", rows " << count << ", lanes " << lane_count
+                                                << ", sets " << sets << ", element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Values whose f16 rounding is telling (ties, f16 subnormals, overflow),
 // then 101 random ones: a length off a multiple of 8.
 std::vector<float> HalfRoundingCases(uint32_t seed) {
