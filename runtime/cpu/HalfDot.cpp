@@ -313,10 +313,10 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRows(HalfDotO
 // Whole groups of eight rows run without a bound check per row. Each set's
 // lanes take the row-by-row loop's operations in its order (columns are
 // independent, so their width per register changes nothing).
-template <int kQueries, class RowAt>
+template <int kQueries>
 __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyEightLanesQueries(
-    RowAt row_at, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes, int64_t lanes_stride,
-    int64_t first_element) {
+    const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes,
+    int64_t lanes_stride, int64_t first_element) {
   const int64_t first_lane = first_element % kTinyBlasLanes;
   const int64_t whole_groups = rows / kTinyBlasLanes * kTinyBlasLanes;
   for (int64_t i = 0; i < n; i += 16) {
@@ -329,7 +329,7 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyEightLanesQuerie
     int64_t r = 0;
     for (; r < whole_groups; r += kTinyBlasLanes) {
       for (int k = 0; k < kTinyBlasLanes; ++k) {
-        const __m512 values = LoadHalf16(row_at(r + k) + 2 * i);
+        const __m512 values = LoadHalf16(x + (r + k) * row_bytes + 2 * i);
         for (int q = 0; q < kQueries; ++q) {
           acc[q][k] = _mm512_fmadd_ps(values, _mm512_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
         }
@@ -337,7 +337,7 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyEightLanesQuerie
     }
     for (int k = 0; k < kTinyBlasLanes; ++k) {
       if (r + k < rows) {
-        const __m512 values = LoadHalf16(row_at(r + k) + 2 * i);
+        const __m512 values = LoadHalf16(x + (r + k) * row_bytes + 2 * i);
         for (int q = 0; q < kQueries; ++q) {
           acc[q][k] = _mm512_fmadd_ps(values, _mm512_set1_ps(a[q * a_stride + r + k]), acc[q][k]);
         }
@@ -369,9 +369,9 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRowsQueries(
 // the column-by-column form reads a 32-byte piece of every row for each
 // 16 columns. Each lane takes its rows in the same order, with the same
 // operations: the same bits.
-template <int kQueries, class RowAt>
+template <int kQueries>
 __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyLaneByLane(
-    RowAt row_at, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes, int64_t lanes_stride,
+    const uint8_t* const* row_pointers, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes, int64_t lanes_stride,
     int64_t first_element) {
   constexpr int64_t kColumns = 8;  // registers of 16 per set and pass
   for (int64_t k = 0; k < kTinyBlasLanes && k < rows; ++k) {
@@ -385,7 +385,7 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyLaneByLane(
         }
       }
       for (int64_t r = k; r < rows; r += kTinyBlasLanes) {
-        const uint8_t* row = row_at(r) + 2 * c;
+        const uint8_t* row = row_pointers[r] + 2 * c;
         __m512 weight[kQueries];
         for (int q = 0; q < kQueries; ++q) weight[q] = _mm512_set1_ps(a[q * a_stride + r]);
         for (int64_t j = 0; j < registers; ++j) {
@@ -399,23 +399,6 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyLaneByLane(
         }
       }
     }
-  }
-}
-
-// Avx512AxpyEightLanesQueries for `queries` sets, two at a time: 16 lane
-// registers, and the row's values and a broadcast weight beside them.
-template <class RowAt>
-__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyEightLanesSets(
-    RowAt row_at, int64_t rows, const float* a, int64_t a_stride, int64_t queries, int64_t n, float* lanes,
-    int64_t lanes_stride, int64_t first_element) {
-  int64_t q = 0;
-  for (; q + 2 <= queries; q += 2) {
-    Avx512AxpyEightLanesQueries<2>(row_at, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
-                                   lanes_stride, first_element);
-  }
-  if (q < queries) {
-    Avx512AxpyEightLanesQueries<1>(row_at, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
-                                   lanes_stride, first_element);
   }
 }
 
@@ -440,8 +423,17 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
     }
     return;
   }
-  Avx512AxpyEightLanesSets([&](int64_t r) { return x + r * row_bytes; }, rows, a, a_stride, queries, n, lanes,
-                           lanes_stride, first_element);
+  // Two sets at a time: 16 lane registers, and the row's values and a
+  // broadcast weight beside them.
+  int64_t q = 0;
+  for (; q + 2 <= queries; q += 2) {
+    Avx512AxpyEightLanesQueries<2>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
+                                     lanes_stride, first_element);
+  }
+  if (q < queries) {
+    Avx512AxpyEightLanesQueries<1>(x, row_bytes, rows, a + q * a_stride, a_stride, n, lanes + q * lanes_stride,
+                                     lanes_stride, first_element);
+  }
 }
 // One set of weights: the queries forms' single set, the same operations.
 __attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRows(const uint8_t* x, int64_t row_bytes, int64_t rows,
@@ -532,14 +524,13 @@ void HalfAxpyRowPointersQueries(const uint8_t* const* rows, int64_t count, const
                                 int64_t first_element) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   if (internal::Avx512HalfDotKernels() != nullptr && lane_count == kTinyBlasLanes && n % 16 == 0) {
-    const auto row_at = [rows](int64_t r) { return rows[r]; };
     int64_t q = 0;
     for (; q + 2 <= queries; q += 2) {
-      Avx512AxpyLaneByLane<2>(row_at, count, a + q * a_stride, a_stride, n, lanes + q * lanes_stride, lanes_stride,
+      Avx512AxpyLaneByLane<2>(rows, count, a + q * a_stride, a_stride, n, lanes + q * lanes_stride, lanes_stride,
                               first_element);
     }
     if (q < queries) {
-      Avx512AxpyLaneByLane<1>(row_at, count, a + q * a_stride, a_stride, n, lanes + q * lanes_stride, lanes_stride,
+      Avx512AxpyLaneByLane<1>(rows, count, a + q * a_stride, a_stride, n, lanes + q * lanes_stride, lanes_stride,
                               first_element);
     }
     return;
