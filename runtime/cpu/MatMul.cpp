@@ -81,17 +81,14 @@ auto BlockTypeKernel(const Kernels& kernels, StorageType type) -> decltype(kerne
   }
 }
 
+#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
 // Whether CpuNumerics::kFast's bf16 kernels (AVX-512 BF16's vdpbf16ps)
 // take this weight's rows: bf16 in GGUF's rows of a multiple of 32 columns
 // on a CPU that has them; every other bf16 weight keeps the batch-invariant
 // kernels.
 bool UsesFastBf16(CpuIsa isa, StorageType type, int64_t cols, CpuNumerics numerics) {
-#if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   return type == StorageType::kBF16 && numerics == CpuNumerics::kFast && isa == CpuIsa::kAvx512Vnni &&
          cols % 32 == 0 && CpuSupportsAvx512Bf16();
-#else
-  return false;
-#endif
 }
 
 // Whether CpuNumerics::kFast's block sums (BlockGemmBlockSumsAvx512Vnni.cpp
@@ -100,6 +97,7 @@ bool UsesFastBf16(CpuIsa isa, StorageType type, int64_t cols, CpuNumerics numeri
 bool UsesBlockSums(CpuIsa isa, StorageType type, CpuNumerics numerics) {
   return numerics == CpuNumerics::kFast && isa == CpuIsa::kAvx512Vnni && quant::ElementsPerBlock(type) == 32;
 }
+#endif
 
 // The four-row kernel for `type` under `isa` and the weight's interleaving,
 // or null where there is none (the rows then go one by one, with the same
