@@ -300,10 +300,77 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) float Avx512VecDot(const uint8_
   return full == n ? folded : AddVecDotTail(folded, x, y, full, n);
 }
 
+// Per 128-bit quarter: a0 + a1, a2 + a3, b0 + b1, b2 + b3.
+__attribute__((target("avx512f,avx2,fma,f16c"))) __m512 Avx512AdjacentPairSums(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Avx512VecDot's fold for sixteen rows at once: pairs[k] holds row k's
+// (a0 + a2) | (a1 + a3). Each step adds the halves of two (then four) rows'
+// registers in one instruction, the additions each row's own fold makes, so
+// that a row's fold costs three instructions instead of a dozen. Returns row
+// k's total in lane 4 * (k % 4) + k / 4.
+__attribute__((target("avx512f,avx2,fma,f16c"))) __m512 Avx512VecDotFoldSixteen(const __m512 pairs[16]) {
+  // v = low eight + high eight: rows 2j and 2j + 1 in halves of one register.
+  __m512 v[8];
+  for (int j = 0; j < 8; ++j) {
+    v[j] = _mm512_add_ps(_mm512_shuffle_f32x4(pairs[2 * j], pairs[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(pairs[2 * j], pairs[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // t_i = v_i + v_{i+4}: rows 4m .. 4m + 3 in the four 128-bit quarters.
+  __m512 t[4];
+  for (int m = 0; m < 4; ++m) {
+    t[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // (t0 + t1) and (t2 + t3) of two quarters' rows side by side, then their sum.
+  return Avx512AdjacentPairSums(Avx512AdjacentPairSums(t[0], t[1]), Avx512AdjacentPairSums(t[2], t[3]));
+}
+
+// kVecDot over n a multiple of 32 for kQueries queries, sixteen rows at a
+// time: each row's two accumulators take Avx512VecDot's FMAs in its order,
+// a row's values converted once for every query, and sixteen rows' folds
+// share their instructions (Avx512VecDotFoldSixteen). The same bits.
+template <int kQueries>
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512VecDotSixteenRows(const uint8_t* x, int64_t row_bytes,
+                                                                               int64_t rows, const float* y,
+                                                                               int64_t n, float* out,
+                                                                               int64_t out_stride) {
+  // Lane 4 * (k % 4) + k / 4 to lane k.
+  const __m512i row_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (int64_t r = 0; r < rows; r += 16) {
+    const int count = static_cast<int>(std::min<int64_t>(16, rows - r));
+    __m512 pairs[kQueries][16];
+    for (int k = 0; k < 16; ++k) {
+      for (int q = 0; q < kQueries; ++q) pairs[q][k] = _mm512_setzero_ps();
+    }
+    for (int k = 0; k < count; ++k) {
+      const uint8_t* row = x + (r + k) * row_bytes;
+      __m512 low[kQueries], high[kQueries];
+      for (int q = 0; q < kQueries; ++q) low[q] = high[q] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < n; i += kVecDotLanes) {
+        const __m512 first = LoadHalf16(row + 2 * i);
+        const __m512 second = LoadHalf16(row + 2 * (i + 16));
+        for (int q = 0; q < kQueries; ++q) {
+          low[q] = _mm512_fmadd_ps(first, _mm512_loadu_ps(y + q * n + i), low[q]);
+          high[q] = _mm512_fmadd_ps(second, _mm512_loadu_ps(y + q * n + i + 16), high[q]);
+        }
+      }
+      for (int q = 0; q < kQueries; ++q) pairs[q][k] = _mm512_add_ps(low[q], high[q]);
+    }
+    const __mmask16 stored = static_cast<__mmask16>((1u << count) - 1);
+    for (int q = 0; q < kQueries; ++q) {
+      const __m512 totals = _mm512_permutexvar_ps(row_order, Avx512VecDotFoldSixteen(pairs[q]));
+      _mm512_mask_storeu_ps(out + q * out_stride + r, stored, totals);
+    }
+  }
+}
+
 __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRows(HalfDotOrder order, const uint8_t* x,
                                                                          int64_t row_bytes, int64_t rows,
                                                                          const float* y, int64_t n, float* out) {
   if (EffectiveOrder(order, n) == HalfDotOrder::kTinyBlas) return Avx2HalfDotRows(order, x, row_bytes, rows, y, n, out);
+  if (n % kVecDotLanes == 0) return Avx512VecDotSixteenRows<1>(x, row_bytes, rows, y, n, out, 0);
   for (int64_t r = 0; r < rows; ++r) out[r] = Avx512VecDot(x + r * row_bytes, y, n);
 }
 
@@ -352,30 +419,37 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyEightLanesQuerie
 }
 
 // tinyBLAS's order keeps one 8-lane accumulator per product, which AVX2's
-// queries form already holds in registers; kVecDot's (a decode step's) runs
-// AVX-512's rows query by query.
+// queries form already holds in registers; kVecDot's (a decode step's) takes
+// two queries per pass over the rows.
 __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRowsQueries(
     HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t queries, int64_t n,
     float* out, int64_t out_stride) {
   if (EffectiveOrder(order, n) == HalfDotOrder::kTinyBlas) {
     return Avx2HalfDotRowsQueries(order, x, row_bytes, rows, y, queries, n, out, out_stride);
   }
-  for (int64_t q = 0; q < queries; ++q) Avx512HalfDotRows(order, x, row_bytes, rows, y + q * n, n, out + q * out_stride);
+  int64_t q = 0;
+  if (n % kVecDotLanes == 0) {
+    for (; q + 2 <= queries; q += 2) {
+      Avx512VecDotSixteenRows<2>(x, row_bytes, rows, y + q * n, n, out + q * out_stride, out_stride);
+    }
+  }
+  for (; q < queries; ++q) Avx512HalfDotRows(order, x, row_bytes, rows, y + q * n, n, out + q * out_stride);
 }
 
 // Avx512AxpyEightLanesQueries lane by lane: the rows of lane k (every
-// eighth row) against all of a set's columns, up to 128 at a time held in
-// registers, so that each row's values are read whole, once per pass, where
-// the column-by-column form reads a 32-byte piece of every row for each
-// 16 columns. Each lane takes its rows in the same order, with the same
-// operations: the same bits.
+// lane_count-th row) against all of a set's columns, up to 128 at a time held
+// in registers, so that each row's values are read whole, once per pass,
+// where the column-by-column form reads a 32-byte piece of every row for
+// each 16 columns, and a lane is loaded and stored once per pass, not once
+// per row (kVecDot's 32 lanes, a decode step's). Each lane takes its rows in
+// the same order, with the same operations: the same bits.
 template <int kQueries>
 __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyLaneByLane(
     const uint8_t* const* row_pointers, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes, int64_t lanes_stride,
-    int64_t first_element) {
+    int lane_count, int64_t first_element) {
   constexpr int64_t kColumns = 8;  // registers of 16 per set and pass
-  for (int64_t k = 0; k < kTinyBlasLanes && k < rows; ++k) {
-    const int64_t lane = (first_element + k) % kTinyBlasLanes;
+  for (int64_t k = 0; k < lane_count && k < rows; ++k) {
+    const int64_t lane = (first_element + k) % lane_count;
     for (int64_t c = 0; c < n; c += 16 * kColumns) {
       const int64_t registers = std::min<int64_t>(kColumns, (n - c) / 16);
       __m512 acc[kQueries][kColumns];
@@ -384,7 +458,7 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyLaneByLane(
           acc[q][j] = _mm512_loadu_ps(lanes + q * lanes_stride + lane * n + c + 16 * j);
         }
       }
-      for (int64_t r = k; r < rows; r += kTinyBlasLanes) {
+      for (int64_t r = k; r < rows; r += lane_count) {
         const uint8_t* row = row_pointers[r] + 2 * c;
         __m512 weight[kQueries];
         for (int q = 0; q < kQueries; ++q) weight[q] = _mm512_set1_ps(a[q * a_stride + r]);
@@ -523,15 +597,15 @@ void HalfAxpyRowPointersQueries(const uint8_t* const* rows, int64_t count, const
                                 int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
                                 int64_t first_element) {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  if (internal::Avx512HalfDotKernels() != nullptr && lane_count == kTinyBlasLanes && n % 16 == 0) {
+  if (internal::Avx512HalfDotKernels() != nullptr && n % 16 == 0) {
     int64_t q = 0;
     for (; q + 2 <= queries; q += 2) {
       Avx512AxpyLaneByLane<2>(rows, count, a + q * a_stride, a_stride, n, lanes + q * lanes_stride, lanes_stride,
-                              first_element);
+                              lane_count, first_element);
     }
     if (q < queries) {
       Avx512AxpyLaneByLane<1>(rows, count, a + q * a_stride, a_stride, n, lanes + q * lanes_stride, lanes_stride,
-                              first_element);
+                              lane_count, first_element);
     }
     return;
   }

@@ -161,6 +161,41 @@ TEST(HalfDotTest, AxpyRowsOverEightLanesEqualTheRowByRowLoop) {
   }
 }
 
+// kVecDot over many rows (a decode step's keys): every kernel gives each row
+// and query ggml's bits, for row counts at and either side of the sixteen
+// that AVX-512 folds together, 1 to 3 queries (pairs and one alone), lengths
+// of whole 32-lane steps and one with a tail.
+TEST(HalfDotTest, VecDotRowsEqualTheReferenceRowByRow) {
+  for (const int64_t n : {32, 96, 128, 256, 40}) {
+    const int64_t row_bytes = 2 * n + 64;
+    constexpr int64_t kMostRows = 40;
+    const Operands keys = RandomOperands(kMostRows * row_bytes / 2, 41);
+    const Operands queries = RandomOperands(3 * n, 42);
+    for (const int64_t rows : {1, 15, 16, 17, 40}) {
+      for (int64_t count = 1; count <= 3; ++count) {
+        for (const internal::HalfDotKernels* kernels : AllKernels()) {
+          std::vector<float> out(count * kMostRows, -1.0f);
+          kernels->dot_rows_queries(HalfDotOrder::kVecDot, Bytes(keys.x), row_bytes, rows, queries.y.data(), count, n,
+                                    out.data(), kMostRows);
+          for (int64_t q = 0; q < count; ++q) {
+            for (int64_t r = 0; r < kMostRows; ++r) {
+              if (r >= rows) {
+                ASSERT_EQ(out[q * kMostRows + r], -1.0f) << "written past row " << rows;
+                continue;
+              }
+              Operands row;
+              row.x.assign(keys.x.begin() + r * row_bytes / 2, keys.x.begin() + r * row_bytes / 2 + n);
+              row.y.assign(queries.y.begin() + q * n, queries.y.begin() + (q + 1) * n);
+              ASSERT_EQ(out[q * kMostRows + r], ReferenceVecDot(row))
+                  << "n " << n << ", rows " << rows << ", query " << q << " of " << count << ", row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The queries' forms give each query the bits of its own single-query call,
 // in both orders, for 1 to 7 queries (past the four a pass takes), an odd
 // number of key rows, and lengths of whole registers and not.
