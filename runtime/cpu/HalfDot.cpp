@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "runtime/cpu/CpuIsa.h"
 #include "runtime/quant/Half.h"
@@ -82,6 +83,26 @@ void PortableStoreHalfRow(const float* x, uint8_t* out, int64_t n) {
     const uint16_t bits = quant::FloatToHalf(x[i]);
     std::memcpy(out + 2 * i, &bits, sizeof bits);
   }
+}
+
+// The same additions as FoldHalfDotLanes, columns first..n-1.
+void PortableFoldHalfDotLaneRows(HalfDotOrder order, const float* lanes, int64_t n, int64_t first, float* out) {
+  const auto row = [&](int lane) { return lanes + lane * n; };
+  if (order == HalfDotOrder::kTinyBlas) {
+    for (int64_t i = first; i < n; ++i) {
+      out[i] = ((row(0)[i] + row(4)[i]) + (row(2)[i] + row(6)[i])) + ((row(1)[i] + row(5)[i]) + (row(3)[i] + row(7)[i]));
+    }
+    return;
+  }
+  for (int64_t i = first; i < n; ++i) {
+    float v[8];
+    for (int l = 0; l < 8; ++l) v[l] = (row(l)[i] + row(16 + l)[i]) + (row(8 + l)[i] + row(24 + l)[i]);
+    out[i] = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+  }
+}
+
+void PortableFoldLaneRows(HalfDotOrder order, const float* lanes, int64_t n, float* out) {
+  PortableFoldHalfDotLaneRows(order, lanes, n, 0, out);
 }
 
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
@@ -254,6 +275,37 @@ __attribute__((target("avx2,fma,f16c"))) void Avx2HalfAxpyRowsQueries(const uint
     }
     AxpyTailColumns(row, i, n, a + r, a_stride, queries, lanes + lane_offset, lanes_stride);
   }
+}
+
+// Columns i..i+7 of lane row l of lanes [lane][n].
+__attribute__((target("avx2,fma,f16c"))) __m256 LaneColumns(const float* lanes, int64_t n, int l, int64_t i) {
+  return _mm256_loadu_ps(lanes + l * n + i);
+}
+
+// FoldHalfDotLaneRows eight columns to a register: the columns are
+// independent, each takes the portable loop's additions.
+__attribute__((target("avx2,fma,f16c"))) void Avx2FoldLaneRows(HalfDotOrder order, const float* lanes, int64_t n,
+                                                              float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    if (order == HalfDotOrder::kTinyBlas) {
+      const __m256 even = _mm256_add_ps(_mm256_add_ps(LaneColumns(lanes, n, 0, i), LaneColumns(lanes, n, 4, i)),
+                                        _mm256_add_ps(LaneColumns(lanes, n, 2, i), LaneColumns(lanes, n, 6, i)));
+      const __m256 odd = _mm256_add_ps(_mm256_add_ps(LaneColumns(lanes, n, 1, i), LaneColumns(lanes, n, 5, i)),
+                                       _mm256_add_ps(LaneColumns(lanes, n, 3, i), LaneColumns(lanes, n, 7, i)));
+      _mm256_storeu_ps(out + i, _mm256_add_ps(even, odd));
+      continue;
+    }
+    __m256 v[8];
+    for (int l = 0; l < 8; ++l) {
+      v[l] = _mm256_add_ps(_mm256_add_ps(LaneColumns(lanes, n, l, i), LaneColumns(lanes, n, 16 + l, i)),
+                           _mm256_add_ps(LaneColumns(lanes, n, 8 + l, i), LaneColumns(lanes, n, 24 + l, i)));
+    }
+    const __m256 low = _mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[1], v[5]));
+    const __m256 high = _mm256_add_ps(_mm256_add_ps(v[2], v[6]), _mm256_add_ps(v[3], v[7]));
+    _mm256_storeu_ps(out + i, _mm256_add_ps(low, high));
+  }
+  PortableFoldHalfDotLaneRows(order, lanes, n, i, out);
 }
 
 __attribute__((target("avx2,fma,f16c"))) void Avx2RoundToHalfRow(const float* x, float* out, int64_t n) {
@@ -436,6 +488,34 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfDotRowsQueries(
   for (; q < queries; ++q) Avx512HalfDotRows(order, x, row_bytes, rows, y + q * n, n, out + q * out_stride);
 }
 
+// One pass of Avx512AxpyLaneByLane: the rows first_row, first_row +
+// lane_count, ... into kRegisters registers of 16 columns of one lane
+// (lane_columns, the lane's row of set 0 from the pass's first column), for
+// kQueries sets. The register count is a template argument so that the
+// accumulators stay in registers: under a run-time count GCC kept them in
+// memory and copied them with rep movsq.
+template <int kQueries, int kRegisters>
+__attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyLanePass(
+    const uint8_t* const* row_pointers, int64_t first_row, int64_t rows, int lane_count, int64_t column,
+    const float* a, int64_t a_stride, float* lane_columns, int64_t lanes_stride) {
+  __m512 acc[kQueries][kRegisters];
+  for (int q = 0; q < kQueries; ++q) {
+    for (int j = 0; j < kRegisters; ++j) acc[q][j] = _mm512_loadu_ps(lane_columns + q * lanes_stride + 16 * j);
+  }
+  for (int64_t r = first_row; r < rows; r += lane_count) {
+    const uint8_t* row = row_pointers[r] + 2 * column;
+    __m512 weight[kQueries];
+    for (int q = 0; q < kQueries; ++q) weight[q] = _mm512_set1_ps(a[q * a_stride + r]);
+    for (int j = 0; j < kRegisters; ++j) {
+      const __m512 values = LoadHalf16(row + 32 * j);
+      for (int q = 0; q < kQueries; ++q) acc[q][j] = _mm512_fmadd_ps(values, weight[q], acc[q][j]);
+    }
+  }
+  for (int q = 0; q < kQueries; ++q) {
+    for (int j = 0; j < kRegisters; ++j) _mm512_storeu_ps(lane_columns + q * lanes_stride + 16 * j, acc[q][j]);
+  }
+}
+
 // Avx512AxpyEightLanesQueries lane by lane: the rows of lane k (every
 // lane_count-th row) against all of a set's columns, up to 128 at a time held
 // in registers, so that each row's values are read whole, once per pass,
@@ -447,32 +527,18 @@ template <int kQueries>
 __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512AxpyLaneByLane(
     const uint8_t* const* row_pointers, int64_t rows, const float* a, int64_t a_stride, int64_t n, float* lanes, int64_t lanes_stride,
     int lane_count, int64_t first_element) {
-  constexpr int64_t kColumns = 8;  // registers of 16 per set and pass
   for (int64_t k = 0; k < lane_count && k < rows; ++k) {
-    const int64_t lane = (first_element + k) % lane_count;
-    for (int64_t c = 0; c < n; c += 16 * kColumns) {
-      const int64_t registers = std::min<int64_t>(kColumns, (n - c) / 16);
-      __m512 acc[kQueries][kColumns];
-      for (int q = 0; q < kQueries; ++q) {
-        for (int64_t j = 0; j < registers; ++j) {
-          acc[q][j] = _mm512_loadu_ps(lanes + q * lanes_stride + lane * n + c + 16 * j);
-        }
-      }
-      for (int64_t r = k; r < rows; r += lane_count) {
-        const uint8_t* row = row_pointers[r] + 2 * c;
-        __m512 weight[kQueries];
-        for (int q = 0; q < kQueries; ++q) weight[q] = _mm512_set1_ps(a[q * a_stride + r]);
-        for (int64_t j = 0; j < registers; ++j) {
-          const __m512 values = LoadHalf16(row + 32 * j);
-          for (int q = 0; q < kQueries; ++q) acc[q][j] = _mm512_fmadd_ps(values, weight[q], acc[q][j]);
-        }
-      }
-      for (int q = 0; q < kQueries; ++q) {
-        for (int64_t j = 0; j < registers; ++j) {
-          _mm512_storeu_ps(lanes + q * lanes_stride + lane * n + c + 16 * j, acc[q][j]);
-        }
-      }
-    }
+    float* lane = lanes + (first_element + k) % lane_count * n;
+    const auto pass = [&](auto registers, int64_t column) {
+      Avx512AxpyLanePass<kQueries, decltype(registers)::value>(row_pointers, k, rows, lane_count, column, a, a_stride,
+                                                               lane + column, lanes_stride);
+    };
+    // Passes of 128 columns, then of 64, 32 and 16 for the rest.
+    int64_t c = 0;
+    for (; c + 128 <= n; c += 128) pass(std::integral_constant<int, 8>{}, c);
+    if (n - c >= 64) pass(std::integral_constant<int, 4>{}, c), c += 64;
+    if (n - c >= 32) pass(std::integral_constant<int, 2>{}, c), c += 32;
+    if (n - c >= 16) pass(std::integral_constant<int, 1>{}, c);
   }
 }
 
@@ -555,20 +621,7 @@ float FoldHalfDotLanes(HalfDotOrder order, const float* lanes, int64_t stride) {
 }
 
 void FoldHalfDotLaneRows(HalfDotOrder order, const float* lanes, int64_t n, float* out) {
-  // The same additions as FoldHalfDotLanes, a row of columns at a time so
-  // that they vectorize.
-  const auto row = [&](int lane) { return lanes + lane * n; };
-  if (order == HalfDotOrder::kTinyBlas) {
-    for (int64_t i = 0; i < n; ++i) {
-      out[i] = ((row(0)[i] + row(4)[i]) + (row(2)[i] + row(6)[i])) + ((row(1)[i] + row(5)[i]) + (row(3)[i] + row(7)[i]));
-    }
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    float v[8];
-    for (int l = 0; l < 8; ++l) v[l] = (row(l)[i] + row(16 + l)[i]) + (row(8 + l)[i] + row(24 + l)[i]);
-    out[i] = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-  }
+  Kernels().fold_lane_rows(order, lanes, n, out);
 }
 
 void HalfDotRows(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t n,
@@ -630,14 +683,16 @@ namespace internal {
 const HalfDotKernels& PortableHalfDotKernels() {
   static constexpr HalfDotKernels kKernels = {PortableHalfDotRows,         PortableHalfAxpyRows,
                                               PortableHalfDotRowsQueries,  PortableHalfAxpyRowsQueries,
-                                              PortableRoundToHalfRow,      PortableStoreHalfRow};
+                                              PortableFoldLaneRows,        PortableRoundToHalfRow,
+                                              PortableStoreHalfRow};
   return kKernels;
 }
 
 const HalfDotKernels* Avx2HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
-  static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows,         Avx2HalfAxpyRows,   Avx2HalfDotRowsQueries,
-                                              Avx2HalfAxpyRowsQueries, Avx2RoundToHalfRow, Avx2StoreHalfRow};
+  static constexpr HalfDotKernels kKernels = {Avx2HalfDotRows,         Avx2HalfAxpyRows, Avx2HalfDotRowsQueries,
+                                              Avx2HalfAxpyRowsQueries, Avx2FoldLaneRows, Avx2RoundToHalfRow,
+                                              Avx2StoreHalfRow};
   if (CpuSupports(CpuIsa::kAvx2)) return &kKernels;
 #endif
   return nullptr;
@@ -646,7 +701,8 @@ const HalfDotKernels* Avx2HalfDotKernels() {
 const HalfDotKernels* Avx512HalfDotKernels() {
 #if defined(KVJIT_CPU_HAVE_AVX2_KERNELS)
   static constexpr HalfDotKernels kKernels = {Avx512HalfDotRows,         Avx512HalfAxpyRows, Avx512HalfDotRowsQueries,
-                                              Avx512HalfAxpyRowsQueries, Avx2RoundToHalfRow, Avx2StoreHalfRow};
+                                              Avx512HalfAxpyRowsQueries, Avx2FoldLaneRows,   Avx2RoundToHalfRow,
+                                              Avx2StoreHalfRow};
   if (BestCpuIsa() == CpuIsa::kAvx512Vnni) return &kKernels;
 #endif
   return nullptr;

@@ -90,7 +90,7 @@ void StoreHalfRow(const float* x, uint8_t* out, int64_t n);
 
 namespace internal {
 // The implementations behind HalfDotRows, HalfAxpyRows, their Queries forms,
-// RoundToHalfRow and StoreHalfRow, for tests.
+// FoldHalfDotLaneRows, RoundToHalfRow and StoreHalfRow, for tests.
 struct HalfDotKernels {
   void (*dot_rows)(HalfDotOrder order, const uint8_t* x, int64_t row_bytes, int64_t rows, const float* y, int64_t n,
                    float* out);
@@ -101,6 +101,7 @@ struct HalfDotKernels {
   void (*axpy_rows_queries)(const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride,
                             int64_t queries, int64_t n, float* lanes, int64_t lanes_stride, int lane_count,
                             int64_t first_element);
+  void (*fold_lane_rows)(HalfDotOrder order, const float* lanes, int64_t n, float* out);
   void (*round_to_half)(const float* x, float* out, int64_t n);
   void (*store_half)(const float* x, uint8_t* out, int64_t n);
 };

@@ -13,6 +13,7 @@
 #include "runtime/cpu/FloatDot.h"
 #include "runtime/cpu/HalfDot.h"
 #include "runtime/cpu/KvCacheRows.h"
+#include "runtime/cpu/Prefetch.h"
 #include "runtime/cpu/QuantizedKeyScores.h"
 #include "runtime/schema/KvCacheFormat.h"
 
@@ -141,6 +142,15 @@ struct LaneAlignedWeights {
   int64_t begin;
   int64_t end;
 };
+
+// Asks for the key and value rows of positions begin..end-1 into L2.
+void PrefetchHeadRows(const HeadCache& cache, int64_t begin, int64_t end) {
+  const int64_t row_bytes = KvRowBytes(kvx::StorageType::F16, cache.layout->head_dim);
+  for (int64_t p = begin; p < end; ++p) {
+    internal::PrefetchLinesToL2(cache.Key(p), row_bytes);
+    internal::PrefetchLinesToL2(cache.Value(p), row_bytes);
+  }
+}
 
 // The query heads [0, heads) of one kv head's group (queries and outputs
 // head_dim apart) over the cached positions begin..end-1, each as ggml's
@@ -440,6 +450,12 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
       // change nothing.
       const bool decode = batch.seq_starts[sequence + 1] - batch.seq_starts[sequence] == 1;
       const HalfDotOrder order = decode ? HalfDotOrder::kVecDot : HalfDotOrder::kTinyBlas;
+      // A decode step's rows come from memory, each sequence's read by its
+      // one token, a kv head's rows a slot apart (2 KiB for Qwen3-0.6B, a
+      // page every other row, where the hardware prefetchers stop); asked for
+      // all at once, 16 decodes' attention of Qwen3-0.6B took 14% of a step
+      // instead of 21%. A prefill's rows are in cache from its previous token.
+      if (decode) PrefetchHeadRows(cache, first, last);
       AttendHalfHeads(query + row, items, cache, first, last, scale, softcap, order, scratch, out + row);
     }
   });

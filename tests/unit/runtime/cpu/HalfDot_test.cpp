@@ -247,10 +247,10 @@ TEST(HalfDotTest, QueriesFormsEqualEachQueryAlone) {
 // The row-pointer form (the value rows of a paged cache, block after block)
 // gives each set the bits of the strided form over the same rows in order,
 // for 5 rows and 45 scattered in runs of 16 and alone, 1 to 5 sets, both lane
-// counts and lengths of whole 16-float registers (AVX-512's kernel, 128
-// columns a pass: 256 takes two) and not.
+// counts and lengths of whole 16-float registers (AVX-512's kernel, passes of
+// 128 columns, then 64, 32 and 16: 256 takes two, 112 three) and not.
 TEST(HalfDotTest, RowPointersEqualTheStridedRows) {
-  for (const int64_t n : {64, 128, 256, 40}) {
+  for (const int64_t n : {64, 128, 256, 112, 40}) {
     const int64_t row_bytes = 2 * n + 16;
     constexpr int64_t kRows = 45;
     const Operands values = RandomOperands(2 * kRows * (n + 8), 31);
@@ -324,6 +324,24 @@ TEST(HalfDotTest, StoreHalfRowStoresFloatToHalfsBits) {
         continue;
       }
       ASSERT_EQ(bits, quant::FloatToHalf(x[i])) << x[i];
+    }
+  }
+}
+
+// Every kernel folds each column of the lane rows as FoldHalfDotLanes folds
+// it alone, for column counts of whole registers and with a tail.
+TEST(HalfDotTest, LaneRowFoldsEqualEachColumnsFold) {
+  for (const int64_t n : {128, 40, 13}) {
+    const Operands values = RandomOperands(32 * n, 51);
+    for (const HalfDotOrder order : {HalfDotOrder::kVecDot, HalfDotOrder::kTinyBlas}) {
+      for (const internal::HalfDotKernels* kernels : AllKernels()) {
+        std::vector<float> out(n + 1, -1.0f);
+        kernels->fold_lane_rows(order, values.y.data(), n, out.data());
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(out[i], FoldHalfDotLanes(order, values.y.data() + i, n)) << "n " << n << ", column " << i;
+        }
+        EXPECT_EQ(out[n], -1.0f) << "written past column " << n;
+      }
     }
   }
 }
