@@ -26,16 +26,14 @@
 
 #include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/Prefetch.h"
+#include "runtime/cpu/TiledGemmPasses.h"
 
 namespace kvjit::cpu::internal {
 namespace {
 
 constexpr int64_t kChunk = 32;           // elements per vdpbf16ps
 constexpr int64_t kChunkBytes = 64;      // a chunk of bf16 weights or activations
-constexpr int64_t kTileRows = 4;         // the GEMM micro-kernel's rows
-constexpr int64_t kGroupsPerPass = 32;   // token groups whose sums a pass keeps
 constexpr int64_t kChunksPerRun = 32;    // chunks a micro-kernel call takes (4 rows' 8 KiB stay in L1)
-static_assert(kGemmRowGroup % kTileRows == 0, "a thread's row range is whole tiles");
 
 // 32 activations (f32 values that are bf16 already, so the conversion is
 // exact) as the bf16 operand of vdpbf16ps.
@@ -112,6 +110,18 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
   }
 }
 
+// A tile's accumulators against one token group: row r, token i in
+// acc[4r + i].
+struct TileSums {
+  __m512 acc[16];
+
+  static TileSums Zero() {
+    TileSums sums;
+    for (__m512& sum : sums.acc) sum = _mm512_setzero_ps();
+    return sums;
+  }
+};
+
 // Four weight rows against one token group over chunks [chunk_begin,
 // chunk_end), continuing acc[4r + i] (row r, token i) in chunk order.
 void MicroKernel(const uint8_t* const rows[kTileRows], const uint8_t* group_panel, int64_t chunk_begin,
@@ -137,42 +147,32 @@ void MicroKernel(const uint8_t* const rows[kTileRows], const uint8_t* group_pane
   for (int k = 0; k < 16; ++k) acc[k] = sums[k];
 }
 
-// BlockGemm.h's multiply: tiles of four rows read from GGUF's rows in place
-// (bf16 needs no unpacking; `tile` is unused), each taken through up to
-// kGroupsPerPass token groups in runs of chunks, so that the run of the four
-// rows stays in L1 while every group reads it.
+// BlockGemm.h's multiply (TiledGemmPasses.h): tiles of four rows read from
+// GGUF's rows in place (bf16 needs no unpacking; `tile` is unused), each
+// taken through up to kGroupsPerPass token groups in runs of chunks, so that
+// the run of the four rows stays in L1 while every group reads it.
 void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
               int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* /*tile*/) {
   const int64_t chunks = cols / kChunk;
-  const int64_t groups = GemmTokenGroups(tokens);
-  alignas(64) __m512 sums[kGroupsPerPass][16];
-  for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
-    const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
-    for (int64_t first = row_begin; first < row_end; first += kTileRows) {
-      const int64_t count = row_end - first < kTileRows ? row_end - first : kTileRows;
-      // Rows past the end stand in as copies of the last; their sums are
-      // dropped.
-      const uint8_t* rows[kTileRows];
-      for (int64_t r = 0; r < kTileRows; ++r) rows[r] = weights + (first + (r < count ? r : count - 1)) * row_bytes;
-      if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
-      for (int64_t group = pass; group < pass_end; ++group) {
-        for (__m512& sum : sums[group - pass]) sum = _mm512_setzero_ps();
-      }
-      for (int64_t run = 0; run < chunks; run += kChunksPerRun) {
-        const int64_t run_end = chunks - run < kChunksPerRun ? chunks : run + kChunksPerRun;
-        for (int64_t group = pass; group < pass_end; ++group) {
-          MicroKernel(rows, panel + group * chunks * kPanelChunkBytes, run, run_end, sums[group - pass]);
+  const uint8_t* rows[kTileRows];
+  MultiplyTilesInPasses<TileSums, kChunksPerRun>(
+      row_begin, row_end, tokens, chunks,
+      [&](int64_t first, int64_t count) {
+        // Rows past the end stand in as copies of the last; their sums are
+        // dropped.
+        for (int64_t r = 0; r < kTileRows; ++r) rows[r] = weights + (first + (r < count ? r : count - 1)) * row_bytes;
+        if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
+      },
+      [&](int64_t group, int64_t run, int64_t run_end, TileSums& sums) {
+        MicroKernel(rows, panel + group * chunks * kPanelChunkBytes, run, run_end, sums.acc);
+      },
+      [&](const TileSums& sums, int64_t group, int64_t first, int64_t count) {
+        float results[kTileRows][kGemmTokenGroup];
+        for (int64_t r = 0; r < kTileRows; ++r) {
+          for (int64_t i = 0; i < kGemmTokenGroup; ++i) results[r][i] = Fold16(sums.acc[4 * r + i]);
         }
-      }
-      for (int64_t group = pass; group < pass_end; ++group) {
-        for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
-          const int64_t t = group * kGemmTokenGroup + i;
-          if (t >= tokens) break;
-          for (int64_t r = 0; r < count; ++r) y[t * y_stride + first + r] = Fold16(sums[group - pass][4 * r + i]);
-        }
-      }
-    }
-  }
+        StoreTileResults(results, group, first, count, tokens, y, y_stride);
+      });
 }
 
 }  // namespace

@@ -19,17 +19,10 @@
 #include <cstring>
 
 #include "runtime/cpu/Avx2Nibbles.h"
+#include "runtime/cpu/SimdLoads.h"
 
 namespace kvjit::cpu::internal {
 namespace {
-
-__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-[[maybe_unused]] float LoadHalf(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return _cvtsh_ss(bits);
-}
 
 // 0x10 in byte i where bit i of the 32-bit little-endian word at p is set.
 __m256i FifthBits(const uint8_t* p) {

@@ -34,15 +34,14 @@
 #include "runtime/cpu/BlockFormatsAvx512.h"
 #include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/Prefetch.h"
+#include "runtime/cpu/TiledGemmPasses.h"
 
 namespace kvjit::cpu::internal {
 namespace {
 
 constexpr int64_t kOctet = 8;  // blocks per lane set
 constexpr int64_t kOctetColumns = 32 * kOctet;
-constexpr int64_t kSteps = 8;     // vpdpbusd per block
-constexpr int64_t kTileRows = 4;  // rows per micro-kernel
-static_assert(kGemmRowGroup % kTileRows == 0, "a thread's row range is whole tiles");
+constexpr int64_t kSteps = 8;  // vpdpbusd per block
 
 constexpr int64_t Octets(int64_t cols) { return (cols / 32 + kOctet - 1) / kOctet; }
 
@@ -222,50 +221,35 @@ void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t octet_begin,
   }
 }
 
-// Token groups per pass over a thread's rows, whose panel octets stay in L2
-// while every tile reads them (32 groups of 2048 columns take 448 KiB), and
-// octets per run: a tile's run (13 KiB) stays in L1 while the pass's groups
+// Octets per run: a tile's run (13 KiB) stays in L1 while the pass's groups
 // take it in turn, as KQuantGemmParts.h's runs of super-blocks.
-constexpr int64_t kGroupsPerPass = 32;
 constexpr int64_t kOctetsPerRun = 8;
 
 template <class Format, int64_t kRowsInterleaved>
 void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
               int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* tile) {
   const int64_t octets = Octets(cols);
-  const int64_t groups = GemmTokenGroups(tokens);
-  for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
-    const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
-    for (int64_t first = row_begin; first < row_end; first += kTileRows) {
-      const int64_t count = row_end - first < kTileRows ? row_end - first : kTileRows;
-      // The rows that come next are asked for while these are unpacked and
-      // multiplied (KQuantGemmParts.h's reason): the next tile's rows, or,
-      // interleaved, the next group's stream as a group starts.
-      if (kRowsInterleaved == 1 && first + kTileRows < row_end) {
-        PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
-      } else if (kRowsInterleaved != 1 && first % kRowsInterleaved == 0 && first + kRowsInterleaved < row_end) {
-        PrefetchLines(weights + (first + kRowsInterleaved) * row_bytes, kRowsInterleaved * row_bytes);
-      }
-      UnpackTile<Format, kRowsInterleaved>(weights, row_bytes, first, count, cols, tile);
-      MicroSums sums[kGroupsPerPass];
-      for (int64_t group = pass; group < pass_end; ++group) sums[group - pass] = MicroSums::Zero();
-      for (int64_t run = 0; run < octets; run += kOctetsPerRun) {
-        const int64_t run_end = octets - run < kOctetsPerRun ? octets : run + kOctetsPerRun;
-        for (int64_t group = pass; group < pass_end; ++group) {
-          MicroKernel<Format>(tile, panel + group * octets * kPanelOctetBytes, run, run_end, sums[group - pass]);
+  MultiplyTilesInPasses<MicroSums, kOctetsPerRun>(
+      row_begin, row_end, tokens, octets,
+      [&](int64_t first, int64_t count) {
+        // The rows that come next are asked for while these are unpacked and
+        // multiplied (KQuantGemmParts.h's reason): the next tile's rows, or,
+        // interleaved, the next group's stream as a group starts.
+        if (kRowsInterleaved == 1 && first + kTileRows < row_end) {
+          PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
+        } else if (kRowsInterleaved != 1 && first % kRowsInterleaved == 0 && first + kRowsInterleaved < row_end) {
+          PrefetchLines(weights + (first + kRowsInterleaved) * row_bytes, kRowsInterleaved * row_bytes);
         }
-      }
-      for (int64_t group = pass; group < pass_end; ++group) {
-        float results[4][4];
-        sums[group - pass].template Fold</*kHasOffsets=*/false>(results);
-        for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
-          const int64_t t = group * kGemmTokenGroup + i;
-          if (t >= tokens) break;
-          for (int64_t r = 0; r < count; ++r) y[t * y_stride + first + r] = results[r][i];
-        }
-      }
-    }
-  }
+        UnpackTile<Format, kRowsInterleaved>(weights, row_bytes, first, count, cols, tile);
+      },
+      [&](int64_t group, int64_t run, int64_t run_end, MicroSums& sums) {
+        MicroKernel<Format>(tile, panel + group * octets * kPanelOctetBytes, run, run_end, sums);
+      },
+      [&](const MicroSums& sums, int64_t group, int64_t first, int64_t count) {
+        float results[kTileRows][kGemmTokenGroup];
+        sums.Fold</*kHasOffsets=*/false>(results);
+        StoreTileResults(results, group, first, count, tokens, y, y_stride);
+      });
 }
 
 // BlockGemm.h's block is an octet; a short last one counts whole.

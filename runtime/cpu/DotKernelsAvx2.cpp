@@ -13,18 +13,11 @@
 
 #include "runtime/cpu/Avx2Nibbles.h"
 #include "runtime/cpu/DotKernels.h"
+#include "runtime/cpu/SimdLoads.h"
 #include "runtime/quant/Half.h"
 
 namespace kvjit::cpu::internal {
 namespace {
-
-__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-float LoadHalf(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return _cvtsh_ss(bits);
-}
 
 // The fold order of DotKernels.h's LaneSum.
 float FoldLanes(__m256 v) {

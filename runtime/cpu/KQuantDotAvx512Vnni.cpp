@@ -35,15 +35,10 @@
 #include "runtime/cpu/Avx512LaneSums.h"
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/cpu/Prefetch.h"
+#include "runtime/cpu/SimdLoads.h"
 
 namespace kvjit::cpu::internal {
 namespace {
-
-float LoadHalf(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return _cvtsh_ss(bits);
-}
 
 uint32_t LoadWord(const uint8_t* p) {
   uint32_t word;
@@ -51,7 +46,6 @@ uint32_t LoadWord(const uint8_t* p) {
   return word;
 }
 
-__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 __m512i Load512(const void* p) { return _mm512_loadu_si512(p); }
 
 // 32 bytes in both halves of a 512-bit register.

@@ -25,15 +25,13 @@
 #include "runtime/cpu/BlockGemm.h"
 #include "runtime/cpu/DotKernels.h"
 #include "runtime/cpu/Prefetch.h"
+#include "runtime/cpu/SimdLoads.h"
+#include "runtime/cpu/TiledGemmPasses.h"
 
 namespace kvjit::cpu::internal::kquant_gemm {
 namespace {
 
 constexpr int64_t kSuperBlock = 256;
-
-// The micro-kernel's rows: a tile unpacks this many weight rows at a time.
-constexpr int64_t kTileRows = 4;
-static_assert(kGemmRowGroup % kTileRows == 0, "a thread's row range is whole tiles");
 
 // Per token group and super-block: the activations in eight steps of 128
 // bytes (tokens 0 and 1, then 2 and 3, 32 bytes each; Q6_K's as a + 128; a
@@ -53,14 +51,6 @@ static_assert(kPanelBlockBytes % 64 == 0, "blocks stay 64-byte aligned");
 // A tile's mins per super-block: int16 pairs (vector k: sub-blocks 2k and
 // 2k + 1, row r in lanes 4r..4r + 3), then the rows' dmin in those lanes.
 constexpr int64_t kTileMinBytes = 4 * 64;
-
-float LoadHalf(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return _cvtsh_ss(bits);
-}
-
-__m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 int32_t Int16Pair(int32_t low, int32_t high) {
   return static_cast<int32_t>((static_cast<uint32_t>(low) & 0xffffu) | (static_cast<uint32_t>(high) << 16));
@@ -178,11 +168,6 @@ __attribute__((always_inline)) inline void AccumulateMins(const uint8_t* tile_mi
   offsets = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(min_sum), offsets);
 }
 
-// Token groups per pass over a thread's rows, so that their panel blocks
-// stay in L2 while every tile reads them (32 groups of 1536 columns take
-// 276 KiB).
-constexpr int64_t kGroupsPerPass = 32;
-
 // Super-blocks the pass's token groups take, one group after another, before
 // the next run: the tile's part (10 KiB) stays in L1 for all of them, where a
 // whole tile of a long row (80 KiB at 8192 columns) came from L2 for each
@@ -196,43 +181,31 @@ template <class Sums>
 using MicroKernelFn = void (*)(const uint8_t* tile, const uint8_t* panel, int64_t block_begin, int64_t block_end,
                                Sums& sums);
 
-// BlockGemm.h's multiply: tiles of four rows, each unpacked once and taken
-// through the pass's token groups in runs of super-blocks. `Sums` is the
-// micro-kernel's float sums (MicroSums or a kernel's own): Sums::Zero() and
-// sums.Fold<has mins>(results).
+// BlockGemm.h's multiply (TiledGemmPasses.h): tiles of four rows, each
+// unpacked once and taken through the pass's token groups in runs of
+// super-blocks. `Sums` is the micro-kernel's float sums (MicroSums or a
+// kernel's own): Sums::Zero() and sums.Fold<has mins>(results).
 template <class Format, class Sums, UnpackTileFn kUnpackTile, MicroKernelFn<Sums> kMicroKernel>
 void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
               int64_t tokens, int64_t cols, float* y, int64_t y_stride, uint8_t* tile) {
   const int64_t blocks = cols / kSuperBlock;
-  const int64_t groups = GemmTokenGroups(tokens);
-  for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
-    const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
-    for (int64_t first = row_begin; first < row_end; first += kTileRows) {
-      const int64_t count = row_end - first < kTileRows ? row_end - first : kTileRows;
-      // The next tile's rows come in while this one is unpacked and
-      // multiplied: 16 concurrent decodes of Llama-3.2-1B Q4_K_M spent 44%
-      // of their Q6_K unpacking waiting on a block's first load.
-      if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
-      kUnpackTile(weights + first * row_bytes, row_bytes, count, blocks, tile);
-      Sums sums[kGroupsPerPass];
-      for (int64_t group = pass; group < pass_end; ++group) sums[group - pass] = Sums::Zero();
-      for (int64_t run = 0; run < blocks; run += kBlocksPerRun) {
-        const int64_t run_end = blocks - run < kBlocksPerRun ? blocks : run + kBlocksPerRun;
-        for (int64_t group = pass; group < pass_end; ++group) {
-          kMicroKernel(tile, panel + group * blocks * kPanelBlockBytes, run, run_end, sums[group - pass]);
-        }
-      }
-      for (int64_t group = pass; group < pass_end; ++group) {
-        float results[4][4];
-        sums[group - pass].template Fold<!Format::kSignedWeights>(results);
-        for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
-          const int64_t t = group * kGemmTokenGroup + i;
-          if (t >= tokens) break;
-          for (int64_t r = 0; r < count; ++r) y[t * y_stride + first + r] = results[r][i];
-        }
-      }
-    }
-  }
+  MultiplyTilesInPasses<Sums, kBlocksPerRun>(
+      row_begin, row_end, tokens, blocks,
+      [&](int64_t first, int64_t count) {
+        // The next tile's rows come in while this one is unpacked and
+        // multiplied: 16 concurrent decodes of Llama-3.2-1B Q4_K_M spent 44%
+        // of their Q6_K unpacking waiting on a block's first load.
+        if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
+        kUnpackTile(weights + first * row_bytes, row_bytes, count, blocks, tile);
+      },
+      [&](int64_t group, int64_t run, int64_t run_end, Sums& sums) {
+        kMicroKernel(tile, panel + group * blocks * kPanelBlockBytes, run, run_end, sums);
+      },
+      [&](const Sums& sums, int64_t group, int64_t first, int64_t count) {
+        float results[kTileRows][kGemmTokenGroup];
+        sums.template Fold<!Format::kSignedWeights>(results);
+        StoreTileResults(results, group, first, count, tokens, y, y_stride);
+      });
 }
 
 }  // namespace
