@@ -143,13 +143,21 @@ struct LaneAlignedWeights {
   int64_t end;
 };
 
-// Asks for the key and value rows of positions begin..end-1 into L2.
+// Asks for the f16 key and value rows of positions begin..end-1 into L2,
+// block run by block run (a slot's address costs a few KvRowBytes calls).
 void PrefetchHeadRows(const HeadCache& cache, int64_t begin, int64_t end) {
-  const int64_t row_bytes = KvRowBytes(kvx::StorageType::F16, cache.layout->head_dim);
-  for (int64_t p = begin; p < end; ++p) {
-    internal::PrefetchLinesToL2(cache.Key(p), row_bytes);
-    internal::PrefetchLinesToL2(cache.Value(p), row_bytes);
-  }
+  const PagedKvLayout& layout = *cache.layout;
+  const int64_t row_bytes = KvRowBytes(kvx::StorageType::F16, layout.head_dim);
+  const int64_t key_stride = layout.KeySlotStride();
+  const int64_t value_stride = layout.ValueSlotStride();
+  ForEachBlockRun(begin, end, layout.block_size, [&](int64_t first, int64_t count) {
+    const uint8_t* keys = cache.Key(first);
+    const uint8_t* values = cache.Value(first);
+    for (int64_t r = 0; r < count; ++r) {
+      internal::PrefetchLinesToL2(keys + r * key_stride, row_bytes);
+      internal::PrefetchLinesToL2(values + r * value_stride, row_bytes);
+    }
+  });
 }
 
 // The query heads [0, heads) of one kv head's group (queries and outputs
