@@ -546,8 +546,10 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void Avx512HalfAxpyRowsQueries(
     const uint8_t* x, int64_t row_bytes, int64_t rows, const float* a, int64_t a_stride, int64_t queries, int64_t n,
     float* lanes, int64_t lanes_stride, int lane_count, int64_t first_element) {
   if (lane_count != kTinyBlasLanes || n % 16 != 0) {
-    // One row at a time (kVecDot's 32 lanes, a decode step's), its values
-    // converted once for every set, sixteen columns to a register.
+    // One row at a time (kVecDot's 32 lanes, or columns off a multiple of
+    // 16), its values converted once for every set, sixteen columns to a
+    // register. PagedAttention's value sums take the row-pointer form, which
+    // runs lane by lane where the columns allow.
     for (int64_t r = 0; r < rows; ++r) {
       const uint8_t* row = x + r * row_bytes;
       const int64_t lane_offset = (first_element + r) % lane_count * n;
