@@ -117,6 +117,15 @@ struct FloatGemmKernels {
 };
 const FloatGemmKernels& Avx512FloatGemmKernels();
 
+// Their decode GEMV (FloatGemmAvx512.cpp): four rows at a time in 512-bit
+// registers, the float RowDots' bits.
+struct FloatRowsDotKernels {
+  RowsDot f32;
+  RowsDot f16;
+  RowsDot bf16;
+};
+const FloatRowsDotKernels& Avx512FloatRowsDotKernels();
+
 // CpuNumerics::kFast's bf16 weights under AVX-512 BF16
 // (BFloat16DotAvx512Bf16.cpp), for rows of a multiple of 32 columns: the
 // single row, the decode GEMV and the GEMM, all in vdpbf16ps's arithmetic

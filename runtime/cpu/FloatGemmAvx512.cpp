@@ -1,5 +1,5 @@
 // The register-blocked GEMM of BlockGemm.h for float weights (f32, f16,
-// bf16) in AVX-512.
+// bf16) in AVX-512, and their decode GEMV (DotRows, the same contract).
 //
 // DotKernels.h's contract gives every (weight row, token) pair four 8-lane
 // accumulators fed by FMA, chunk by chunk of 32 columns: accumulators 0 and 1
@@ -57,6 +57,7 @@ constexpr int64_t kQuad = 4;
 
 // Each format: 16 elements of a row from column i as f32 (exactly), and one.
 struct F32Elements {
+  static constexpr int kBytes = 4;
   static __m512 Load16(const uint8_t* row, int64_t i) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
   }
@@ -68,6 +69,7 @@ struct F32Elements {
 };
 
 struct F16Elements {
+  static constexpr int kBytes = 2;
   static __m512 Load16(const uint8_t* row, int64_t i) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
   }
@@ -79,6 +81,7 @@ struct F16Elements {
 };
 
 struct BF16Elements {
+  static constexpr int kBytes = 2;
   static __m512 Load16(const uint8_t* row, int64_t i) {
     const __m512i widened = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(widened, 16));
@@ -239,6 +242,56 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
   }
 }
 
+// A decode GEMV in the contract's bits: kRows rows at a time sharing each
+// chunk's activation loads, a row's accumulators 0 and 1 in one 512-bit
+// register and 2 and 3 in another (one FMA each per chunk: the AVX2 row's
+// four). While they are read, the rows eight further on are asked for into
+// L2, a chunk at a time (KQuantDotAvx512Vnni.cpp's DotKRows says why).
+template <class Elements, int kRows>
+void DotRowGroup(const uint8_t* first, int64_t row_bytes, const uint8_t* ahead, const float* x, int64_t cols,
+                 float* out) {
+  constexpr int64_t kChunkBytes = kChunk * static_cast<int64_t>(Elements::kBytes);
+  const int64_t chunks = cols / kChunk;
+  __m512 first_halves[kRows], second_halves[kRows];
+#pragma GCC unroll 4
+  for (int i = 0; i < kRows; ++i) first_halves[i] = second_halves[i] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < chunks; ++c) {
+    const __m512 x_first = _mm512_loadu_ps(x + c * kChunk);
+    const __m512 x_second = _mm512_loadu_ps(x + c * kChunk + kHalf);
+#pragma GCC unroll 4
+    for (int i = 0; i < kRows; ++i) {
+      const uint8_t* row = first + i * row_bytes;
+      PrefetchLinesToL2(ahead + i * row_bytes + c * kChunkBytes, kChunkBytes);
+      first_halves[i] = _mm512_fmadd_ps(Elements::Load16(row, c * kChunk), x_first, first_halves[i]);
+      second_halves[i] = _mm512_fmadd_ps(Elements::Load16(row, c * kChunk + kHalf), x_second, second_halves[i]);
+    }
+  }
+  const int64_t vector_cols = chunks * kChunk;
+  const int64_t tail = cols - vector_cols;
+  for (int i = 0; i < kRows; ++i) {
+    float weight_tail[kChunk];
+    for (int64_t k = 0; k < tail; ++k) weight_tail[k] = Elements::Load1(first + i * row_bytes, vector_cols + k);
+    out[i] = Finish(first_halves[i], second_halves[i], weight_tail, x + vector_cols, tail);
+  }
+}
+
+template <class Elements>
+void DotRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
+             float* out) {
+  const auto* x = static_cast<const float*>(activation_row);
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const uint8_t* first = weights + r * row_bytes;
+    // Past the last rows there is nothing to ask for: the rows at hand stand in.
+    const uint8_t* ahead = r + 12 <= rows ? first + 8 * row_bytes : first;
+    DotRowGroup<Elements, 4>(first, row_bytes, ahead, x, cols, out + r);
+  }
+  for (; r < rows; ++r) {
+    const uint8_t* row = weights + r * row_bytes;
+    DotRowGroup<Elements, 1>(row, row_bytes, row, x, cols, out + r);
+  }
+}
+
 template <class Elements>
 constexpr BlockGemmKernel KernelFor() {
   return {1, kPanelColumnBytes, kTileColumnBytes, PackActivations, Multiply<Elements>};
@@ -252,6 +305,12 @@ const FloatGemmKernels& Avx512FloatGemmKernels() {
       KernelFor<F16Elements>(),
       KernelFor<BF16Elements>(),
   };
+  return kKernels;
+}
+
+const FloatRowsDotKernels& Avx512FloatRowsDotKernels() {
+  static constexpr FloatRowsDotKernels kKernels = {DotRows<F32Elements>, DotRows<F16Elements>,
+                                                   DotRows<BF16Elements>};
   return kKernels;
 }
 

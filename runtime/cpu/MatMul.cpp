@@ -137,6 +137,18 @@ internal::RowsDot RowsDotFor(CpuIsa isa, StorageType type, int64_t cols, bool in
       default: break;
     }
   }
+  // The float types' rows four at a time in 512-bit registers: the AVX2
+  // row's bits, at up to twice its rate (docs/benchmarks.md, "Float weights'
+  // decode GEMV in AVX-512").
+  if (isa == CpuIsa::kAvx512Vnni && !interleaved) {
+    const internal::FloatRowsDotKernels& floats = internal::Avx512FloatRowsDotKernels();
+    switch (type) {
+      case StorageType::kF32: return floats.f32;
+      case StorageType::kF16: return floats.f16;
+      case StorageType::kBF16: return floats.bf16;
+      default: break;
+    }
+  }
   if (isa == CpuIsa::kAvx2 || isa == CpuIsa::kAvx512Vnni) {
     return BlockTypeKernel(
         interleaved ? internal::Avx2Interleaved8RowsDotKernels() : internal::Avx2RowsDotKernels(), type);

@@ -224,17 +224,18 @@ INSTANTIATE_TEST_SUITE_P(AllStorageTypes, MatMulTest, ::testing::ValuesIn(kAllTy
                          });
 
 // Every vector ISA's float path against the portable single rows: AVX-512
-// VNNI's register-blocked GEMM (three tokens or more), AVX2's single rows, on
-// whichever of them this CPU has. Columns below one 32-element chunk, whole
-// chunks, chunks with a tail; 13 rows, so the last row group and its last
-// quad of rows are partial; token counts across the groups of four.
+// VNNI's decode GEMV (one token, four rows at a time) and register-blocked
+// GEMM (three tokens or more), AVX2's single rows, on whichever of them this
+// CPU has. Columns below one 32-element chunk, whole chunks, chunks with a
+// tail; 13 rows, so the last row group and its last quad of rows are partial
+// and the GEMV's last row goes alone; token counts across the groups of four.
 TEST(FloatGemm, EqualsPortableBitForBitForEveryColumnCount) {
   const std::vector<CpuIsa> isas = SupportedIsas();
   if (isas.size() < 2) GTEST_SKIP() << "this CPU or build has no vector kernels to compare";
   constexpr int64_t kGemmRows = 13;
   for (StorageType type : {StorageType::kF32, StorageType::kF16, StorageType::kBF16}) {
     for (int64_t cols : {5, 33, 64, 100, 576}) {
-      for (int64_t tokens = 3; tokens <= 20; ++tokens) {
+      for (int64_t tokens = 1; tokens <= 20; ++tokens) {
         std::mt19937 rng(static_cast<uint32_t>(100 * cols + tokens));
         Problem p;
         p.bytes = testing::RandomWeights(type, kGemmRows, cols, rng);
