@@ -25,6 +25,7 @@
 #include <immintrin.h>
 
 #include "runtime/cpu/BlockGemm.h"
+#include "runtime/cpu/GemvRowWalk.h"
 #include "runtime/cpu/Prefetch.h"
 #include "runtime/cpu/TiledGemmPasses.h"
 
@@ -70,23 +71,21 @@ void DotRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void
              float* out) {
   const auto* x = static_cast<const float*>(activation_row);
   const int64_t chunks = cols / kChunk;
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const uint8_t* first = weights + r * row_bytes;
-    // Past the last rows there is nothing to ask for: the rows at hand stand in.
-    const uint8_t* ahead = r + 12 <= rows ? first + 8 * row_bytes : first;
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t c = 0; c < chunks; ++c) {
-      const __m512bh activations = ActivationChunk(x + c * kChunk);
+  WalkRowsByFours(
+      weights, row_bytes, rows,
+      [&](const uint8_t* first, const uint8_t* ahead, int64_t r) {
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int64_t c = 0; c < chunks; ++c) {
+          const __m512bh activations = ActivationChunk(x + c * kChunk);
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        PrefetchLinesToL2(ahead + i * row_bytes + c * kChunkBytes, kChunkBytes);
-        acc[i] = _mm512_dpbf16_ps(acc[i], WeightChunk(first + i * row_bytes + c * kChunkBytes), activations);
-      }
-    }
-    for (int i = 0; i < 4; ++i) out[r + i] = Fold16(acc[i]);
-  }
-  for (; r < rows; ++r) out[r] = Dot(weights + r * row_bytes, activation_row, cols);
+          for (int i = 0; i < 4; ++i) {
+            PrefetchLinesToL2(ahead + i * row_bytes + c * kChunkBytes, kChunkBytes);
+            acc[i] = _mm512_dpbf16_ps(acc[i], WeightChunk(first + i * row_bytes + c * kChunkBytes), activations);
+          }
+        }
+        for (int i = 0; i < 4; ++i) out[r + i] = Fold16(acc[i]);
+      },
+      [&](const uint8_t* row, int64_t r) { out[r] = Dot(row, activation_row, cols); });
 }
 
 // The GEMM's panel: per token group and chunk, the group's four tokens' 32

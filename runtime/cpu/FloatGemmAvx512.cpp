@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "runtime/cpu/BlockGemm.h"
+#include "runtime/cpu/GemvRowWalk.h"
 #include "runtime/cpu/Prefetch.h"
 #include "runtime/quant/Half.h"
 
@@ -279,17 +280,12 @@ template <class Elements>
 void DotRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
              float* out) {
   const auto* x = static_cast<const float*>(activation_row);
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const uint8_t* first = weights + r * row_bytes;
-    // Past the last rows there is nothing to ask for: the rows at hand stand in.
-    const uint8_t* ahead = r + 12 <= rows ? first + 8 * row_bytes : first;
-    DotRowGroup<Elements, 4>(first, row_bytes, ahead, x, cols, out + r);
-  }
-  for (; r < rows; ++r) {
-    const uint8_t* row = weights + r * row_bytes;
-    DotRowGroup<Elements, 1>(row, row_bytes, row, x, cols, out + r);
-  }
+  WalkRowsByFours(
+      weights, row_bytes, rows,
+      [&](const uint8_t* first, const uint8_t* ahead, int64_t r) {
+        DotRowGroup<Elements, 4>(first, row_bytes, ahead, x, cols, out + r);
+      },
+      [&](const uint8_t* row, int64_t r) { DotRowGroup<Elements, 1>(row, row_bytes, row, x, cols, out + r); });
 }
 
 template <class Elements>

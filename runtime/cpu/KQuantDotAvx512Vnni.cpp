@@ -34,6 +34,7 @@
 
 #include "runtime/cpu/Avx512LaneSums.h"
 #include "runtime/cpu/DotKernels.h"
+#include "runtime/cpu/GemvRowWalk.h"
 #include "runtime/cpu/Prefetch.h"
 #include "runtime/cpu/SimdLoads.h"
 
@@ -532,15 +533,12 @@ template <class Format>
 void DotKRows(const uint8_t* weights, int64_t row_bytes, int64_t rows, const void* activation_row, int64_t cols,
               float* out) {
   const auto* activations = static_cast<const Q8KBlock*>(activation_row);
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const uint8_t* first = weights + r * row_bytes;
-    // Past the last rows there is nothing to ask for: the rows at hand
-    // stand in, whose lines are in L1 already.
-    const uint8_t* ahead = r + 12 <= rows ? first + 8 * row_bytes : first;
-    DotKFourRows<Format>(first, row_bytes, activations, cols, out + r, ahead);
-  }
-  for (; r < rows; ++r) out[r] = DotK<Format>(weights + r * row_bytes, activation_row, cols);
+  WalkRowsByFours(
+      weights, row_bytes, rows,
+      [&](const uint8_t* first, const uint8_t* ahead, int64_t r) {
+        DotKFourRows<Format>(first, row_bytes, activations, cols, out + r, ahead);
+      },
+      [&](const uint8_t* row, int64_t r) { out[r] = DotK<Format>(row, activation_row, cols); });
 }
 
 }  // namespace
