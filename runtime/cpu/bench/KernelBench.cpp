@@ -25,6 +25,7 @@
 //  - kquant_gemm: the K-quant GEMMs in both CPU numerics (batch-invariant
 //    and fast, CpuNumerics.h) at a 1B model's shapes, 16 and 128 tokens, 2
 //    threads: GFLOP/s.
+//  - f16_gemm: the same for f16 weights (the f32 FMA GEMM in either numerics).
 //  - bf16_gemm: the same for bf16 weights (the fast numerics' vdpbf16ps
 //    kernels where the CPU has AVX-512 BF16).
 // Every ISA this CPU runs, at 1 and 2 threads; decode and shapes in both
@@ -33,7 +34,7 @@
 // rows only. Weights come from the kernel tests' RandomWeights. Not a test:
 // run by hand.
 //
-//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations|stream|kquant_gemm|bf16_gemm]
+//   kvjit_cpu_kernel_bench [milliseconds per measurement, default 300] [dispatch|read|decode|shapes|activations|stream|kquant_gemm|f16_gemm|bf16_gemm]
 
 #include <algorithm>
 #include <atomic>
@@ -341,10 +342,11 @@ int main(int argc, char** argv) {
       std::strcmp(section, "decode") != 0 && std::strcmp(section, "shapes") != 0 &&
       std::strcmp(section, "activations") != 0 && std::strcmp(section, "stream") != 0 &&
       std::strcmp(section, "kquant_gemm") != 0 && std::strcmp(section, "bf16_gemm") != 0 &&
+      std::strcmp(section, "f16_gemm") != 0 &&
       std::strcmp(section, "block_gemm") != 0) {
     std::fprintf(stderr,
                  "kvjit_cpu_kernel_bench: section '%s' is none of dispatch, read, decode, shapes, "
-                 "activations, stream, kquant_gemm, bf16_gemm, block_gemm, all\n",
+                 "activations, stream, kquant_gemm, f16_gemm, bf16_gemm, block_gemm, all\n",
                  section);
     return 2;
   }
@@ -361,6 +363,9 @@ int main(int argc, char** argv) {
     kvjit::cpu::RunNumericsGemm(milliseconds, "block_gemm",
                                 {kvjit::quant::StorageType::kQ8_0, kvjit::quant::StorageType::kQ4_0,
                                  kvjit::quant::StorageType::kQ5_0, kvjit::quant::StorageType::kQ4_1});
+  }
+  if (all || std::strcmp(section, "f16_gemm") == 0) {
+    kvjit::cpu::RunNumericsGemm(milliseconds, "f16_gemm", {kvjit::quant::StorageType::kF16});
   }
   if (all || std::strcmp(section, "bf16_gemm") == 0) {
     kvjit::cpu::RunNumericsGemm(milliseconds, "bf16_gemm", {kvjit::quant::StorageType::kBF16});
