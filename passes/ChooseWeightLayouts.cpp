@@ -40,15 +40,37 @@ constexpr int64_t kInterleavedRows = 8;
 // rows (2 threads), and whole decode steps gained on Llama-3.2-1B's shape in
 // Q8_0 and Q4_0 and on SmolLM2's Q4_1 (*Decode GEMV prefetch and Zen 5's
 // layouts*). An entry here makes the default pipeline choose the layout.
+//
+// Zen 4 again, once GGUF's rows had the prefetching GEMV and the fast
+// numerics their own kernels (*Issue 28, seventh slice*): the Llama-3.2-1B
+// shape in Q8_0 (rows of 2048 and 8192 columns) decoded 25-45% faster in
+// GGUF's rows under both numerics, prefill level, while SmolLM2's tied Q8_0
+// output projection (576 columns) decoded 9% faster interleaved under the
+// default numerics (5% slower under the fast one). So on Zen 4 Q8_0 is
+// interleaved only in rows of at most 1024 columns.
+struct InterleavedType {
+  tfm::StorageType storage;
+  // The longest rows the layout measured faster for; 0: rows of any length.
+  int64_t max_cols = 0;
+};
+
 struct MeasuredFaster {
   llvm::StringLiteral isa;
   llvm::StringLiteral cpu;
-  llvm::ArrayRef<tfm::StorageType> storage;
+  llvm::ArrayRef<InterleavedType> types;
 };
 
-constexpr tfm::StorageType kZen4Interleaved[] = {tfm::StorageType::q4_1, tfm::StorageType::q8_0};
-constexpr tfm::StorageType kZen5Interleaved[] = {tfm::StorageType::q4_0, tfm::StorageType::q4_1,
-                                                 tfm::StorageType::q8_0};
+constexpr InterleavedType kZen4Interleaved[] = {{tfm::StorageType::q4_1}, {tfm::StorageType::q8_0, 1024}};
+constexpr InterleavedType kZen5Interleaved[] = {
+    {tfm::StorageType::q4_0}, {tfm::StorageType::q4_1}, {tfm::StorageType::q8_0}};
+
+// Whether `measured` lists `param`'s storage type for rows of its length.
+bool MeasuredFasterFor(const MeasuredFaster& measured, tfm::ParamOp param) {
+  const int64_t cols = mlir::cast<mlir::RankedTensorType>(param.getType()).getDimSize(1);
+  return llvm::any_of(measured.types, [&](const InterleavedType& type) {
+    return type.storage == param.getStorage() && (type.max_cols == 0 || cols <= type.max_cols);
+  });
+}
 
 const MeasuredFaster kMeasuredFaster[] = {
     {"avx512vnni", "generic", {}},
@@ -117,7 +139,7 @@ struct ChooseWeightLayoutsPass : impl::ChooseWeightLayoutsBase<ChooseWeightLayou
     auto layout = tfm::WeightLayoutAttr::get(module.getContext(), tfm::WeightLayout::rows_interleaved8);
     for (tfm::ParamOp param : module.getOps<tfm::ParamOp>()) {
       if (!Qualifies(param, module)) continue;
-      if (policy == "measured" && !llvm::is_contained(measured->storage, param.getStorage())) continue;
+      if (policy == "measured" && !MeasuredFasterFor(*measured, param)) continue;
       param.setLayoutAttr(layout);
     }
   }

@@ -169,7 +169,8 @@ def ChooseWeightLayouts : Pass<"choose-weight-layouts", "::mlir::ModuleOp"> {
     concatenation, a shift or any other op keeps it in GGUF's rows.
 
     `policy=measured` (the default) chooses the layout only for the storage
-    types where it measured faster than GGUF's rows on `isa` and the
+    types (and, where the measurements say so, the row lengths) where it
+    measured faster than GGUF's rows on `isa` and the
     microarchitecture `cpu` (generic, zen4 or zen5; the table in
     ChooseWeightLayouts.cpp, from docs/benchmarks.md, *Weight layouts*);
     `policy=every` chooses it for every weight that qualifies (to measure

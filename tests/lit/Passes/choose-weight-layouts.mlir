@@ -15,8 +15,9 @@
 
 // Matrices of 32-element block types, with a multiple of 8 rows, that only
 // linears read as their weight: policy=every interleaves them; the measured
-// policy chooses the layout for Q4_1 and Q8_0 on AVX-512 VNNI Zen 4, and
-// for Q4_0 too on Zen 5, alone (ChooseWeightLayouts.cpp).
+// policy chooses the layout for Q4_1 and Q8_0 (in rows this short) on
+// AVX-512 VNNI Zen 4, and for Q4_0 too on Zen 5, alone
+// (ChooseWeightLayouts.cpp).
 // CHECK: tfm.param @down.weight : tensor<64x32xf32> storage <q4_1> layout <rows_interleaved8>
 // CHECK: tfm.param @up.weight : tensor<32x64xf32> storage <q8_0> layout <rows_interleaved8>
 // CHECK: tfm.param @gate.weight : tensor<32x32xf32> storage <q4_0> layout <rows_interleaved8>
@@ -44,6 +45,27 @@ func.func @linears(%h: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %wg = tfm.weight @gate.weight : tensor<32x32xf32>
   %g = tfm.linear %u, %wg : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
   return %g : tensor<?x32xf32>
+}
+
+// -----
+
+// On Zen 4 the measured policy interleaves Q8_0 only in rows of at most 1024
+// columns (the bound itself included); Zen 5 in rows of any length.
+// ZEN4: tfm.param @at_bound.weight : tensor<8x1024xf32> storage <q8_0> layout <rows_interleaved8>
+// ZEN4: tfm.param @past_bound.weight : tensor<8x1056xf32> storage <q8_0>{{$}}
+// ZEN4-LABEL: func.func @row_lengths
+// ZEN5: tfm.param @at_bound.weight : tensor<8x1024xf32> storage <q8_0> layout <rows_interleaved8>
+// ZEN5: tfm.param @past_bound.weight : tensor<8x1056xf32> storage <q8_0> layout <rows_interleaved8>
+// ZEN5-LABEL: func.func @row_lengths
+// CHECK-LABEL: func.func @row_lengths
+tfm.param @at_bound.weight : tensor<8x1024xf32> storage <q8_0>
+tfm.param @past_bound.weight : tensor<8x1056xf32> storage <q8_0>
+func.func @row_lengths(%h: tensor<?x1024xf32>, %g: tensor<?x1056xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %wa = tfm.weight @at_bound.weight : tensor<8x1024xf32>
+  %a = tfm.linear %h, %wa : (tensor<?x1024xf32>, tensor<8x1024xf32>) -> tensor<?x8xf32>
+  %wp = tfm.weight @past_bound.weight : tensor<8x1056xf32>
+  %p = tfm.linear %g, %wp : (tensor<?x1056xf32>, tensor<8x1056xf32>) -> tensor<?x8xf32>
+  return %a, %p : tensor<?x8xf32>, tensor<?x8xf32>
 }
 
 // -----
