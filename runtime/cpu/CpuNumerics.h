@@ -17,7 +17,8 @@ enum class CpuNumerics {
   // Under AVX-512 VNNI, K-quant weights (Q4_K, Q5_K, Q6_K) are multiplied
   // summing each sub-block's products as one integer before its scale, and
   // the scaled sums as one integer per super-block before one float
-  // multiply-add, as llama.cpp's repacked kernels do: the same integers,
+  // multiply-add, as llama.cpp's repacked Q4_K GEMV does (its GEMM takes
+  // one per 64 elements; docs/numerics.md): the same integers,
   // fewer float roundings, and about 1.5x the GEMM's speed (prefill, batched
   // decode). The 32-element block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) sum
   // each block's products as one integer before one float multiply-add per

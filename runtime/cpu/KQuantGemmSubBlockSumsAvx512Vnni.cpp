@@ -17,8 +17,9 @@
 // sums added as one integer (a transposing tree over the tile's lanes, exact
 // in any order), then acc = fma(d * d_x, float(total), acc), the mins as the
 // batch-invariant kernel takes them, and acc + offset at the end: one float
-// multiply-add per super-block, as llama.cpp's repacked kernels take it
-// (docs/numerics.md, "The fast CPU numerics"). On Zen 4 the tree (21
+// multiply-add per super-block, as llama.cpp's repacked Q4_K GEMV takes it
+// (its GEMM takes one per 64 elements; docs/numerics.md, "The fast CPU
+// numerics"). On Zen 4 the tree (21
 // shuffles and adds per four rows and four tokens) costs about what eight
 // lanes' float steps did (24 conversions, multiplies and fmas); the
 // single-row kernels save more, one fma per row and super-block instead of
