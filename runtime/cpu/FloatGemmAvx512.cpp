@@ -10,12 +10,15 @@
 // the columns twice, once per half, with 4 rows x 4 tokens = 16 accumulators
 // in flight: per chunk 4 weight and 4 activation loads feed 16 FMAs.
 //
-// The weights are converted to f32 once per group of 8 rows into the tile
-// (f16 by vcvtph2ps, bf16 by a shift: both exact), which every token group
-// then reads from L1 or L2; the activations (already rounded by MatMul.cpp)
-// are laid out once per call. Both put the chunks where aligned loads find
-// them, and the cols % 32 tail columns apart, after all the chunks: the
-// tail's products are added in double, as the single-row kernels add them.
+// The micro-kernel reads the weights from their rows, a quad of rows a run
+// of chunks at a time, and converts them as it loads them (f16 by
+// vcvtph2ps, bf16 by a shift: both exact); the run stays in L1 while every
+// token group of the pass takes it. The activations (already rounded by
+// MatMul.cpp) are laid out once per call, where aligned loads find them, the
+// cols % 32 tail columns apart, after all the chunks: the tail's products are
+// added in double, as the single-row kernels add them. A pair's accumulators
+// wait in memory between runs: each takes its chunks in order, so the runs
+// change no bit.
 
 #if !defined(__AVX512F__) || !defined(__AVX512VL__) || !defined(__AVX512BW__)
 #error "FloatGemmAvx512.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl"
@@ -25,6 +28,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/cpu/BlockGemm.h"
@@ -41,20 +45,16 @@ constexpr int64_t kHalf = 16;   // columns of one 512-bit register
 // Panel: per token group, the first halves of every chunk, chunk by chunk,
 // the group's four tokens' 16 activations each (256 bytes per chunk), then
 // the second halves likewise; after every group's chunks, each group's four
-// tokens' tail columns. Tile: the first halves of every chunk, the eight
-// rows' 16 weights each (512 bytes per chunk), then the second halves; then
-// the eight rows' tail columns. A half's pass of the micro-kernel so reads
-// consecutive lines (interleaving the halves line by line would leave half
-// of L1's sets unused). Both come to 16 (panel, per group) and 32 (tile)
-// bytes per column, the sizes BlockGemm.h's formulas give for one-column
-// blocks.
+// tokens' tail columns: 16 bytes per column and group, BlockGemm.h's size
+// for one-column blocks. The tile holds the row group's tail columns only
+// (8 x cols % 32 floats, within its 32 bytes per column).
 constexpr int64_t kPanelColumnBytes = kGemmTokenGroup * sizeof(float);
 constexpr int64_t kTileColumnBytes = kGemmRowGroup * sizeof(float);
 constexpr int64_t kPanelHalfChunkFloats = kGemmTokenGroup * kHalf;
-constexpr int64_t kTileHalfChunkFloats = kGemmRowGroup * kHalf;
 
 // The micro-kernel's rows: the row group in two quads.
 constexpr int64_t kQuad = 4;
+constexpr int64_t kQuads = kGemmRowGroup / kQuad;
 
 // Each format: 16 elements of a row from column i as f32 (exactly), and one.
 struct F32Elements {
@@ -126,50 +126,48 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
   }
 }
 
-// Converts `count` (at most 8) rows from `rows` (row r at rows + r *
-// row_bytes) into the tile; the rest of the group's eight are zeros.
+// Chunks per run: a quad's run (4 rows x 1024 columns: 8 KiB in f16) stays
+// in L1 while every token group of the pass takes it, and the pass's panel
+// for the run (32 groups: 512 KiB) in L2 while the quads and halves take it.
+// Converting a row group's whole rows into a tile first (64 KiB at 2048
+// columns, then read from L2 by every group) ran 16-token steps 20-35%
+// slower (2048 x 2048, 2048 -> 8192, 8192 -> 2048 in f16; 128 tokens
+// level); runs of 512 and 2048 columns did less well than 1024.
+constexpr int64_t kChunksPerRun = 32;
+
+// The `tail` columns from `vector_cols` of `count` rows, row r's at tails +
+// r * tail.
 template <class Elements>
-void UnpackTile(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t cols, float* tile) {
-  const int64_t chunks = cols / kChunk;
-  const int64_t vector_cols = chunks * kChunk;
-  const int64_t tail = cols - vector_cols;
-  float* tails = tile + kGemmRowGroup * vector_cols;
-  for (int64_t r = 0; r < kGemmRowGroup; ++r) {
-    const uint8_t* row = rows + (r < count ? r : 0) * row_bytes;  // read only where r < count
-    for (int64_t c = 0; c < chunks; ++c) {
-      for (int64_t h = 0; h < 2; ++h) {
-        float* out = tile + (h * chunks + c) * kTileHalfChunkFloats + r * kHalf;
-        _mm512_store_ps(out, r < count ? Elements::Load16(row, c * kChunk + h * kHalf) : _mm512_setzero_ps());
-      }
-    }
-    for (int64_t k = 0; k < tail; ++k) tails[r * tail + k] = r < count ? Elements::Load1(row, vector_cols + k) : 0.0f;
+void UnpackTails(const uint8_t* rows, int64_t row_bytes, int64_t count, int64_t vector_cols, int64_t tail,
+                 float* tails) {
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t k = 0; k < tail; ++k) tails[r * tail + k] = Elements::Load1(rows + r * row_bytes, vector_cols + k);
   }
 }
 
-// One half (`half` 0: accumulators 0 and 1, 1: 2 and 3) of the chunks for
-// four rows of the tile from row `quad` against one token group's panel
-// chunks: acc[r][t] for row quad + r and token t of the group.
-void MicroKernel(const float* tile, int64_t quad, const float* panel, int64_t chunks, int64_t half,
+// One half (`half` 0: DotKernels.h's accumulators 0 and 1, 1: 2 and 3) of
+// `chunks` chunks from chunk `run` of four weight rows against one token
+// group's panel from `x`: acc[r][t] for row r and token t of the group,
+// continued chunk by chunk.
+template <class Elements>
+void MicroKernel(const uint8_t* const rows[kQuad], int64_t half, int64_t run, const float* x, int64_t chunks,
                  __m512 acc[kQuad][kGemmTokenGroup]) {
   __m512 a[kQuad][kGemmTokenGroup];
 #pragma GCC unroll 4
   for (int r = 0; r < kQuad; ++r) {
 #pragma GCC unroll 4
-    for (int t = 0; t < kGemmTokenGroup; ++t) a[r][t] = _mm512_setzero_ps();
+    for (int t = 0; t < kGemmTokenGroup; ++t) a[r][t] = acc[r][t];
   }
-  const float* w = tile + half * chunks * kTileHalfChunkFloats + quad * kHalf;
-  const float* x = panel + half * chunks * kPanelHalfChunkFloats;
   for (int64_t c = 0; c < chunks; ++c) {
     __m512 activations[kGemmTokenGroup];
 #pragma GCC unroll 4
     for (int t = 0; t < kGemmTokenGroup; ++t) activations[t] = _mm512_load_ps(x + t * kHalf);
 #pragma GCC unroll 4
     for (int r = 0; r < kQuad; ++r) {
-      const __m512 weights = _mm512_load_ps(w + r * kHalf);
+      const __m512 weights = Elements::Load16(rows[r], (run + c) * kChunk + half * kHalf);
 #pragma GCC unroll 4
       for (int t = 0; t < kGemmTokenGroup; ++t) a[r][t] = _mm512_fmadd_ps(weights, activations[t], a[r][t]);
     }
-    w += kTileHalfChunkFloats;
     x += kPanelHalfChunkFloats;
   }
 #pragma GCC unroll 4
@@ -195,10 +193,13 @@ float Finish(__m512 first_half, __m512 second_half, const float* weight_tail, co
   return static_cast<float>(sum);
 }
 
-// Token groups per pass over a thread's rows: every row group reads their
-// panel chunks again, which must stay in L2 (32 groups of 1536 columns take
-// 768 KiB); a longer step converts each row group once per pass.
+// Token groups per pass over a thread's rows, which are read once per pass.
 constexpr int64_t kGroupsPerPass = 32;
+
+// A token group's accumulators for every quad and half of a row group.
+struct GroupSums {
+  __m512 acc[kQuads][2][kQuad][kGemmTokenGroup];
+};
 
 template <class Elements>
 void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int64_t row_end, const uint8_t* panel,
@@ -206,36 +207,65 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
   const int64_t chunks = cols / kChunk;
   const int64_t vector_cols = chunks * kChunk;
   const int64_t tail = cols - vector_cols;
-  auto* tile = reinterpret_cast<float*>(tile_bytes);
-  const float* weight_tails = tile + kGemmRowGroup * vector_cols;
+  auto* weight_tails = reinterpret_cast<float*>(tile_bytes);
+  const auto* panel_floats = reinterpret_cast<const float*>(panel);
   const float* activation_tails = PanelTails(panel, tokens, vector_cols);
   const int64_t groups = GemmTokenGroups(tokens);
+  GroupSums sums[kGroupsPerPass];
   for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
     const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
     for (int64_t first = row_begin; first < row_end; first += kGemmRowGroup) {
       const int64_t count = row_end - first < kGemmRowGroup ? row_end - first : kGemmRowGroup;
-      // The next group's rows come in while this one is unpacked and
-      // multiplied (KQuantGemmAvx512Vnni.cpp's reason).
-      if (first + kGemmRowGroup < row_end) {
-        PrefetchLines(weights + (first + kGemmRowGroup) * row_bytes, count * row_bytes);
-      }
-      UnpackTile<Elements>(weights + first * row_bytes, row_bytes, count, cols, tile);
+      const int64_t quads = (count + kQuad - 1) / kQuad;
+      UnpackTails<Elements>(weights + first * row_bytes, row_bytes, count, vector_cols, tail, weight_tails);
       for (int64_t group = pass; group < pass_end; ++group) {
-        const float* group_panel = reinterpret_cast<const float*>(panel) + group * kGemmTokenGroup * vector_cols;
-        const float* group_tails = activation_tails + group * kGemmTokenGroup * tail;
-        for (int64_t quad = 0; quad < count; quad += kQuad) {
-          __m512 first_halves[kQuad][kGemmTokenGroup];
-          __m512 second_halves[kQuad][kGemmTokenGroup];
-          MicroKernel(tile, quad, group_panel, chunks, 0, first_halves);
-          MicroKernel(tile, quad, group_panel, chunks, 1, second_halves);
-          for (int64_t r = 0; r < kQuad && quad + r < count; ++r) {
-            for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
-              const int64_t t = group * kGemmTokenGroup + i;
-              if (t >= tokens) break;
-              y[t * y_stride + first + quad + r] =
-                  Finish(first_halves[r][i], second_halves[r][i], weight_tails + (quad + r) * tail,
-                         group_tails + i * tail, tail);
+        for (auto& half_sums : sums[group - pass].acc) {
+          for (auto& rows : half_sums) {
+            for (auto& row : rows) {
+              for (__m512& sum : row) sum = _mm512_setzero_ps();
             }
+          }
+        }
+      }
+      for (int64_t run = 0; run < chunks; run += kChunksPerRun) {
+        const int64_t run_chunks = chunks - run < kChunksPerRun ? chunks - run : kChunksPerRun;
+        // The next run's rows (the next row group's first run after the
+        // last) come in a few lines per micro-kernel while this run is
+        // multiplied (KQuantGemmAvx512Vnni.cpp's reason).
+        const bool last_run = run + kChunksPerRun >= chunks;
+        const int64_t next_first = last_run ? first + kGemmRowGroup : first;
+        const int64_t next_run = last_run ? 0 : run + kChunksPerRun;
+        const int64_t next_count = std::min(kGemmRowGroup, row_end - next_first);
+        const int64_t next_chunks = std::min(kChunksPerRun, chunks - next_run);
+        SpreadPrefetch next_rows(weights + next_first * row_bytes + next_run * kChunk * Elements::kBytes, row_bytes,
+                                 next_count > 0 ? next_count : 0, next_chunks * kChunk * Elements::kBytes,
+                                 quads * 2 * (pass_end - pass));
+        for (int64_t quad = 0; quad < quads; ++quad) {
+          for (int64_t half = 0; half < 2; ++half) {
+            const uint8_t* quad_rows[kQuad];
+            for (int64_t r = 0; r < kQuad; ++r) {
+              const int64_t row = kQuad * quad + r;
+              quad_rows[r] = weights + (first + (row < count ? row : 0)) * row_bytes;
+            }
+            for (int64_t group = pass; group < pass_end; ++group) {
+              const float* x = panel_floats + group * kGemmTokenGroup * vector_cols +
+                               (half * chunks + run) * kPanelHalfChunkFloats;
+              next_rows.Step();
+              MicroKernel<Elements>(quad_rows, half, run, x, run_chunks, sums[group - pass].acc[quad][half]);
+            }
+          }
+        }
+      }
+      for (int64_t group = pass; group < pass_end; ++group) {
+        const GroupSums& group_sums = sums[group - pass];
+        const float* group_tails = activation_tails + group * kGemmTokenGroup * tail;
+        for (int64_t r = 0; r < count; ++r) {
+          for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
+            const int64_t t = group * kGemmTokenGroup + i;
+            if (t >= tokens) break;
+            y[t * y_stride + first + r] =
+                Finish(group_sums.acc[r / kQuad][0][r % kQuad][i], group_sums.acc[r / kQuad][1][r % kQuad][i],
+                       weight_tails + r * tail, group_tails + i * tail, tail);
           }
         }
       }

@@ -227,15 +227,20 @@ INSTANTIATE_TEST_SUITE_P(AllStorageTypes, MatMulTest, ::testing::ValuesIn(kAllTy
 // VNNI's decode GEMV (one token, four rows at a time) and register-blocked
 // GEMM (three tokens or more), AVX2's single rows, on whichever of them this
 // CPU has. Columns below one 32-element chunk, whole chunks, chunks with a
-// tail; 13 rows, so the last row group and its last quad of rows are partial
-// and the GEMV's last row goes alone; token counts across the groups of four.
+// tail, and 1100 columns: the GEMM's runs of 32 chunks, a last run of two;
+// 13 rows, so the last row group and its last quad of rows are partial and
+// the GEMV's last row goes alone; token counts across the groups of four,
+// and 133 tokens: a second pass of token groups, of one group.
 TEST(FloatGemm, EqualsPortableBitForBitForEveryColumnCount) {
   const std::vector<CpuIsa> isas = SupportedIsas();
   if (isas.size() < 2) GTEST_SKIP() << "this CPU or build has no vector kernels to compare";
   constexpr int64_t kGemmRows = 13;
+  std::vector<int64_t> token_counts;
+  for (int64_t tokens = 1; tokens <= 20; ++tokens) token_counts.push_back(tokens);
+  token_counts.push_back(133);
   for (StorageType type : {StorageType::kF32, StorageType::kF16, StorageType::kBF16}) {
-    for (int64_t cols : {5, 33, 64, 100, 576}) {
-      for (int64_t tokens = 1; tokens <= 20; ++tokens) {
+    for (int64_t cols : {5, 33, 64, 100, 576, 1100}) {
+      for (int64_t tokens : token_counts) {
         std::mt19937 rng(static_cast<uint32_t>(100 * cols + tokens));
         Problem p;
         p.bytes = testing::RandomWeights(type, kGemmRows, cols, rng);
