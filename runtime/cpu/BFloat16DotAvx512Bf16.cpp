@@ -156,11 +156,11 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
   const uint8_t* rows[kTileRows];
   MultiplyTilesInPasses<TileSums, kChunksPerRun>(
       row_begin, row_end, tokens, chunks,
+      [&](int64_t first, int64_t steps) { return NextTileRows(weights, row_bytes, first, row_end, steps); },
       [&](int64_t first, int64_t count) {
         // Rows past the end stand in as copies of the last; their sums are
         // dropped.
         for (int64_t r = 0; r < kTileRows; ++r) rows[r] = weights + (first + (r < count ? r : count - 1)) * row_bytes;
-        if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
       },
       [&](int64_t group, int64_t run, int64_t run_end, TileSums& sums) {
         MicroKernel(rows, panel + group * chunks * kPanelChunkBytes, run, run_end, sums.acc);

@@ -182,11 +182,13 @@ void MicroKernel(const uint8_t* tile, const uint8_t* panel, int64_t blocks, floa
 }
 
 // One unpacked row group (`count` rows from row `first`) against token
-// groups [group_begin, group_end).
+// groups [group_begin, group_end), a step of `next_rows` before each.
 template <class Format>
 void MultiplyTile(const uint8_t* tile, int64_t count, int64_t first, const uint8_t* panel, int64_t group_begin,
-                  int64_t group_end, int64_t tokens, int64_t blocks, float* y, int64_t y_stride) {
+                  int64_t group_end, int64_t tokens, int64_t blocks, float* y, int64_t y_stride,
+                  SpreadPrefetch& next_rows) {
   for (int64_t group = group_begin; group < group_end; ++group) {
+    next_rows.Step();
     float results[8][4];
     MicroKernel<Format>(tile, panel + group * blocks * kPanelBlockBytes, blocks, results);
     for (int64_t i = 0; i < kGemmTokenGroup; ++i) {
@@ -213,13 +215,14 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
     const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
     for (int64_t first = row_begin; first < row_end; first += kGemmRowGroup) {
       const int64_t count = row_end - first < kGemmRowGroup ? row_end - first : kGemmRowGroup;
-      // The next group's rows come in while this one is unpacked and
-      // multiplied (KQuantGemmAvx512Vnni.cpp's reason).
-      if (first + kGemmRowGroup < row_end) {
-        PrefetchLines(weights + (first + kGemmRowGroup) * row_bytes, count * row_bytes);
-      }
       UnpackTile<Format, kRowsInterleaved>(weights + first * row_bytes, row_bytes, count, blocks, tile);
-      MultiplyTile<Format>(tile, count, first, panel, pass, pass_end, tokens, blocks, y, y_stride);
+      // The next group's rows come in while this one is multiplied
+      // (KQuantGemmParts.h's reason), spread over its token groups.
+      const int64_t next = first + kGemmRowGroup;
+      const int64_t next_count = row_end - next < kGemmRowGroup ? row_end - next : kGemmRowGroup;
+      SpreadPrefetch next_rows(weights + next * row_bytes, 0, next_count > 0 ? 1 : 0, next_count * row_bytes,
+                               pass_end - pass);
+      MultiplyTile<Format>(tile, count, first, panel, pass, pass_end, tokens, blocks, y, y_stride, next_rows);
     }
   }
 }

@@ -231,15 +231,19 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
   const int64_t octets = Octets(cols);
   MultiplyTilesInPasses<MicroSums, kOctetsPerRun>(
       row_begin, row_end, tokens, octets,
+      // The rows that come next are asked for while these are multiplied
+      // (KQuantGemmParts.h's reason): the next tile's rows, or,
+      // interleaved, half of the next group's stream during each of the
+      // group's two tiles.
+      [&](int64_t first, int64_t steps) {
+        if (kRowsInterleaved == 1) return NextTileRows(weights, row_bytes, first, row_end, steps);
+        static_assert(kRowsInterleaved == 1 || kRowsInterleaved == 2 * kTileRows, "a group is two tiles");
+        const int64_t group_first = first - first % kRowsInterleaved;
+        const int64_t next = group_first + kRowsInterleaved;
+        return SpreadPrefetch(weights + (next + first - group_first) * row_bytes, 0, next < row_end ? 1 : 0,
+                              kTileRows * row_bytes, steps);
+      },
       [&](int64_t first, int64_t count) {
-        // The rows that come next are asked for while these are unpacked and
-        // multiplied (KQuantGemmParts.h's reason): the next tile's rows, or,
-        // interleaved, the next group's stream as a group starts.
-        if (kRowsInterleaved == 1 && first + kTileRows < row_end) {
-          PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
-        } else if (kRowsInterleaved != 1 && first % kRowsInterleaved == 0 && first + kRowsInterleaved < row_end) {
-          PrefetchLines(weights + (first + kRowsInterleaved) * row_bytes, kRowsInterleaved * row_bytes);
-        }
         UnpackTile<Format, kRowsInterleaved>(weights, row_bytes, first, count, cols, tile);
       },
       [&](int64_t group, int64_t run, int64_t run_end, MicroSums& sums) {

@@ -191,13 +191,12 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
   const int64_t blocks = cols / kSuperBlock;
   MultiplyTilesInPasses<Sums, kBlocksPerRun>(
       row_begin, row_end, tokens, blocks,
-      [&](int64_t first, int64_t count) {
-        // The next tile's rows come in while this one is unpacked and
-        // multiplied: 16 concurrent decodes of Llama-3.2-1B Q4_K_M spent 44%
-        // of their Q6_K unpacking waiting on a block's first load.
-        if (first + kTileRows < row_end) PrefetchLines(weights + (first + kTileRows) * row_bytes, count * row_bytes);
-        kUnpackTile(weights + first * row_bytes, row_bytes, count, blocks, tile);
-      },
+      // The next tile's rows come in while this one is multiplied: 16
+      // concurrent decodes of Llama-3.2-1B Q4_K_M spent 44% of their Q6_K
+      // unpacking waiting on a block's first load when they did not, and
+      // asked for all at once they stalled (Prefetch.h).
+      [&](int64_t first, int64_t steps) { return NextTileRows(weights, row_bytes, first, row_end, steps); },
+      [&](int64_t first, int64_t count) { kUnpackTile(weights + first * row_bytes, row_bytes, count, blocks, tile); },
       [&](int64_t group, int64_t run, int64_t run_end, Sums& sums) {
         kMicroKernel(tile, panel + group * blocks * kPanelBlockBytes, run, run_end, sums);
       },

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/BlockGemm.h"
+#include "runtime/cpu/Prefetch.h"
 
 namespace kvjit::cpu::internal {
 namespace {
@@ -32,30 +33,46 @@ static_assert(kGemmRowGroup % kTileRows == 0, "a thread's row range is whole til
 constexpr int64_t kGroupsPerPass = 32;
 
 // For each tile of the rows [row_begin, row_end) and each pass of token
-// groups: make_tile(first, count) once (ask for what comes next, unpack the
-// tile's `count` rows from row `first`), then multiply_run(group, run,
-// run_end, sums) for blocks [run, run_end) of every group of the pass, run
-// after run, into that group's Sums (from Sums::Zero()), then
-// store(sums, group, first, count).
-template <class Sums, int64_t kBlocksPerRun, class MakeTile, class MultiplyRun, class Store>
+// groups: make_tile(first, count) once (unpack the tile's `count` rows from
+// row `first`), then multiply_run(group, run, run_end, sums) for blocks
+// [run, run_end) of every group of the pass, run after run, into that
+// group's Sums (from Sums::Zero()), each after a step of next_rows(first,
+// steps) (what comes after the tile: a SpreadPrefetch over `steps` steps),
+// then store(sums, group, first, count).
+template <class Sums, int64_t kBlocksPerRun, class NextRows, class MakeTile, class MultiplyRun, class Store>
 __attribute__((always_inline)) inline void MultiplyTilesInPasses(int64_t row_begin, int64_t row_end, int64_t tokens,
-                                                                 int64_t blocks, MakeTile make_tile,
-                                                                 MultiplyRun multiply_run, Store store) {
+                                                                 int64_t blocks, NextRows next_rows,
+                                                                 MakeTile make_tile, MultiplyRun multiply_run,
+                                                                 Store store) {
   const int64_t groups = GemmTokenGroups(tokens);
+  const int64_t runs = (blocks + kBlocksPerRun - 1) / kBlocksPerRun;
   for (int64_t pass = 0; pass < groups; pass += kGroupsPerPass) {
     const int64_t pass_end = groups - pass < kGroupsPerPass ? groups : pass + kGroupsPerPass;
     for (int64_t first = row_begin; first < row_end; first += kTileRows) {
       const int64_t count = row_end - first < kTileRows ? row_end - first : kTileRows;
       make_tile(first, count);
+      SpreadPrefetch next = next_rows(first, runs * (pass_end - pass));
       Sums sums[kGroupsPerPass];
       for (int64_t group = pass; group < pass_end; ++group) sums[group - pass] = Sums::Zero();
       for (int64_t run = 0; run < blocks; run += kBlocksPerRun) {
         const int64_t run_end = blocks - run < kBlocksPerRun ? blocks : run + kBlocksPerRun;
-        for (int64_t group = pass; group < pass_end; ++group) multiply_run(group, run, run_end, sums[group - pass]);
+        for (int64_t group = pass; group < pass_end; ++group) {
+          next.Step();
+          multiply_run(group, run, run_end, sums[group - pass]);
+        }
       }
       for (int64_t group = pass; group < pass_end; ++group) store(sums[group - pass], group, first, count);
     }
   }
+}
+
+// The SpreadPrefetch of the tile after the one at row `first`: its rows,
+// contiguous in GGUF's layout, none past `row_end`.
+inline SpreadPrefetch NextTileRows(const uint8_t* weights, int64_t row_bytes, int64_t first, int64_t row_end,
+                                   int64_t steps) {
+  const int64_t next = first + kTileRows;
+  const int64_t next_count = row_end - next < kTileRows ? row_end - next : kTileRows;
+  return SpreadPrefetch(weights + next * row_bytes, 0, next_count > 0 ? 1 : 0, next_count * row_bytes, steps);
 }
 
 // A group's results[r][i] (row first + r, token 4 * group + i) into y, rows
