@@ -130,9 +130,10 @@ void PackActivations(const void* activation_rows, int64_t tokens, int64_t cols, 
 // in L1 while every token group of the pass takes it, and the pass's panel
 // for the run (32 groups: 512 KiB) in L2 while the quads and halves take it.
 // Converting a row group's whole rows into a tile first (64 KiB at 2048
-// columns, then read from L2 by every group) ran 16-token steps 20-35%
-// slower (2048 x 2048, 2048 -> 8192, 8192 -> 2048 in f16; 128 tokens
-// level); runs of 512 and 2048 columns did less well than 1024.
+// columns, then read from L2 by every group) and asking for the next
+// group's rows all at once ran 16-token steps 20-35% slower (2048 x 2048,
+// 2048 -> 8192, 8192 -> 2048 in f16; 128 tokens level); runs of 512 and
+// 2048 columns did less well than 1024.
 constexpr int64_t kChunksPerRun = 32;
 
 // The `tail` columns from `vector_cols` of `count` rows, row r's at tails +

@@ -34,7 +34,7 @@ class SpreadPrefetch {
  public:
   SpreadPrefetch(const uint8_t* p, int64_t stride, int64_t rows, int64_t bytes, int64_t steps)
       : p_(p), stride_(stride), rows_(bytes > 0 ? rows : 0), bytes_(bytes),
-        lines_per_step_(steps > 0 ? (rows * (bytes / 64 + 2) + steps - 1) / steps : 0) {
+        lines_per_step_(steps > 0 ? (rows_ * (bytes_ / 64 + 2) + steps - 1) / steps : 0) {
     StartRow();
   }
 
