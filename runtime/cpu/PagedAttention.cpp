@@ -75,9 +75,10 @@ FloatRows AsFloatRows(kvx::StorageType type, const uint8_t* first, int64_t slot_
   return {reinterpret_cast<const uint8_t*>(scratch), head_dim * static_cast<int64_t>(sizeof(float))};
 }
 
-// The most query heads of one group attended together: their scores and sums
-// stay in the thread's cache, and longer groups (multi-query attention's,
-// every query head on one kv head) are taken in parts.
+// The most queries attended together, the query heads of one group (on the
+// f16 cache also the next tokens'): their scores and sums stay in the
+// thread's cache, and longer groups (multi-query attention's, every query
+// head on one kv head) are taken in parts.
 constexpr int64_t kMaxGroupedHeads = 8;
 
 // One thread's buffers for the query heads of one kv head's group it
@@ -160,28 +161,42 @@ void PrefetchHeadRows(const HeadCache& cache, int64_t begin, int64_t end) {
   });
 }
 
-// The query heads [0, heads) of one kv head's group (queries and outputs
-// head_dim apart) over the cached positions begin..end-1, each as ggml's
-// non-flash attention computes it alone on AVX2 (see PagedAttention.h): the
-// heads read each key and value row once for all of them
-// (HalfDotRowsQueries, HalfAxpyRowsQueries), and every head's arithmetic is
-// its own.
-void AttendHalfHeads(const float* queries, int64_t heads, const HeadCache& cache, int64_t begin, int64_t end,
-                     float scale, float softcap, HalfDotOrder order, HeadScratch& scratch, float* out) {
+// One query of those a chunk attends together on the f16 cache: its row,
+// its output, and the end of the positions it sees.
+struct HalfQuery {
+  const float* query;
+  float* out;
+  int64_t end;
+};
+
+// `count` queries on one kv head's cache from position `begin` (each up to
+// its own end), each as ggml's non-flash attention computes it alone on AVX2
+// (see PagedAttention.h): the queries read each key and value row once for
+// all of them (HalfDotRowsQueries, HalfAxpyRowPointersQueries), and every
+// query's arithmetic is its own. A query that ends before the chunk's last
+// has scores past its end computed and left out, and weight 0 there in the
+// value sums, as ggml's masked keys have: a lane sum starts at +0 and no
+// rounding makes it -0, so a 0 product changes no bit of it.
+void AttendHalfQueries(const HalfQuery* queries, int64_t count, const HeadCache& cache, int64_t begin, float scale,
+                       float softcap, HalfDotOrder order, HeadScratch& scratch) {
   const int64_t head_dim = cache.layout->head_dim;
   const int64_t stride = scratch.weights_stride;
-  RoundToHalfRow(queries, scratch.query.data(), heads * head_dim);
+  int64_t end = begin;
+  for (int64_t q = 0; q < count; ++q) {
+    RoundToHalfRow(queries[q].query, scratch.query.data() + q * head_dim, head_dim);
+    end = std::max(end, queries[q].end);
+  }
   // As ggml's row of all keys would be; positions before `begin` are masked
-  // keys, weight 0. Head h's row starts `stride` floats after head h - 1's.
-  const LaneAlignedWeights first_head(scratch.weights.data(), begin, end);
-  const int64_t visible = end - begin;
+  // keys, weight 0. Query q's row starts `stride` floats after query q - 1's.
+  const LaneAlignedWeights first_query(scratch.weights.data(), begin, end);
   const int64_t block_size = cache.layout->block_size;
-  ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
-    HalfDotRowsQueries(order, cache.Key(first), cache.layout->KeySlotStride(), count, scratch.query.data(), heads,
-                       head_dim, first_head.At(first), stride);
+  ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t run) {
+    HalfDotRowsQueries(order, cache.Key(first), cache.layout->KeySlotStride(), run, scratch.query.data(), count,
+                       head_dim, first_query.At(first), stride);
   });
-  for (int64_t h = 0; h < heads; ++h) {
-    const LaneAlignedWeights weights(scratch.weights.data() + h * stride, begin, end);
+  for (int64_t q = 0; q < count; ++q) {
+    const LaneAlignedWeights weights(scratch.weights.data() + q * stride, begin, queries[q].end);
+    const int64_t visible = queries[q].end - begin;
     float* visible_weights = weights.At(begin);
     for (int64_t j = 0; j < visible; ++j) visible_weights[j] *= scale;
     SoftCapScores(visible_weights, visible, softcap);
@@ -199,26 +214,27 @@ void AttendHalfHeads(const float* queries, int64_t heads, const HeadCache& cache
     // The probabilities rounded to f16, ggml's operand type.
     for (int64_t j = 0; j < visible; ++j) visible_weights[j] *= inverse;
     RoundToHalfRow(visible_weights, visible_weights, visible);
+    std::fill(weights.At(queries[q].end), weights.At(end), 0.0f);
   }
   // The weighted sum of values as `order`'s dot product of each value column
   // with the probabilities: position j feeds lane j % lanes of every column.
   // ggml's padded positions have probability 0 and add nothing.
   const int lanes = HalfDotLanes(order);
   const int64_t lanes_stride = lanes * head_dim;
-  // The value rows of every visible position in one call, across blocks, so
-  // that AVX-512 takes them lane by lane, each row read whole
+  // The value rows of every position in one call, across blocks, so that
+  // AVX-512 takes them lane by lane, each row read whole
   // (HalfAxpyRowPointersQueries): block by block, 32 bytes of every row per
   // 16 columns, Qwen3-0.6B's 512-token prefill spent 460-490 ms in attention
   // against 405 so.
-  std::fill(scratch.lanes.begin(), scratch.lanes.begin() + heads * lanes_stride, 0.0f);
-  ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t count) {
+  std::fill(scratch.lanes.begin(), scratch.lanes.begin() + count * lanes_stride, 0.0f);
+  ForEachBlockRun(begin, end, block_size, [&](int64_t first, int64_t run) {
     const uint8_t* row = cache.Value(first);
-    for (int64_t r = 0; r < count; ++r) scratch.value_rows[first - begin + r] = row + r * cache.layout->ValueSlotStride();
+    for (int64_t r = 0; r < run; ++r) scratch.value_rows[first - begin + r] = row + r * cache.layout->ValueSlotStride();
   });
-  HalfAxpyRowPointersQueries(scratch.value_rows.data(), visible, first_head.At(begin), stride, heads, head_dim,
+  HalfAxpyRowPointersQueries(scratch.value_rows.data(), end - begin, first_query.At(begin), stride, count, head_dim,
                              scratch.lanes.data(), lanes_stride, lanes, begin);
-  for (int64_t h = 0; h < heads; ++h) {
-    FoldHalfDotLaneRows(order, scratch.lanes.data() + h * lanes_stride, head_dim, out + h * head_dim);
+  for (int64_t q = 0; q < count; ++q) {
+    FoldHalfDotLaneRows(order, scratch.lanes.data() + q * lanes_stride, head_dim, queries[q].out);
   }
 }
 
@@ -415,19 +431,25 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
   // token by token, every head's (a whole layer's cache, 2 MB for a 512-token
   // prompt of Qwen3-0.6B) passed through L2 once per token, and a 512-token
   // prefill's attention ran at 40 GFLOP/s.
-  const int64_t grouped_heads = std::min(group, kMaxGroupedHeads);
+  //
+  // On the f16 cache a chunk goes on past its token into the next tokens of
+  // the same sequence that see from the same position (a prefill's; Phi-3,
+  // whose 32 query heads have 32 kv heads, spent 17% of a 512-token prefill
+  // in attention at 30 GFLOP/s reading each key and value row once per
+  // query row).
+  const int64_t chunk_queries = half ? kMaxGroupedHeads : std::min(group, kMaxGroupedHeads);
   const CpuIsa isa = BestCpuIsa();
   pool.ParallelFor(tokens * heads, [&](int64_t begin, int64_t end) {
     const int64_t weights_stride = (max_context + 7) / 8 * 8;
     const int64_t lanes_per_head = half ? HalfDotLanes(HalfDotOrder::kVecDot) : 1;
-    HeadScratch scratch{std::vector<float>(static_cast<size_t>(grouped_heads * head_dim)),
-                        std::vector<float>(static_cast<size_t>(grouped_heads * weights_stride)), weights_stride,
-                        std::vector<float>(static_cast<size_t>(grouped_heads * lanes_per_head * head_dim)),
+    HeadScratch scratch{std::vector<float>(static_cast<size_t>(chunk_queries * head_dim)),
+                        std::vector<float>(static_cast<size_t>(chunk_queries * weights_stride)), weights_stride,
+                        std::vector<float>(static_cast<size_t>(chunk_queries * lanes_per_head * head_dim)),
                         std::vector<float>(half ? 0 : static_cast<size_t>(layout.block_size * head_dim)),
-                        std::vector<float>(static_cast<size_t>(grouped_heads * head_dim)),
+                        std::vector<float>(static_cast<size_t>(chunk_queries * head_dim)),
                         std::nullopt,
                         std::vector<const uint8_t*>(half ? static_cast<size_t>(weights_stride) : 0)};
-    if (kvx::QuantizesQuery(layout.key_type)) scratch.key_scorer.emplace(isa, layout.key_type, head_dim, grouped_heads);
+    if (kvx::QuantizesQuery(layout.key_type)) scratch.key_scorer.emplace(isa, layout.key_type, head_dim, chunk_queries);
     for (int64_t item = begin, items = 1; item < end; item += items) {
       const int64_t kv_head = item / (tokens * group);
       const int64_t t = item % (tokens * group) / group;
@@ -440,9 +462,9 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
       const int64_t row = (t * heads + kv_head * group + head_in_group) * head_dim;
       const int64_t first = FirstVisible(batch.positions[t], window);
       const int64_t last = static_cast<int64_t>(batch.positions[t]) + 1;
-      // The chunk's heads of this kv head's group, at most kMaxGroupedHeads.
-      items = std::min({end, item - head_in_group + group, item + grouped_heads}) - item;
       if (!half) {
+        // The chunk's heads of this kv head's group, at most kMaxGroupedHeads.
+        items = std::min({end, item - head_in_group + group, item + chunk_queries}) - item;
         const float* queries = query + row;
         if (layout.key_rotation > 0) {
           std::copy(queries, queries + items * head_dim, scratch.rotated_queries.begin());
@@ -464,7 +486,21 @@ absl::Status PagedAttention(const float* query, int64_t tokens, int64_t heads, c
       // all at once, 16 decodes' attention of Qwen3-0.6B took 14% of a step
       // instead of 21%. A prefill's rows are in cache from its previous token.
       if (decode) PrefetchHeadRows(cache, first, last);
-      AttendHalfHeads(query + row, items, cache, first, last, scale, softcap, order, scratch, out + row);
+      // The chunk: this kv head's items from `item` on, at most
+      // kMaxGroupedHeads, while their tokens are the sequence's and see from
+      // `first`.
+      HalfQuery chunk[kMaxGroupedHeads];
+      items = 0;
+      for (int64_t next = item; next < end && items < kMaxGroupedHeads; ++next, ++items) {
+        const int64_t next_t = next % (tokens * group) / group;
+        if (next / (tokens * group) != kv_head || sequence_of_token[next_t] != sequence ||
+            FirstVisible(batch.positions[next_t], window) != first) {
+          break;
+        }
+        const int64_t next_row = (next_t * heads + kv_head * group + next % group) * head_dim;
+        chunk[items] = {query + next_row, out + next_row, static_cast<int64_t>(batch.positions[next_t]) + 1};
+      }
+      AttendHalfQueries(chunk, items, cache, first, scale, softcap, order, scratch);
     }
   });
   return absl::OkStatus();

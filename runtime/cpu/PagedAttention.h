@@ -108,10 +108,12 @@ absl::Status WriteKv(const float* key, const float* value, int64_t tokens, const
 //
 // Either way the result depends on that token's query, its sequence's cache
 // and (f16) its sequence's row count alone, not on the rest of the batch or
-// the thread count. Work is split over (token, query head) pairs; each head
-// reads its kv head's rows in place, and but for an f16 cache the heads of
-// one kv head's group that a thread holds (up to 8 at a time) read (and
-// convert) them once together, each head's arithmetic unchanged.
+// the thread count. Work is split over (token, query head) pairs; the pairs
+// of one kv head that a thread holds are attended in chunks of up to 8 that
+// read each key and value row (in place on an f16 cache, else converted)
+// once together, each pair's arithmetic unchanged: the query heads of one
+// token's group, and on an f16 cache also the next tokens' of the same
+// sequence that see from the same first position.
 //
 // Every index is checked before any work: seq_starts must run from 0 to
 // tokens without decreasing, each position must be below its sequence's
