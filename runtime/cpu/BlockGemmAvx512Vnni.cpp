@@ -218,10 +218,8 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
       UnpackTile<Format, kRowsInterleaved>(weights + first * row_bytes, row_bytes, count, blocks, tile);
       // The next group's rows come in while this one is multiplied
       // (KQuantGemmParts.h's reason), spread over its token groups.
-      const int64_t next = first + kGemmRowGroup;
-      const int64_t next_count = row_end - next < kGemmRowGroup ? row_end - next : kGemmRowGroup;
-      SpreadPrefetch next_rows(weights + next * row_bytes, 0, next_count > 0 ? 1 : 0, next_count * row_bytes,
-                               pass_end - pass);
+      SpreadPrefetch next_rows =
+          SpreadPrefetchOfRows(weights, row_bytes, first + kGemmRowGroup, kGemmRowGroup, row_end, pass_end - pass);
       MultiplyTile<Format>(tile, count, first, panel, pass, pass_end, tokens, blocks, y, y_stride, next_rows);
     }
   }

@@ -232,14 +232,14 @@ void Multiply(const uint8_t* weights, int64_t row_bytes, int64_t row_begin, int6
         const int64_t run_chunks = chunks - run < kChunksPerRun ? chunks - run : kChunksPerRun;
         // The next run's rows (the next row group's first run after the
         // last) come in a few lines per micro-kernel while this run is
-        // multiplied (KQuantGemmAvx512Vnni.cpp's reason).
+        // multiplied (KQuantGemmParts.h's reason).
         const bool last_run = run + kChunksPerRun >= chunks;
         const int64_t next_first = last_run ? first + kGemmRowGroup : first;
         const int64_t next_run = last_run ? 0 : run + kChunksPerRun;
         const int64_t next_count = std::min(kGemmRowGroup, row_end - next_first);
         const int64_t next_chunks = std::min(kChunksPerRun, chunks - next_run);
         SpreadPrefetch next_rows(weights + next_first * row_bytes + next_run * kChunk * Elements::kBytes, row_bytes,
-                                 next_count > 0 ? next_count : 0, next_chunks * kChunk * Elements::kBytes,
+                                 next_count, next_chunks * kChunk * Elements::kBytes,
                                  quads * 2 * (pass_end - pass));
         for (int64_t quad = 0; quad < quads; ++quad) {
           for (int64_t half = 0; half < 2; ++half) {

@@ -1,6 +1,7 @@
 #ifndef KVJIT_RUNTIME_CPU_PREFETCH_H_
 #define KVJIT_RUNTIME_CPU_PREFETCH_H_
 
+#include <algorithm>
 #include <cstdint>
 
 namespace kvjit::cpu::internal {
@@ -25,7 +26,8 @@ inline void PrefetchLinesToL2(const uint8_t* p, int64_t bytes) {
 }
 
 // PrefetchLinesToL2 of `rows` ranges of `bytes` each, `stride` apart from
-// `p`, spread over `steps` calls of Step(): a GEMM asks for the part of its
+// `p` (none where either is not positive), spread over `steps` calls of
+// Step(): a GEMM asks for the part of its
 // rows it takes next a few lines between micro-kernel calls. Asked for all
 // at once (PrefetchLines of a whole next row group, 32 KiB for eight rows of
 // 2048 f16 columns), the requests stalled: the prefetch loop took a quarter
@@ -33,7 +35,7 @@ inline void PrefetchLinesToL2(const uint8_t* p, int64_t bytes) {
 class SpreadPrefetch {
  public:
   SpreadPrefetch(const uint8_t* p, int64_t stride, int64_t rows, int64_t bytes, int64_t steps)
-      : p_(p), stride_(stride), rows_(bytes > 0 ? rows : 0), bytes_(bytes),
+      : p_(p), stride_(stride), rows_(bytes > 0 && rows > 0 ? rows : 0), bytes_(bytes),
         lines_per_step_(steps > 0 ? (rows_ * (bytes_ / 64 + 2) + steps - 1) / steps : 0) {
     StartRow();
   }
@@ -67,6 +69,14 @@ class SpreadPrefetch {
   const uint8_t* line_ = nullptr;
   const uint8_t* row_end_ = nullptr;
 };
+
+// The SpreadPrefetch of a matrix's rows [next, next + rows) in GGUF's layout
+// (one range of whole rows), none at or past `row_end`: the rows a GEMM takes
+// after the ones at hand.
+inline SpreadPrefetch SpreadPrefetchOfRows(const uint8_t* weights, int64_t row_bytes, int64_t next, int64_t rows,
+                                           int64_t row_end, int64_t steps) {
+  return SpreadPrefetch(weights + next * row_bytes, 0, 1, std::min(rows, row_end - next) * row_bytes, steps);
+}
 
 }  // namespace kvjit::cpu::internal
 

@@ -70,9 +70,7 @@ __attribute__((always_inline)) inline void MultiplyTilesInPasses(int64_t row_beg
 // contiguous in GGUF's layout, none past `row_end`.
 inline SpreadPrefetch NextTileRows(const uint8_t* weights, int64_t row_bytes, int64_t first, int64_t row_end,
                                    int64_t steps) {
-  const int64_t next = first + kTileRows;
-  const int64_t next_count = row_end - next < kTileRows ? row_end - next : kTileRows;
-  return SpreadPrefetch(weights + next * row_bytes, 0, next_count > 0 ? 1 : 0, next_count * row_bytes, steps);
+  return SpreadPrefetchOfRows(weights, row_bytes, first + kTileRows, kTileRows, row_end, steps);
 }
 
 // A group's results[r][i] (row first + r, token 4 * group + i) into y, rows
